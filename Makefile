@@ -1,0 +1,42 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Each builds .venv and installs dragoman with the CPU engine and the dev tools first.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.dragoman-installed
+# pytest workers for the fast suite; the engine tests run after it, on their own.
+TEST_WORKERS ?= 2
+
+.PHONY: demo test test-fast test-e2e lint typecheck install clean bench-enqueue
+
+install: $(STAMP)
+
+# torchvision/torchaudio/torchcodec come along with vLLM and break `transformers` imports next
+# to the CPU torch build ("operator torchvision::nms does not exist"), so they are removed.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[cpu,dev]'
+	$(BIN)/pip uninstall --quiet --yes torchvision torchaudio torchcodec 2>/dev/null || true
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dragoman demo
+
+test: $(STAMP)
+	$(BIN)/ruff check producer worker migrations tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
+	$(BIN)/pytest -m e2e
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
+
+test-e2e: $(STAMP)
+	$(BIN)/pytest -m e2e
+
+bench-enqueue: $(STAMP)
+	$(BIN)/python -m bench.enqueue
+
+clean:
+	rm -rf $(VENV) .dragoman .pytest_cache .mypy_cache

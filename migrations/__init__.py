@@ -1,0 +1,1 @@
+"""Alembic migrations: the only way dragoman's PostgreSQL schema is created or changed."""

@@ -1,0 +1,262 @@
+"""The API applications import: submit translation jobs, look them up, wait for them, cancel them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import redis
+
+from producer.database import JobStore
+from producer.errors import (
+    InvalidJobError,
+    JobNotCancellableError,
+    JobNotFoundError,
+    JobTimeoutError,
+)
+from producer.keys import RedisKeys
+from producer.schemas import (
+    Job,
+    JobSpec,
+    JobStatus,
+    TranslationRequest,
+    build_job_spec,
+)
+from producer.services import resolve_urls
+from producer.settings import Settings
+from producer.state import CANCEL_SCRIPT, SUBMIT_SCRIPT, state_to_job
+from producer.wire import encode_job_entry
+
+
+class InvalidJobIdError(InvalidJobError):
+    """The string given as a job id is not a UUID."""
+
+
+def parse_job_id(job_id: str) -> str:
+    """Canonical form of a job id; raises :class:`InvalidJobIdError` if it is not a UUID."""
+    try:
+        return str(uuid.UUID(str(job_id).strip()))
+    except ValueError:
+        raise InvalidJobIdError(f"{job_id!r} is not a job id (job ids are UUIDs)") from None
+
+
+class Client:
+    """A synchronous dragoman client for applications.
+
+    It writes jobs to Redis (state record and stream entry in one atomic step) and reads
+    finished jobs from PostgreSQL; it never loads an engine. Build it from :class:`Settings`
+    (``DRAGOMAN_*`` variables or the embedded servers in ``data_dir``) or from explicit URLs.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        redis_url: str | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        if redis_url is None or database_url is None:
+            urls = resolve_urls(
+                self.settings.model_copy(
+                    update={
+                        "redis_url": redis_url or self.settings.redis_url,
+                        "database_url": database_url or self.settings.database_url,
+                    }
+                )
+            )
+            redis_url, database_url = urls.redis_url, urls.database_url
+        self.keys = RedisKeys.from_settings(self.settings)
+        self.redis: redis.Redis = redis.Redis.from_url(redis_url, decode_responses=True)
+        self._store = JobStore(database_url)
+        self._submit = self.redis.register_script(SUBMIT_SCRIPT)
+        self._cancel = self.redis.register_script(CANCEL_SCRIPT)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the Redis and PostgreSQL connections."""
+        self.redis.close()
+        self._store.close()
+
+    # Submitting ------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        text: str,
+        source_lang: str,
+        target_lang: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Enqueue one translation and return its job id.
+
+        Invalid input raises a subclass of :class:`InvalidJobError` before anything is written.
+        With an ``idempotency_key``, submitting again returns the first job's id.
+        """
+        spec = self._spec(text, source_lang, target_lang, metadata)
+        return self._write([(spec, _check_key(idempotency_key))], self.redis)[0]
+
+    def submit_many(self, items: Iterable[TranslationRequest | Mapping[str, Any]]) -> list[str]:
+        """Enqueue many translations, pipelined in chunks; return their ids in input order.
+
+        Every item is validated first: one bad item raises (naming its index) and nothing at
+        all is written.
+        """
+        prepared: list[tuple[JobSpec, str | None]] = []
+        for index, item in enumerate(items):
+            request = _as_request(item, index)
+            try:
+                spec = self._spec(request.text, request.source_lang, request.target_lang, request.metadata)
+                prepared.append((spec, _check_key(request.idempotency_key)))
+            except InvalidJobError as exc:
+                raise type(exc)(f"item {index}: {exc}") from None
+        ids: list[str] = []
+        chunk = self.settings.submit_chunk_size
+        for start in range(0, len(prepared), chunk):
+            with self.redis.pipeline(transaction=False) as pipe:
+                ids.extend(self._write(prepared[start : start + chunk], pipe))
+        return ids
+
+    def _spec(self, text: object, source: str, target: str, metadata: object) -> JobSpec:
+        return build_job_spec(
+            str(uuid.uuid4()),
+            text,
+            source,
+            target,
+            max_chars=self.settings.max_text_chars,
+            metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
+        )
+
+    def _write(self, prepared: list[tuple[JobSpec, str | None]], target: Any) -> list[str]:
+        """Run the submit script for each job on ``target`` (the client, or a pipeline)."""
+        keys = self.keys
+        settings = self.settings
+        results: list[Any] = []
+        for spec, idem in prepared:
+            fields = encode_job_entry(spec)
+            script_keys = [keys.jobs_stream, keys.state(spec.job_id)]
+            if idem is not None:
+                script_keys.append(keys.idempotency(idem))
+            results.append(
+                self._submit(
+                    keys=script_keys,
+                    args=[
+                        spec.job_id,
+                        fields["payload"],
+                        repr(spec.created_at),
+                        spec.source_lang,
+                        spec.target_lang,
+                        settings.state_ttl_seconds,
+                        settings.idempotency_ttl_seconds,
+                        fields["v"],
+                    ],
+                    client=target,
+                )
+            )
+        if isinstance(target, redis.client.Pipeline):
+            results = target.execute()
+        return [str(job_id) for job_id in results]
+
+    # Looking up ------------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> Job:
+        """The job's status, result, error and timings.
+
+        Queued and running jobs are answered from their Redis state record, finished ones from
+        PostgreSQL. Raises :class:`JobNotFoundError` if neither knows the id.
+        """
+        job_id = parse_job_id(job_id)
+        state: dict[str, str] = self.redis.hgetall(self.keys.state(job_id))  # type: ignore[assignment]
+        status = state.get("status")
+        if status in (JobStatus.QUEUED, JobStatus.RUNNING):
+            return state_to_job(job_id, state)
+        row = self._store.get(job_id)
+        if row is not None:
+            return row
+        if state:
+            return state_to_job(job_id, state)
+        raise JobNotFoundError(f"no job with id {job_id} (it may never have existed, or expired)")
+
+    def wait(self, job_id: str, timeout: float = 60.0, poll_interval: float = 0.05) -> Job:
+        """Block until the job is succeeded, failed or cancelled, and return it.
+
+        Raises :class:`JobTimeoutError` after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        delay = poll_interval
+        while True:
+            job = self.get(job_id)
+            if job.status.is_final:
+                return job
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise JobTimeoutError(
+                    f"job {job.id} is still {job.status.value} after {timeout:g}s; "
+                    "is a worker running (`dragoman worker`)?"
+                )
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.5)
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job and return its state.
+
+        A queued job is cancelled at once (the worker skips it). A running job stays
+        ``running`` until the worker running it aborts it in the engine and records it as
+        ``cancelled`` (or it finishes first). Cancelling a cancelled job is a no-op. Raises
+        :class:`JobNotCancellableError` for a job that already succeeded or failed, and
+        :class:`JobNotFoundError` for an unknown id.
+        """
+        job_id = parse_job_id(job_id)
+        outcome = str(
+            self._cancel(
+                keys=[self.keys.state(job_id)],
+                args=[repr(time.time()), self.settings.finished_state_ttl_seconds,
+                      self.keys.control_channel, job_id],
+            )
+        )  # fmt: skip
+        if outcome in (JobStatus.CANCELLED, "cancel_requested"):
+            return self.get(job_id)
+        if outcome == "missing":
+            finished = self._store.get(job_id)
+            if finished is None:
+                raise JobNotFoundError(f"no job with id {job_id}")
+            outcome = finished.status.value
+        if outcome == JobStatus.CANCELLED:
+            return self.get(job_id)
+        raise JobNotCancellableError(f"job {job_id} already {outcome}; only queued or running jobs can be cancelled")
+
+
+def _check_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip() or len(key) > 256:
+        raise InvalidJobError("idempotency_key must be a non-empty string of at most 256 characters")
+    return key
+
+
+def _as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> TranslationRequest:
+    if isinstance(item, TranslationRequest):
+        return item
+    if not isinstance(item, Mapping):
+        raise InvalidJobError(f"item {index}: expected a TranslationRequest or a dict, got {type(item).__name__}")
+    unknown = set(item) - {"text", "source_lang", "target_lang", "metadata", "idempotency_key"}
+    if unknown:
+        raise InvalidJobError(f"item {index}: unknown field(s) {sorted(unknown)}")
+    try:
+        return TranslationRequest(
+            text=item["text"],
+            source_lang=item["source_lang"],
+            target_lang=item["target_lang"],
+            metadata=item.get("metadata"),
+            idempotency_key=item.get("idempotency_key"),
+        )
+    except KeyError as exc:
+        raise InvalidJobError(f"item {index}: missing field {exc.args[0]!r}") from None

@@ -1,0 +1,61 @@
+"""The one settings object: every knob dragoman has, read from ``DRAGOMAN_*`` variables.
+
+Build it once at the edge (CLI, application start-up, test fixture) and pass it down; nothing
+else in dragoman reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Connection URLs, names, limits and worker tuning, each overridable by ``DRAGOMAN_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="DRAGOMAN_", extra="ignore")
+
+    # Where the services are. Unset means: use the embedded servers under ``data_dir``.
+    redis_url: str | None = Field(default=None, description="Redis URL (redis://, rediss://, unix://)")
+    database_url: str | None = Field(default=None, description="PostgreSQL URL (postgresql://...)")
+    data_dir: Path = Field(default=Path(".dragoman"), description="embedded servers' data folder")
+
+    # Names on the wire (see producer.keys for how they are combined).
+    key_prefix: str = Field(default="dragoman", description="prefix of every Redis key")
+    jobs_stream: str | None = Field(default=None, description="jobs stream (default <prefix>:jobs)")
+    events_stream: str | None = Field(default=None, description="events stream (<prefix>:events)")
+    events_channel: str | None = Field(default=None, description="Pub/Sub channel (<prefix>:events)")
+    consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
+
+    # Limits enforced at submit time (and again by the worker).
+    max_text_chars: int = Field(default=10_000, gt=0, description="longest accepted source text")
+    state_ttl_seconds: int = Field(default=7 * 86_400, gt=0, description="TTL of a queued/running state record")
+    finished_state_ttl_seconds: int = Field(default=3_600, gt=0, description="TTL of a state record once final")
+    idempotency_ttl_seconds: int = Field(default=86_400, gt=0, description="how long an idempotency key is remembered")
+    events_maxlen: int = Field(default=100_000, gt=0, description="approximate cap of the events stream")
+    submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
+
+    # Worker tuning.
+    max_in_flight: int | None = Field(
+        default=None, gt=0, description="jobs inside the engine (default 2 x max_num_seqs)"
+    )
+    read_block_ms: int = Field(default=500, gt=0, description="how long one XREADGROUP blocks")
+    writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
+    writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
+    writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
+    max_new_tokens: int = Field(default=512, gt=0, description="cap on generated tokens per job")
+    max_attempts: int = Field(default=3, gt=0, description="deliveries before a job is failed for good")
+    shutdown_grace_seconds: float = Field(default=30.0, ge=0, description="time in-flight jobs get on SIGTERM")
+    model_cache_dir: Path = Field(
+        default=Path.home() / ".cache" / "dragoman" / "models",
+        description="where `dragoman model prepare` builds the default model",
+    )
+
+    @field_validator("key_prefix", "consumer_group")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
