@@ -1,0 +1,74 @@
+"""Fixtures for the worker's own tests: a real Redis and PostgreSQL, a deterministic engine."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from producer.client import Client
+from producer.errors import JobNotFoundError
+from producer.schemas import Job, JobStatus
+from producer.services import ServiceUrls
+from producer.settings import Settings
+from worker.deterministic_engine import DeterministicEngine
+from worker.profiles import IdentityProfile
+from worker.service import Worker
+
+WorkerFactory = Callable[..., Any]
+
+
+def _get(client: Client, job_id: str) -> Job:
+    """The job, or a stand-in "queued" one while a plain-XADD job has no state record yet."""
+    try:
+        return client.get(job_id)
+    except JobNotFoundError:
+        return Job(id=job_id, status=JobStatus.QUEUED)
+
+
+@pytest.fixture
+def start_worker(settings: Settings, service_urls: ServiceUrls) -> WorkerFactory:
+    """``async with start_worker(engine, max_in_flight=...) as worker:`` runs a worker, then stops it."""
+
+    @asynccontextmanager
+    async def factory(
+        engine: DeterministicEngine, *, max_in_flight: int = 16, settings_: Settings | None = None
+    ) -> AsyncIterator[Worker]:
+        worker = Worker(
+            settings_ or settings,
+            redis_url=service_urls.redis_url,
+            database_url=service_urls.database_url,
+            engine=engine,
+            profile=IdentityProfile(engine.tokenizer),
+            max_in_flight=max_in_flight,
+        )
+        await worker.start()
+        try:
+            yield worker
+        finally:
+            await worker.stop(grace_seconds=5)
+
+    return factory
+
+
+def _get_all(client: Client, ids: list[str]) -> list[Job]:
+    return [_get(client, i) for i in ids]
+
+
+async def wait_all(client: Client, ids: list[str], within: float = 30.0) -> list[Job]:
+    """Poll (without blocking the loop) until every job is final; return them in order."""
+    deadline = time.monotonic() + within
+    pending = list(ids)
+    while True:
+        jobs = await asyncio.to_thread(_get_all, client, pending)
+        if all(job.status.is_final for job in jobs):
+            return [client.get(i) for i in ids]
+        if time.monotonic() > deadline:
+            unfinished = [j.id for j in jobs if not j.status.is_final]
+            raise AssertionError(f"{len(unfinished)} jobs not final after {within}s: {unfinished[:5]}")
+        pending = [j.id for j in jobs if not j.status.is_final]
+        await asyncio.sleep(0.05)

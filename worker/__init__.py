@@ -1,0 +1,1 @@
+"""dragoman's GPU worker: one process, one vLLM ``AsyncLLM`` engine, fed continuously from Redis."""

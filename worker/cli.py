@@ -1,0 +1,141 @@
+"""``dragoman worker``, ``dragoman model prepare`` and ``dragoman demo``: the commands that need an engine.
+
+vLLM is imported only when one of them runs, so ``dragoman submit`` stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from producer.settings import Settings
+from worker.engine import EngineOptions
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the engine commands on the ``dragoman`` parser."""
+    worker = sub.add_parser("worker", help="run a worker: one engine fed continuously from the stream")
+    add_engine_arguments(worker)
+    worker.add_argument("--max-in-flight", type=int, help="jobs inside the engine (default 2 x max-num-seqs)")
+    worker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
+    worker.set_defaults(func=cmd_worker)
+
+    model = sub.add_parser("model", help="the default model")
+    model.add_argument("action", choices=["prepare", "path"])
+    model.set_defaults(func=cmd_model)
+
+    demo = sub.add_parser("demo", help="services, model, worker, a few translations, then stop")
+    demo.set_defaults(func=cmd_demo)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """vLLM options passed through to the engine (defaults suit a CPU-only machine)."""
+    defaults = EngineOptions()
+    parser.add_argument("--model", help="model folder (default: the prepared Gemma 3 270M)")
+    parser.add_argument("--profile", help="prompt profile: few-shot, chat (default: from the model)")
+    parser.add_argument("--max-num-seqs", type=int, default=defaults.max_num_seqs)
+    parser.add_argument("--max-num-batched-tokens", type=int, default=defaults.max_num_batched_tokens)
+    parser.add_argument("--max-model-len", type=int, default=defaults.max_model_len)
+    parser.add_argument("--gpu-memory-utilization", type=float, default=defaults.gpu_memory_utilization,
+                        help="GPU memory fraction (on a CPU: fraction of RAM for the KV cache)")  # fmt: skip
+    parser.add_argument("--dtype", default=defaults.dtype)
+    parser.add_argument("--tensor-parallel-size", type=int, default=defaults.tensor_parallel_size)
+    parser.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=defaults.enforce_eager,
+                        help="skip compilation and graph capture (fast start; default on)")  # fmt: skip
+    parser.add_argument("--load-format", default=defaults.load_format, help="auto, safetensors, dummy, ...")
+
+
+def engine_options(args: argparse.Namespace) -> EngineOptions:
+    """The :class:`EngineOptions` the parsed arguments describe."""
+    return EngineOptions(
+        model=args.model,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_model_len=args.max_model_len,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        dtype=args.dtype,
+        tensor_parallel_size=args.tensor_parallel_size,
+        enforce_eager=args.enforce_eager,
+        load_format=args.load_format,
+    )
+
+
+def resolve_model(settings: Settings, model: str | None) -> Path:
+    """The model folder to serve: the one given, else the default model (prepared if needed)."""
+    from worker.model import prepare_default_model
+    from worker.vllm_engine import check_model_path
+
+    if model is None:
+        return prepare_default_model(settings.model_cache_dir)
+    path = Path(model).expanduser()
+    check_model_path(path)
+    return path
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    """Start services if needed, migrate, build the engine, process jobs until SIGTERM/SIGINT."""
+    from producer.database import upgrade_database
+    from producer.services import ensure_services, redact_url
+    from worker.profiles import choose_profile
+    from worker.service import Worker
+    from worker.vllm_engine import VllmEngine
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("dragoman.worker")
+    options = engine_options(args)
+    model_path = resolve_model(settings, options.model)
+    urls = ensure_services(settings)
+    log.info("redis %s, postgres %s", redact_url(urls.redis_url), redact_url(urls.database_url))
+    upgrade_database(urls.database_url)
+    log.info("starting engine for %s", model_path)
+    engine = VllmEngine.start(model_path, options)
+    try:
+        profile = choose_profile(args.profile, model_path, engine.tokenizer)
+        log.info("engine ready: %s, profile %s, context %d tokens", engine.model_name, profile.name,
+                 engine.max_model_len)  # fmt: skip
+        worker = Worker(
+            settings,
+            redis_url=urls.redis_url,
+            database_url=urls.database_url,
+            engine=engine,
+            profile=profile,
+            max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * options.max_num_seqs,
+        )
+        return asyncio.run(_serve_until_signalled(worker))
+    finally:
+        engine.shutdown()
+
+
+async def _serve_until_signalled(worker: object) -> int:
+    from worker.service import Worker
+
+    assert isinstance(worker, Worker)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    return await worker.serve(stop)
+
+
+def cmd_model(args: argparse.Namespace, settings: Settings) -> int:
+    """Prepare the default model (once) or print where it is."""
+    from worker.model import default_model_path, is_prepared, prepare_default_model
+
+    if args.action == "path":
+        path = default_model_path(settings.model_cache_dir)
+        print(path)
+        return 0 if is_prepared(settings.model_cache_dir) else 1
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    print(prepare_default_model(settings.model_cache_dir))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    """The whole path on this machine, with the real engine and the default model."""
+    from worker.demo import run_demo
+
+    return run_demo(settings, sys.executable)

@@ -1,0 +1,247 @@
+"""The stream consumer: keeps the engine full from the jobs stream, one task per job.
+
+It reads with ``XREADGROUP`` only as many entries as there are free slots (``max_in_flight``,
+about twice the engine's ``max_num_seqs``, so vLLM's waiting queue never runs dry), marks them
+running, and starts one task per job. A task holds its slot until its result is in the
+writer's buffer, so a slow database stops the reading instead of filling memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from producer.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
+from producer.keys import RedisKeys
+from producer.schemas import JobSpec, JobStatus
+from producer.settings import Settings
+from producer.state import START_SCRIPT
+from producer.wire import decode_job_entry, read_job_id
+from worker.results import DeadLetter, JobResult
+from worker.translator import Translator
+from worker.writer import ResultWriter
+
+log = logging.getLogger(__name__)
+
+_MAX_READ = 512  # entries per XREADGROUP, whatever the number of free slots
+_REMEMBERED_CANCELS = 10_000
+
+
+class StreamConsumer:
+    """Reads jobs for one consumer of the group and runs each through the translator."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        redis: aioredis.Redis,
+        translator: Translator,
+        writer: ResultWriter,
+        consumer_name: str,
+        max_in_flight: int,
+    ) -> None:
+        self._settings = settings
+        self._keys = RedisKeys.from_settings(settings)
+        self._redis = redis
+        self._translator = translator
+        self._writer = writer
+        self.consumer_name = consumer_name
+        self.max_in_flight = max_in_flight
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._tasks: dict[str, asyncio.Task[None]] = {}  # job id -> its task
+        self._requests: dict[str, str] = {}  # job id -> its current engine request id
+        self._cancelled: OrderedDict[str, None] = OrderedDict()
+        self._start = redis.register_script(START_SCRIPT)
+        self.engine_failure: EngineUnavailableError | None = None
+        self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs holding a slot right now."""
+        return len(self._tasks)
+
+    async def ensure_group(self) -> None:
+        """Create the consumer group (reading the stream from its start) if it does not exist."""
+        try:
+            await self._redis.xgroup_create(self._keys.jobs_stream, self._keys.consumer_group, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def run(self) -> None:
+        """Read and dispatch jobs until cancelled (the worker cancels this task to stop reading)."""
+        await self.ensure_group()
+        delay = 0.2
+        while True:
+            await self._slots.acquire()
+            taken = 1
+            while taken < _MAX_READ and not self._slots.locked():
+                await self._slots.acquire()  # returns at once: a slot is free
+                taken += 1
+            try:
+                entries = await self._read(taken)
+                delay = 0.2
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                self._release(taken)
+                log.warning("Redis unavailable while reading (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            except BaseException:
+                self._release(taken)
+                raise
+            self._release(taken - len(entries))
+            if entries:
+                await self._dispatch(entries)
+
+    def _release(self, count: int) -> None:
+        for _ in range(count):
+            self._slots.release()
+
+    async def _read(self, count: int) -> list[tuple[str, dict[str, str]]]:
+        response: Any = await self._redis.xreadgroup(
+            self._keys.consumer_group,
+            self.consumer_name,
+            {self._keys.jobs_stream: ">"},
+            count=count,
+            block=self._settings.read_block_ms,
+        )
+        if not response:
+            return []
+        return list(response[0][1])
+
+    async def _dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
+        """Mark decodable entries running (one round trip) and start a task for each.
+
+        Every entry already holds a slot; each path below gives it back exactly once.
+        """
+        now = time.time()
+        decoded: list[tuple[str, JobSpec]] = []
+        for entry_id, fields in entries:
+            try:
+                decoded.append((entry_id, decode_job_entry(fields, max_chars=self._settings.max_text_chars)))
+            except MalformedEntryError as exc:
+                log.warning("dead-lettering malformed entry %s: %s", entry_id, exc)
+                await self._finish(DeadLetter(entry_id=entry_id, fields=dict(fields), reason=str(exc),
+                                              job_id=read_job_id(fields), finished_at=now))  # fmt: skip
+        if not decoded:
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for _, spec in decoded:
+                await self._start(
+                    keys=[self._keys.state(spec.job_id)],
+                    args=[repr(now), self.consumer_name, self._settings.state_ttl_seconds,
+                          repr(spec.created_at), spec.source_lang, spec.target_lang],
+                    client=pipe,
+                )  # fmt: skip
+            started: list[Any] = await pipe.execute()
+        for (entry_id, spec), (prior, attempts) in zip(decoded, started, strict=True):
+            if prior == JobStatus.CANCELLED:
+                await self._finish(JobResult(entry_id=entry_id, spec=spec, status=JobStatus.CANCELLED,
+                                             attempts=int(attempts or 0), started_at=None,
+                                             finished_at=now))  # fmt: skip
+                continue
+            if spec.job_id in self._tasks:  # delivered twice while still running here
+                self._slots.release()
+                continue
+            self._tasks[spec.job_id] = asyncio.create_task(
+                self._run_job(entry_id, spec, int(attempts), now), name=f"job-{spec.job_id}"
+            )
+
+    async def _finish(self, result: JobResult | DeadLetter) -> None:
+        """Hand a result that needed no engine work to the writer and free its slot."""
+        try:
+            await self._writer.put(result)
+        finally:
+            self._slots.release()
+
+    async def _run_job(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float) -> None:
+        try:
+            result = await self._execute(entry_id, spec, attempts, started_at)
+            if result is not None:
+                await self._writer.put(result)
+        finally:
+            self._tasks.pop(spec.job_id, None)
+            self._requests.pop(spec.job_id, None)
+            self._slots.release()
+
+    async def _execute(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float) -> JobResult | None:
+        """Run one job, retrying engine errors until ``max_attempts``; ``None`` means leave it pending."""
+        attempt = attempts
+        while True:
+            if spec.job_id in self._cancelled:
+                return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED)
+            request_id = self._requests[spec.job_id] = f"{spec.job_id}-{attempt}"
+            try:
+                translation = await self._translator.translate(spec, request_id)
+            except InputTooLongError as exc:
+                return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=str(exc))
+            except EngineUnavailableError as exc:
+                if self.engine_failure is None:
+                    log.error("engine unavailable, stopping this worker: %s", exc)
+                    self.engine_failure = exc
+                    self.failed.set()
+                return None
+            except Exception as exc:  # an error in this job only: retry, then fail it
+                error = f"{type(exc).__name__}: {exc}"
+                if attempt >= self._settings.max_attempts:
+                    log.warning("job %s failed after %d attempts: %s", spec.job_id, attempt, error)
+                    return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error)
+                log.info("job %s attempt %d failed (%s); retrying", spec.job_id, attempt, error)
+                attempt += 1
+                continue
+            if translation.finish_reason == "abort" or spec.job_id in self._cancelled:
+                return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED)
+            return self._result(
+                entry_id, spec, attempt, started_at, JobStatus.SUCCEEDED,
+                translation=translation.text, prompt_tokens=translation.prompt_tokens,
+                output_tokens=translation.output_tokens,
+            )  # fmt: skip
+
+    def _result(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float,
+                status: JobStatus, **fields: Any) -> JobResult:  # fmt: skip
+        return JobResult(entry_id=entry_id, spec=spec, status=status, attempts=attempts,
+                         started_at=started_at, finished_at=time.time(),
+                         model=self._translator.engine.model_name, **fields)  # fmt: skip
+
+    async def cancel_running(self, job_id: str) -> None:
+        """Abort a job in the engine if it runs here; remember the id in case it starts soon."""
+        self._cancelled[job_id] = None
+        while len(self._cancelled) > _REMEMBERED_CANCELS:
+            self._cancelled.popitem(last=False)
+        request_id = self._requests.get(job_id)
+        if request_id is not None:
+            await self._translator.engine.abort(request_id)
+
+    async def listen_for_cancels(self) -> None:
+        """Follow the control channel and abort cancelled jobs that are running here."""
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self._keys.control_channel)
+            async for message in pubsub.listen():
+                command, _, job_id = str(message.get("data", "")).partition(" ")
+                if command == "cancel" and job_id:
+                    await self.cancel_running(job_id)
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def drain(self, grace_seconds: float) -> int:
+        """Wait up to ``grace_seconds`` for running jobs; cancel the rest (left un-acked).
+
+        Returns how many jobs were left unfinished.
+        """
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=grace_seconds)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return len(pending)

@@ -1,0 +1,121 @@
+"""``dragoman demo``: services up, model prepared, a real worker, a handful of translations, all stopped.
+
+Everything it does is what a user would do by hand with the CLI: the worker runs as its own
+``dragoman worker`` process and the jobs go through the public :class:`producer.Client`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+from producer.client import Client
+from producer.database import upgrade_database
+from producer.keys import RedisKeys
+from producer.schemas import Job, JobStatus, TranslationRequest
+from producer.services import EmbeddedServices, ensure_services, redact_url
+from producer.settings import Settings
+from worker.model import is_prepared, prepare_default_model
+
+SAMPLE: list[tuple[str, str, str]] = [
+    ("Good morning.", "en", "fr"),
+    ("Where can I buy a ticket for the train to Paris?", "en", "fr"),
+    ("The meeting has been moved to Thursday afternoon because the director is travelling.", "en", "fr"),
+    ("Thank you very much for your help.", "en", "fr"),
+    ("Our new office is close to the central station, and it has a beautiful view of the river "
+     "and the old town.", "en", "fr"),
+    ("I like to read books in the evening.", "en", "de"),
+    ("The children are playing in the garden while their parents cook dinner.", "en", "de"),
+    ("How much does this cost?", "en", "es"),
+]  # fmt: skip
+
+WORKER_READY_TIMEOUT_S = 600.0
+JOB_TIMEOUT_S = 600.0
+
+
+def run_demo(settings: Settings, python: str) -> int:
+    """Run the demo; return the process exit code."""
+    embedded = EmbeddedServices(settings.data_dir)
+    started_services = not (settings.redis_url and settings.database_url) and embedded.running_urls() is None
+    urls = ensure_services(settings)
+    print(f"[1/5] services: redis {urls.redis_url}, postgres {redact_url(urls.database_url)}")
+    upgrade_database(urls.database_url)
+
+    first_time = not is_prepared(settings.model_cache_dir)
+    print("[2/5] default model:", "preparing (once, about a minute)..." if first_time else "cached")
+    model_path = prepare_default_model(settings.model_cache_dir)
+    print(f"      {model_path}")
+
+    log_path = settings.data_dir / "demo-worker.log"
+    env = {**os.environ, "DRAGOMAN_REDIS_URL": urls.redis_url, "DRAGOMAN_DATABASE_URL": urls.database_url}
+    print(f"[3/5] starting `dragoman worker` (log: {log_path}); the CPU engine takes about a minute")
+    with open(log_path, "w") as log_file:
+        worker = subprocess.Popen(
+            [python, "-m", "producer.cli", "worker", "--max-num-seqs", "16"],
+            stdout=log_file, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    try:
+        _wait_for_worker(settings, urls.redis_url, worker, log_path)
+        code = _translate_sample(settings, urls.redis_url, urls.database_url)
+    finally:
+        print("[5/5] stopping the worker" + (" and the embedded services" if started_services else ""))
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker_code = worker.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker_code = -9
+        if started_services:
+            embedded.down()
+    print(f"      worker exited with code {worker_code}")
+    return code or (1 if worker_code != 0 else 0)
+
+
+def _wait_for_worker(settings: Settings, redis_url: str, worker: subprocess.Popen[bytes], log_path: Path) -> None:
+    keys = RedisKeys.from_settings(settings)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+    started = time.monotonic()
+    try:
+        while not any(True for _ in client.scan_iter(match=keys.worker_pattern, count=100)):
+            if worker.poll() is not None:
+                tail = "".join(log_path.read_text().splitlines(keepends=True)[-20:])
+                raise SystemExit(f"the worker exited with code {worker.returncode}:\n{tail}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the worker was not ready after {WORKER_READY_TIMEOUT_S:.0f}s; see {log_path}")
+            time.sleep(0.5)
+    finally:
+        client.close()
+    print(f"      worker ready after {time.monotonic() - started:.0f}s")
+
+
+def _translate_sample(settings: Settings, redis_url: str, database_url: str) -> int:
+    with Client(settings, redis_url=redis_url, database_url=database_url) as client:
+        print(f"[4/5] submitting {len(SAMPLE)} sentences")
+        start = time.time()
+        ids = client.submit_many(TranslationRequest(text, src, tgt) for text, src, tgt in SAMPLE)
+        jobs = [client.wait(job_id, timeout=JOB_TIMEOUT_S) for job_id in ids]
+    elapsed = max(j.finished_at.timestamp() for j in jobs if j.finished_at) - start
+    print()
+    for job in jobs:
+        _print_job(job)
+    succeeded = sum(job.status is JobStatus.SUCCEEDED for job in jobs)
+    tokens = sum(job.output_tokens or 0 for job in jobs)
+    print(f"{succeeded}/{len(jobs)} succeeded in {elapsed:.2f}s: {len(jobs) / elapsed:.2f} jobs/s, "
+          f"{tokens / elapsed:.1f} output tokens/s (CPU engine, {jobs[0].model})")  # fmt: skip
+    print()
+    return 0 if succeeded == len(jobs) else 1
+
+
+def _print_job(job: Job) -> None:
+    latency = f"{job.total_seconds:.2f}s" if job.total_seconds is not None else "?"
+    print(f"  {job.source_lang}->{job.target_lang}  {latency:>7}  {job.text}")
+    if job.status is JobStatus.SUCCEEDED:
+        print(f"                  => {job.translation}")
+    else:
+        print(f"                  !! {job.status.value}: {job.error}")

@@ -1,0 +1,103 @@
+"""A model-free engine with the real engine's interface, for unit tests and pipeline benchmarks.
+
+It echoes the prompt back (so with the ``identity`` prompt profile a job's translation is its
+source text), after an optional delay, and can be told to fail on chosen inputs. It is never the
+default and never what the demo runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from producer.errors import EngineError
+from worker.engine import GenerationRequest, GenerationResult
+
+
+class CharTokenizer:
+    """One token per character (its code point): exact round trips, no vocabulary."""
+
+    bos_token_id: int | None = None
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Code points of ``text``."""
+        return [ord(char) for char in text]
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """Text of the code points."""
+        return "".join(map(chr, token_ids))
+
+
+class DeterministicEngine:
+    """Echoes each prompt, optionally after a delay; raises for prompts ``fail_if`` selects."""
+
+    def __init__(
+        self,
+        *,
+        delay_s: float = 0.0,
+        max_model_len: int = 8_192,
+        fail_if: Callable[[str], bool] | None = None,
+        delay_for: Callable[[str], float] | None = None,
+    ) -> None:
+        self._delay_s = delay_s
+        self._delay_for = delay_for
+        self._max_model_len = max_model_len
+        self._fail_if = fail_if
+        self._tokenizer = CharTokenizer()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.requests = 0
+        self.aborted: list[str] = []
+        self._running: dict[str, asyncio.Future[None]] = {}
+
+    @property
+    def model_name(self) -> str:
+        """Recorded in each row, so tests can tell this engine's rows apart."""
+        return "deterministic-test-engine"
+
+    @property
+    def max_model_len(self) -> int:
+        """Configured context length."""
+        return self._max_model_len
+
+    @property
+    def tokenizer(self) -> CharTokenizer:
+        """The character tokenizer."""
+        return self._tokenizer
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Echo the prompt's tokens (at most ``max_tokens``) once the delay has passed."""
+        self.requests += 1
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            prompt = self._tokenizer.decode(request.prompt_token_ids)
+            delay = self._delay_for(prompt) if self._delay_for else self._delay_s
+            if delay > 0:
+                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._running[request.request_id] = done
+                try:
+                    await asyncio.wait_for(asyncio.shield(done), timeout=delay)
+                except TimeoutError:
+                    pass
+                finally:
+                    self._running.pop(request.request_id, None)
+                if done.done():
+                    return GenerationResult(token_ids=(), finish_reason="abort")
+            if self._fail_if is not None and self._fail_if(prompt):
+                raise EngineError(f"deterministic engine was told to fail on {prompt[:40]!r}")
+            tokens = request.prompt_token_ids[: request.max_tokens]
+            reason = "length" if len(tokens) < len(request.prompt_token_ids) else "stop"
+            return GenerationResult(token_ids=tokens, finish_reason=reason)
+        finally:
+            self.in_flight -= 1
+
+    async def abort(self, request_id: str) -> None:
+        """End a delayed request early with finish reason ``abort``."""
+        self.aborted.append(request_id)
+        future = self._running.get(request_id)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    def shutdown(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,89 @@
+"""The engine interface the worker drives, and the options that build a real one.
+
+The worker only needs four things from an engine: a tokenizer, the context length, an async
+``generate`` for one tokenised request, and ``abort``. :class:`worker.vllm_engine.VllmEngine`
+wraps vLLM's ``AsyncLLM``; :class:`worker.deterministic_engine.DeterministicEngine` is a
+model-free stand-in for unit tests and pipeline benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class Tokenizer(Protocol):
+    """The slice of a Hugging Face tokenizer the worker uses."""
+
+    @property
+    def bos_token_id(self) -> int | None:
+        """Id prepended to prompts, if the model uses one."""
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]:
+        """Token ids of ``text``."""
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = ...) -> str:
+        """Text of ``token_ids``."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """One tokenised prompt for the engine."""
+
+    request_id: str
+    prompt_token_ids: list[int]
+    max_tokens: int
+    stop_token_ids: Sequence[int] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    """The engine's final output for one request (token ids; decoding is the caller's job)."""
+
+    token_ids: Sequence[int]
+    finish_reason: str | None
+
+
+class TranslationEngine(Protocol):
+    """What the worker needs from an inference engine."""
+
+    @property
+    def model_name(self) -> str:
+        """Name recorded in each job's row."""
+
+    @property
+    def max_model_len(self) -> int:
+        """Context length in tokens (prompt plus output)."""
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer."""
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Run one request to completion (greedy) and return its output."""
+
+    async def abort(self, request_id: str) -> None:
+        """Stop a running request; its ``generate`` call ends without a result."""
+
+    def shutdown(self) -> None:
+        """Release the engine's processes and memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """vLLM engine options the ``dragoman worker`` command passes through.
+
+    The defaults run on a CPU-only machine shared with other work.
+    """
+
+    model: str | None = None
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int | None = None
+    max_model_len: int | None = 2048
+    gpu_memory_utilization: float = 0.25
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = True
+    load_format: str = "auto"
+    extra: dict[str, object] = field(default_factory=dict)

@@ -1,0 +1,35 @@
+"""What the worker hands to the :class:`~worker.writer.ResultWriter` for each stream entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from producer.schemas import JobSpec, JobStatus
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    """The final outcome of one job, tied to the stream entry that delivered it."""
+
+    entry_id: str
+    spec: JobSpec
+    status: JobStatus
+    attempts: int
+    started_at: float | None
+    finished_at: float
+    translation: str | None = None
+    error: str | None = None
+    model: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A stream entry that cannot be run (malformed): failed by id if it has one, then parked."""
+
+    entry_id: str
+    fields: dict[str, str]
+    reason: str
+    job_id: str | None
+    finished_at: float

@@ -1,0 +1,150 @@
+"""The worker as a whole: one consumer, one writer, one cancel listener, and their shutdown.
+
+:class:`Worker` owns every background task it starts and cancels and awaits each one on the
+way out, in the order that loses nothing: stop reading, let running jobs finish (within the
+grace period), flush the writer, then close the connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from producer.keys import RedisKeys
+from producer.settings import Settings
+from worker.consumer import StreamConsumer
+from worker.engine import TranslationEngine
+from worker.profiles import PromptProfile
+from worker.translator import Translator
+from worker.writer import ResultWriter
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL_S = 5.0
+HEARTBEAT_TTL_S = 15
+
+
+def new_consumer_name() -> str:
+    """A consumer name unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    """Runs jobs from the stream through one engine until stopped."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        redis_url: str,
+        database_url: str,
+        engine: TranslationEngine,
+        profile: PromptProfile,
+        max_in_flight: int,
+        consumer_name: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.keys = RedisKeys.from_settings(settings)
+        self.redis: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        self.writer = ResultWriter(settings, self.redis, database_url)
+        self.consumer = StreamConsumer(
+            settings,
+            self.redis,
+            Translator(engine, profile, settings.max_new_tokens),
+            self.writer,
+            consumer_name or new_consumer_name(),
+            max_in_flight,
+        )
+        self._reader: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    async def start(self) -> None:
+        """Join the consumer group and start reading, writing and listening for cancels."""
+        await self.consumer.ensure_group()
+        self._writer = asyncio.create_task(self.writer.run(), name="dragoman-writer")
+        self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
+        self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
+        self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
+        log.info("worker %s reading %s (group %s, up to %d jobs in flight)",
+                 self.consumer.consumer_name, self.keys.jobs_stream,
+                 self.settings.consumer_group, self.consumer.max_in_flight)  # fmt: skip
+
+    async def _beat(self) -> None:
+        """Refresh this worker's heartbeat key so operators (and the demo) see it is alive."""
+        key = self.keys.worker(self.consumer.consumer_name)
+        started = repr(time.time())
+        try:
+            while True:
+                try:
+                    async with self.redis.pipeline(transaction=True) as pipe:
+                        pipe.hset(key, mapping={"started_at": started, "pid": os.getpid(),
+                                                "in_flight": self.consumer.in_flight,
+                                                "written": self.writer.stats.rows})  # fmt: skip
+                        pipe.expire(key, HEARTBEAT_TTL_S)
+                        await pipe.execute()
+                except (RedisConnectionError, RedisTimeoutError) as exc:
+                    log.warning("heartbeat failed: %s", exc)
+                await asyncio.sleep(HEARTBEAT_INTERVAL_S)
+        finally:
+            with contextlib.suppress(RedisConnectionError, RedisTimeoutError, RuntimeError):
+                await asyncio.shield(self.redis.delete(key))
+
+    async def serve(self, stop: asyncio.Event) -> int:
+        """Run until ``stop`` is set (or the engine dies); return the process exit code."""
+        await self.start()
+        assert self._reader is not None and self._writer is not None
+        watchers = {
+            asyncio.create_task(stop.wait()),
+            asyncio.create_task(self.consumer.failed.wait()),
+        }
+        try:
+            await asyncio.wait({*watchers, self._reader, self._writer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for watcher in watchers:
+                watcher.cancel()
+            await asyncio.gather(*watchers, return_exceptions=True)
+        crashed = [t for t in (self._reader, self._writer) if t.done() and not t.cancelled() and t.exception()]
+        await self.stop()
+        for task in crashed:
+            log.error("worker task %s failed: %r", task.get_name(), task.exception())
+        return 1 if crashed or self.consumer.engine_failure is not None else 0
+
+    async def stop(self, grace_seconds: float | None = None) -> int:
+        """Stop reading, drain running jobs, flush the writer, close; return jobs left pending."""
+        if self._stopped:
+            return 0
+        self._stopped = True
+        grace = self.settings.shutdown_grace_seconds if grace_seconds is None else grace_seconds
+        await _cancel(self._reader)
+        await _cancel(self._heartbeat)
+        unfinished = await self.consumer.drain(grace)
+        if unfinished:
+            log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker",
+                        unfinished, grace)  # fmt: skip
+        if self._writer is not None and not self._writer.done():
+            await self.writer.close()
+            await self._writer
+        await _cancel(self._listener)
+        await self.redis.aclose()
+        log.info("worker %s stopped", self.consumer.consumer_name)
+        return unfinished
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is None or task.done():
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

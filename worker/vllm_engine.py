@@ -1,0 +1,122 @@
+"""The real engine: vLLM's ``AsyncLLM`` in this process, fed one tokenised request per job.
+
+Requests ask for ``FINAL_ONLY`` output and no detokenisation: the worker decodes once per job,
+which keeps vLLM's frontend (the bottleneck for small models) free of per-token string work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from pathlib import Path
+from typing import Any
+
+from producer.errors import EngineError, EngineUnavailableError, ModelError
+from worker.engine import EngineOptions, GenerationRequest, GenerationResult, Tokenizer
+
+log = logging.getLogger(__name__)
+
+
+class VllmEngine:
+    """:class:`worker.engine.TranslationEngine` backed by ``vllm.v1.engine.async_llm.AsyncLLM``."""
+
+    def __init__(self, llm: Any, model_name: str, tokenizer: Tokenizer) -> None:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        self._llm = llm
+        self._model_name = model_name
+        self._tokenizer = tokenizer
+        self._sampling_params = SamplingParams
+        self._tokens_prompt = TokensPrompt
+        self._final_only = RequestOutputKind.FINAL_ONLY
+        self._dead_error: type[BaseException] = EngineDeadError
+
+    @classmethod
+    def start(cls, model_path: Path, options: EngineOptions) -> VllmEngine:
+        """Build the engine (blocking: tens of seconds on a CPU) for the model at ``model_path``."""
+        check_model_path(model_path)
+        from vllm import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        kwargs: dict[str, Any] = {
+            "model": str(model_path),
+            "max_num_seqs": options.max_num_seqs,
+            "max_num_batched_tokens": options.max_num_batched_tokens,
+            "max_model_len": options.max_model_len,
+            "gpu_memory_utilization": options.gpu_memory_utilization,
+            "dtype": options.dtype,
+            "tensor_parallel_size": options.tensor_parallel_size,
+            "enforce_eager": options.enforce_eager,
+            "load_format": options.load_format,
+            "disable_log_stats": True,
+            **options.extra,
+        }
+        args = AsyncEngineArgs(**kwargs)
+        llm = AsyncLLM.from_engine_args(args)
+        tokenizer: Any = llm.get_tokenizer()
+        if inspect.isawaitable(tokenizer):  # older vLLM releases made this a coroutine
+            raise EngineError("this vLLM release is not supported: get_tokenizer() is async")
+        return cls(llm, model_path.name, tokenizer)
+
+    @property
+    def model_name(self) -> str:
+        """The model folder's name."""
+        return self._model_name
+
+    @property
+    def max_model_len(self) -> int:
+        """The context length vLLM settled on."""
+        return int(self._llm.model_config.max_model_len)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """vLLM's tokenizer for the model."""
+        return self._tokenizer
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Greedy-decode one request and return its final token ids."""
+        params = self._sampling_params(
+            temperature=0.0,
+            max_tokens=request.max_tokens,
+            stop_token_ids=list(request.stop_token_ids),
+            output_kind=self._final_only,
+            detokenize=False,
+        )
+        prompt = self._tokens_prompt(prompt_token_ids=request.prompt_token_ids)
+        final = None
+        try:
+            async for output in self._llm.generate(prompt, params, request_id=request.request_id):
+                final = output
+        except self._dead_error as exc:
+            raise EngineUnavailableError(f"the vLLM engine died: {exc}") from exc
+        if final is None or not final.outputs:
+            raise EngineError(f"engine returned no output for request {request.request_id}")
+        completion = final.outputs[0]
+        return GenerationResult(token_ids=completion.token_ids, finish_reason=completion.finish_reason)
+
+    async def abort(self, request_id: str) -> None:
+        """Abort a running request in vLLM."""
+        await self._llm.abort(request_id)
+
+    def shutdown(self) -> None:
+        """Stop vLLM's engine-core process."""
+        self._llm.shutdown()
+
+
+def check_model_path(model_path: Path) -> None:
+    """Fail before the engine starts if ``model_path`` is not a readable model folder."""
+    if not model_path.exists():
+        raise ModelError(
+            f"model path {model_path} does not exist; pass --model PATH to a Hugging Face model "
+            "folder, or run `dragoman model prepare` for the default model"
+        )
+    config = model_path / "config.json"
+    if not model_path.is_dir() or not config.is_file():
+        raise ModelError(f"{model_path} is not a model folder (no config.json inside)")
+    try:
+        config.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"cannot read {config}: {exc}") from exc

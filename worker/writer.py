@@ -1,0 +1,303 @@
+"""The ResultWriter: finished jobs to PostgreSQL in batches, then ack and events in Redis.
+
+Order is the whole point: rows are committed first, and only then are the stream entries
+acknowledged, the state records finalised and the completion events published (one MULTI/EXEC).
+A crash before the commit means the entries are redelivered; a crash after it means a duplicate
+delivery that the upsert absorbs (a succeeded or cancelled row is never overwritten).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from producer.database import libpq_url
+from producer.keys import RedisKeys
+from producer.schemas import JobStatus
+from producer.settings import Settings
+from producer.wire import JobEvent
+from worker.results import DeadLetter, JobResult
+
+log = logging.getLogger(__name__)
+
+# One statement per batch: arrays in, one row per job out; timestamps travel as unix seconds.
+UPSERT_SQL = """
+INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
+                  attempts, model, prompt_tokens, output_tokens, created_at, started_at,
+                  finished_at, metadata, batch_id, document_id, sequence)
+SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
+       u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
+       to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata::jsonb, u.batch_id,
+       u.document_id, u.sequence
+FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+            %s::int[], %s::text[], %s::int[], %s::int[], %s::float8[], %s::float8[],
+            %s::float8[], %s::text[], %s::uuid[], %s::uuid[], %s::int[])
+     AS u(id, status, source_lang, target_lang, source_text, translated_text, error, attempts,
+          model, prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata,
+          batch_id, document_id, sequence)
+ON CONFLICT (id) DO UPDATE SET
+    status = EXCLUDED.status,
+    translated_text = EXCLUDED.translated_text,
+    error = EXCLUDED.error,
+    attempts = GREATEST(jobs.attempts, EXCLUDED.attempts),
+    model = EXCLUDED.model,
+    prompt_tokens = EXCLUDED.prompt_tokens,
+    output_tokens = EXCLUDED.output_tokens,
+    started_at = EXCLUDED.started_at,
+    finished_at = EXCLUDED.finished_at
+WHERE jobs.status NOT IN ('succeeded', 'cancelled')
+RETURNING id::text
+"""
+
+# Rows the upsert left alone (already final): their events must say what the row says.
+EXISTING_SQL = """
+SELECT id::text, status, error, extract(epoch FROM finished_at), prompt_tokens, output_tokens
+FROM jobs WHERE id = ANY(%s::uuid[])
+"""
+
+_RETRY_INITIAL_S = 0.2
+_RETRY_MAX_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class WriterStats:
+    """Counters a benchmark or health check can read."""
+
+    batches: int
+    rows: int
+    dead_letters: int
+
+
+class ResultWriter:
+    """Owns the path from a finished job to a committed row, an ack and an event.
+
+    Producers of results call :meth:`put` (which waits when the buffer is full, so the worker
+    stops reading new jobs); :meth:`run` is the one background task that writes; :meth:`close`
+    asks it to flush everything and return.
+    """
+
+    def __init__(self, settings: Settings, redis: aioredis.Redis, database_url: str) -> None:
+        self._settings = settings
+        self._keys = RedisKeys.from_settings(settings)
+        self._redis = redis
+        self._url = libpq_url(database_url)
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
+        self._batches = 0
+        self._rows = 0
+        self._dead = 0
+
+    @property
+    def stats(self) -> WriterStats:
+        """How much has been written so far."""
+        return WriterStats(batches=self._batches, rows=self._rows, dead_letters=self._dead)
+
+    @property
+    def pending(self) -> int:
+        """Results waiting to be written."""
+        return self._queue.qsize()
+
+    async def put(self, result: JobResult | DeadLetter) -> None:
+        """Hand over a finished job; waits while the buffer is full."""
+        await self._queue.put(result)
+
+    async def close(self) -> None:
+        """Ask :meth:`run` to write what is buffered and return."""
+        await self._queue.put(None)
+
+    async def run(self) -> None:
+        """Write batches until :meth:`close` is called and everything before it is written."""
+        batch_size = self._settings.writer_batch_size
+        flush_s = self._settings.writer_flush_ms / 1000
+        try:
+            closing = False
+            while not closing:
+                first = await self._queue.get()
+                if first is None:
+                    break
+                batch: list[JobResult | DeadLetter] = [first]
+                closing = self._drain(batch, batch_size)
+                if not closing and len(batch) < batch_size and flush_s > 0:
+                    await asyncio.sleep(flush_s)
+                    closing = self._drain(batch, batch_size)
+                # Commit-then-ack runs to completion even if this task is cancelled meanwhile.
+                await asyncio.shield(self._write(batch))
+        finally:
+            await self._close_connection()
+
+    def _drain(self, batch: list[JobResult | DeadLetter], limit: int) -> bool:
+        """Move buffered results into ``batch``; return True if the close marker was reached."""
+        while len(batch) < limit:
+            try:
+                item = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return False
+            if item is None:
+                return True
+            batch.append(item)
+        return False
+
+    async def _write(self, batch: Sequence[JobResult | DeadLetter]) -> None:
+        results = [item for item in batch if isinstance(item, JobResult)]
+        dead = [item for item in batch if isinstance(item, DeadLetter)]
+        events = await self._commit(results, dead)
+        await self._acknowledge(batch, events, dead)
+        self._batches += 1
+        self._rows += len(events)
+        self._dead += len(dead)
+
+    # PostgreSQL ------------------------------------------------------------------------------
+
+    async def _commit(self, results: list[JobResult], dead: list[DeadLetter]) -> list[JobEvent]:
+        """Upsert the batch's rows in one transaction; return the events that match the rows."""
+        unique: dict[str, JobResult] = {}
+        for result in results:  # a job delivered twice in one batch is written once
+            known = unique.get(result.spec.job_id)
+            if known is None or (known.status is not JobStatus.SUCCEEDED):
+                unique[result.spec.job_id] = result
+        rows = list(unique.values())
+        failed_by_id = {d.job_id: d for d in dead if d.job_id is not None and d.job_id not in unique}
+        if not rows and not failed_by_id:
+            return []
+        delay = _RETRY_INITIAL_S
+        while True:
+            try:
+                return await self._upsert(rows, list(failed_by_id.values()))
+            except psycopg.OperationalError as exc:
+                log.warning("PostgreSQL unavailable (%s); holding %d results, retrying in %.1fs",
+                            _first_line(exc), len(rows), delay)  # fmt: skip
+                await self._close_connection()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> list[JobEvent]:
+        conn = await self._connection()
+        columns = _columns(rows, failed)
+        async with conn.transaction():
+            cursor = await conn.execute(UPSERT_SQL, columns)
+            written = {row[0] for row in await cursor.fetchall()}
+            skipped = [job_id for job_id in columns[0] if job_id not in written]
+            existing = []
+            if skipped:
+                cursor = await conn.execute(EXISTING_SQL, (skipped,))
+                existing = await cursor.fetchall()
+        events = [_event(r) for r in rows if r.spec.job_id in written]
+        events += [
+            JobEvent(job_id=job_id, status=JobStatus.FAILED, finished_at=d.finished_at, error=d.reason)
+            for d in failed
+            if (job_id := d.job_id) is not None and job_id in written
+        ]
+        events += [
+            JobEvent(job_id=job_id, status=JobStatus(status), finished_at=float(finished or 0.0),
+                     error=error, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+            for job_id, status, error, finished, prompt_tokens, output_tokens in existing
+        ]  # fmt: skip
+        return events
+
+    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+        return self._conn
+
+    async def _close_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                await self._conn.close()
+            except psycopg.Error:
+                pass
+            self._conn = None
+
+    # Redis -----------------------------------------------------------------------------------
+
+    async def _acknowledge(
+        self,
+        batch: Sequence[JobResult | DeadLetter],
+        events: list[JobEvent],
+        dead: list[DeadLetter],
+    ) -> None:
+        """XACK every entry of the batch, finalise state records, publish events: one MULTI/EXEC."""
+        keys = self._keys
+        ttl = self._settings.finished_state_ttl_seconds
+        delay = _RETRY_INITIAL_S
+        while True:
+            try:
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.xack(keys.jobs_stream, keys.consumer_group, *[item.entry_id for item in batch])
+                    for letter in dead:
+                        parked: dict[Any, Any] = {**letter.fields, "reason": letter.reason, "entry_id": letter.entry_id}
+                        pipe.xadd(keys.dead_letter_stream, parked)
+                    for event in events:
+                        state = keys.state(event.job_id)
+                        pipe.hset(state, mapping={"status": event.status.value,
+                                                  "finished_at": repr(event.finished_at),
+                                                  "error": event.error or ""})  # fmt: skip
+                        pipe.expire(state, ttl)
+                        fields: dict[Any, Any] = event.to_fields()
+                        pipe.xadd(keys.events_stream, fields,
+                                  maxlen=self._settings.events_maxlen, approximate=True)  # fmt: skip
+                        pipe.publish(keys.events_channel, event.to_json())
+                    await pipe.execute()
+                return
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                log.warning("Redis unavailable while acknowledging (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+
+def _event(result: JobResult) -> JobEvent:
+    return JobEvent(
+        job_id=result.spec.job_id,
+        status=result.status,
+        finished_at=result.finished_at,
+        error=result.error,
+        prompt_tokens=result.prompt_tokens,
+        output_tokens=result.output_tokens,
+    )
+
+
+def _columns(rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[Any], ...]:
+    """The upsert's 18 column arrays, rows first, then failed rows for malformed entries."""
+    columns: tuple[list[Any], ...] = tuple([] for _ in range(18))
+    for r in rows:
+        s = r.spec
+        values: tuple[Any, ...] = (s.job_id, r.status.value, s.source_lang, s.target_lang, s.text, r.translation,
+                  r.error, r.attempts, r.model, r.prompt_tokens, r.output_tokens, s.created_at,
+                  r.started_at, r.finished_at, json.dumps(s.metadata, ensure_ascii=False),
+                  s.batch_id, s.document_id, s.sequence)  # fmt: skip
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    for d in failed:
+        payload = _loose_payload(d.fields)
+        values = (d.job_id, JobStatus.FAILED.value, _text(payload.get("source_lang"), "und"),
+                  _text(payload.get("target_lang"), "und"), _text(payload.get("text"), ""), None,
+                  d.reason, 1, None, None, None, d.finished_at, None, d.finished_at, "{}", None,
+                  None, None)  # fmt: skip
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    return columns
+
+
+def _loose_payload(fields: dict[str, str]) -> dict[str, Any]:
+    """Whatever can be read of a malformed entry's payload, for the failed row's columns."""
+    try:
+        payload = json.loads(fields.get("payload", ""))
+    except ValueError:
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _text(value: object, default: str) -> str:
+    return value.replace("\x00", "") if isinstance(value, str) else default
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
