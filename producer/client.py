@@ -71,7 +71,7 @@ class Client:
         self.keys = RedisKeys.from_settings(self.settings)
         self.redis: redis.Redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self._store = JobStore(database_url)
-        self._submit = self.redis.register_script(SUBMIT_SCRIPT)
+        self._sha: str | None = None
         self._cancel = self.redis.register_script(CANCEL_SCRIPT)
 
     def __enter__(self) -> Client:
@@ -102,7 +102,8 @@ class Client:
         With an ``idempotency_key``, submitting again returns the first job's id.
         """
         spec = self._spec(text, source_lang, target_lang, metadata)
-        return self._write([(spec, _check_key(idempotency_key))], self.redis)[0]
+        with self.redis.pipeline(transaction=False) as pipe:
+            return self._write([(spec, _check_key(idempotency_key))], pipe)[0]
 
     def submit_many(self, items: Iterable[TranslationRequest | Mapping[str, Any]]) -> list[str]:
         """Enqueue many translations, pipelined in chunks; return their ids in input order.
@@ -135,35 +136,35 @@ class Client:
             metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
         )
 
-    def _write(self, prepared: list[tuple[JobSpec, str | None]], target: Any) -> list[str]:
-        """Run the submit script for each job on ``target`` (the client, or a pipeline)."""
+    def _write(self, prepared: list[tuple[JobSpec, str | None]], pipe: redis.client.Pipeline) -> list[str]:
+        """Run the submit script for each job in one pipelined round trip; return the job ids."""
         keys = self.keys
-        settings = self.settings
-        results: list[Any] = []
-        for spec, idem in prepared:
-            fields = encode_job_entry(spec)
-            script_keys = [keys.jobs_stream, keys.state(spec.job_id)]
-            if idem is not None:
-                script_keys.append(keys.idempotency(idem))
-            results.append(
-                self._submit(
-                    keys=script_keys,
-                    args=[
-                        spec.job_id,
-                        fields["payload"],
-                        repr(spec.created_at),
-                        spec.source_lang,
-                        spec.target_lang,
-                        settings.state_ttl_seconds,
-                        settings.idempotency_ttl_seconds,
-                        fields["v"],
-                    ],
-                    client=target,
-                )
-            )
-        if isinstance(target, redis.client.Pipeline):
-            results = target.execute()
-        return [str(job_id) for job_id in results]
+        ttl, idem_ttl = self.settings.state_ttl_seconds, self.settings.idempotency_ttl_seconds
+        for attempt in (1, 2):
+            sha = self._submit_sha()
+            for spec, idem in prepared:
+                fields = encode_job_entry(spec)
+                script_keys = [keys.jobs_stream, keys.state(spec.job_id)]
+                if idem is not None:
+                    script_keys.append(keys.idempotency(idem))
+                # EVALSHA directly: redis-py's Script wrapper costs more per call than the rest.
+                pipe.evalsha(sha, len(script_keys), *script_keys, spec.job_id, fields["payload"],
+                             repr(spec.created_at), spec.source_lang, spec.target_lang, ttl, idem_ttl,
+                             fields["v"])  # fmt: skip
+            try:
+                return [str(job_id) for job_id in pipe.execute()]
+            except redis.exceptions.NoScriptError:
+                # The server lost its script cache (a restart): no EVALSHA ran, so load and redo.
+                pipe.reset()
+                self._sha = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _submit_sha(self) -> str:
+        if self._sha is None:
+            self._sha = str(self.redis.script_load(SUBMIT_SCRIPT))
+        return self._sha
 
     # Looking up ------------------------------------------------------------------------------
 

@@ -81,9 +81,19 @@ def validate_metadata(metadata: object) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, dict):
         raise InvalidMetadataError(f"metadata must be a dict, got {type(metadata).__name__}")
-    for key in metadata:
+    flat = True
+    for key, value in metadata.items():
         if not isinstance(key, str):
             raise InvalidMetadataError(f"metadata keys must be strings, got {key!r}")
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise InvalidMetadataError("metadata contains a NUL character (\\u0000), which cannot be stored")
+        elif not (
+            value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value))
+        ):
+            flat = False
+    if flat:  # the common case needs no trial encoding
+        return metadata
     try:
         encoded = json.dumps(metadata, allow_nan=False)
     except (TypeError, ValueError) as exc:

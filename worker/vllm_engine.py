@@ -102,8 +102,13 @@ class VllmEngine:
         await self._llm.abort(request_id)
 
     def shutdown(self) -> None:
-        """Stop vLLM's engine-core process."""
-        self._llm.shutdown()
+        """Stop vLLM's engine-core process (idempotent)."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            llm.shutdown()
+            # AsyncLLM.__del__ shuts down a second time, and when that happens during interpreter
+            # teardown the functions it calls are already gone (a TypeError traceback on exit).
+            llm.__class__ = type("StoppedAsyncLLM", (type(llm),), {"__del__": lambda self: None})
 
 
 def check_model_path(model_path: Path) -> None:

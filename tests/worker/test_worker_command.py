@@ -1,0 +1,65 @@
+"""``dragoman worker`` as a user runs it: a separate process, real engine, SIGTERM to stop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from producer.cli import EXIT_OK
+from producer.client import Client
+from producer.schemas import JobStatus
+from producer.settings import Settings
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+def _dragoman(*args: str) -> list[str]:
+    return [sys.executable, "-m", "producer.cli", *args]
+
+
+def test_worker_process_translates_and_exits_cleanly_on_sigterm(
+    settings: Settings, client: Client, raw_redis: redis.Redis, tmp_path: Path
+) -> None:
+    assert settings.redis_url and settings.database_url
+    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
+           "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_DATA_DIR": str(settings.data_dir)}  # fmt: skip
+    ids = [client.submit("Thank you very much.", "en", "fr"), client.submit("Where is the station?", "en", "de")]
+    log = tmp_path / "worker.log"
+    with open(log, "w") as out:
+        worker = subprocess.Popen(_dragoman("worker", "--max-num-seqs", "8"), stdout=out, stderr=subprocess.STDOUT,
+                                  env=env)  # fmt: skip
+    try:
+        jobs = [client.wait(job_id, timeout=600) for job_id in ids]
+        # The CLI sees the result too, exactly as a user would.
+        done = subprocess.run(_dragoman("submit", "Good night.", "--from", "en", "--to", "es", "--wait"),
+                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(timeout=120)
+    output = log.read_text()
+    assert code == 0, output[-3000:]
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED], output[-3000:]
+    assert done.returncode == EXIT_OK and done.stdout.strip(), done.stderr
+    assert "engine ready: gemma-3-270m, profile few-shot" in output
+    assert "Traceback" not in output
+    assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
+    assert not list(raw_redis.scan_iter(match=client.keys.worker_pattern))  # heartbeat removed on exit
+    time.sleep(0)
+
+
+def test_a_missing_model_is_a_clear_error_before_the_engine_starts(settings: Settings, tmp_path: Path) -> None:
+    assert settings.redis_url and settings.database_url
+    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url}
+    started = time.monotonic()
+    result = subprocess.run(_dragoman("worker", "--model", str(tmp_path / "nowhere")), env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 1
+    assert "does not exist" in result.stderr and "dragoman model prepare" in result.stderr
+    assert time.monotonic() - started < 60  # no engine was started
