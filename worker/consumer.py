@@ -59,6 +59,7 @@ class StreamConsumer:
         self._requests: dict[str, str] = {}  # job id -> its current engine request id
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._start = redis.register_script(START_SCRIPT)
+        self._stopping = asyncio.Event()
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
 
@@ -75,16 +76,23 @@ class StreamConsumer:
             if "BUSYGROUP" not in str(exc):
                 raise
 
+    def stop_reading(self) -> None:
+        """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
+        self._stopping.set()
+
     async def run(self) -> None:
-        """Read and dispatch jobs until cancelled (the worker cancels this task to stop reading)."""
+        """Read and dispatch jobs until :meth:`stop_reading` (or cancellation while all slots are busy)."""
         await self.ensure_group()
         delay = 0.2
-        while True:
+        while not self._stopping.is_set():
             await self._slots.acquire()
             taken = 1
             while taken < _MAX_READ and not self._slots.locked():
                 await self._slots.acquire()  # returns at once: a slot is free
                 taken += 1
+            if self._stopping.is_set():  # asked to stop while waiting for a slot: read nothing more
+                self._release(taken)
+                return
             try:
                 entries = await self._read(taken)
                 delay = 0.2

@@ -127,7 +127,10 @@ class Worker:
             return 0
         self._stopped = True
         grace = self.settings.shutdown_grace_seconds if grace_seconds is None else grace_seconds
-        await _cancel(self._reader)
+        self.consumer.stop_reading()
+        if self._reader is not None:
+            await asyncio.wait({self._reader}, timeout=self.settings.read_block_ms / 1000 + 1)
+        await _cancel(self._reader)  # still waiting for a free slot: nothing read is lost
         await _cancel(self._heartbeat)
         unfinished = await self.consumer.drain(grace)
         if unfinished:
@@ -143,8 +146,15 @@ class Worker:
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:
-    if task is None or task.done():
+    """Cancel ``task`` and wait for it to end.
+
+    redis-py (8.1) sometimes swallows a cancellation that lands inside a blocking command and
+    returns normally, so the task is cancelled again until it really ends.
+    """
+    if task is None:
         return
-    task.cancel()
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=1.0)
     with contextlib.suppress(asyncio.CancelledError):
         await task
