@@ -138,6 +138,48 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 if Redis, PostgreSQL and the worker are healthy, 1 otherwise (for container health checks)."""
+    from producer.health import check_health
+
+    report = check_health(settings, args.consumer, require_worker=not args.services_only)
+    print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
+    print(f"postgres    {'ok' if report.postgres_ok else 'UNREACHABLE'}")
+    for worker in report.workers:
+        print(f"worker      {worker.name}: {worker.in_flight} in flight, {worker.written} written, "
+              f"{worker.reclaimed} reclaimed")  # fmt: skip
+    for problem in report.problems:
+        print(f"problem     {problem}", file=sys.stderr)
+    print("healthy" if report.healthy else "unhealthy")
+    return EXIT_OK if report.healthy else EXIT_ERROR
+
+
+def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
+    """List, retry or purge dead-lettered jobs."""
+    import redis as redis_module
+
+    from producer.dead_letters import DeadLetters
+    from producer.services import resolve_urls
+
+    connection = redis_module.Redis.from_url(resolve_urls(settings).redis_url, decode_responses=True)
+    dead = DeadLetters(connection, settings)
+    try:
+        if args.action == "list":
+            entries = dead.entries(args.count)
+            for entry in entries:
+                print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
+            print(f"{len(entries)} dead letter(s) shown")
+        elif args.action == "retry":
+            if not args.ident:
+                raise InvalidJobError("dead retry needs a dead-letter id or a job id")
+            print(f"job {dead.retry(args.ident)} queued again")
+        else:
+            print(f"purged {dead.purge()} dead letter(s)")
+    finally:
+        connection.close()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every ``dragoman`` subcommand."""
     parser = argparse.ArgumentParser(
@@ -173,6 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=["upgrade", "downgrade"])
     db.add_argument("--revision", help="target revision (default: head / base)")
     db.set_defaults(func=cmd_db)
+
+    check = sub.add_parser("check", help="health check: exit 0 if Redis, PostgreSQL and the worker are fine")
+    check.add_argument("--consumer", help="the worker's consumer name (default: any worker on this host)")
+    check.add_argument("--services-only", action="store_true", help="check Redis and PostgreSQL only")
+    check.set_defaults(func=cmd_check)
+
+    dead = sub.add_parser("dead", help="dead-lettered jobs: list, retry ID, purge")
+    dead.add_argument("action", choices=["list", "retry", "purge"])
+    dead.add_argument("ident", nargs="?", help="for retry: the dead-letter entry id or the job id")
+    dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
+    dead.set_defaults(func=cmd_dead)
 
     _add_worker_commands(sub)
     return parser

@@ -48,6 +48,17 @@ class Settings(BaseSettings):
     max_new_tokens: int = Field(default=512, gt=0, description="cap on generated tokens per job")
     max_attempts: int = Field(default=3, gt=0, description="tries of a job whose engine call fails before it is failed")
     shutdown_grace_seconds: float = Field(default=30.0, ge=0, description="time in-flight jobs get on SIGTERM")
+    consumer_name: str | None = Field(
+        default=None,
+        description="this worker's consumer name; set a stable one (pod name) to resume its own pending jobs",
+    )
+    visibility_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="idle time after which another worker takes over a pending job"
+    )
+    reclaim_interval_seconds: float = Field(default=5.0, gt=0, description="how often stale jobs are looked for")
+    consumer_gone_seconds: float = Field(
+        default=86_400.0, gt=0, description="idle time after which a consumer with nothing pending is removed"
+    )
     model_cache_dir: Path = Field(
         default=Path.home() / ".cache" / "dragoman" / "models",
         description="where `dragoman model prepare` builds the default model",

@@ -25,6 +25,7 @@ from producer.schemas import JobSpec, JobStatus
 from producer.settings import Settings
 from producer.state import START_SCRIPT
 from producer.wire import decode_job_entry, read_job_id
+from worker.reclaim import claim_stale
 from worker.results import DeadLetter, JobResult
 from worker.translator import Translator
 from worker.writer import ResultWriter
@@ -57,11 +58,18 @@ class StreamConsumer:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: dict[str, asyncio.Task[None]] = {}  # job id -> its task
         self._requests: dict[str, str] = {}  # job id -> its current engine request id
+        self._entries: dict[str, str] = {}  # job id -> the stream entry it came from
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._start = redis.register_script(START_SCRIPT)
         self._stopping = asyncio.Event()
+        self._next_reclaim = 0.0
+        self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
+
+    def held_entry_ids(self) -> list[str]:
+        """Stream entries of the jobs running here."""
+        return list(self._entries.values())
 
     @property
     def in_flight(self) -> int:
@@ -81,66 +89,133 @@ class StreamConsumer:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Read and dispatch jobs until :meth:`stop_reading` (or cancellation while all slots are busy)."""
+        """Read and dispatch jobs until :meth:`stop_reading` (or cancellation while all slots are busy).
+
+        It first re-reads the entries this consumer name already owns (a restart with a stable
+        ``DRAGOMAN_CONSUMER_NAME``), then new ones.
+        """
         await self.ensure_group()
         delay = 0.2
+        cursor = "0"  # own pending entries first; ">" once they are exhausted
         while not self._stopping.is_set():
             await self._slots.acquire()
-            taken = 1
-            while taken < _MAX_READ and not self._slots.locked():
-                await self._slots.acquire()  # returns at once: a slot is free
-                taken += 1
+            taken = 1 + await self.take_free_slots(_MAX_READ - 1)
             if self._stopping.is_set():  # asked to stop while waiting for a slot: read nothing more
-                self._release(taken)
+                self.release_slots(taken)
                 return
             try:
-                entries = await self._read(taken)
+                entries = await self._claim_stale(taken) if cursor == ">" else []
+                if not entries:
+                    entries = await self._read(taken, cursor)
                 delay = 0.2
             except (RedisConnectionError, RedisTimeoutError) as exc:
-                self._release(taken)
+                self.release_slots(taken)
                 log.warning("Redis unavailable while reading (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
             except BaseException:
-                self._release(taken)
+                self.release_slots(taken)
                 raise
-            self._release(taken - len(entries))
+            if cursor != ">":
+                if entries:
+                    cursor = entries[-1][0]
+                    log.info("resuming %d jobs this consumer owned before a restart", len(entries))
+                else:
+                    cursor = ">"
+            self.release_slots(taken - len(entries))
             if entries:
-                await self._dispatch(entries)
+                await self.dispatch(entries)
 
-    def _release(self, count: int) -> None:
+    async def _claim_stale(self, count: int) -> list[tuple[str, dict[str, str]]]:
+        """Every ``reclaim_interval_seconds``, take over jobs other (dead) consumers left pending."""
+        now = time.monotonic()
+        if now < self._next_reclaim:
+            return []
+        self._next_reclaim = now + self._settings.reclaim_interval_seconds
+        entries = await claim_stale(
+            self._redis, self._keys, self.consumer_name, int(self._settings.visibility_timeout_seconds * 1000), count
+        )
+        self.reclaimed += len(entries)
+        return entries
+
+    async def take_free_slots(self, most: int) -> int:
+        """Acquire up to ``most`` slots that are free right now, without waiting; return how many."""
+        taken = 0
+        while taken < most and not self._slots.locked():
+            await self._slots.acquire()  # returns at once: a slot is free
+            taken += 1
+        return taken
+
+    def release_slots(self, count: int) -> None:
+        """Give back slots taken for entries that were not read."""
         for _ in range(count):
             self._slots.release()
 
-    async def _read(self, count: int) -> list[tuple[str, dict[str, str]]]:
+    async def _read(self, count: int, cursor: str) -> list[tuple[str, dict[str, str]]]:
         response: Any = await self._redis.xreadgroup(
             self._keys.consumer_group,
             self.consumer_name,
-            {self._keys.jobs_stream: ">"},
+            {self._keys.jobs_stream: cursor},
             count=count,
-            block=self._settings.read_block_ms,
+            block=None if cursor != ">" else self._settings.read_block_ms,
         )
         if not response:
             return []
-        return list(response[0][1])
+        # Own pending entries whose message was trimmed or deleted come back without fields.
+        return [(entry_id, fields) for entry_id, fields in response[0][1] if fields is not None]
 
-    async def _dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
+    async def dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
         """Mark decodable entries running (one round trip) and start a task for each.
 
-        Every entry already holds a slot; each path below gives it back exactly once.
+        Every entry already holds a slot; each path below gives it back exactly once. If Redis
+        fails here, the entries stay pending (un-acked) and are reclaimed later.
         """
+        try:
+            await self._dispatch(entries)
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
+
+    async def _dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
         now = time.time()
         decoded: list[tuple[str, JobSpec]] = []
         for entry_id, fields in entries:
             try:
-                decoded.append((entry_id, decode_job_entry(fields, max_chars=self._settings.max_text_chars)))
+                spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
             except MalformedEntryError as exc:
                 log.warning("dead-lettering malformed entry %s: %s", entry_id, exc)
                 await self._finish(DeadLetter(entry_id=entry_id, fields=dict(fields), reason=str(exc),
                                               job_id=read_job_id(fields), finished_at=now))  # fmt: skip
+                continue
+            if spec.job_id in self._tasks:  # reclaimed while still running here: keep the one running
+                self._slots.release()
+                continue
+            decoded.append((entry_id, spec))
         if not decoded:
             return
+        try:
+            started = await self._mark_started(decoded, now)
+        except BaseException:
+            self.release_slots(len(decoded))
+            raise
+        for (entry_id, spec), (prior, attempts) in zip(decoded, started, strict=True):
+            attempts = int(attempts or 0)
+            if prior == JobStatus.CANCELLED:
+                await self._finish(self._result(entry_id, spec, attempts, None, JobStatus.CANCELLED))
+            elif attempts > self._settings.max_attempts:
+                reason = (f"gave up after {attempts - 1} deliveries that never finished "
+                          "(the worker running it stopped or crashed each time)")  # fmt: skip
+                log.warning("job %s: %s; dead-lettering it", spec.job_id, reason)
+                await self._finish(self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED,
+                                                error=reason, dead_letter=True))  # fmt: skip
+            else:
+                self._entries[spec.job_id] = entry_id
+                self._tasks[spec.job_id] = asyncio.create_task(
+                    self._run_job(entry_id, spec, attempts, now), name=f"job-{spec.job_id}"
+                )
+
+    async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[Any]:
+        """Run the start script for every job in one round trip; return [prior status, attempts] each."""
         async with self._redis.pipeline(transaction=False) as pipe:
             for _, spec in decoded:
                 await self._start(
@@ -149,19 +224,7 @@ class StreamConsumer:
                           repr(spec.created_at), spec.source_lang, spec.target_lang],
                     client=pipe,
                 )  # fmt: skip
-            started: list[Any] = await pipe.execute()
-        for (entry_id, spec), (prior, attempts) in zip(decoded, started, strict=True):
-            if prior == JobStatus.CANCELLED:
-                await self._finish(JobResult(entry_id=entry_id, spec=spec, status=JobStatus.CANCELLED,
-                                             attempts=int(attempts or 0), started_at=None,
-                                             finished_at=now))  # fmt: skip
-                continue
-            if spec.job_id in self._tasks:  # delivered twice while still running here
-                self._slots.release()
-                continue
-            self._tasks[spec.job_id] = asyncio.create_task(
-                self._run_job(entry_id, spec, int(attempts), now), name=f"job-{spec.job_id}"
-            )
+            return list(await pipe.execute())
 
     async def _finish(self, result: JobResult | DeadLetter) -> None:
         """Hand a result that needed no engine work to the writer and free its slot."""
@@ -178,6 +241,7 @@ class StreamConsumer:
         finally:
             self._tasks.pop(spec.job_id, None)
             self._requests.pop(spec.job_id, None)
+            self._entries.pop(spec.job_id, None)
             self._slots.release()
 
     async def _execute(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float) -> JobResult | None:
@@ -200,8 +264,9 @@ class StreamConsumer:
             except Exception as exc:  # an error in this job only: retry, then fail it
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt >= self._settings.max_attempts:
-                    log.warning("job %s failed after %d attempts: %s", spec.job_id, attempt, error)
-                    return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error)
+                    log.warning("job %s failed after %d attempts, dead-lettering it: %s", spec.job_id, attempt, error)
+                    return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error,
+                                        dead_letter=True)  # fmt: skip
                 log.info("job %s attempt %d failed (%s); retrying", spec.job_id, attempt, error)
                 attempt += 1
                 continue
@@ -213,7 +278,7 @@ class StreamConsumer:
                 output_tokens=translation.output_tokens,
             )  # fmt: skip
 
-    def _result(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float,
+    def _result(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float | None,
                 status: JobStatus, **fields: Any) -> JobResult:  # fmt: skip
         return JobResult(entry_id=entry_id, spec=spec, status=status, attempts=attempts,
                          started_at=started_at, finished_at=time.time(),

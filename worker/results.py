@@ -22,6 +22,7 @@ class JobResult:
     model: str | None = None
     prompt_tokens: int | None = None
     output_tokens: int | None = None
+    dead_letter: bool = False  # also park a copy in the dead-letter stream (a job that keeps failing)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from producer.settings import Settings
 from worker.consumer import StreamConsumer
 from worker.engine import TranslationEngine
 from worker.profiles import PromptProfile
+from worker.reclaim import Housekeeper
 from worker.translator import Translator
 from worker.writer import ResultWriter
 
@@ -61,9 +62,11 @@ class Worker:
             self.redis,
             Translator(engine, profile, settings.max_new_tokens),
             self.writer,
-            consumer_name or new_consumer_name(),
+            consumer_name or settings.consumer_name or new_consumer_name(),
             max_in_flight,
         )
+        self.housekeeper = Housekeeper(settings, self.redis, self.consumer.consumer_name, self._held_entry_ids)
+        self._housekeeping: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -77,9 +80,13 @@ class Worker:
         self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
         self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
+        self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         log.info("worker %s reading %s (group %s, up to %d jobs in flight)",
                  self.consumer.consumer_name, self.keys.jobs_stream,
                  self.settings.consumer_group, self.consumer.max_in_flight)  # fmt: skip
+
+    def _held_entry_ids(self) -> list[str]:
+        return [*self.consumer.held_entry_ids(), *self.writer.held_entry_ids()]
 
     async def _beat(self) -> None:
         """Refresh this worker's heartbeat key so operators (and the demo) see it is alive."""
@@ -89,9 +96,13 @@ class Worker:
             while True:
                 try:
                     async with self.redis.pipeline(transaction=True) as pipe:
+                        down = self.writer.postgres_unavailable_since
                         pipe.hset(key, mapping={"started_at": started, "pid": os.getpid(),
+                                                "beat_at": repr(time.time()),
                                                 "in_flight": self.consumer.in_flight,
-                                                "written": self.writer.stats.rows})  # fmt: skip
+                                                "written": self.writer.stats.rows,
+                                                "reclaimed": self.consumer.reclaimed,
+                                                "postgres_down_since": "" if down is None else repr(down)})  # fmt: skip
                         pipe.expire(key, HEARTBEAT_TTL_S)
                         await pipe.execute()
                 except (RedisConnectionError, RedisTimeoutError) as exc:
@@ -131,6 +142,7 @@ class Worker:
         if self._reader is not None:
             await asyncio.wait({self._reader}, timeout=self.settings.read_block_ms / 1000 + 1)
         await _cancel(self._reader)  # still waiting for a free slot: nothing read is lost
+        await _cancel(self._housekeeping)
         await _cancel(self._heartbeat)
         unfinished = await self.consumer.drain(grace)
         if unfinished:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from producer.database import libpq_url
 from producer.keys import RedisKeys
 from producer.schemas import JobStatus
 from producer.settings import Settings
-from producer.wire import JobEvent
+from producer.wire import JobEvent, encode_job_entry
 from worker.results import DeadLetter, JobResult
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class ResultWriter:
         self._url = libpq_url(database_url)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
+        self._held: set[str] = set()  # entries handed over and not yet acknowledged
+        self._unavailable_since: float | None = None
         self._batches = 0
         self._rows = 0
         self._dead = 0
@@ -108,7 +111,17 @@ class ResultWriter:
 
     async def put(self, result: JobResult | DeadLetter) -> None:
         """Hand over a finished job; waits while the buffer is full."""
+        self._held.add(result.entry_id)
         await self._queue.put(result)
+
+    def held_entry_ids(self) -> list[str]:
+        """Stream entries whose results are buffered or being written (not acknowledged yet)."""
+        return list(self._held)
+
+    @property
+    def postgres_unavailable_since(self) -> float | None:
+        """When the current PostgreSQL outage began, or ``None`` if writes are going through."""
+        return self._unavailable_since
 
     async def close(self) -> None:
         """Ask :meth:`run` to write what is buffered and return."""
@@ -150,10 +163,12 @@ class ResultWriter:
         results = [item for item in batch if isinstance(item, JobResult)]
         dead = [item for item in batch if isinstance(item, DeadLetter)]
         events = await self._commit(results, dead)
-        await self._acknowledge(batch, events, dead)
+        parked = _parked_entries(results, dead, events)
+        await self._acknowledge(batch, events, parked)
+        self._held.difference_update(item.entry_id for item in batch)
         self._batches += 1
         self._rows += len(events)
-        self._dead += len(dead)
+        self._dead += len(parked)
 
     # PostgreSQL ------------------------------------------------------------------------------
 
@@ -171,8 +186,14 @@ class ResultWriter:
         delay = _RETRY_INITIAL_S
         while True:
             try:
-                return await self._upsert(rows, list(failed_by_id.values()))
+                events = await self._upsert(rows, list(failed_by_id.values()))
+                if self._unavailable_since is not None:
+                    log.info("PostgreSQL is back after %.0fs", time.time() - self._unavailable_since)
+                    self._unavailable_since = None
+                return events
             except psycopg.OperationalError as exc:
+                if self._unavailable_since is None:
+                    self._unavailable_since = time.time()
                 log.warning("PostgreSQL unavailable (%s); holding %d results, retrying in %.1fs",
                             _first_line(exc), len(rows), delay)  # fmt: skip
                 await self._close_connection()
@@ -222,7 +243,7 @@ class ResultWriter:
         self,
         batch: Sequence[JobResult | DeadLetter],
         events: list[JobEvent],
-        dead: list[DeadLetter],
+        parked: list[dict[str, str]],
     ) -> None:
         """XACK every entry of the batch, finalise state records, publish events: one MULTI/EXEC."""
         keys = self._keys
@@ -232,9 +253,8 @@ class ResultWriter:
             try:
                 async with self._redis.pipeline(transaction=True) as pipe:
                     pipe.xack(keys.jobs_stream, keys.consumer_group, *[item.entry_id for item in batch])
-                    for letter in dead:
-                        parked: dict[Any, Any] = {**letter.fields, "reason": letter.reason, "entry_id": letter.entry_id}
-                        pipe.xadd(keys.dead_letter_stream, parked)
+                    for letter in parked:
+                        pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
                     for event in events:
                         state = keys.state(event.job_id)
                         pipe.hset(state, mapping={"status": event.status.value,
@@ -251,6 +271,23 @@ class ResultWriter:
                 log.warning("Redis unavailable while acknowledging (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
+
+
+def _parked_entries(results: list[JobResult], dead: list[DeadLetter], events: list[JobEvent]) -> list[dict[str, str]]:
+    """Dead-letter copies: malformed entries as they came, and jobs failed for good as re-runnable entries.
+
+    A job is parked only if its row really says failed (a duplicate delivery of a job that
+    succeeded elsewhere is not).
+    """
+    now = repr(time.time())
+    parked = [{**d.fields, "reason": d.reason, "entry_id": d.entry_id, "parked_at": now} for d in dead]
+    failed = {e.job_id for e in events if e.status is JobStatus.FAILED}
+    parked += [
+        {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "parked_at": now}
+        for r in results
+        if r.dead_letter and r.spec.job_id in failed
+    ]
+    return parked
 
 
 def _event(result: JobResult) -> JobEvent:
