@@ -9,6 +9,7 @@ writer's buffer, so a slow database stops the reading instead of filling memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -294,16 +295,28 @@ class StreamConsumer:
             await self._translator.engine.abort(request_id)
 
     async def listen_for_cancels(self) -> None:
-        """Follow the control channel and abort cancelled jobs that are running here."""
-        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        try:
-            await pubsub.subscribe(self._keys.control_channel)
-            async for message in pubsub.listen():
-                command, _, job_id = str(message.get("data", "")).partition(" ")
-                if command == "cancel" and job_id:
-                    await self.cancel_running(job_id)
-        finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+        """Follow the control channel and abort cancelled jobs that are running here.
+
+        Resubscribes after a lost connection (a cancel published while it was away is missed:
+        that job then finishes normally).
+        """
+        delay = 0.2
+        while True:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self._keys.control_channel)
+                delay = 0.2
+                async for message in pubsub.listen():
+                    command, _, job_id = str(message.get("data", "")).partition(" ")
+                    if command == "cancel" and job_id:
+                        await self.cancel_running(job_id)
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                log.warning("cancel channel lost (%s); resubscribing in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+            finally:
+                with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def drain(self, grace_seconds: float) -> int:
         """Wait up to ``grace_seconds`` for running jobs; cancel the rest (left un-acked).

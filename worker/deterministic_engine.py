@@ -29,7 +29,7 @@ class CharTokenizer:
 
 
 class DeterministicEngine:
-    """Echoes each prompt, optionally after a delay; raises for prompts ``fail_if`` selects."""
+    """Echoes each prompt (plus ``tag``), optionally after a delay; raises for prompts ``fail_if`` selects."""
 
     def __init__(
         self,
@@ -38,12 +38,14 @@ class DeterministicEngine:
         max_model_len: int = 8_192,
         fail_if: Callable[[str], bool] | None = None,
         delay_for: Callable[[str], float] | None = None,
+        tag: str = "",
     ) -> None:
         self._delay_s = delay_s
         self._delay_for = delay_for
         self._max_model_len = max_model_len
         self._fail_if = fail_if
         self._tokenizer = CharTokenizer()
+        self._tag = self._tokenizer.encode(tag)
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests = 0
@@ -86,8 +88,9 @@ class DeterministicEngine:
                     return GenerationResult(token_ids=(), finish_reason="abort")
             if self._fail_if is not None and self._fail_if(prompt):
                 raise EngineError(f"deterministic engine was told to fail on {prompt[:40]!r}")
-            tokens = request.prompt_token_ids[: request.max_tokens]
-            reason = "length" if len(tokens) < len(request.prompt_token_ids) else "stop"
+            output = [*request.prompt_token_ids, *self._tag]
+            tokens = output[: request.max_tokens]
+            reason = "length" if len(tokens) < len(output) else "stop"
             return GenerationResult(token_ids=tokens, finish_reason=reason)
         finally:
             self.in_flight -= 1

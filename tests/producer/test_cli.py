@@ -69,3 +69,58 @@ def test_no_services_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: py
     monkeypatch.delenv("DRAGOMAN_REDIS_URL")
     assert main(["status", str(uuid.uuid4())]) == EXIT_ERROR
     assert "dragoman services up" in capsys.readouterr().err
+
+
+def test_check_is_unhealthy_without_a_worker_and_healthy_with_one(
+    capsys: pytest.CaptureFixture[str], settings: Settings
+) -> None:
+    import socket
+
+    import redis as redis_module
+
+    from producer.keys import RedisKeys
+
+    assert main(["check", "--services-only"]) == EXIT_OK
+    assert main(["check"]) == EXIT_ERROR
+    assert "no live heartbeat" in capsys.readouterr().err
+
+    assert settings.redis_url
+    connection = redis_module.Redis.from_url(settings.redis_url, decode_responses=True)
+    key = RedisKeys.from_settings(settings).worker(f"{socket.gethostname()}-1-abc")
+    connection.hset(key, mapping={"in_flight": 3, "written": 10, "reclaimed": 0, "postgres_down_since": ""})
+    assert main(["check"]) == EXIT_OK
+    assert "3 in flight" in capsys.readouterr().out
+    connection.hset(key, "postgres_down_since", "1000")
+    assert main(["check"]) == EXIT_ERROR
+    assert "cannot write to PostgreSQL" in capsys.readouterr().err
+    connection.delete(key)
+    connection.close()
+
+
+def test_dead_letter_commands(capsys: pytest.CaptureFixture[str], settings: Settings) -> None:
+    import redis as redis_module
+
+    from producer.keys import RedisKeys
+
+    keys = RedisKeys.from_settings(settings)
+    assert settings.redis_url
+    connection = redis_module.Redis.from_url(settings.redis_url, decode_responses=True)
+    job_id = str(uuid.uuid4())
+    payload = json.dumps({"text": "Hi", "source_lang": "en", "target_lang": "fr"})
+    connection.xadd(keys.dead_letter_stream, {"v": "1", "id": job_id, "payload": payload, "reason": "EngineError: x"})
+    bad_id = connection.xadd(keys.dead_letter_stream, {"garbage": "1", "reason": "unsupported schema version None"})
+
+    assert main(["dead", "list"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert job_id in out and "EngineError: x" in out and "2 dead letter(s)" in out
+
+    assert main(["dead", "retry", bad_id]) == EXIT_BAD_INPUT
+    assert "cannot be retried" in capsys.readouterr().err
+    assert main(["dead", "retry", str(uuid.uuid4())]) == EXIT_NOT_FOUND
+    assert main(["dead", "retry", job_id]) == EXIT_OK
+    assert connection.xlen(keys.jobs_stream) == 1
+    assert connection.hget(keys.state(job_id), "status") == "queued"
+
+    assert main(["dead", "purge"]) == EXIT_OK
+    assert "purged 1" in capsys.readouterr().out
+    connection.close()

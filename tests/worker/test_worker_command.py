@@ -14,7 +14,7 @@ import redis
 
 from producer.cli import EXIT_OK
 from producer.client import Client
-from producer.schemas import JobStatus
+from producer.schemas import JobStatus, TranslationRequest
 from producer.settings import Settings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -63,3 +63,42 @@ def test_a_missing_model_is_a_clear_error_before_the_engine_starts(settings: Set
     assert result.returncode == 1
     assert "does not exist" in result.stderr and "dragoman model prepare" in result.stderr
     assert time.monotonic() - started < 60  # no engine was started
+
+
+def test_kill_dash_nine_of_the_real_worker_then_restart_loses_nothing(
+    settings: Settings, client: Client, raw_redis: redis.Redis, tmp_path: Path
+) -> None:
+    assert settings.redis_url and settings.database_url
+    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
+           "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_VISIBILITY_TIMEOUT_SECONDS": "5",
+           "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "1"}  # fmt: skip
+    texts = [f"Sentence number {i} is about the weather in the mountains." for i in range(24)]
+    ids = client.submit_many(TranslationRequest(t, "en", "fr") for t in texts)
+    log = tmp_path / "worker.log"
+
+    def start() -> subprocess.Popen[bytes]:
+        with open(log, "ab") as out:
+            # Its own session, so the kill takes vLLM's engine processes down with it, as in a container.
+            return subprocess.Popen(_dragoman("worker", "--max-num-seqs", "4"), stdout=out,
+                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)  # fmt: skip
+
+    first = start()
+    try:
+        while sum(client.get(i).status is JobStatus.SUCCEEDED for i in ids) < 3:
+            assert first.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    unfinished = [i for i in ids if not client.get(i).status.is_final]
+    assert unfinished, "the kill came after the last job"
+
+    second = start()
+    try:
+        jobs = [client.wait(i, timeout=600) for i in ids]
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=120) == 0, log.read_text()[-3000:]
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * len(ids)
+    assert all(j.translation for j in jobs)
+    assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
