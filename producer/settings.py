@@ -46,7 +46,9 @@ class Settings(BaseSettings):
     writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
     writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
     max_new_tokens: int = Field(default=512, gt=0, description="cap on generated tokens per job")
-    max_attempts: int = Field(default=3, gt=0, description="tries of a job whose engine call fails before it is failed")
+    max_attempts: int = Field(
+        default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"
+    )
     shutdown_grace_seconds: float = Field(default=30.0, ge=0, description="time in-flight jobs get on SIGTERM")
     consumer_name: str | None = Field(
         default=None,
