@@ -45,20 +45,54 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 'cancelled'
 """
 
-# KEYS: state record.  ARGV: now, consumer name, state TTL, created_at, source, target.
-# Returns {status the job had, attempts}: 'cancelled' means do not run it; anything else means
-# it is now 'running' (a missing record, from a producer that only XADDs, is created).
+# Marks a whole batch of jobs running in one call (one command instead of one per job).
+# KEYS: the jobs' state records.  ARGV: now, consumer name, state TTL, then created_at, source,
+# target for each job. Returns {status the job had, attempts} for each job, flattened:
+# 'cancelled' means do not run it; anything else means it is now 'running' (a missing record,
+# from a producer that only XADDs, is created).
 START_SCRIPT = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'cancelled' then return {status, redis.call('HGET', KEYS[1], 'attempts') or '0'} end
-if not status then
-  redis.call('HSET', KEYS[1], 'created_at', ARGV[4], 'source_lang', ARGV[5], 'target_lang', ARGV[6])
-  status = 'missing'
+local out = {}
+for i, key in ipairs(KEYS) do
+  local status = redis.call('HGET', key, 'status')
+  if status == 'cancelled' then
+    out[#out + 1] = status
+    out[#out + 1] = redis.call('HGET', key, 'attempts') or '0'
+  else
+    local base = 3 + (i - 1) * 3
+    if not status then
+      redis.call('HSET', key, 'created_at', ARGV[base + 1], 'source_lang', ARGV[base + 2],
+                 'target_lang', ARGV[base + 3])
+      status = 'missing'
+    end
+    redis.call('HSET', key, 'status', 'running', 'started_at', ARGV[1], 'consumer', ARGV[2])
+    out[#out + 1] = status
+    out[#out + 1] = redis.call('HINCRBY', key, 'attempts', 1)
+    redis.call('EXPIRE', key, ARGV[3])
+  end
 end
-redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[1], 'consumer', ARGV[2])
-local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return {status, attempts}
+return out
+"""
+
+# Finishes a batch whose rows are committed: XACK every entry, finalise the state records,
+# append the events and publish them, all in one atomic call.
+# KEYS: jobs stream, events stream, then the state record of each event.
+# ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
+# entry ids, then for each event: job id, status, finished_at, error, payload JSON.
+FINISH_SCRIPT = """
+local n_entries = tonumber(ARGV[6])
+for i = 7, 6 + n_entries, 500 do
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, i, math.min(i + 499, 6 + n_entries)))
+end
+local base = 6 + n_entries
+for k = 3, #KEYS do
+  local j = base + (k - 3) * 5
+  redis.call('HSET', KEYS[k], 'status', ARGV[j + 2], 'finished_at', ARGV[j + 3], 'error', ARGV[j + 4])
+  redis.call('EXPIRE', KEYS[k], ARGV[3])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'v', ARGV[5], 'id', ARGV[j + 1],
+             'status', ARGV[j + 2], 'payload', ARGV[j + 5])
+  redis.call('PUBLISH', ARGV[2], ARGV[j + 5])
+end
+return n_entries
 """
 
 

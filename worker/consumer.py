@@ -216,16 +216,12 @@ class StreamConsumer:
                 )
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[Any]:
-        """Run the start script for every job in one round trip; return [prior status, attempts] each."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for _, spec in decoded:
-                await self._start(
-                    keys=[self._keys.state(spec.job_id)],
-                    args=[repr(now), self.consumer_name, self._settings.state_ttl_seconds,
-                          repr(spec.created_at), spec.source_lang, spec.target_lang],
-                    client=pipe,
-                )  # fmt: skip
-            return list(await pipe.execute())
+        """Run the start script for the whole batch in one call; return [prior status, attempts] for each job."""
+        args: list[Any] = [repr(now), self.consumer_name, self._settings.state_ttl_seconds]
+        for _, spec in decoded:
+            args += (repr(spec.created_at), spec.source_lang, spec.target_lang)
+        flat: list[Any] = await self._start(keys=[self._keys.state(spec.job_id) for _, spec in decoded], args=args)
+        return [flat[i : i + 2] for i in range(0, len(flat), 2)]
 
     async def _finish(self, result: JobResult | DeadLetter) -> None:
         """Hand a result that needed no engine work to the writer and free its slot."""

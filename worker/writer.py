@@ -25,7 +25,8 @@ from producer.database import libpq_url
 from producer.keys import RedisKeys
 from producer.schemas import JobStatus
 from producer.settings import Settings
-from producer.wire import JobEvent, encode_job_entry
+from producer.state import FINISH_SCRIPT
+from producer.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
 from worker.results import DeadLetter, JobResult
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class ResultWriter:
         self._settings = settings
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
+        self._finish = redis.register_script(FINISH_SCRIPT)
         self._url = libpq_url(database_url)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
@@ -204,7 +206,7 @@ class ResultWriter:
         conn = await self._connection()
         columns = _columns(rows, failed)
         async with conn.transaction():
-            cursor = await conn.execute(UPSERT_SQL, columns)
+            cursor = await conn.execute(UPSERT_SQL, columns, binary=True)
             written = {row[0] for row in await cursor.fetchall()}
             skipped = [job_id for job_id in columns[0] if job_id not in written]
             existing = []
@@ -245,26 +247,23 @@ class ResultWriter:
         events: list[JobEvent],
         parked: list[dict[str, str]],
     ) -> None:
-        """XACK every entry of the batch, finalise state records, publish events: one MULTI/EXEC."""
+        """XACK every entry of the batch, finalise state records, publish events: one atomic script."""
         keys = self._keys
         ttl = self._settings.finished_state_ttl_seconds
         delay = _RETRY_INITIAL_S
         while True:
             try:
                 async with self._redis.pipeline(transaction=True) as pipe:
-                    pipe.xack(keys.jobs_stream, keys.consumer_group, *[item.entry_id for item in batch])
+                    args: list[Any] = [keys.consumer_group, keys.events_channel, ttl, self._settings.events_maxlen,
+                                       SCHEMA_VERSION, len(batch), *(item.entry_id for item in batch)]  # fmt: skip
+                    for event in events:
+                        args += (event.job_id, event.status.value, repr(event.finished_at), event.error or "",
+                                 event.to_json())  # fmt: skip
+                    state_keys = [keys.state(event.job_id) for event in events]
+                    await self._finish(keys=[keys.jobs_stream, keys.events_stream, *state_keys], args=args,
+                                       client=pipe)  # fmt: skip
                     for letter in parked:
                         pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
-                    for event in events:
-                        state = keys.state(event.job_id)
-                        pipe.hset(state, mapping={"status": event.status.value,
-                                                  "finished_at": repr(event.finished_at),
-                                                  "error": event.error or ""})  # fmt: skip
-                        pipe.expire(state, ttl)
-                        fields: dict[Any, Any] = event.to_fields()
-                        pipe.xadd(keys.events_stream, fields,
-                                  maxlen=self._settings.events_maxlen, approximate=True)  # fmt: skip
-                        pipe.publish(keys.events_channel, event.to_json())
                     await pipe.execute()
                 return
             except (RedisConnectionError, RedisTimeoutError) as exc:
