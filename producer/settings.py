@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
     writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
     max_new_tokens: int = Field(default=512, gt=0, description="cap on generated tokens per job")
+    output_tokens_ratio: float = Field(
+        default=2.0, gt=0, description="output budget per source token (max_tokens = 16 + ratio x source)"
+    )
     max_attempts: int = Field(
         default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"
     )

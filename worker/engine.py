@@ -86,4 +86,5 @@ class EngineOptions:
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
     load_format: str = "auto"
+    ignore_eos: bool = False  # benchmarks with dummy weights: output lengths come from max_tokens alone
     extra: dict[str, object] = field(default_factory=dict)

@@ -60,7 +60,7 @@ class Worker:
         self.consumer = StreamConsumer(
             settings,
             self.redis,
-            Translator(engine, profile, settings.max_new_tokens),
+            Translator(engine, profile, settings.max_new_tokens, settings.output_tokens_ratio),
             self.writer,
             consumer_name or settings.consumer_name or new_consumer_name(),
             max_in_flight,

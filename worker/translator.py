@@ -23,10 +23,13 @@ class Translation:
 class Translator:
     """Runs jobs on an engine with a prompt profile; one instance serves every job of a worker."""
 
-    def __init__(self, engine: TranslationEngine, profile: PromptProfile, max_new_tokens: int) -> None:
+    def __init__(
+        self, engine: TranslationEngine, profile: PromptProfile, max_new_tokens: int, output_ratio: float = 2.0
+    ) -> None:
         self.engine = engine
         self.profile = profile
         self._max_new_tokens = max_new_tokens
+        self._ratio = output_ratio
         self._max_len = engine.max_model_len
         self._stop_ids = tuple(profile.stop_token_ids())
         self._overhead: dict[tuple[str, str], int] = {}
@@ -43,8 +46,8 @@ class Translator:
         return overhead
 
     def max_tokens_for(self, prompt_tokens: int, source_tokens: int) -> int:
-        """Output budget: about twice the source length, capped, and never past the context."""
-        wanted = 16 + 2 * source_tokens
+        """Output budget: ``output_ratio`` times the source length (+16), capped, never past the context."""
+        wanted = 16 + int(self._ratio * source_tokens)
         return max(1, min(wanted, self._max_new_tokens, self._max_len - prompt_tokens))
 
     async def translate(self, spec: JobSpec, request_id: str) -> Translation:

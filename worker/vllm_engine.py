@@ -27,6 +27,7 @@ class VllmEngine:
         from vllm.v1.engine.exceptions import EngineDeadError
 
         self._llm = llm
+        self._ignore_eos = False
         self._model_name = model_name
         self._tokenizer = tokenizer
         self._sampling_params = SamplingParams
@@ -59,7 +60,9 @@ class VllmEngine:
         tokenizer: Any = llm.get_tokenizer()
         if inspect.isawaitable(tokenizer):  # older vLLM releases made this a coroutine
             raise EngineError("this vLLM release is not supported: get_tokenizer() is async")
-        return cls(llm, model_path.name, tokenizer)
+        engine = cls(llm, model_path.name, tokenizer)
+        engine._ignore_eos = options.ignore_eos
+        return engine
 
     @property
     def model_name(self) -> str:
@@ -84,6 +87,7 @@ class VllmEngine:
             stop_token_ids=list(request.stop_token_ids),
             output_kind=self._final_only,
             detokenize=False,
+            ignore_eos=self._ignore_eos,
         )
         prompt = self._tokens_prompt(prompt_token_ids=request.prompt_token_ids)
         final = None

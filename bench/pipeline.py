@@ -1,0 +1,198 @@
+"""The pipeline's own overhead on the CPU, side by side with what people use instead and the raw ceilings.
+
+    python -m bench.pipeline [--jobs 100000] [--rq-jobs 3000] [--out bench/out/pipeline.json]
+
+Measured in one run, against one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL /
+DRAGOMAN_DATABASE_URL):
+1. dragoman end to end with a zero-cost engine: jobs already in the stream -> worker ->
+   rows committed -> acked -> events published (timed until the last row is written);
+2. RQ's SimpleWorker running no-op jobs (enqueue not timed), the usual hand-rolled alternative;
+3. the raw Redis Streams ceiling: pipelined XREADGROUP + XACK + XADD of an event, no work;
+4. the raw PostgreSQL ceiling: the same batched upsert statement, rows only.
+Plus the producer's enqueue rate (submit_many), measured while filling the stream for (1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import redis
+import redis.asyncio as aioredis
+
+from bench.enqueue import workload
+from producer.client import Client
+from producer.database import libpq_url, upgrade_database
+from producer.services import EmbeddedServices, ServiceUrls
+from producer.settings import Settings
+from worker.deterministic_engine import DeterministicEngine
+from worker.profiles import IdentityProfile
+from worker.service import Worker
+
+
+def noop() -> None:
+    """The job RQ runs: nothing."""
+
+
+def _settings(urls: ServiceUrls) -> Settings:
+    return Settings(redis_url=urls.redis_url, database_url=urls.database_url,
+                    key_prefix=f"bench-{uuid.uuid4().hex[:8]}")  # fmt: skip
+
+
+async def _run_worker(settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int) -> float:
+    engine = DeterministicEngine()
+    worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
+                    profile=IdentityProfile(engine.tokenizer), max_in_flight=max_in_flight)  # fmt: skip
+    start = time.perf_counter()
+    await worker.start()
+    while worker.writer.stats.rows < jobs:
+        await asyncio.sleep(0.005)
+    elapsed = time.perf_counter() - start
+    await worker.stop()
+    return elapsed
+
+
+def bench_dragoman(urls: ServiceUrls, jobs: int, max_in_flight: int) -> dict[str, Any]:
+    """Enqueue ``jobs`` (timed: the producer rate), then process them (timed: the pipeline rate)."""
+    settings = _settings(urls)
+    items = workload(jobs)
+    with Client(settings) as client:
+        start = time.perf_counter()
+        client.submit_many(items)
+        enqueue_s = time.perf_counter() - start
+    elapsed = asyncio.run(_run_worker(settings, urls, jobs, max_in_flight))
+    return {
+        "jobs": jobs,
+        "max_in_flight": max_in_flight,
+        "seconds": round(elapsed, 3),
+        "jobs_per_s": round(jobs / elapsed),
+        "enqueue_jobs_per_s": round(jobs / enqueue_s),
+    }
+
+
+def bench_rq(urls: ServiceUrls, jobs: int) -> dict[str, Any]:
+    """RQ SimpleWorker draining ``jobs`` no-op jobs in burst mode."""
+    from rq import Queue, SimpleWorker
+
+    connection = redis.Redis.from_url(urls.redis_url)
+    queue = Queue(f"bench-{uuid.uuid4().hex[:8]}", connection=connection)
+    queue.enqueue_many([Queue.prepare_data(noop) for _ in range(jobs)])
+    worker = SimpleWorker([queue], connection=connection)
+    start = time.perf_counter()
+    worker.work(burst=True, logging_level="WARNING")
+    elapsed = time.perf_counter() - start
+    finished = queue.finished_job_registry.count
+    queue.delete(delete_jobs=True)
+    connection.close()
+    return {"jobs": jobs, "finished": finished, "seconds": round(elapsed, 3), "jobs_per_s": round(jobs / elapsed)}
+
+
+async def _raw_streams(url: str, jobs: int, batch: int) -> float:
+    client = aioredis.Redis.from_url(url, decode_responses=True)
+    stream, events, group = f"raw-{uuid.uuid4().hex[:8]}", f"raw-ev-{uuid.uuid4().hex[:8]}", "g"
+    payload = json.dumps({"text": "x" * 200, "source_lang": "en", "target_lang": "fr"})
+    for start in range(0, jobs, 5000):
+        async with client.pipeline(transaction=False) as pipe:
+            for i in range(start, min(start + 5000, jobs)):
+                pipe.xadd(stream, {"v": "1", "id": str(i), "payload": payload})
+            await pipe.execute()
+    await client.xgroup_create(stream, group, id="0")
+    done = 0
+    begin = time.perf_counter()
+    while done < jobs:
+        response: Any = await client.xreadgroup(group, "c", {stream: ">"}, count=batch)
+        entries = response[0][1]
+        async with client.pipeline(transaction=True) as pipe:
+            pipe.xack(stream, group, *[entry_id for entry_id, _ in entries])
+            for entry_id, _ in entries:
+                pipe.xadd(events, {"id": entry_id, "status": "succeeded"})
+            await pipe.execute()
+        done += len(entries)
+    elapsed = time.perf_counter() - begin
+    await client.delete(stream, events)
+    await client.aclose()
+    return elapsed
+
+
+def bench_raw_streams(urls: ServiceUrls, jobs: int, batch: int = 256) -> dict[str, Any]:
+    """Consume + ack + one event per entry, pipelined, no work at all."""
+    elapsed = asyncio.run(_raw_streams(urls.redis_url, jobs, batch))
+    return {"entries": jobs, "batch": batch, "seconds": round(elapsed, 3), "entries_per_s": round(jobs / elapsed)}
+
+
+def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[str, Any]:
+    """The writer's upsert statement alone, ``batch`` rows per transaction."""
+    from worker.writer import UPSERT_SQL
+
+    now = time.time()
+    with psycopg.connect(libpq_url(urls.database_url), autocommit=True) as conn:
+        begin = time.perf_counter()
+        for start in range(0, rows, batch):
+            n = min(batch, rows - start)
+            ids = [str(uuid.uuid4()) for _ in range(n)]
+            columns = (ids, ["succeeded"] * n, ["en"] * n, ["fr"] * n, ["x" * 100] * n, ["y" * 100] * n,
+                       [None] * n, [1] * n, ["bench"] * n, [10] * n, [10] * n, [now] * n, [now] * n, [now] * n,
+                       ["{}"] * n, [None] * n, [None] * n, [None] * n)  # fmt: skip
+            with conn.transaction():
+                conn.execute(UPSERT_SQL, columns, binary=True).fetchall()
+        elapsed = time.perf_counter() - begin
+        conn.execute("DELETE FROM jobs WHERE model = 'bench'")
+    return {"rows": rows, "batch": batch, "seconds": round(elapsed, 3), "rows_per_s": round(rows / elapsed)}
+
+
+def main() -> None:
+    """Run every measurement once, print a table, write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--rq-jobs", type=int, default=3_000)
+    parser.add_argument("--max-in-flight", type=int, default=512)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/pipeline.json"))
+    args = parser.parse_args()
+
+    redis_url, database_url = os.environ.get("DRAGOMAN_REDIS_URL"), os.environ.get("DRAGOMAN_DATABASE_URL")
+    services = None
+    if redis_url and database_url:
+        urls = ServiceUrls(redis_url=redis_url, database_url=database_url)
+    else:
+        services = EmbeddedServices(Path(tempfile.mkdtemp(prefix="dragoman-bench-")))
+        urls = services.up()
+    try:
+        upgrade_database(urls.database_url)
+        result: dict[str, Any] = {
+            "dragoman": bench_dragoman(urls, args.jobs, args.max_in_flight),
+            "rq_simple_worker": bench_rq(urls, args.rq_jobs),
+            "raw_streams": bench_raw_streams(urls, args.jobs),
+            "raw_postgres": bench_raw_postgres(urls, args.jobs),
+        }
+    finally:
+        if services is not None:
+            services.down()
+    d, rq_ = result["dragoman"], result["rq_simple_worker"]
+    result["ratios"] = {
+        "dragoman_vs_rq": round(d["jobs_per_s"] / rq_["jobs_per_s"], 1),
+        "dragoman_vs_raw_streams": round(d["jobs_per_s"] / result["raw_streams"]["entries_per_s"], 3),
+        "dragoman_vs_raw_postgres": round(d["jobs_per_s"] / result["raw_postgres"]["rows_per_s"], 3),
+    }
+    result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(),
+                         "when": time.strftime("%Y-%m-%d %H:%M")}  # fmt: skip
+    print(f"dragoman end to end (zero-cost engine): {d['jobs']:,} jobs, {d['jobs_per_s']:,} jobs/s")
+    print(f"producer submit_many:                   {d['enqueue_jobs_per_s']:,} jobs/s")
+    print(f"RQ SimpleWorker, no-op jobs:            {rq_['jobs']:,} jobs, {rq_['jobs_per_s']:,} jobs/s")
+    print(f"raw XREADGROUP+XACK+event ceiling:      {result['raw_streams']['entries_per_s']:,} entries/s")
+    print(f"raw PostgreSQL batched upsert ceiling:  {result['raw_postgres']['rows_per_s']:,} rows/s")
+    print(f"ratios: {result['ratios']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
