@@ -8,7 +8,7 @@ STAMP := $(VENV)/.dragoman-installed
 # pytest workers for the fast suite; the engine tests run after it, on their own.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-e2e lint typecheck install clean bench-enqueue
+.PHONY: demo test test-fast test-e2e install clean bench-enqueue
 
 install: $(STAMP)
 
