@@ -13,15 +13,15 @@ import json
 import os
 import platform
 import random
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.servers import benchmark_servers
 from producer.client import Client
 from producer.schemas import TranslationRequest
-from producer.services import EmbeddedServices, ServiceUrls
+from producer.services import ServiceUrls
 from producer.settings import Settings
 
 WORDS = ("the quick brown fox jumps over a lazy dog while our team ships the new release to every "
@@ -74,18 +74,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/out/enqueue.json"))
     args = parser.parse_args()
 
-    redis_url, database_url = os.environ.get("DRAGOMAN_REDIS_URL"), os.environ.get("DRAGOMAN_DATABASE_URL")
-    services = None
-    if redis_url and database_url:
-        urls = ServiceUrls(redis_url=redis_url, database_url=database_url)
-    else:
-        services = EmbeddedServices(Path(tempfile.mkdtemp(prefix="dragoman-bench-")))
-        urls = services.up()
-    try:
+    with benchmark_servers() as urls:
         result = measure(urls, args.jobs, args.single)
-    finally:
-        if services is not None:
-            services.down()
     result |= {"python": platform.python_version(), "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M")}
     print(f"submit_many: {result['submit_many_jobs']:,} jobs in {result['submit_many_seconds']} s "
           f"= {result['submit_many_jobs_per_s']:,} jobs/s")  # fmt: skip

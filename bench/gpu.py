@@ -21,18 +21,17 @@ import argparse
 import asyncio
 import json
 import statistics
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.servers import benchmark_servers
 from bench.workload import texts_of_lengths, token_lengths
 from producer.client import Client
-from producer.database import upgrade_database
 from producer.schemas import JobSpec, TranslationRequest
-from producer.services import EmbeddedServices, ServiceUrls
+from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.engine import EngineOptions, GenerationRequest
 from worker.profiles import FewShotProfile
@@ -262,14 +261,9 @@ def main() -> None:
                              gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
                              ignore_eos=dummy)  # fmt: skip
 
-    services = EmbeddedServices(Path(tempfile.mkdtemp(prefix="dragoman-gpu-bench-")))
-    urls = services.up()
-    upgrade_database(urls.database_url)
-    try:
+    with benchmark_servers() as urls:
         # One event loop for everything: AsyncLLM's output handler lives on the loop of its first request.
         result = asyncio.run(run_all(args, options, urls))
-    finally:
-        services.down()
     for name in ("bare", "dragoman", "static16"):
         r = result[name]
         short = r["shortest_quarter_latency_s"]["p50"]

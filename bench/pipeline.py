@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import platform
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -30,9 +29,10 @@ import redis
 import redis.asyncio as aioredis
 
 from bench.enqueue import workload
+from bench.servers import benchmark_servers
 from producer.client import Client
-from producer.database import libpq_url, upgrade_database
-from producer.services import EmbeddedServices, ServiceUrls
+from producer.database import libpq_url
+from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
@@ -158,24 +158,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/out/pipeline.json"))
     args = parser.parse_args()
 
-    redis_url, database_url = os.environ.get("DRAGOMAN_REDIS_URL"), os.environ.get("DRAGOMAN_DATABASE_URL")
-    services = None
-    if redis_url and database_url:
-        urls = ServiceUrls(redis_url=redis_url, database_url=database_url)
-    else:
-        services = EmbeddedServices(Path(tempfile.mkdtemp(prefix="dragoman-bench-")))
-        urls = services.up()
-    try:
-        upgrade_database(urls.database_url)
+    with benchmark_servers() as urls:
         result: dict[str, Any] = {
             "dragoman": bench_dragoman(urls, args.jobs, args.max_in_flight),
             "rq_simple_worker": bench_rq(urls, args.rq_jobs),
             "raw_streams": bench_raw_streams(urls, args.jobs),
             "raw_postgres": bench_raw_postgres(urls, args.jobs),
         }
-    finally:
-        if services is not None:
-            services.down()
     d, rq_ = result["dragoman"], result["rq_simple_worker"]
     result["ratios"] = {
         "dragoman_vs_rq": round(d["jobs_per_s"] / rq_["jobs_per_s"], 1),
