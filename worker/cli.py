@@ -11,9 +11,13 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from producer.settings import Settings
 from worker.engine import EngineOptions
+
+if TYPE_CHECKING:
+    from worker.service import Worker
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,10 +114,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         engine.shutdown()
 
 
-async def _serve_until_signalled(worker: object) -> int:
-    from worker.service import Worker
-
-    assert isinstance(worker, Worker)
+async def _serve_until_signalled(worker: Worker) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
