@@ -22,6 +22,20 @@ from worker.service import Worker
 WorkerFactory = Callable[..., Any]
 
 
+def identity_worker(
+    settings: Settings,
+    urls: ServiceUrls,
+    engine: DeterministicEngine,
+    *,
+    max_in_flight: int = 16,
+    consumer_name: str | None = None,
+) -> Worker:
+    """A worker on the deterministic engine with the identity profile (translation == text)."""
+    return Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
+                  profile=IdentityProfile(engine.tokenizer), max_in_flight=max_in_flight,
+                  consumer_name=consumer_name)  # fmt: skip
+
+
 def _get(client: Client, job_id: str) -> Job:
     """The job, or a stand-in "queued" one while a plain-XADD job has no state record yet."""
     try:
@@ -38,14 +52,7 @@ def start_worker(settings: Settings, service_urls: ServiceUrls) -> WorkerFactory
     async def factory(
         engine: DeterministicEngine, *, max_in_flight: int = 16, settings_: Settings | None = None
     ) -> AsyncIterator[Worker]:
-        worker = Worker(
-            settings_ or settings,
-            redis_url=service_urls.redis_url,
-            database_url=service_urls.database_url,
-            engine=engine,
-            profile=IdentityProfile(engine.tokenizer),
-            max_in_flight=max_in_flight,
-        )
+        worker = identity_worker(settings_ or settings, service_urls, engine, max_in_flight=max_in_flight)
         await worker.start()
         try:
             yield worker

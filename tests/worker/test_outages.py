@@ -14,10 +14,8 @@ from producer.schemas import JobStatus, TranslationRequest
 from producer.services import EmbeddedServices
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
-from worker.profiles import IdentityProfile
-from worker.service import Worker
 
-from .conftest import wait_all
+from .conftest import identity_worker, wait_all
 
 
 async def test_postgres_outage_holds_results_until_it_returns(tmp_path: Path) -> None:
@@ -28,8 +26,7 @@ async def test_postgres_outage_holds_results_until_it_returns(tmp_path: Path) ->
                         key_prefix=f"outage-{uuid.uuid4().hex[:8]}", writer_flush_ms=2, read_block_ms=50)  # fmt: skip
     raw = redis.Redis.from_url(urls.redis_url, decode_responses=True)
     engine = DeterministicEngine()
-    worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                    profile=IdentityProfile(engine.tokenizer), max_in_flight=16)  # fmt: skip
+    worker = identity_worker(settings, urls, engine, max_in_flight=16)
     try:
         with Client(settings) as client:
             ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(50))

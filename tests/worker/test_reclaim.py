@@ -15,11 +15,10 @@ from producer.schemas import JobStatus, TranslationRequest
 from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
-from worker.profiles import IdentityProfile
 from worker.reclaim import forget_gone_consumers, trim_acknowledged
 from worker.service import Worker
 
-from .conftest import wait_all
+from .conftest import identity_worker, wait_all
 
 
 def _fast(settings: Settings, **overrides: Any) -> Settings:
@@ -27,8 +26,7 @@ def _fast(settings: Settings, **overrides: Any) -> Settings:
 
 
 def _worker(settings: Settings, urls: ServiceUrls, engine: DeterministicEngine, name: str | None = None) -> Worker:
-    return Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                  profile=IdentityProfile(engine.tokenizer), max_in_flight=8, consumer_name=name)  # fmt: skip
+    return identity_worker(settings, urls, engine, max_in_flight=8, consumer_name=name)
 
 
 async def _abandon(worker: Worker) -> None:

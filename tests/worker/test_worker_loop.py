@@ -16,10 +16,9 @@ from producer.schemas import JobStatus, TranslationRequest
 from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
-from worker.service import Worker
 from worker.writer import ResultWriter
 
-from .conftest import WorkerFactory, wait_all
+from .conftest import WorkerFactory, identity_worker, wait_all
 
 
 def _rows(pg: Any, ids: list[str]) -> dict[str, tuple[Any, ...]]:
@@ -110,7 +109,7 @@ async def test_shutdown_lets_running_jobs_finish_and_leaves_the_rest_queued(
 ) -> None:
     engine = DeterministicEngine(delay_s=0.5)
     ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(20))
-    worker = _worker(settings, service_urls, engine, max_in_flight=4)
+    worker = identity_worker(settings, service_urls, engine, max_in_flight=4)
     await worker.start()
     while engine.in_flight < 4:
         await asyncio.sleep(0.01)
@@ -127,7 +126,7 @@ async def test_shutdown_past_the_grace_period_leaves_jobs_pending(
 ) -> None:
     engine = DeterministicEngine(delay_s=60)
     ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(3))
-    worker = _worker(settings, service_urls, engine, max_in_flight=8)
+    worker = identity_worker(settings, service_urls, engine, max_in_flight=8)
     await worker.start()
     while engine.in_flight < 3:
         await asyncio.sleep(0.01)
@@ -219,13 +218,6 @@ async def test_an_entry_from_a_plain_xadd_producer_is_translated(
     assert (job.status, job.translation) == (JobStatus.SUCCEEDED, "from Go")
 
 
-def _worker(settings: Settings, urls: ServiceUrls, engine: DeterministicEngine, max_in_flight: int) -> Worker:
-    from worker.profiles import IdentityProfile
-
-    return Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                  profile=IdentityProfile(engine.tokenizer), max_in_flight=max_in_flight)  # fmt: skip
-
-
 async def test_stop_always_returns_even_when_redis_swallows_a_cancel(
     settings: Settings, service_urls: ServiceUrls
 ) -> None:
@@ -233,7 +225,7 @@ async def test_stop_always_returns_even_when_redis_swallows_a_cancel(
     # depend on it (a few percent of cancels hit that window, so try many times).
     for attempt in range(20):
         engine = DeterministicEngine()
-        worker = _worker(settings, service_urls, engine, max_in_flight=4)
+        worker = identity_worker(settings, service_urls, engine, max_in_flight=4)
         await worker.start()
         await asyncio.sleep(0.003 * (attempt % 20))
         await asyncio.wait_for(worker.stop(grace_seconds=1), timeout=10)
