@@ -154,6 +154,25 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK if report.healthy else EXIT_ERROR
 
 
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the queue's length, lag, pending work, throughput and dead letters (``--watch`` refreshes)."""
+    import asyncio
+
+    from producer.keys import RedisKeys
+    from producer.services import resolve_urls
+    from producer.stats_view import show_queue_stats
+
+    if args.watch is not None and args.watch <= 0:
+        raise InvalidJobError("--watch takes a positive number of seconds")
+    redis_url = settings.redis_url or resolve_urls(settings).redis_url
+    try:
+        asyncio.run(show_queue_stats(redis_url, RedisKeys.from_settings(settings), as_json=args.json,
+                                     watch_seconds=args.watch))  # fmt: skip
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
 def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
     """List, retry or purge dead-lettered jobs."""
     import redis as redis_module
@@ -220,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--consumer", help="the worker's consumer name (default: any worker on this host)")
     check.add_argument("--services-only", action="store_true", help="check Redis and PostgreSQL only")
     check.set_defaults(func=cmd_check)
+
+    stats = sub.add_parser("stats", help="the queue: length, lag, pending per consumer, jobs/s, dead letters")
+    stats.add_argument("--watch", type=float, nargs="?", const=2.0, metavar="SECONDS",
+                       help="refresh every SECONDS (default 2) until Ctrl-C")  # fmt: skip
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(func=cmd_stats)
 
     dead = sub.add_parser("dead", help="dead-lettered jobs: list, retry ID, purge")
     dead.add_argument("action", choices=["list", "retry", "purge"])

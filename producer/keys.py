@@ -49,6 +49,10 @@ class RedisKeys:
         """Heartbeat hash of a live worker (expires when the worker stops beating)."""
         return f"{self.prefix}:worker:{consumer_name}"
 
+    def finished_in_second(self, unix_second: int) -> str:
+        """Counter of jobs finished during one wall-clock second (``dragoman stats`` sums the last minute)."""
+        return f"{self.prefix}:finished:{unix_second}"
+
     @property
     def worker_pattern(self) -> str:
         """Glob matching every live worker's heartbeat."""

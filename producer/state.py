@@ -74,8 +74,10 @@ return out
 """
 
 # Finishes a batch whose rows are committed: XACK every entry, finalise the state records,
-# append the events and publish them, all in one atomic call.
-# KEYS: jobs stream, events stream, then the state record of each event.
+# append the events and publish them, count them in the current second's counter, all in one
+# atomic call.
+# KEYS: jobs stream, events stream, this second's finished counter, then the state record of
+# each event.
 # ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
 # entry ids, then for each event: job id, status, finished_at, error, payload JSON.
 FINISH_SCRIPT = """
@@ -84,13 +86,17 @@ for i = 7, 6 + n_entries, 500 do
   redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, i, math.min(i + 499, 6 + n_entries)))
 end
 local base = 6 + n_entries
-for k = 3, #KEYS do
-  local j = base + (k - 3) * 5
+for k = 4, #KEYS do
+  local j = base + (k - 4) * 5
   redis.call('HSET', KEYS[k], 'status', ARGV[j + 2], 'finished_at', ARGV[j + 3], 'error', ARGV[j + 4])
   redis.call('EXPIRE', KEYS[k], ARGV[3])
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'v', ARGV[5], 'id', ARGV[j + 1],
              'status', ARGV[j + 2], 'payload', ARGV[j + 5])
   redis.call('PUBLISH', ARGV[2], ARGV[j + 5])
+end
+if #KEYS > 3 then
+  redis.call('INCRBY', KEYS[3], #KEYS - 3)
+  redis.call('EXPIRE', KEYS[3], 120)
 end
 return n_entries
 """
