@@ -7,6 +7,7 @@ else in dragoman reads the environment.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +65,12 @@ class Settings(BaseSettings):
     consumer_gone_seconds: float = Field(
         default=86_400.0, gt=0, description="idle time after which a consumer with nothing pending is removed"
     )
+    metrics_port: int = Field(
+        default=9464, ge=0, le=65_535, description="worker's /metrics, /healthz and /readyz port (0: any free port)"
+    )
+    metrics_host: str = Field(default="0.0.0.0", description="address the worker's metrics endpoint listens on")
+    log_format: Literal["text", "json"] = Field(default="text", description="worker log lines: text or json")
+    metrics_enabled: bool = Field(default=True, description="serve /metrics, /healthz and /readyz from the worker")
     model_cache_dir: Path = Field(
         default=Path.home() / ".cache" / "dragoman" / "models",
         description="where `dragoman model prepare` builds the default model",

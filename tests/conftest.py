@@ -51,6 +51,8 @@ def settings(service_urls: ServiceUrls, tmp_path: Path) -> Settings:
         key_prefix=f"test-{uuid.uuid4().hex[:10]}",
         writer_flush_ms=2,
         read_block_ms=50,
+        metrics_port=0,
+        metrics_host="127.0.0.1",
     )
 
 

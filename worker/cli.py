@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from producer.log_format import LOG_FORMATS, configure_logging
 from producer.settings import Settings
 from worker.engine import EngineOptions
 
@@ -26,6 +27,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_engine_arguments(worker)
     worker.add_argument("--max-in-flight", type=int, help="jobs inside the engine (default 2 x max-num-seqs)")
     worker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
+    worker.add_argument("--log-format", choices=LOG_FORMATS,
+                        help="text, or json (one object per line); default DRAGOMAN_LOG_FORMAT or text")  # fmt: skip
     worker.set_defaults(func=cmd_worker)
 
     model = sub.add_parser("model", help="the default model")
@@ -51,6 +54,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=defaults.enforce_eager,
                         help="skip compilation and graph capture (fast start; default on)")  # fmt: skip
     parser.add_argument("--load-format", default=defaults.load_format, help="auto, safetensors, dummy, ...")
+    parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=defaults.log_stats,
+                        help="vLLM engine metrics on /metrics and its throughput log line (default on)")  # fmt: skip
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:
@@ -65,6 +70,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         tensor_parallel_size=args.tensor_parallel_size,
         enforce_eager=args.enforce_eager,
         load_format=args.load_format,
+        log_stats=args.log_stats,
     )
 
 
@@ -82,13 +88,16 @@ def resolve_model(settings: Settings, model: str | None) -> Path:
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Start services if needed, migrate, build the engine, process jobs until SIGTERM/SIGINT."""
+    from prometheus_client import REGISTRY
+
     from producer.database import upgrade_database
     from producer.services import ensure_services, redact_url
+    from worker.metrics import WorkerMetrics
     from worker.profiles import choose_profile
     from worker.service import Worker
     from worker.vllm_engine import VllmEngine
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format or settings.log_format)
     log = logging.getLogger("dragoman.worker")
     options = engine_options(args)
     model_path = resolve_model(settings, options.model)
@@ -108,6 +117,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             engine=engine,
             profile=profile,
             max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * options.max_num_seqs,
+            metrics=WorkerMetrics(REGISTRY),  # vLLM's engine metrics are registered there too
         )
         return asyncio.run(_serve_until_signalled(worker))
     finally:

@@ -26,6 +26,7 @@ from producer.schemas import JobSpec, JobStatus
 from producer.settings import Settings
 from producer.state import START_SCRIPT
 from producer.wire import decode_job_entry, read_job_id
+from worker.metrics import WorkerMetrics
 from worker.reclaim import claim_stale
 from worker.results import DeadLetter, JobResult
 from worker.translator import Translator
@@ -48,8 +49,10 @@ class StreamConsumer:
         writer: ResultWriter,
         consumer_name: str,
         max_in_flight: int,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self._settings = settings
+        self._metrics = metrics if metrics is not None else WorkerMetrics()
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
         self._translator = translator
@@ -138,6 +141,7 @@ class StreamConsumer:
             self._redis, self._keys, self.consumer_name, int(self._settings.visibility_timeout_seconds * 1000), count
         )
         self.reclaimed += len(entries)
+        self._metrics.record_reclaimed(len(entries))
         return entries
 
     async def take_free_slots(self, most: int) -> int:
@@ -184,7 +188,8 @@ class StreamConsumer:
             try:
                 spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
             except MalformedEntryError as exc:
-                log.warning("dead-lettering malformed entry %s: %s", entry_id, exc)
+                log.warning("dead-lettering malformed entry %s: %s", entry_id, exc,
+                            extra={"entry_id": entry_id, "job_id": read_job_id(fields)})  # fmt: skip
                 await self._finish(DeadLetter(entry_id=entry_id, fields=dict(fields), reason=str(exc),
                                               job_id=read_job_id(fields), finished_at=now))  # fmt: skip
                 continue
@@ -206,7 +211,7 @@ class StreamConsumer:
             elif attempts > self._settings.max_attempts:
                 reason = (f"gave up after {attempts - 1} deliveries that never finished "
                           "(the worker running it stopped or crashed each time)")  # fmt: skip
-                log.warning("job %s: %s; dead-lettering it", spec.job_id, reason)
+                log.warning("job %s: %s; dead-lettering it", spec.job_id, reason, extra={"job_id": spec.job_id})
                 await self._finish(self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED,
                                                 error=reason, dead_letter=True))  # fmt: skip
             else:
@@ -261,10 +266,12 @@ class StreamConsumer:
             except Exception as exc:  # an error in this job only: retry, then fail it
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt >= self._settings.max_attempts:
-                    log.warning("job %s failed after %d attempts, dead-lettering it: %s", spec.job_id, attempt, error)
+                    log.warning("job %s failed after %d attempts, dead-lettering it: %s", spec.job_id, attempt, error,
+                                extra={"job_id": spec.job_id})  # fmt: skip
                     return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error,
                                         dead_letter=True)  # fmt: skip
-                log.info("job %s attempt %d failed (%s); retrying", spec.job_id, attempt, error)
+                log.info("job %s attempt %d failed (%s); retrying", spec.job_id, attempt, error,
+                         extra={"job_id": spec.job_id})  # fmt: skip
                 attempt += 1
                 continue
             if translation.finish_reason == "abort" or spec.job_id in self._cancelled:

@@ -86,5 +86,6 @@ class EngineOptions:
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
     load_format: str = "auto"
+    log_stats: bool = True  # vLLM's engine metrics (vllm:* on /metrics) and its periodic throughput log line
     ignore_eos: bool = False  # benchmarks with dummy weights: output lengths come from max_tokens alone
     extra: dict[str, object] = field(default_factory=dict)

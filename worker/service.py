@@ -23,6 +23,8 @@ from producer.keys import RedisKeys
 from producer.settings import Settings
 from worker.consumer import StreamConsumer
 from worker.engine import TranslationEngine
+from worker.metrics import WorkerMetrics
+from worker.ops_server import OpsServer
 from worker.profiles import PromptProfile
 from worker.reclaim import Housekeeper
 from worker.translator import Translator
@@ -52,11 +54,13 @@ class Worker:
         profile: PromptProfile,
         max_in_flight: int,
         consumer_name: str | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.settings = settings
         self.keys = RedisKeys.from_settings(settings)
+        self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.redis: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
-        self.writer = ResultWriter(settings, self.redis, database_url)
+        self.writer = ResultWriter(settings, self.redis, database_url, self.metrics)
         self.consumer = StreamConsumer(
             settings,
             self.redis,
@@ -64,7 +68,13 @@ class Worker:
             self.writer,
             consumer_name or settings.consumer_name or new_consumer_name(),
             max_in_flight,
+            self.metrics,
         )
+        self.metrics.track_in_flight(lambda: self.consumer.in_flight)
+        self.ops: OpsServer | None = None
+        if settings.metrics_enabled:
+            self.ops = OpsServer(settings, redis_url=redis_url, database_url=database_url, metrics=self.metrics,
+                                 engine_state=self._engine_state)  # fmt: skip
         self.housekeeper = Housekeeper(settings, self.redis, self.consumer.consumer_name, self._held_entry_ids)
         self._housekeeping: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -76,6 +86,8 @@ class Worker:
     async def start(self) -> None:
         """Join the consumer group and start reading, writing and listening for cancels."""
         await self.consumer.ensure_group()
+        if self.ops is not None:
+            await self.ops.start()
         self._writer = asyncio.create_task(self.writer.run(), name="dragoman-writer")
         self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
@@ -84,6 +96,14 @@ class Worker:
         log.info("worker %s reading %s (group %s, up to %d jobs in flight)",
                  self.consumer.consumer_name, self.keys.jobs_stream,
                  self.settings.consumer_group, self.consumer.max_in_flight)  # fmt: skip
+
+    def _engine_state(self) -> str:
+        """``"ok"`` while the worker takes jobs, else why not (for ``/readyz``)."""
+        if self.consumer.engine_failure is not None:
+            return f"engine unavailable: {self.consumer.engine_failure}"
+        if self._stopped:
+            return "draining: the worker is shutting down"
+        return "ok"
 
     def _held_entry_ids(self) -> list[str]:
         return [*self.consumer.held_entry_ids(), *self.writer.held_entry_ids()]
@@ -152,6 +172,8 @@ class Worker:
             await self.writer.close()
             await self._writer
         await _cancel(self._listener)
+        if self.ops is not None:
+            await self.ops.close()
         await self.redis.aclose()
         log.info("worker %s stopped", self.consumer.consumer_name)
         return unfinished

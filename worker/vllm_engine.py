@@ -52,7 +52,7 @@ class VllmEngine:
             "tensor_parallel_size": options.tensor_parallel_size,
             "enforce_eager": options.enforce_eager,
             "load_format": options.load_format,
-            "disable_log_stats": True,
+            "disable_log_stats": not options.log_stats,
             **options.extra,
         }
         args = AsyncEngineArgs(**kwargs)

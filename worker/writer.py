@@ -27,6 +27,7 @@ from producer.schemas import JobStatus
 from producer.settings import Settings
 from producer.state import FINISH_SCRIPT
 from producer.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
+from worker.metrics import WorkerMetrics
 from worker.results import DeadLetter, JobResult
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,11 @@ class ResultWriter:
     asks it to flush everything and return.
     """
 
-    def __init__(self, settings: Settings, redis: aioredis.Redis, database_url: str) -> None:
+    def __init__(
+        self, settings: Settings, redis: aioredis.Redis, database_url: str, metrics: WorkerMetrics | None = None
+    ) -> None:
         self._settings = settings
+        self._metrics = metrics if metrics is not None else WorkerMetrics()
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
         self._finish = redis.register_script(FINISH_SCRIPT)
@@ -164,18 +168,20 @@ class ResultWriter:
     async def _write(self, batch: Sequence[JobResult | DeadLetter]) -> None:
         results = [item for item in batch if isinstance(item, JobResult)]
         dead = [item for item in batch if isinstance(item, DeadLetter)]
-        events = await self._commit(results, dead)
+        events, written = await self._commit(results, dead)
         parked = _parked_entries(results, dead, events)
         await self._acknowledge(batch, events, parked)
         self._held.difference_update(item.entry_id for item in batch)
         self._batches += 1
         self._rows += len(events)
         self._dead += len(parked)
+        self._metrics.record_batch(results, events, written, batch_size=len(batch), dead_lettered=len(parked),
+                                   acked_at=time.time())  # fmt: skip
 
     # PostgreSQL ------------------------------------------------------------------------------
 
-    async def _commit(self, results: list[JobResult], dead: list[DeadLetter]) -> list[JobEvent]:
-        """Upsert the batch's rows in one transaction; return the events that match the rows."""
+    async def _commit(self, results: list[JobResult], dead: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
+        """Upsert the batch's rows in one transaction; return the events that match the rows and the ids written."""
         unique: dict[str, JobResult] = {}
         for result in results:  # a job delivered twice in one batch is written once
             known = unique.get(result.spec.job_id)
@@ -184,15 +190,15 @@ class ResultWriter:
         rows = list(unique.values())
         failed_by_id = {d.job_id: d for d in dead if d.job_id is not None and d.job_id not in unique}
         if not rows and not failed_by_id:
-            return []
+            return [], set()
         delay = _RETRY_INITIAL_S
         while True:
             try:
-                events = await self._upsert(rows, list(failed_by_id.values()))
+                outcome = await self._upsert(rows, list(failed_by_id.values()))
                 if self._unavailable_since is not None:
                     log.info("PostgreSQL is back after %.0fs", time.time() - self._unavailable_since)
                     self._unavailable_since = None
-                return events
+                return outcome
             except psycopg.OperationalError as exc:
                 if self._unavailable_since is None:
                     self._unavailable_since = time.time()
@@ -202,7 +208,7 @@ class ResultWriter:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
 
-    async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> list[JobEvent]:
+    async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
         conn = await self._connection()
         columns = _columns(rows, failed)
         async with conn.transaction():
@@ -224,7 +230,7 @@ class ResultWriter:
                      error=error, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
             for job_id, status, error, finished, prompt_tokens, output_tokens in existing
         ]  # fmt: skip
-        return events
+        return events, written
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is None or self._conn.closed:
@@ -250,6 +256,7 @@ class ResultWriter:
         """XACK every entry of the batch, finalise state records, publish events: one atomic script."""
         keys = self._keys
         ttl = self._settings.finished_state_ttl_seconds
+        counter = keys.finished_in_second(int(time.time()))
         delay = _RETRY_INITIAL_S
         while True:
             try:
@@ -260,7 +267,7 @@ class ResultWriter:
                         args += (event.job_id, event.status.value, repr(event.finished_at), event.error or "",
                                  event.to_json())  # fmt: skip
                     state_keys = [keys.state(event.job_id) for event in events]
-                    await self._finish(keys=[keys.jobs_stream, keys.events_stream, *state_keys], args=args,
+                    await self._finish(keys=[keys.jobs_stream, keys.events_stream, counter, *state_keys], args=args,
                                        client=pipe)  # fmt: skip
                     for letter in parked:
                         pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))

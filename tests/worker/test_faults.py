@@ -39,6 +39,8 @@ def _env(settings: Settings) -> dict[str, str]:
         "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "0.2",
         "DRAGOMAN_READ_BLOCK_MS": "50",
         "DRAGOMAN_WRITER_FLUSH_MS": "2",
+        "DRAGOMAN_METRICS_PORT": "0",
+        "DRAGOMAN_METRICS_HOST": "127.0.0.1",
         # A job may be running at every kill below; these are not poison jobs.
         "DRAGOMAN_MAX_ATTEMPTS": "20",
     }

@@ -1,0 +1,215 @@
+"""``/metrics``, ``/healthz`` and ``/readyz``: the worker's one HTTP port for Prometheus and probes.
+
+A deliberately small HTTP/1.1 server on the worker's event loop (GET only, one request per
+connection): it needs no framework, and a scrape or a probe never waits on the engine.
+
+- ``/healthz``: 200 while the process and its event loop are alive (liveness).
+- ``/readyz``: 200 when the engine is loaded and Redis and PostgreSQL answer; 503 with the
+  reason otherwise, and while the worker drains on shutdown (readiness).
+- ``/metrics``: the Prometheus text format; the queue gauges are refreshed from Redis first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import psycopg
+import redis.asyncio as aioredis
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
+
+from producer.database import libpq_url
+from producer.errors import ConfigurationError
+from producer.keys import RedisKeys
+from producer.queue_stats import read_queue_stats
+from producer.services import redact_url
+from producer.settings import Settings
+from worker.metrics import WorkerMetrics
+
+log = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 2.0
+_REQUEST_TIMEOUT_S = 5.0
+_MAX_REQUEST_BYTES = 8_192
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """The outcome of the readiness checks: one line per check, ``"ok"`` or what is wrong."""
+
+    checks: dict[str, str]
+
+    @property
+    def ready(self) -> bool:
+        """Every check passed."""
+        return all(value == "ok" for value in self.checks.values())
+
+    def to_json(self) -> str:
+        """The ``/readyz`` response body."""
+        return json.dumps({"ready": self.ready, "checks": self.checks})
+
+
+class OpsServer:
+    """Serves the worker's metrics and health endpoints until :meth:`close`.
+
+    ``engine_state`` says whether the engine can take work (``"ok"`` or the reason it cannot,
+    e.g. that the worker is draining).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        redis_url: str,
+        database_url: str,
+        metrics: WorkerMetrics,
+        engine_state: Callable[[], str],
+    ) -> None:
+        self._settings = settings
+        self._keys = RedisKeys.from_settings(settings)
+        self._redis_url = redis_url
+        self._database_url = libpq_url(database_url)
+        self._metrics = metrics
+        self._engine_state = engine_state
+        self._redis: aioredis.Redis = aioredis.Redis.from_url(
+            redis_url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S
+        )
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        """Listen on ``metrics_host:metrics_port`` (port 0: any free port, see :attr:`port`)."""
+        host, port = self._settings.metrics_host, self._settings.metrics_port
+        try:
+            self._server = await asyncio.start_server(self._accept, host, port)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot serve /metrics on {host}:{port}: {exc.strerror or exc}; set DRAGOMAN_METRICS_PORT to a "
+                "free port (0 picks one) or DRAGOMAN_METRICS_ENABLED=false"
+            ) from exc
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        log.info("serving /metrics, /healthz and /readyz on %s:%d", host, self.port)
+
+    async def close(self) -> None:
+        """Stop listening, end open connections and close the probe connections."""
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
+        await self._redis.aclose()
+
+    async def readiness(self) -> Readiness:
+        """Check the engine, Redis and PostgreSQL (each within ``PROBE_TIMEOUT_S``)."""
+        redis_state, postgres_state = await asyncio.gather(self._check_redis(), self._check_postgres())
+        return Readiness({"engine": self._engine_state(), "redis": redis_state, "postgres": postgres_state})
+
+    async def render_metrics(self) -> bytes:
+        """The Prometheus exposition, with the queue gauges refreshed (kept as they were if Redis fails)."""
+        try:
+            stats = await asyncio.wait_for(read_queue_stats(self._redis, self._keys, with_workers=False),
+                                           PROBE_TIMEOUT_S)  # fmt: skip
+            self._metrics.update_queue(stats)
+        except (TimeoutError, RedisError, OSError) as exc:
+            log.warning("queue gauges not refreshed: Redis at %s: %s", redact_url(self._redis_url), exc)
+        return generate_latest(self._metrics.registry)
+
+    async def _check_redis(self) -> str:
+        try:
+            await asyncio.wait_for(self._redis.ping(), PROBE_TIMEOUT_S)
+            return "ok"
+        except (TimeoutError, RedisError, OSError) as exc:
+            return f"Redis at {redact_url(self._redis_url)} unreachable: {exc or type(exc).__name__}"
+
+    async def _check_postgres(self) -> str:
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                conn = await psycopg.AsyncConnection.connect(self._database_url, connect_timeout=2, autocommit=True)
+                async with conn:
+                    await conn.execute("SELECT 1")
+            return "ok"
+        except (TimeoutError, psycopg.Error, OSError) as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return f"PostgreSQL unreachable: {message}"
+
+    # HTTP ------------------------------------------------------------------------------------
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.create_task(self._serve(reader, writer))
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(_REQUEST_TIMEOUT_S):
+                head = await reader.readuntil(b"\r\n\r\n")
+            method, path = _request_line(head)
+            status, content_type, body = await self._route(method, path)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
+            status, content_type, body = 400, "text/plain; charset=utf-8", b"bad request\n"
+        except ConnectionError:
+            writer.close()
+            return
+        try:
+            writer.write(_response(status, content_type, body))
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _route(self, method: str, path: str) -> tuple[int, str, bytes]:
+        handlers: dict[str, Callable[[], Awaitable[tuple[int, str, bytes]]]] = {
+            "/metrics": self._metrics_page,
+            "/healthz": self._healthz,
+            "/readyz": self._readyz,
+        }
+        handler = handlers.get(path)
+        if handler is None:
+            return 404, "text/plain; charset=utf-8", b"not found: try /metrics, /healthz or /readyz\n"
+        if method != "GET":
+            return 405, "text/plain; charset=utf-8", b"method not allowed\n"
+        return await handler()
+
+    async def _metrics_page(self) -> tuple[int, str, bytes]:
+        return 200, CONTENT_TYPE_LATEST, await self.render_metrics()
+
+    async def _healthz(self) -> tuple[int, str, bytes]:
+        return 200, "application/json", b'{"alive": true}\n'
+
+    async def _readyz(self) -> tuple[int, str, bytes]:
+        readiness = await self.readiness()
+        if not readiness.ready:
+            log.warning("not ready: %s", {k: v for k, v in readiness.checks.items() if v != "ok"})
+        return (200 if readiness.ready else 503), "application/json", readiness.to_json().encode() + b"\n"
+
+
+def _request_line(head: bytes) -> tuple[str, str]:
+    """Method and path (query string dropped) of an HTTP request head."""
+    if len(head) > _MAX_REQUEST_BYTES:
+        raise ValueError("request head too large")
+    parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        raise ValueError("not an HTTP request line")
+    return parts[0], parts[1].split("?", 1)[0]
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
+
+
+def _response(status: int, content_type: str, body: bytes) -> bytes:
+    head = (
+        f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
