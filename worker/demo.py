@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import redis
@@ -52,7 +54,11 @@ def run_demo(settings: Settings, python: str) -> int:
     print(f"      {model_path}")
 
     log_path = settings.data_dir / "demo-worker.log"
-    env = {**os.environ, "DRAGOMAN_REDIS_URL": urls.redis_url, "DRAGOMAN_DATABASE_URL": urls.database_url}
+    # The default port may be taken on a desktop; the demo uses a free one unless one was asked for.
+    explicit = "metrics_port" in settings.model_fields_set and settings.metrics_port
+    metrics_port = settings.metrics_port if explicit else _free_port()
+    env = {**os.environ, "DRAGOMAN_REDIS_URL": urls.redis_url, "DRAGOMAN_DATABASE_URL": urls.database_url,
+           "DRAGOMAN_METRICS_PORT": str(metrics_port)}  # fmt: skip
     print(f"[3/5] starting `dragoman worker` (log: {log_path}); the CPU engine takes about a minute")
     with open(log_path, "w") as log_file:
         worker = subprocess.Popen(
@@ -62,6 +68,7 @@ def run_demo(settings: Settings, python: str) -> int:
     try:
         _wait_for_worker(settings, urls.redis_url, worker, log_path)
         code = _translate_sample(settings, urls.redis_url, urls.database_url)
+        _print_metrics(metrics_port)
     finally:
         print("[5/5] stopping the worker" + (" and the embedded services" if started_services else ""))
         worker.send_signal(signal.SIGTERM)
@@ -110,6 +117,29 @@ def _translate_sample(settings: Settings, redis_url: str, database_url: str) -> 
           f"{tokens / elapsed:.1f} output tokens/s (CPU engine, {jobs[0].model})")  # fmt: skip
     print()
     return 0 if succeeded == len(jobs) else 1
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _print_metrics(port: int) -> None:
+    """A few lines of the worker's /metrics: what an operator's Prometheus would scrape."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+    except OSError as exc:
+        print(f"      (could not read {url}: {exc})")
+        return
+    wanted = ("dragoman_jobs_total", "dragoman_output_tokens_total", "vllm:generation_tokens_total")
+    print(f"      the worker's {url} (excerpt):")
+    for line in text.splitlines():
+        if line.startswith(wanted):
+            print(f"        {line}")
+    print()
 
 
 def _print_job(job: Job) -> None:

@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 import redis
+from prometheus_client.parser import text_string_to_metric_families
 
 from producer.cli import EXIT_OK
 from producer.client import Client
 from producer.schemas import JobStatus, TranslationRequest
 from producer.settings import Settings
+from tests.deploy.test_manifests import VLLM_METRICS_USED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+def free_port() -> int:
+    """A port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(port: int, path: str) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+        body: bytes = response.read()
+    return body.decode()
 
 
 def _dragoman(*args: str) -> list[str]:
@@ -28,18 +46,22 @@ def test_worker_process_translates_and_exits_cleanly_on_sigterm(
     settings: Settings, client: Client, raw_redis: redis.Redis, tmp_path: Path
 ) -> None:
     assert settings.redis_url and settings.database_url
+    port = free_port()
     env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
-           "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_DATA_DIR": str(settings.data_dir)}  # fmt: skip
+           "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_DATA_DIR": str(settings.data_dir),
+           "DRAGOMAN_METRICS_PORT": str(port), "DRAGOMAN_METRICS_HOST": "127.0.0.1"}  # fmt: skip
     ids = [client.submit("Thank you very much.", "en", "fr"), client.submit("Where is the station?", "en", "de")]
     log = tmp_path / "worker.log"
     with open(log, "w") as out:
-        worker = subprocess.Popen(_dragoman("worker", "--max-num-seqs", "8"), stdout=out, stderr=subprocess.STDOUT,
-                                  env=env)  # fmt: skip
+        worker = subprocess.Popen(_dragoman("worker", "--max-num-seqs", "8", "--log-format", "json"), stdout=out,
+                                  stderr=subprocess.STDOUT, env=env)  # fmt: skip
     try:
         jobs = [client.wait(job_id, timeout=600) for job_id in ids]
         # The CLI sees the result too, exactly as a user would.
         done = subprocess.run(_dragoman("submit", "Good night.", "--from", "en", "--to", "es", "--wait"),
                               env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        metrics = _get(port, "/metrics")
+        ready = _get(port, "/readyz")
     finally:
         worker.send_signal(signal.SIGTERM)
         code = worker.wait(timeout=120)
@@ -47,8 +69,16 @@ def test_worker_process_translates_and_exits_cleanly_on_sigterm(
     assert code == 0, output[-3000:]
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED], output[-3000:]
     assert done.returncode == EXIT_OK and done.stdout.strip(), done.stderr
-    assert "engine ready: gemma-3-270m, profile few-shot" in output
+    records = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert any(r["message"].startswith("engine ready: gemma-3-270m, profile few-shot") for r in records)
+    assert not [r for r in records if r["level"] in ("ERROR", "CRITICAL")], output[-3000:]
     assert "Traceback" not in output
+    assert ready == '{"ready": true, "checks": {"engine": "ok", "redis": "ok", "postgres": "ok"}}\n'
+    families = {f.name: f for f in text_string_to_metric_families(metrics)}
+    succeeded = [s.value for s in families["dragoman_jobs"].samples if s.labels.get("status") == "succeeded"]
+    assert succeeded == [3.0]  # the two jobs and the CLI's
+    assert VLLM_METRICS_USED <= set(families)  # what the Grafana dashboard shows comes from this engine
+    assert sum(s.value for s in families["vllm:generation_tokens"].samples if s.name.endswith("_total")) > 0
     assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
     assert not list(raw_redis.scan_iter(match=client.keys.worker_pattern))  # heartbeat removed on exit
     time.sleep(0)
@@ -71,7 +101,8 @@ def test_kill_dash_nine_of_the_real_worker_then_restart_loses_nothing(
     assert settings.redis_url and settings.database_url
     env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
            "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_VISIBILITY_TIMEOUT_SECONDS": "5",
-           "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "1"}  # fmt: skip
+           "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "1", "DRAGOMAN_METRICS_PORT": "0",
+           "DRAGOMAN_METRICS_HOST": "127.0.0.1"}  # fmt: skip
     texts = [f"Sentence number {i} is about the weather in the mountains." for i in range(24)]
     ids = client.submit_many(TranslationRequest(t, "en", "fr") for t in texts)
     log = tmp_path / "worker.log"
