@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -16,7 +17,9 @@ from producer.errors import (
     JobNotFoundError,
     JobTimeoutError,
 )
+from producer.groups import DocumentResult, Groups
 from producer.keys import RedisKeys
+from producer.runs import GroupProgress
 from producer.schemas import (
     Job,
     JobSpec,
@@ -71,6 +74,7 @@ class Client:
         self.keys = RedisKeys.from_settings(self.settings)
         self.redis: redis.Redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self._store = JobStore(database_url)
+        self.groups = Groups(self, database_url, redis_url)
         self._sha: str | None = None
         self._cancel = self.redis.register_script(CANCEL_SCRIPT)
 
@@ -84,6 +88,7 @@ class Client:
         """Release the Redis and PostgreSQL connections."""
         self.redis.close()
         self._store.close()
+        self.groups.close()
 
     # Submitting ------------------------------------------------------------------------------
 
@@ -125,6 +130,57 @@ class Client:
             with self.redis.pipeline(transaction=False) as pipe:
                 ids.extend(self._write(prepared[start : start + chunk], pipe))
         return ids
+
+    def submit_specs(self, specs: Sequence[JobSpec]) -> int:
+        """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many."""
+        chunk = self.settings.submit_chunk_size
+        for start in range(0, len(specs), chunk):
+            with self.redis.pipeline(transaction=False) as pipe:
+                self._write([(spec, None) for spec in specs[start : start + chunk]], pipe)
+        return len(specs)
+
+    # Runs and documents ----------------------------------------------------------------------
+
+    def submit_run(self, path: str | Path, *, source_lang: str | None = None, target_lang: str | None = None,
+                   name: str | None = None, callback_url: str | None = None,
+                   on_chunk: Callable[[int, int], None] | None = None) -> str:  # fmt: skip
+        """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
+
+        Every line is validated first: a bad line raises :class:`InvalidRunFileError` (listing
+        the bad lines) and nothing is submitted. ``on_chunk(submitted, total)`` reports progress.
+        """
+        return self.groups.submit_run(Path(path), source_lang=source_lang, target_lang=target_lang, name=name,
+                                      callback_url=callback_url, on_chunk=on_chunk)  # fmt: skip
+
+    def get_run(self, run_id: str) -> GroupProgress:
+        """A run's status, counts per status, rate and estimated time left."""
+        return self.groups.progress("run", run_id)
+
+    def iter_run_results(self, run_id: str, *, allow_partial: bool = False) -> Iterator[dict[str, Any]]:
+        """One dict per input line, in input order: ``custom_id`` with ``translation`` or ``error``."""
+        return self.groups.iter_results(run_id, allow_partial=allow_partial)
+
+    def cancel_run(self, run_id: str) -> GroupProgress:
+        """Cancel the run's jobs that have not finished."""
+        return self.groups.cancel("run", run_id)
+
+    def submit_document(self, text: str, fmt: str, source_lang: str, target_lang: str, *, name: str | None = None,
+                        callback_url: str | None = None, max_segment_chars: int | None = None) -> str:  # fmt: skip
+        """Submit a ``txt``, ``md`` or ``html`` document; an orchestrator splits it. Returns the document id."""
+        return self.groups.submit_document(text, fmt, source_lang=source_lang, target_lang=target_lang, name=name,
+                                           callback_url=callback_url, max_segment_chars=max_segment_chars)  # fmt: skip
+
+    def get_document(self, document_id: str) -> GroupProgress:
+        """A document's status and segment counts."""
+        return self.groups.progress("document", document_id)
+
+    def document_result(self, document_id: str) -> DocumentResult:
+        """The assembled document and its failed segments (raises while it is not assembled)."""
+        return self.groups.document_result(document_id)
+
+    def cancel_document(self, document_id: str) -> GroupProgress:
+        """Cancel the document's segments that have not finished."""
+        return self.groups.cancel("document", document_id)
 
     def _spec(self, text: object, source: str, target: str, metadata: object) -> JobSpec:
         return build_job_spec(
@@ -205,6 +261,18 @@ class Client:
                 )
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 0.5)
+
+    def cancel_many(self, job_ids: Sequence[str]) -> None:
+        """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""
+        chunk = self.settings.submit_chunk_size
+        now = repr(time.time())
+        for start in range(0, len(job_ids), chunk):
+            with self.redis.pipeline(transaction=False) as pipe:
+                for job_id in job_ids[start : start + chunk]:
+                    self._cancel(keys=[self.keys.state(job_id)], client=pipe,
+                                 args=[now, self.settings.finished_state_ttl_seconds, self.keys.control_channel,
+                                       job_id])  # fmt: skip
+                pipe.execute()
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job and return its state.

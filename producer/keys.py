@@ -22,6 +22,9 @@ class RedisKeys:
     consumer_group: str
     dead_letter_stream: str
     control_channel: str
+    completions_stream: str
+    orchestration_group: str
+    orchestration_queue: str
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RedisKeys:
@@ -35,6 +38,9 @@ class RedisKeys:
             consumer_group=settings.consumer_group,
             dead_letter_stream=f"{prefix}:dead",
             control_channel=f"{prefix}:control",
+            completions_stream=f"{prefix}:completions",
+            orchestration_group="dragoman-orchestrator",
+            orchestration_queue=f"{prefix}-orchestration",
         )
 
     def state(self, job_id: str) -> str:
@@ -48,6 +54,14 @@ class RedisKeys:
     def worker(self, consumer_name: str) -> str:
         """Heartbeat hash of a live worker (expires when the worker stops beating)."""
         return f"{self.prefix}:worker:{consumer_name}"
+
+    def group(self, group_id: str) -> str:
+        """Hash of a run or document: its ``kind`` and ``total`` jobs (for the completion count)."""
+        return f"{self.prefix}:group:{group_id}"
+
+    def group_done(self, group_id: str) -> str:
+        """Set of the run's or document's job ids that reached a final row."""
+        return f"{self.prefix}:group:{group_id}:done"
 
     def finished_in_second(self, unix_second: int) -> str:
         """Counter of jobs finished during one wall-clock second (``dragoman stats`` sums the last minute)."""

@@ -65,6 +65,14 @@ class Settings(BaseSettings):
     consumer_gone_seconds: float = Field(
         default=86_400.0, gt=0, description="idle time after which a consumer with nothing pending is removed"
     )
+    max_segment_chars: int = Field(
+        default=1_500, ge=20, description="longest document segment; longer prose is cut at sentence ends"
+    )
+    webhook_secret: str | None = Field(default=None, description="HMAC-SHA256 key that signs webhook deliveries")
+    webhook_retry_seconds: list[float] = Field(
+        default=[5, 30, 120, 600, 1800], description="waits between webhook retries (JSON list; one retry each)"
+    )
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, description="timeout of one webhook POST")
     metrics_port: int = Field(
         default=9464, ge=0, le=65_535, description="worker's /metrics, /healthz and /readyz port (0: any free port)"
     )

@@ -263,12 +263,15 @@ class ResultWriter:
                 async with self._redis.pipeline(transaction=True) as pipe:
                     args: list[Any] = [keys.consumer_group, keys.events_channel, ttl, self._settings.events_maxlen,
                                        SCHEMA_VERSION, len(batch), *(item.entry_id for item in batch)]  # fmt: skip
+                    groups = _group_ids(batch)
                     for event in events:
+                        group = groups.get(event.job_id)
                         args += (event.job_id, event.status.value, repr(event.finished_at), event.error or "",
-                                 event.to_json())  # fmt: skip
+                                 event.to_json(), keys.group(group) if group else "",
+                                 keys.group_done(group) if group else "")  # fmt: skip
                     state_keys = [keys.state(event.job_id) for event in events]
-                    await self._finish(keys=[keys.jobs_stream, keys.events_stream, counter, *state_keys], args=args,
-                                       client=pipe)  # fmt: skip
+                    await self._finish(keys=[keys.jobs_stream, keys.events_stream, counter, keys.completions_stream,
+                                             *state_keys], args=args, client=pipe)  # fmt: skip
                     for letter in parked:
                         pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
                     await pipe.execute()
@@ -294,6 +297,17 @@ def _parked_entries(results: list[JobResult], dead: list[DeadLetter], events: li
         if r.dead_letter and r.spec.job_id in failed
     ]
     return parked
+
+
+def _group_ids(batch: Sequence[JobResult | DeadLetter]) -> dict[str, str]:
+    """Job id -> the run or document it belongs to, for the jobs of the batch that have one."""
+    groups: dict[str, str] = {}
+    for item in batch:
+        if isinstance(item, JobResult):
+            group = item.spec.batch_id or item.spec.document_id
+            if group:
+                groups[item.spec.job_id] = group
+    return groups
 
 
 def _event(result: JobResult) -> JobEvent:

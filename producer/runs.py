@@ -1,0 +1,217 @@
+"""Bulk runs: a JSONL file of translations submitted as one run, followed by id, collected in order.
+
+Modelled on the OpenAI Batch API: each input line is ``{"custom_id": ..., "text": ...}`` with
+optional ``source_lang``, ``target_lang`` and ``metadata``; the run has an id, counts per status
+and an estimate of the time left; the results come back one line per input line, in input order.
+
+The file is read twice, streaming (bounded memory for any size): first every line is validated
+(nothing is submitted if one is bad), then the jobs are submitted in chunks. Job ids are derived
+from the run id and the line number, so a run's jobs can be cancelled without storing their ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from producer.errors import DragomanError, InvalidJobError, JobNotFoundError
+from producer.schemas import JobSpec, build_job_spec
+
+MAX_CUSTOM_ID_CHARS = 256
+MAX_REPORTED_ERRORS = 20
+
+
+class InvalidRunFileError(InvalidJobError):
+    """A run's input file has bad lines; the message lists them (by line number) and nothing was submitted."""
+
+
+class RunNotFinishedError(DragomanError):
+    """Results were asked for before every line of the run reached a final status."""
+
+
+def job_id_for(group_id: str, sequence: int) -> str:
+    """The id of a run's (or document's) job number ``sequence``: the same every time it is computed."""
+    return str(uuid.uuid5(uuid.UUID(group_id), str(sequence)))
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """Jobs of a run (or document) by status; ``pending`` are queued or running (no final row yet)."""
+
+    total: int
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+    @property
+    def finished(self) -> int:
+        """Jobs with a final row."""
+        return self.succeeded + self.failed + self.cancelled
+
+    @property
+    def pending(self) -> int:
+        """Jobs still queued or running."""
+        return max(0, self.total - self.finished)
+
+    @property
+    def percent(self) -> float:
+        """Share of jobs finished, 0-100."""
+        return 100.0 if self.total == 0 else 100.0 * self.finished / self.total
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """Where a run or document stands: status, counts, rate and the estimated time left."""
+
+    id: str
+    kind: str
+    status: str
+    counts: RunCounts
+    jobs_per_second: float | None
+    seconds_left: float | None
+    created_at: float
+    completed_at: float | None
+    name: str | None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (``--json``, webhooks)."""
+        data = dataclasses.asdict(self)
+        data["counts"] = {**dataclasses.asdict(self.counts), "pending": self.counts.pending,
+                          "percent": round(self.counts.percent, 2)}  # fmt: skip
+        return data
+
+
+def read_run_file(
+    path: Path, source_lang: str | None, target_lang: str | None, max_chars: int, group_id: str
+) -> Iterator[JobSpec]:
+    """The run's jobs, one per non-empty line, validated; raises :class:`InvalidRunFileError` on a bad line."""
+    for number, line in _lines(path):
+        yield _line_spec(number, line, source_lang, target_lang, max_chars, group_id)
+
+
+def validate_run_file(path: Path, source_lang: str | None, target_lang: str | None, max_chars: int) -> int:
+    """Check every line (streaming, nothing kept but digests of the custom ids); return the number of jobs.
+
+    Raises :class:`InvalidRunFileError` listing up to ``MAX_REPORTED_ERRORS`` bad lines.
+    """
+    errors: list[str] = []
+    seen: dict[bytes, int] = {}
+    count = 0
+    placeholder = str(uuid.UUID(int=0))
+    for number, line in _lines(path):
+        try:
+            spec = _line_spec(number, line, source_lang, target_lang, max_chars, placeholder, sequence=count)
+        except InvalidRunFileError as exc:
+            errors.append(str(exc))
+        else:
+            digest = hashlib.blake2b(spec.metadata["custom_id"].encode(), digest_size=16).digest()
+            if digest in seen:
+                errors.append(f"line {number}: custom_id {spec.metadata['custom_id']!r} already used on "
+                              f"line {seen[digest]}")  # fmt: skip
+            seen[digest] = number
+        count += 1
+        if len(errors) >= MAX_REPORTED_ERRORS:
+            errors.append("... (stopped after the first errors)")
+            break
+    if errors:
+        raise InvalidRunFileError(f"{path}: nothing was submitted; fix these lines:\n  " + "\n  ".join(errors))
+    if count == 0:
+        raise InvalidRunFileError(f"{path}: the file has no lines to translate")
+    return count
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield number, line
+    except FileNotFoundError:
+        raise InvalidRunFileError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRunFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _line_spec(
+    number: int,
+    line: str,
+    source_lang: str | None,
+    target_lang: str | None,
+    max_chars: int,
+    group_id: str,
+    sequence: int | None = None,
+) -> JobSpec:
+    """One line as a job of the run (``sequence`` defaults to nothing: the caller counts)."""
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidRunFileError(f"line {number}: not JSON ({exc.msg})") from None
+    if not isinstance(item, dict):
+        raise InvalidRunFileError(f"line {number}: must be a JSON object with custom_id and text")
+    custom_id = item.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id.strip() or len(custom_id) > MAX_CUSTOM_ID_CHARS:
+        raise InvalidRunFileError(f"line {number}: custom_id must be a non-empty string of at most "
+                                  f"{MAX_CUSTOM_ID_CHARS} characters")  # fmt: skip
+    unknown = set(item) - {"custom_id", "text", "source_lang", "target_lang", "metadata"}
+    if unknown:
+        raise InvalidRunFileError(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
+    source = item.get("source_lang", source_lang)
+    target = item.get("target_lang", target_lang)
+    if not source or not target:
+        raise InvalidRunFileError(f"line {number}: no source_lang/target_lang on the line and none given "
+                                  "for the run (--from/--to)")  # fmt: skip
+    metadata = item.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidRunFileError(f"line {number}: metadata must be a JSON object")
+    try:
+        spec = build_job_spec(str(uuid.UUID(int=0)), item.get("text"), str(source), str(target), max_chars=max_chars,
+                              metadata={**metadata, "custom_id": custom_id})  # fmt: skip
+    except InvalidJobError as exc:
+        raise InvalidRunFileError(f"line {number} ({custom_id}): {exc}") from None
+    return dataclasses.replace(spec, batch_id=group_id, sequence=sequence)
+
+
+def number_jobs(specs: Iterator[JobSpec], group_id: str) -> Iterator[JobSpec]:
+    """Give each job its sequence number and the id derived from it."""
+    for sequence, spec in enumerate(specs):
+        yield dataclasses.replace(spec, job_id=job_id_for(group_id, sequence), sequence=sequence)
+
+
+def progress(
+    kind: str,
+    row: tuple[Any, ...],
+    counts: RunCounts,
+    first_created: float | None,
+    last_finished: float | None,
+) -> GroupProgress:
+    """A :class:`GroupProgress` from a runs/documents row and its job counts.
+
+    ``row``: id, status, name, created_at, completed_at, error (epoch seconds for times).
+    """
+    group_id, status, name, created_at, completed_at, error = row
+    rate = None
+    if counts.finished and first_created is not None and last_finished is not None and last_finished > first_created:
+        rate = counts.finished / (last_finished - first_created)
+    left = None
+    if counts.pending == 0:
+        left = 0.0
+    elif rate:
+        left = counts.pending / rate
+    if status == "running" and counts.total and counts.pending == 0:
+        status = "finishing"  # every job is final; the orchestrator is finishing the run
+    return GroupProgress(id=str(group_id), kind=kind, status=status, counts=counts, jobs_per_second=rate,
+                         seconds_left=left, created_at=float(created_at),
+                         completed_at=float(completed_at) if completed_at is not None else None, name=name,
+                         error=error)  # fmt: skip
+
+
+def run_not_found(run_id: str) -> JobNotFoundError:
+    """The error for an unknown run id."""
+    return JobNotFoundError(f"no run with id {run_id}")
