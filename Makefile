@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(BIN)/dragoman demo
 
 test: $(STAMP)
-	$(BIN)/ruff check producer worker migrations tests bench
+	$(BIN)/ruff check producer worker orchestrator migrations tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 	$(BIN)/pytest -m e2e

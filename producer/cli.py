@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import redis
 
+from producer.bulk_cli import add_commands as add_bulk_commands
 from producer.errors import (
     DragomanError,
     InvalidJobError,
@@ -252,12 +253,19 @@ def build_parser() -> argparse.ArgumentParser:
     dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
     dead.set_defaults(func=cmd_dead)
 
+    add_bulk_commands(sub)
     _add_worker_commands(sub)
     return parser
 
 
 def _add_worker_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Commands that need the engine; their modules are imported only when they run."""
+    """Commands that need the engine or the orchestrator; their modules are imported only when they run."""
+    try:
+        from orchestrator.cli import add_commands as add_orchestrator_commands
+    except ImportError:  # producer-only install
+        pass
+    else:
+        add_orchestrator_commands(sub)
     try:
         from worker.cli import add_commands
     except ImportError:  # producer-only install: the worker package is absent

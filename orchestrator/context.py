@@ -1,0 +1,44 @@
+"""What every orchestration task needs: settings, service URLs, keys, connections."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from producer.database import libpq_url
+from producer.keys import RedisKeys
+from producer.services import resolve_urls
+from producer.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContext:
+    """Resolved once per task from the RQ worker's environment (``DRAGOMAN_*``)."""
+
+    settings: Settings
+    redis_url: str
+    database_url: str
+    keys: RedisKeys
+
+    @classmethod
+    def from_environment(cls) -> TaskContext:
+        """The context of this process's settings."""
+        settings = Settings()
+        urls = resolve_urls(settings)
+        return cls(settings, urls.redis_url, urls.database_url, RedisKeys.from_settings(settings))
+
+    @contextmanager
+    def postgres(self) -> Iterator[Any]:
+        """A psycopg connection (a transaction per ``with conn.transaction()``)."""
+        import psycopg
+
+        with psycopg.connect(libpq_url(self.database_url), autocommit=True) as conn:
+            yield conn
+
+    def rq_connection(self) -> redis.Redis:
+        """A Redis connection as RQ needs it (bytes, not decoded)."""
+        return redis.Redis.from_url(self.redis_url)

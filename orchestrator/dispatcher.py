@@ -1,0 +1,77 @@
+"""Follows the completions stream and queues one :func:`~orchestrator.tasks.finish_group` per entry.
+
+The worker's finish script appends an entry when the last job of a run or document is
+committed; the dispatcher reads it with its own consumer group and acknowledges it only after
+the RQ job is queued, so a crash in between queues it again (finishing is idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import redis
+
+from orchestrator.context import TaskContext
+from orchestrator.tasks import enqueue_finish
+
+log = logging.getLogger(__name__)
+
+
+class CompletionDispatcher:
+    """Moves completion entries into the RQ queue until :meth:`stop`."""
+
+    def __init__(self, ctx: TaskContext, consumer: str = "dispatcher") -> None:
+        self._ctx = ctx
+        self._consumer = consumer
+        self._redis: redis.Redis = redis.Redis.from_url(ctx.redis_url, decode_responses=True)
+        self._stopping = threading.Event()
+
+    def ensure_group(self) -> None:
+        """Create the consumer group on the completions stream (from its start) if needed."""
+        try:
+            self._redis.xgroup_create(self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group,
+                                      id="0", mkstream=True)  # fmt: skip
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def dispatch_once(self, block_ms: int | None = None) -> int:
+        """Queue what is waiting (own unacknowledged entries first); return how many were queued."""
+        keys = self._ctx.keys
+        queued = 0
+        for cursor in ("0", ">"):
+            streams: dict[Any, Any] = {keys.completions_stream: cursor}
+            response: Any = self._redis.xreadgroup(keys.orchestration_group, self._consumer, streams, count=100,
+                                                   block=block_ms if cursor == ">" else None)  # fmt: skip
+            for _, entries in response or []:
+                for entry_id, fields in entries:
+                    if fields and fields.get("kind") in ("run", "document") and fields.get("id"):
+                        enqueue_finish(self._ctx, fields["kind"], fields["id"])
+                        queued += 1
+                    elif fields:
+                        log.warning("ignoring malformed completion entry %s: %s", entry_id, fields)
+                    self._redis.xack(keys.completions_stream, keys.orchestration_group, entry_id)
+        return queued
+
+    def run(self) -> None:
+        """Dispatch until :meth:`stop`; Redis outages are waited out."""
+        self.ensure_group()
+        delay = 0.5
+        while not self._stopping.is_set():
+            try:
+                self.dispatch_once(block_ms=1_000)
+                delay = 0.5
+            except redis.ConnectionError as exc:
+                log.warning("completions stream unavailable (%s); retrying in %.1fs", exc, delay)
+                self._stopping.wait(delay)
+                delay = min(delay * 2, 10.0)
+
+    def stop(self) -> None:
+        """Make :meth:`run` return after its current read."""
+        self._stopping.set()
+
+    def close(self) -> None:
+        """Close the Redis connection."""
+        self._redis.close()
