@@ -36,6 +36,7 @@ SAMPLE: list[tuple[str, str, str]] = [
     ("How much does this cost?", "en", "es"),
 ]  # fmt: skip
 
+SAMPLE_DOCUMENT = Path(__file__).resolve().parents[1] / "examples" / "getting-started.md"
 WORKER_READY_TIMEOUT_S = 600.0
 JOB_TIMEOUT_S = 600.0
 
@@ -58,29 +59,53 @@ def run_demo(settings: Settings, python: str) -> int:
     explicit = "metrics_port" in settings.model_fields_set and settings.metrics_port
     metrics_port = settings.metrics_port if explicit else _free_port()
     env = {**os.environ, "DRAGOMAN_REDIS_URL": urls.redis_url, "DRAGOMAN_DATABASE_URL": urls.database_url,
-           "DRAGOMAN_METRICS_PORT": str(metrics_port)}  # fmt: skip
+           "DRAGOMAN_METRICS_PORT": str(metrics_port), "DRAGOMAN_DATA_DIR": str(settings.data_dir)}  # fmt: skip
+    rq_log_path = settings.data_dir / "demo-rq-worker.log"
     print(f"[3/5] starting `dragoman worker` (log: {log_path}); the CPU engine takes about a minute")
-    with open(log_path, "w") as log_file:
+    print(f"      and `dragoman rq-worker` for documents (log: {rq_log_path})")
+    with open(log_path, "w") as log_file, open(rq_log_path, "w") as rq_log_file:
         worker = subprocess.Popen(
             [python, "-m", "producer.cli", "worker", "--max-num-seqs", "16"],
             stdout=log_file, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
+        orchestrator = subprocess.Popen([python, "-m", "producer.cli", "rq-worker"], stdout=rq_log_file,
+                                        stderr=subprocess.STDOUT, env=env)  # fmt: skip
     try:
         _wait_for_worker(settings, urls.redis_url, worker, log_path)
         code = _translate_sample(settings, urls.redis_url, urls.database_url)
+        code = _translate_document(python, env) or code
         _print_metrics(metrics_port)
     finally:
-        print("[5/5] stopping the worker" + (" and the embedded services" if started_services else ""))
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker_code = worker.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker_code = -9
+        print("[5/5] stopping the workers" + (" and the embedded services" if started_services else ""))
+        worker_code = _stop(worker)
+        orchestrator_code = _stop(orchestrator)
         if started_services:
             embedded.down()
-    print(f"      worker exited with code {worker_code}")
-    return code or (1 if worker_code != 0 else 0)
+    print(f"      worker exited with code {worker_code}, rq-worker with {orchestrator_code}")
+    return code or (1 if worker_code != 0 or orchestrator_code != 0 else 0)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return -9
+
+
+def _translate_document(python: str, env: dict[str, str]) -> int:
+    """``dragoman translate`` on the sample Markdown file, as a user would run it."""
+    if not SAMPLE_DOCUMENT.exists():  # an installed package without the repository's examples
+        return 0
+    output = Path(env.get("DRAGOMAN_DATA_DIR", ".dragoman")) / "getting-started.fr.md"
+    print(f"      translating {SAMPLE_DOCUMENT.name} (Markdown, en->fr) with `dragoman translate`")
+    result = subprocess.run([python, "-m", "producer.cli", "translate", str(SAMPLE_DOCUMENT), "--from", "en",
+                             "--to", "fr", "-o", str(output), "--no-progress"], env=env)  # fmt: skip
+    if result.returncode == 0:
+        print(f"      {output}:\n")
+        print("        " + output.read_text(encoding="utf-8").replace("\n", "\n        "))
+    return result.returncode
 
 
 def _wait_for_worker(settings: Settings, redis_url: str, worker: subprocess.Popen[bytes], log_path: Path) -> None:

@@ -38,6 +38,22 @@ def _get(port: int, path: str) -> str:
     return body.decode()
 
 
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "getting-started.md"
+
+
+def _assert_same_structure(source: str, translated: str) -> None:
+    """Same lines, same Markdown syntax on each, code and URLs untouched; the prose changed."""
+    assert translated != source
+    pairs = list(zip(source.splitlines(), translated.splitlines(), strict=True))
+    for before, after in pairs:
+        for marker in ("# ", "## ", "- ", "| ", "```"):
+            assert before.startswith(marker) == after.startswith(marker), (before, after)
+        assert before.count("|") == after.count("|"), (before, after)
+    assert 'echo "code is never translated"' in translated
+    assert "](https://example.com/trains)" in translated and "`dragoman translate`" in translated
+    assert "|-----|-------------|" in translated
+
+
 def _dragoman(*args: str) -> list[str]:
     return [sys.executable, "-m", "producer.cli", *args]
 
@@ -62,9 +78,22 @@ def test_worker_process_translates_and_exits_cleanly_on_sigterm(
                               env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
         metrics = _get(port, "/metrics")
         ready = _get(port, "/readyz")
+        # A whole Markdown document, through the orchestrator, as the README shows it.
+        with open(tmp_path / "rq-worker.log", "w") as rq_out:
+            orchestrator = subprocess.Popen(_dragoman("rq-worker"), stdout=rq_out, stderr=subprocess.STDOUT, env=env)
+        try:
+            translated = subprocess.run(_dragoman("translate", str(SAMPLE), "--from", "en", "--to", "fr", "-o",
+                                                  str(tmp_path / "out.md"), "--no-progress"),
+                                        env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+        finally:
+            orchestrator.send_signal(signal.SIGTERM)
+            orchestrator_code = orchestrator.wait(timeout=60)
     finally:
         worker.send_signal(signal.SIGTERM)
         code = worker.wait(timeout=120)
+    assert translated.returncode == 0, translated.stderr + (tmp_path / "rq-worker.log").read_text()[-3000:]
+    assert orchestrator_code == 0
+    _assert_same_structure(SAMPLE.read_text(), (tmp_path / "out.md").read_text())
     output = log.read_text()
     assert code == 0, output[-3000:]
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED], output[-3000:]
