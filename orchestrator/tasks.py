@@ -97,6 +97,8 @@ def finish_group(kind: str, group_id: str) -> str:
             log.warning("finish: no %s %s", kind, group_id)
             return "missing"
         status, total, callback_url = row
+        if status == "splitting":
+            raise GroupNotCompleteError(f"{kind} {group_id} is still being split")
         if status not in ("submitting", "running"):
             return str(status)  # finished before: nothing to do
         finished = conn.execute(f"SELECT count(*) FROM jobs WHERE {column} = %s", (group_id,)).fetchone()[0]

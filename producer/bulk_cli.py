@@ -125,7 +125,12 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
                                              callback_url=args.callback,
                                              max_segment_chars=args.max_segment_chars)  # fmt: skip
         print(f"document {document_id}", file=sys.stderr)
-        progress = _wait_for_document(client, document_id, args.timeout, show=not args.no_progress)
+        try:
+            progress = _wait_for_document(client, document_id, args.timeout, show=not args.no_progress)
+        except KeyboardInterrupt:
+            client.cancel_document(document_id)
+            print(f"\ninterrupted: document {document_id} cancelled", file=sys.stderr)
+            return 130
         if progress.status == "failed" and progress.error:
             print(f"error: the document could not be split: {progress.error}", file=sys.stderr)
             return 1

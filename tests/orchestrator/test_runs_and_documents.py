@@ -227,3 +227,51 @@ def test_callback_needs_a_secret(client: Client, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "w.jsonl", [{"custom_id": "x", "text": "hello"}])
     with pytest.raises(Exception, match="DRAGOMAN_WEBHOOK_SECRET"):
         client.submit_run(path, source_lang="en", target_lang="fr", callback_url="http://127.0.0.1:1/x")
+
+
+@pytest.fixture
+def rq_worker_process(settings: Settings) -> Iterator[None]:
+    """A real `dragoman rq-worker` process on this test's servers and prefix."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    assert settings.redis_url and settings.database_url
+    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
+           "DRAGOMAN_KEY_PREFIX": settings.key_prefix}  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-m", "producer.cli", "rq-worker"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    yield
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+
+
+async def test_translate_command_reports_failed_segments(
+    start_worker: WorkerFactory, rq_worker_process: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from producer.cli import main
+
+    source = tmp_path / "notes.md"
+    source.write_text("# Title\n\nA good paragraph.\n\nA boom paragraph.\n")
+    async with start_worker(DeterministicEngine(fail_if=lambda text: "boom" in text)):
+        args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress", "--timeout", "120"]
+        assert await asyncio.to_thread(main, args) == 1
+        err = capsys.readouterr().err
+        assert "1 of 3 segments did not translate" in err and "segment 2 (failed)" in err
+        assert "'A boom paragraph.'" in err and "nothing written" in err
+        assert not (tmp_path / "notes.fr.md").exists()
+        assert await asyncio.to_thread(main, [*args, "--keep-failed-source"]) == 0
+    assert (tmp_path / "notes.fr.md").read_text() == source.read_text()  # identity engine; failed kept as source
+
+
+def test_translate_command_rejects_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from producer.cli import EXIT_BAD_INPUT, main
+
+    (tmp_path / "a.docx").write_text("x")
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00binary")
+    (tmp_path / "empty.md").write_text("  \n")
+    for name, message in (("a.docx", "use --format"), ("bin.txt", "not UTF-8"), ("empty.md", "empty"),
+                          ("missing.txt", "no such file")):  # fmt: skip
+        assert main(["translate", str(tmp_path / name), "--from", "en", "--to", "fr"]) == EXIT_BAD_INPUT
+        assert message in capsys.readouterr().err
