@@ -12,6 +12,7 @@ from typing import TextIO
 from producer.errors import InvalidJobError, JobTimeoutError
 from producer.runs import GroupProgress
 from producer.settings import Settings
+from producer.stats_view import format_duration
 
 FINAL_DOCUMENT_STATUSES = ("completed", "failed", "cancelled")
 SPLIT_HINT_AFTER_S = 20.0
@@ -93,7 +94,7 @@ def format_progress(progress: GroupProgress) -> str:
     """A run or document's progress as a few aligned lines."""
     c = progress.counts
     rate = "-" if progress.jobs_per_second is None else f"{progress.jobs_per_second:,.1f} jobs/s"
-    left = "-" if progress.seconds_left is None else _duration(progress.seconds_left)
+    left = "-" if progress.seconds_left is None else format_duration(progress.seconds_left)
     lines = [
         f"{progress.kind:<10} {progress.id}" + (f"  ({progress.name})" if progress.name else ""),
         f"status     {progress.status}",
@@ -176,14 +177,7 @@ def _draw(progress: GroupProgress) -> None:
     c = progress.counts
     width = 30
     filled = int(width * c.percent / 100)
-    left = "" if progress.seconds_left is None else f"  ~{_duration(progress.seconds_left)} left"
+    left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {c.finished}/{c.total} segments {c.percent:5.1f}%  "
           f"{progress.status}{left}   ", end="", file=sys.stderr, flush=True)  # fmt: skip
 
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds / 3600:.1f}h"

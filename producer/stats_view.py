@@ -21,7 +21,7 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     """The snapshot as the terminal view: queue, throughput, dead letters, consumers, live workers."""
     taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stats.taken_at))
     lag = "unknown (Redis cannot tell)" if stats.lag is None else f"{'>= ' if stats.lag_capped else ''}{stats.lag:,}"
-    oldest = "-" if stats.oldest_pending_age_seconds is None else _duration(stats.oldest_pending_age_seconds)
+    oldest = "-" if stats.oldest_pending_age_seconds is None else format_duration(stats.oldest_pending_age_seconds)
     lines = [
         f"dragoman queue at {redis_label}  ({taken})",
         f"  stream {stats.stream:<28} length {stats.length:,}",
@@ -36,7 +36,7 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
         "",
         f"  {'consumer':<40} {'pending':>8} {'idle':>10}",
     ]
-    lines += [f"  {c.name:<40} {c.pending:>8,} {_duration(c.idle_seconds):>10}" for c in stats.consumers]
+    lines += [f"  {c.name:<40} {c.pending:>8,} {format_duration(c.idle_seconds):>10}" for c in stats.consumers]
     if not stats.consumers:
         lines.append("  (none)")
     lines += ["", f"  {'live worker':<40} {'in flight':>9} {'written':>10} {'reclaimed':>10}"]
@@ -68,7 +68,8 @@ async def show_queue_stats(
         await connection.aclose()
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """``12.3s``, ``4.5m`` or ``1.2h``: durations in terminal views."""
     if seconds < 60:
         return f"{seconds:.1f}s"
     if seconds < 3600:

@@ -57,6 +57,17 @@ def settings(service_urls: ServiceUrls, tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
+def settings_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """``settings`` exported as ``DRAGOMAN_*`` variables, for code that reads its own (the CLI, RQ tasks)."""
+    assert settings.redis_url and settings.database_url
+    monkeypatch.setenv("DRAGOMAN_REDIS_URL", settings.redis_url)
+    monkeypatch.setenv("DRAGOMAN_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
+    monkeypatch.setenv("DRAGOMAN_DATA_DIR", str(settings.data_dir))
+    return settings
+
+
+@pytest.fixture
 def client(settings: Settings) -> Iterator[Client]:
     """A producer client on the test servers."""
     with Client(settings) as c:

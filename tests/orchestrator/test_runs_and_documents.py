@@ -30,12 +30,8 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def _env(settings_env: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """The RQ tasks read their settings from the environment, as in the rq-worker process."""
-    assert settings.redis_url and settings.database_url
-    monkeypatch.setenv("DRAGOMAN_REDIS_URL", settings.redis_url)
-    monkeypatch.setenv("DRAGOMAN_DATABASE_URL", settings.database_url)
-    monkeypatch.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
     monkeypatch.setenv("DRAGOMAN_WEBHOOK_SECRET", "test-secret")
     monkeypatch.setenv("DRAGOMAN_WEBHOOK_RETRY_SECONDS", "[0, 0, 0]")
 

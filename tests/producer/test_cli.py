@@ -13,12 +13,8 @@ from producer.settings import Settings
 
 
 @pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert settings.redis_url and settings.database_url
-    monkeypatch.setenv("DRAGOMAN_REDIS_URL", settings.redis_url)
-    monkeypatch.setenv("DRAGOMAN_DATABASE_URL", settings.database_url)
-    monkeypatch.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
-    monkeypatch.setenv("DRAGOMAN_DATA_DIR", str(settings.data_dir))
+def _env(settings_env: Settings) -> None:
+    """Every command here reads the test's servers from the environment."""
 
 
 def test_submit_status_cancel(capsys: pytest.CaptureFixture[str]) -> None:
