@@ -67,7 +67,8 @@ def test_compose_file_is_accepted_by_docker_compose() -> None:
     assert result.returncode == 0, result.stderr
     config = json.loads(result.stdout)
     services = config["services"]
-    assert set(services) >= {"redis", "postgres", "migrate", "worker", "prometheus", "grafana"}
+    assert set(services) >= {"redis", "postgres", "migrate", "worker", "rq-worker", "prometheus", "grafana"}
+    assert services["rq-worker"]["command"] == ["rq-worker"]
     assert "--appendonly" in services["redis"]["command"] and "yes" in services["redis"]["command"]
     worker = services["worker"]
     assert worker["environment"]["DRAGOMAN_METRICS_PORT"] == str(DEFAULTS.metrics_port)
@@ -153,7 +154,11 @@ def test_every_manifest_is_listed_in_the_kustomization(k8s: dict[str, dict[str, 
     files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
     assert set(kustomization["resources"]) == files
     assert set(k8s) == {"Deployment/dragoman-worker", "PodDisruptionBudget/dragoman-worker", "Job/dragoman-migrate",
-                        "ScaledObject/dragoman-worker", "TriggerAuthentication/dragoman-redis"}  # fmt: skip
+                        "ScaledObject/dragoman-worker", "TriggerAuthentication/dragoman-redis",
+                        "Deployment/dragoman-rq-worker"}  # fmt: skip
+    rq_worker = k8s["Deployment/dragoman-rq-worker"]["spec"]
+    assert rq_worker["selector"]["matchLabels"].items() <= rq_worker["template"]["metadata"]["labels"].items()
+    assert rq_worker["template"]["spec"]["containers"][0]["args"] == ["rq-worker"]
 
 
 def test_worker_deployment_matches_the_code(k8s: dict[str, dict[str, Any]]) -> None:
@@ -195,7 +200,7 @@ def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
 
 def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> None:
     refs = set()
-    for name in ("Deployment/dragoman-worker", "Job/dragoman-migrate"):
+    for name in ("Deployment/dragoman-worker", "Job/dragoman-migrate", "Deployment/dragoman-rq-worker"):
         for container in k8s[name]["spec"]["template"]["spec"]["containers"]:
             for value in _env(container).values():
                 if isinstance(value, dict) and "secretKeyRef" in value:
