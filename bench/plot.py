@@ -71,6 +71,12 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=Path("bench/results"))
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     args = parser.parse_args()
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, no screen
+    except ImportError:
+        raise SystemExit("bench.plot needs matplotlib, which dragoman does not install: pip install matplotlib") from None
     for path in sorted(args.results.glob("gpu-*.json")):
         result = json.loads(path.read_text())
         if result.get("sweep"):
