@@ -76,7 +76,7 @@ def main() -> None:
 
         matplotlib.use("Agg")  # files only, no screen
     except ImportError:
-        raise SystemExit("bench.plot needs matplotlib, which dragoman does not install: pip install matplotlib") from None
+        raise SystemExit("bench.plot needs matplotlib (not installed with dragoman): pip install matplotlib") from None
     for path in sorted(args.results.glob("gpu-*.json")):
         result = json.loads(path.read_text())
         if result.get("sweep"):
