@@ -252,6 +252,8 @@ def main() -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--enforce-eager", action="store_true")
+    parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=True,
+                        help="vLLM's engine metrics, as `dragoman worker` has them by default")  # fmt: skip
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     dummy = args.load_format == "dummy"
@@ -259,7 +261,7 @@ def main() -> None:
     def options(max_num_seqs: int) -> EngineOptions:
         return EngineOptions(max_num_seqs=max_num_seqs, max_model_len=args.max_model_len, load_format=args.load_format,
                              gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
-                             ignore_eos=dummy)  # fmt: skip
+                             ignore_eos=dummy, log_stats=args.log_stats)  # fmt: skip
 
     with benchmark_servers() as urls:
         # One event loop for everything: AsyncLLM's output handler lives on the loop of its first request.
