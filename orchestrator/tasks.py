@@ -39,13 +39,17 @@ def split_document(document_id: str) -> int:
     ctx = TaskContext.from_environment()
     with ctx.postgres() as conn, conn.transaction():
         row = conn.execute(
-            "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url "
-            "FROM documents WHERE id = %s FOR UPDATE",
+            "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
+            "cancel_requested FROM documents WHERE id = %s FOR UPDATE",
             (document_id,),
         ).fetchone()
         if row is None or row[0] != "splitting":
             return 0  # unknown, or already split by an earlier run of this task
-        _, fmt, source, source_lang, target_lang, max_chars, callback_url = row
+        _, fmt, source, source_lang, target_lang, max_chars, callback_url, cancelled = row
+        if cancelled:  # cancelled before it was split: nothing is submitted
+            conn.execute("UPDATE documents SET status = 'cancelled', total = 0, completed_at = now() WHERE id = %s",
+                         (document_id,))  # fmt: skip
+            return 0
         try:
             skeleton = split_source(source, fmt, max_chars)
         except DragomanError as exc:

@@ -174,6 +174,9 @@ def _wait_for_document(client: object, document_id: str, timeout: float, *, show
 
 
 def _draw(progress: GroupProgress) -> None:
+    if progress.status == "splitting":
+        print("\r[waiting to be split into segments]", end="", file=sys.stderr, flush=True)
+        return
     c = progress.counts
     width = 30
     filled = int(width * c.percent / 100)

@@ -271,3 +271,11 @@ def test_translate_command_rejects_bad_files(tmp_path: Path, capsys: pytest.Capt
                           ("missing.txt", "no such file")):  # fmt: skip
         assert main(["translate", str(tmp_path / name), "--from", "en", "--to", "fr"]) == EXIT_BAD_INPUT
         assert message in capsys.readouterr().err
+
+
+def test_a_document_cancelled_before_it_is_split_submits_nothing(client: Client, raw_redis: redis.Redis) -> None:
+    document_id = client.submit_document("Some text.\n", "txt", "en", "fr")
+    client.cancel_document(document_id)
+    run_orchestrator()
+    assert client.get_document(document_id).status == "cancelled"
+    assert raw_redis.xlen(client.keys.jobs_stream) == 0
