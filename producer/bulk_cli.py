@@ -6,13 +6,17 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from producer.errors import InvalidJobError, JobTimeoutError
 from producer.runs import GroupProgress
 from producer.settings import Settings
 from producer.stats_view import format_duration
+
+if TYPE_CHECKING:
+    from producer.client import Client
 
 FINAL_DOCUMENT_STATUSES = ("completed", "failed", "cancelled")
 SPLIT_HINT_AFTER_S = 20.0
@@ -82,9 +86,9 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _write_lines(lines: object, out: TextIO) -> int:
+def _write_lines(lines: Iterable[dict[str, Any]], out: TextIO) -> int:
     count = 0
-    for line in lines:  # type: ignore[attr-defined]
+    for line in lines:
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
         count += 1
     return count
@@ -149,10 +153,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _wait_for_document(client: object, document_id: str, timeout: float, *, show: bool) -> GroupProgress:
-    from producer.client import Client
-
-    assert isinstance(client, Client)
+def _wait_for_document(client: Client, document_id: str, timeout: float, *, show: bool) -> GroupProgress:
     started = time.monotonic()
     hinted = False
     while True:
