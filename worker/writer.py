@@ -32,7 +32,8 @@ from worker.results import DeadLetter, JobResult
 
 log = logging.getLogger(__name__)
 
-# One statement per batch: arrays in, one row per job out; timestamps travel as unix seconds.
+# One statement per batch: arrays in (binary: no per-element quoting), one row per job out;
+# timestamps travel as unix seconds.
 UPSERT_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
@@ -41,9 +42,9 @@ SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata::jsonb, u.batch_id,
        u.document_id, u.sequence
-FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::int[], %s::text[], %s::int[], %s::int[], %s::float8[], %s::float8[],
-            %s::float8[], %s::text[], %s::uuid[], %s::uuid[], %s::int[])
+FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],
+            %b::int[], %b::text[], %b::int[], %b::int[], %b::float8[], %b::float8[],
+            %b::float8[], %b::text[], %b::uuid[], %b::uuid[], %b::int[])
      AS u(id, status, source_lang, target_lang, source_text, translated_text, error, attempts,
           model, prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata,
           batch_id, document_id, sequence)
