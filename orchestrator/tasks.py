@@ -17,6 +17,7 @@ from rq.job import Job as RqJob
 from orchestrator.context import TaskContext
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
+from producer.database import PostgresConnection
 from producer.errors import DragomanError
 from producer.group_store import KINDS, GroupStore
 from producer.runs import job_id_for
@@ -170,7 +171,8 @@ def deliver_webhook(kind: str, group_id: str) -> int:
     """POST the run's or document's final status to its callback URL, signed; raise to be retried."""
     ctx = TaskContext.from_environment()
     table, _ = KINDS[kind]
-    store = GroupStore(ctx.database_url)
+    postgres = PostgresConnection(ctx.database_url)
+    store = GroupStore(postgres)
     try:
         progress = store.progress(kind, group_id)
         url = store.connection().execute(f"SELECT callback_url FROM {table} WHERE id = %s",
@@ -190,7 +192,7 @@ def deliver_webhook(kind: str, group_id: str) -> int:
             )
         return status
     finally:
-        store.close()
+        postgres.close()
 
 
 def _webhook_gave_up(job: RqJob, connection: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:

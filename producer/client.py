@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from producer.database import JobStore
+from producer.database import JobStore, PostgresConnection
 from producer.errors import (
     InvalidJobError,
     JobNotCancellableError,
@@ -73,8 +73,9 @@ class Client:
             redis_url, database_url = urls.redis_url, urls.database_url
         self.keys = RedisKeys.from_settings(self.settings)
         self.redis: redis.Redis = redis.Redis.from_url(redis_url, decode_responses=True)
-        self._store = JobStore(database_url)
-        self.groups = Groups(self, database_url, redis_url)
+        self._postgres = PostgresConnection(database_url)
+        self._store = JobStore(self._postgres)
+        self.groups = Groups(self, self._postgres, redis_url)
         self._sha: str | None = None
         self._cancel = self.redis.register_script(CANCEL_SCRIPT)
 
@@ -87,8 +88,7 @@ class Client:
     def close(self) -> None:
         """Release the Redis and PostgreSQL connections."""
         self.redis.close()
-        self._store.close()
-        self.groups.close()
+        self._postgres.close()
 
     # Submitting ------------------------------------------------------------------------------
 

@@ -82,31 +82,39 @@ def _str_or_none(value: uuid.UUID | str | None) -> str | None:
     return None if value is None else str(value)
 
 
-class JobStore:
-    """Synchronous reads of finished jobs for the producer's :class:`~producer.Client`.
+class PostgresConnection:
+    """One synchronous, autocommit psycopg connection, opened on first use and reopened if closed.
 
-    The connection is opened on first use, so an application that only submits never touches
-    PostgreSQL.
+    An application that only submits never touches PostgreSQL; the client's readers (jobs, runs,
+    documents) share one of these.
     """
 
     def __init__(self, database_url: str) -> None:
         self._url = libpq_url(database_url)
         self._conn: Any = None
 
-    def _connection(self) -> Any:
+    def get(self) -> Any:
+        """The open connection."""
         import psycopg
 
         if self._conn is None or self._conn.closed:
             self._conn = psycopg.connect(self._url, autocommit=True)
         return self._conn
 
-    def get(self, job_id: str) -> Job | None:
-        """The job's final row, or ``None`` if it has none (yet)."""
-        row = self._connection().execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone()
-        return None if row is None else row_to_job(row)
-
     def close(self) -> None:
         """Close the connection if one was opened."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class JobStore:
+    """Synchronous reads of finished jobs for the producer's :class:`~producer.Client`."""
+
+    def __init__(self, connection: PostgresConnection) -> None:
+        self._connection = connection
+
+    def get(self, job_id: str) -> Job | None:
+        """The job's final row, or ``None`` if it has none (yet)."""
+        row = self._connection.get().execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone()
+        return None if row is None else row_to_job(row)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from producer.database import libpq_url
+from producer.database import PostgresConnection
 from producer.runs import GroupProgress, RunCounts, progress
 
 KINDS = {"run": ("runs", "batch_id"), "document": ("documents", "document_id")}
@@ -25,23 +25,12 @@ FROM jobs WHERE {column} = %s GROUP BY status
 class GroupStore:
     """Synchronous reads and writes of ``runs`` and ``documents`` (the producer side)."""
 
-    def __init__(self, database_url: str) -> None:
-        self._url = libpq_url(database_url)
-        self._conn: Any = None
+    def __init__(self, connection: PostgresConnection) -> None:
+        self._postgres = connection
 
     def connection(self) -> Any:
-        """The (lazily opened, autocommit) psycopg connection."""
-        import psycopg
-
-        if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self._url, autocommit=True)
-        return self._conn
-
-    def close(self) -> None:
-        """Close the connection if one was opened."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        """The shared (lazily opened, autocommit) psycopg connection."""
+        return self._postgres.get()
 
     def create_run(self, run_id: str, source: str | None, target: str | None, total: int, name: str | None,
                    callback_url: str | None) -> None:  # fmt: skip

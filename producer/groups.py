@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from producer.database import PostgresConnection
 from producer.errors import ConfigurationError, InvalidJobError, JobNotFoundError
 from producer.group_store import GroupStore
 from producer.languages import normalize_language
@@ -52,14 +53,10 @@ def document_format(path: Path, fmt: str | None = None) -> str:
 class Groups:
     """Runs and documents for one :class:`~producer.client.Client` (same Redis, PostgreSQL and settings)."""
 
-    def __init__(self, client: Client, database_url: str, redis_url: str) -> None:
+    def __init__(self, client: Client, postgres: PostgresConnection, redis_url: str) -> None:
         self._client = client
-        self._store = GroupStore(database_url)
+        self._store = GroupStore(postgres)
         self._redis_url = redis_url
-
-    def close(self) -> None:
-        """Close the PostgreSQL connection."""
-        self._store.close()
 
     # Runs ------------------------------------------------------------------------------------
 
