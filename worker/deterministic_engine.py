@@ -15,6 +15,27 @@ from producer.errors import EngineError
 from worker.engine import GenerationRequest, GenerationResult
 
 
+class ChunkTokenizer:
+    """One token per 4 bytes of UTF-8: exact round trips, no vocabulary, in C.
+
+    English text comes out at about as many tokens as a real subword tokenizer makes of it
+    (roughly 4 characters each), so token counts, output budgets and list sizes in tests and
+    benchmarks look like a real model's. Texts never contain NUL (the wire format refuses it),
+    so NUL pads the last token and decoding drops it.
+    """
+
+    bos_token_id: int | None = None
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Little-endian 32-bit words of the UTF-8 bytes, the last one padded with NUL."""
+        data = text.encode()
+        return memoryview(data + b"\0" * (-len(data) % 4)).cast("I").tolist()
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """The text of the tokens (a multi-byte character cut by ``max_tokens`` is dropped)."""
+        return array("I", token_ids).tobytes().replace(b"\0", b"").decode(errors="ignore")
+
+
 class CharTokenizer:
     """One token per character (its code point): exact round trips, no vocabulary."""
 
@@ -45,7 +66,7 @@ class DeterministicEngine:
         self._delay_for = delay_for
         self._max_model_len = max_model_len
         self._fail_if = fail_if
-        self._tokenizer = CharTokenizer()
+        self._tokenizer = ChunkTokenizer()
         self._tag = self._tokenizer.encode(tag)
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -64,8 +85,8 @@ class DeterministicEngine:
         return self._max_model_len
 
     @property
-    def tokenizer(self) -> CharTokenizer:
-        """The character tokenizer."""
+    def tokenizer(self) -> ChunkTokenizer:
+        """The 4-byte chunk tokenizer."""
         return self._tokenizer
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -74,7 +95,8 @@ class DeterministicEngine:
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            prompt = self._tokenizer.decode(request.prompt_token_ids)
+            needs_text = self._delay_for is not None or self._fail_if is not None
+            prompt = self._tokenizer.decode(request.prompt_token_ids) if needs_text else ""
             delay = self._delay_for(prompt) if self._delay_for else self._delay_s
             if delay > 0:
                 done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -89,7 +111,7 @@ class DeterministicEngine:
                     return GenerationResult(token_ids=(), finish_reason="abort")
             if self._fail_if is not None and self._fail_if(prompt):
                 raise EngineError(f"deterministic engine was told to fail on {prompt[:40]!r}")
-            output = [*request.prompt_token_ids, *self._tag]
+            output = [*request.prompt_token_ids, *self._tag] if self._tag else request.prompt_token_ids
             tokens = output[: request.max_tokens]
             reason = "length" if len(tokens) < len(output) else "stop"
             return GenerationResult(token_ids=tokens, finish_reason=reason)

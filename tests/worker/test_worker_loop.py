@@ -150,7 +150,7 @@ async def test_an_engine_error_fails_only_its_job(client: Client, pg: Any, start
 
 
 async def test_input_longer_than_the_context_fails_with_the_reason(client: Client, start_worker: WorkerFactory) -> None:
-    ids = client.submit_many([TranslationRequest("x" * 80, "en", "fr"), TranslationRequest("short", "en", "fr")])
+    ids = client.submit_many([TranslationRequest("x" * 320, "en", "fr"), TranslationRequest("short", "en", "fr")])
     async with start_worker(DeterministicEngine(max_model_len=64)):
         too_long, fine = await wait_all(client, ids)
     assert too_long.status is JobStatus.FAILED
