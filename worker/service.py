@@ -27,6 +27,7 @@ from worker.metrics import WorkerMetrics
 from worker.ops_server import OpsServer
 from worker.profiles import PromptProfile
 from worker.reclaim import Housekeeper
+from worker.redis_client import open_redis
 from worker.translator import Translator
 from worker.writer import ResultWriter
 
@@ -59,7 +60,7 @@ class Worker:
         self.settings = settings
         self.keys = RedisKeys.from_settings(settings)
         self.metrics = metrics if metrics is not None else WorkerMetrics()
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        self.redis: aioredis.Redis = open_redis(redis_url)
         self.writer = ResultWriter(settings, self.redis, database_url, self.metrics)
         self.consumer = StreamConsumer(
             settings,
