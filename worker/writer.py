@@ -135,25 +135,35 @@ class ResultWriter:
         await self._queue.put(None)
 
     async def run(self) -> None:
-        """Write batches until :meth:`close` is called and everything before it is written."""
+        """Write batches until :meth:`close` is called and everything before it is written.
+
+        Two batches overlap: the next one is committed while the previous one is acknowledged.
+        Each batch still goes commit, then ack; acks happen in batch order, one at a time.
+        """
         batch_size = self._settings.writer_batch_size
         flush_s = self._settings.writer_flush_ms / 1000
+        acking: asyncio.Task[None] | None = None
         try:
             closing = False
             while not closing:
                 first = await self._queue.get()
                 if first is None:
                     break
+                if acking is not None and acking.done():
+                    acking.result()  # a failed acknowledgement stops the writer
                 batch: list[JobResult | DeadLetter] = [first]
                 closing = self._drain(batch, batch_size)
                 if not closing and len(batch) < batch_size and flush_s > 0:
                     await asyncio.sleep(flush_s)
                     closing = self._drain(batch, batch_size)
-                # Commit-then-ack runs to completion even if this task is cancelled meanwhile.
-                await asyncio.shield(self._write(batch))
+                # Separate tasks, so that cancelling this one cannot split a commit from its ack.
+                commit = asyncio.create_task(self._commit_batch(batch), name="dragoman-writer-commit")
+                acking = asyncio.create_task(self._ack_after(batch, commit, acking), name="dragoman-writer-ack")
+                await asyncio.shield(commit)
         finally:
+            if acking is not None:
+                await asyncio.gather(asyncio.shield(acking), return_exceptions=True)
             await self._close_connection()
-
     def _drain(self, batch: list[JobResult | DeadLetter], limit: int) -> bool:
         """Move buffered results into ``batch``; return True if the close marker was reached."""
         while len(batch) < limit:
@@ -166,10 +176,24 @@ class ResultWriter:
             batch.append(item)
         return False
 
-    async def _write(self, batch: Sequence[JobResult | DeadLetter]) -> None:
+    async def _commit_batch(self, batch: Sequence[JobResult | DeadLetter]) -> tuple[list[JobEvent], set[str]]:
+        """Commit the batch's rows; return the events that match them and the ids written."""
         results = [item for item in batch if isinstance(item, JobResult)]
         dead = [item for item in batch if isinstance(item, DeadLetter)]
-        events, written = await self._commit(results, dead)
+        return await self._commit(results, dead)
+
+    async def _ack_after(
+        self,
+        batch: Sequence[JobResult | DeadLetter],
+        commit: asyncio.Task[tuple[list[JobEvent], set[str]]],
+        previous: asyncio.Task[None] | None,
+    ) -> None:
+        """Once ``commit`` is done and the previous batch is acknowledged, acknowledge this batch."""
+        events, written = await commit
+        if previous is not None:
+            await previous
+        results = [item for item in batch if isinstance(item, JobResult)]
+        dead = [item for item in batch if isinstance(item, DeadLetter)]
         parked = _parked_entries(results, dead, events)
         await self._acknowledge(batch, events, parked)
         self._held.difference_update(item.entry_id for item in batch)
