@@ -1,0 +1,40 @@
+"""The worker's Redis client packs with hiredis and behaves like redis-py's own, on a real server."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from redis.exceptions import DataError
+
+from producer.services import ServiceUrls
+from worker.redis_client import open_redis
+
+
+async def test_commands_scripts_and_pipelines_round_trip(service_urls: ServiceUrls) -> None:
+    redis = open_redis(service_urls.redis_url)
+    stream = f"test-client-{uuid.uuid4().hex}"
+    try:
+        assert type(await redis.connection_pool.get_connection()).__name__.startswith("HiredisPacking")
+        assert await redis.ping()
+        await redis.xgroup_create(stream, "g", id="0", mkstream=True)  # "XGROUP CREATE": a two-word command
+        script = redis.register_script("return {ARGV[1], ARGV[2], #ARGV}")
+        assert await script(args=["é", 1.5, 7]) == ["é", "1.5", 3]
+        async with redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(stream, {"text": "x" * 10_000, "n": 3})
+            pipe.xlen(stream)
+            _, length = await pipe.execute()
+        assert length == 1
+        assert [group["name"] for group in await redis.xinfo_groups(stream)] == ["g"]
+    finally:
+        await redis.delete(stream)
+        await redis.aclose()
+
+
+async def test_an_argument_redis_cannot_carry_is_a_data_error(service_urls: ServiceUrls) -> None:
+    redis = open_redis(service_urls.redis_url)
+    try:
+        with pytest.raises(DataError):
+            await redis.set("k", None)  # type: ignore[arg-type]
+    finally:
+        await redis.aclose()
