@@ -30,6 +30,7 @@ from producer.client import Client
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
+from worker.runtime import run_event_loop
 from worker.service import Worker
 
 WORDS = "the train station ticket machine journey morning evening city river old town office meeting".split()
@@ -118,7 +119,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, nargs="+", default=[10_000])
     parser.add_argument("--out", type=Path, default=Path("bench/results/bulk-run.json"))
     args = parser.parse_args()
-    results = [asyncio.run(measure(n)) for n in args.lines]
+    results = [run_event_loop(measure(n)) for n in args.lines]
     report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
               "command": "python -m bench.bulk_run " + " ".join(sys.argv[1:]), "results": results}  # fmt: skip
     print(json.dumps(report, indent=2))

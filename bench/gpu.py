@@ -35,6 +35,7 @@ from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.engine import EngineOptions, GenerationRequest
 from worker.profiles import FewShotProfile
+from worker.runtime import freeze_startup_heap, run_event_loop
 from worker.service import Worker
 from worker.translator import Translator
 from worker.vllm_engine import VllmEngine
@@ -194,6 +195,7 @@ async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> 
     result: dict[str, Any] = {"model": args.model.name, "workload": args.workload, "load_format": args.load_format}
     engine, started_s = start_engine(args.model, options(args.max_num_seqs))
     result["engine_start_s"] = started_s
+    freeze_startup_heap()  # as `dragoman worker` does once its engine is up
     in_flight = 2 * args.max_num_seqs
     # Same lengths in every phase, different words: no phase finds another's prompts in the
     # prefix cache (only the shared few-shot header, as in production).
@@ -265,7 +267,7 @@ def main() -> None:
 
     with benchmark_servers() as urls:
         # One event loop for everything: AsyncLLM's output handler lives on the loop of its first request.
-        result = asyncio.run(run_all(args, options, urls))
+        result = run_event_loop(run_all(args, options, urls))
     for name in ("bare", "dragoman", "static16"):
         r = result[name]
         short = r["shortest_quarter_latency_s"]["p50"]

@@ -36,6 +36,7 @@ from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
+from worker.runtime import freeze_startup_heap, run_event_loop
 from worker.service import Worker
 
 
@@ -69,7 +70,9 @@ def bench_dragoman(urls: ServiceUrls, jobs: int, max_in_flight: int) -> dict[str
         start = time.perf_counter()
         client.submit_many(items)
         enqueue_s = time.perf_counter() - start
-    elapsed = asyncio.run(_run_worker(settings, urls, jobs, max_in_flight))
+    del items
+    freeze_startup_heap()  # what `dragoman worker` does before jobs flow
+    elapsed = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight))
     return {
         "jobs": jobs,
         "max_in_flight": max_in_flight,

@@ -94,6 +94,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from producer.services import ensure_services, redact_url
     from worker.metrics import WorkerMetrics
     from worker.profiles import choose_profile
+    from worker.runtime import freeze_startup_heap, run_event_loop
     from worker.service import Worker
     from worker.vllm_engine import VllmEngine
 
@@ -119,7 +120,8 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * options.max_num_seqs,
             metrics=WorkerMetrics(REGISTRY),  # vLLM's engine metrics are registered there too
         )
-        return asyncio.run(_serve_until_signalled(worker))
+        freeze_startup_heap()
+        return run_event_loop(_serve_until_signalled(worker))
     finally:
         engine.shutdown()
 
