@@ -18,6 +18,7 @@ from producer.schemas import JobStatus, TranslationRequest
 from producer.services import EmbeddedServices, ServiceUrls
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
+from worker.metrics import WorkerMetrics
 from worker.service import Worker
 
 from .conftest import WorkerFactory, identity_worker, wait_all
@@ -171,3 +172,19 @@ async def test_readyz_follows_redis_going_away_and_coming_back(tmp_path: Path) -
     finally:
         await worker.stop(grace_seconds=5)
         services.down()
+
+
+def test_stage_histogram_buckets_are_cumulative_and_inclusive() -> None:
+    metrics = WorkerMetrics()
+    metrics.stage_seconds.observe_many("engine", [0.005, 0.3, 0.3, 5000.0])
+    metrics.stage_seconds.observe_many("engine", [0.004])
+    samples = {(s.name, s.labels.get("le")): s.value for family in metrics.registry.collect()
+               if family.name == "dragoman_job_stage_seconds" for s in family.samples
+               if s.labels.get("stage") == "engine"}  # fmt: skip
+    assert samples[("dragoman_job_stage_seconds_bucket", "0.005")] == 2  # le: a value on the bound counts
+    assert samples[("dragoman_job_stage_seconds_bucket", "0.25")] == 2
+    assert samples[("dragoman_job_stage_seconds_bucket", "0.5")] == 4
+    assert samples[("dragoman_job_stage_seconds_bucket", "3600.0")] == 4
+    assert samples[("dragoman_job_stage_seconds_bucket", "+Inf")] == 5
+    assert samples[("dragoman_job_stage_seconds_count", None)] == 5
+    assert samples[("dragoman_job_stage_seconds_sum", None)] == pytest.approx(5000.609)
