@@ -7,8 +7,10 @@ import pytest
 from worker.deterministic_engine import ChunkTokenizer, DeterministicEngine
 from worker.engine import GenerationRequest
 
+TEXTS = ["", "a", "abcd", "abcde", "  a\n\tb  ", "Où est la gare ?", "駅はどこですか？", "🙂x"]
 
-@pytest.mark.parametrize("text", ["", "a", "abcd", "abcde", "  a\n\tb  ", "Où est la gare ?", "駅はどこですか？", "🙂x"])
+
+@pytest.mark.parametrize("text", TEXTS)
 def test_chunk_tokenizer_round_trips_exactly(text: str) -> None:
     tokenizer = ChunkTokenizer()
     ids = tokenizer.encode(text)
