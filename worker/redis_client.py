@@ -4,6 +4,11 @@ redis-py's asyncio connections pack every command in Python (its synchronous one
 when it is installed). The worker sends a few thousand arguments per batch in its start and
 finish scripts, and at thousands of jobs per second that packing was the largest single cost
 of the pipeline, so the worker's connections pack with hiredis like the synchronous client.
+
+Replies are decoded with ``surrogateescape``: a producer that writes bytes that are not UTF-8
+must get its entry dead-lettered, not crash every worker that reads it (strict decoding fails
+the whole XREADGROUP reply). The wire decoder refuses such fields, and the writer makes them
+valid text before it parks them.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ _packers: dict[type[Any], type[Any]] = {}
 
 
 def open_redis(url: str, **options: Any) -> aioredis.Redis:
-    """An asyncio client for ``url`` (any scheme redis-py accepts) that decodes replies to str."""
-    pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, **options)
+    """An asyncio client for ``url`` (any scheme redis-py accepts) that decodes replies to str, losslessly."""
+    pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, encoding_errors="surrogateescape", **options)
     if HIREDIS_AVAILABLE:
         pool.connection_class = _hiredis_packing(pool.connection_class)
     return aioredis.Redis.from_pool(pool)

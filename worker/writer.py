@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import psycopg
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -314,7 +315,7 @@ def _parked_entries(results: list[JobResult], dead: list[DeadLetter], events: li
     succeeded elsewhere is not).
     """
     now = repr(time.time())
-    parked = [{**d.fields, "reason": d.reason, "entry_id": d.entry_id, "parked_at": now} for d in dead]
+    parked = [{**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "parked_at": now} for d in dead]
     failed = {e.job_id for e in events if e.status is JobStatus.FAILED}
     parked += [
         {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "parked_at": now}
@@ -368,10 +369,19 @@ def _columns(rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[Any]
     return columns
 
 
+def _valid_fields(fields: dict[str, str]) -> dict[str, str]:
+    """``fields`` with bytes that were not UTF-8 (read as lone surrogates) shown as U+FFFD."""
+    return {_valid_text(key): _valid_text(value) for key, value in fields.items()}
+
+
+def _valid_text(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _loose_payload(fields: dict[str, str]) -> dict[str, Any]:
     """Whatever can be read of a malformed entry's payload, for the failed row's columns."""
     try:
-        payload = json.loads(fields.get("payload", ""))
+        payload = msgspec.json.decode(fields.get("payload", ""))  # refuses lone surrogates, unlike json
     except ValueError:
         return {}
     return payload if isinstance(payload, dict) else {}

@@ -77,3 +77,31 @@ def test_event_round_trips() -> None:
     assert event.to_fields()["status"] == "failed"
     with pytest.raises(MalformedEntryError):
         JobEvent.from_json('{"status": "nope"}')
+
+
+@pytest.mark.parametrize("error", [None, "boom", 'quote " backslash \\ newline \n tab \t', "Grüße 👋 \x01"])
+@pytest.mark.parametrize(("prompt", "output"), [(None, None), (3, 0)])
+def test_event_json_is_what_a_json_encoder_would_write(error: str | None, prompt: int | None,
+                                                        output: int | None) -> None:  # fmt: skip
+    event = JobEvent(job_id=str(uuid.uuid4()), status=JobStatus.SUCCEEDED, finished_at=1_763_800_000.123456,
+                     error=error, prompt_tokens=prompt, output_tokens=output)  # fmt: skip
+    assert json.loads(event.to_json()) == {"job_id": event.job_id, "status": "succeeded",
+                                           "finished_at": 1_763_800_000.123456, "error": error,
+                                           "prompt_tokens": prompt, "output_tokens": output}  # fmt: skip
+
+
+def test_an_event_with_a_time_that_is_not_a_number_is_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        JobEvent(job_id=str(uuid.uuid4()), status=JobStatus.FAILED, finished_at=float("nan")).to_json()
+
+
+def test_payloads_json_would_accept_but_no_database_can_store_are_malformed() -> None:
+    fields = {"v": "1", "id": str(uuid.uuid4())}
+    lone_surrogate = '{"text": "a \\ud800 b", "source_lang": "en", "target_lang": "fr"}'
+    with pytest.raises(MalformedEntryError, match="not JSON"):
+        decode_job_entry({**fields, "payload": lone_surrogate}, max_chars=100)
+    not_utf8 = b'{"text": "\xff"}'.decode("utf-8", "surrogateescape")  # how the worker reads such bytes
+    with pytest.raises(MalformedEntryError, match="not valid UTF-8"):
+        decode_job_entry({**fields, "payload": not_utf8}, max_chars=100)
+    with pytest.raises(MalformedEntryError, match="not JSON"):
+        decode_job_entry({**fields, "payload": '{"text": NaN}'}, max_chars=100)

@@ -12,6 +12,7 @@ import redis
 
 from producer.client import Client
 from producer.database import libpq_url
+from producer.dead_letters import DeadLetters
 from producer.schemas import JobStatus, TranslationRequest
 from producer.services import ServiceUrls
 from producer.settings import Settings
@@ -204,6 +205,29 @@ async def test_malformed_entries_are_dead_lettered_and_the_worker_keeps_going(
     assert letters[0]["payload"] == "{not json"  # the original entry is kept for inspection
     failed = client.get(bad_id)
     assert failed.status is JobStatus.FAILED and failed.error and "not JSON" in failed.error
+    assert _pending(raw_redis, client) == 0
+
+
+async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
+    client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory
+) -> None:
+    stream = client.keys.jobs_stream
+    surrogate_id = str(uuid.uuid4())  # JSON may escape a lone surrogate, which no database can store
+    raw_redis.xadd(stream, {"v": "1", "id": surrogate_id, "payload":
+                            '{"text": "bad \\ud800 text", "source_lang": "en", "target_lang": "fr"}'})  # fmt: skip
+    raw_redis.xadd(stream, {"v": "1", "id": str(uuid.uuid4()), "payload": b"\xff\xfe not UTF-8"})
+    good = client.submit("still works", "en", "fr")
+    async with start_worker(DeterministicEngine()):
+        [job] = await wait_all(client, [good])
+        while raw_redis.xlen(client.keys.dead_letter_stream) < 2:
+            await asyncio.sleep(0.01)
+    assert job.status is JobStatus.SUCCEEDED
+    failed = client.get(surrogate_id)
+    assert failed.status is JobStatus.FAILED and failed.error and "not JSON" in failed.error
+    surrogate, not_utf8 = DeadLetters(client.redis, client.settings).entries()  # readable with strict UTF-8
+    assert "not JSON" in surrogate.reason
+    assert not_utf8.reason == "field 'payload' is not valid UTF-8"
+    assert not_utf8.fields["payload"] == "\ufffd\ufffd not UTF-8"  # the invalid bytes, shown as such
     assert _pending(raw_redis, client) == 0
 
 
