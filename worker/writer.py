@@ -9,7 +9,6 @@ delivery that the upsert absorbs (a succeeded or cancelled row is never overwrit
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -349,24 +348,27 @@ def _event(result: JobResult) -> JobEvent:
 
 def _columns(rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[Any], ...]:
     """The upsert's 18 column arrays, rows first, then failed rows for malformed entries."""
-    columns: tuple[list[Any], ...] = tuple([] for _ in range(18))
-    for r in rows:
-        s = r.spec
-        values: tuple[Any, ...] = (s.job_id, r.status.value, s.source_lang, s.target_lang, s.text, r.translation,
-                  r.error, r.attempts, r.model, r.prompt_tokens, r.output_tokens, s.created_at,
-                  r.started_at, r.finished_at, json.dumps(s.metadata, ensure_ascii=False),
-                  s.batch_id, s.document_id, s.sequence)  # fmt: skip
-        for column, value in zip(columns, values, strict=True):
-            column.append(value)
+    records: list[tuple[Any, ...]] = [
+        (s.job_id, r.status.value, s.source_lang, s.target_lang, s.text, r.translation, r.error, r.attempts,
+         r.model, r.prompt_tokens, r.output_tokens, s.created_at, r.started_at, r.finished_at,
+         _metadata_json(s.metadata), s.batch_id, s.document_id, s.sequence)
+        for r in rows
+        for s in (r.spec,)
+    ]  # fmt: skip
     for d in failed:
         payload = _loose_payload(d.fields)
-        values = (d.job_id, JobStatus.FAILED.value, _text(payload.get("source_lang"), "und"),
-                  _text(payload.get("target_lang"), "und"), _text(payload.get("text"), ""), None,
-                  d.reason, 1, None, None, None, d.finished_at, None, d.finished_at, "{}", None,
-                  None, None)  # fmt: skip
-        for column, value in zip(columns, values, strict=True):
-            column.append(value)
-    return columns
+        records.append((d.job_id, JobStatus.FAILED.value, _text(payload.get("source_lang"), "und"),
+                        _text(payload.get("target_lang"), "und"), _text(payload.get("text"), ""), None,
+                        d.reason, 1, None, None, None, d.finished_at, None, d.finished_at, "{}", None,
+                        None, None))  # fmt: skip
+    if not records:
+        return tuple([] for _ in range(18))
+    return tuple(list(column) for column in zip(*records, strict=True))
+
+
+def _metadata_json(metadata: dict[str, Any]) -> str:
+    """The metadata for the jsonb column (validated JSON-able when the job was decoded)."""
+    return msgspec.json.encode(metadata).decode() if metadata else "{}"
 
 
 def _valid_fields(fields: dict[str, str]) -> dict[str, str]:
