@@ -114,11 +114,16 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
         raise MalformedEntryError(str(exc)) from None
 
 
+_LAST_TIMESTAMP = 253_402_300_799  # 9999-12-31T23:59:59Z: PostgreSQL and Python both hold up to here
+_MAX_SEQUENCE = 2**31 - 1  # the column is a PostgreSQL integer
+
+
 def _as_timestamp(value: object) -> float:
     if value is None:
         return time.time()
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise MalformedEntryError(f"payload 'created_at' must be unix seconds, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= _LAST_TIMESTAMP:
+        raise MalformedEntryError(f"payload 'created_at' must be unix seconds (0 to {_LAST_TIMESTAMP}), "
+                                  f"got {value!r}")  # fmt: skip
     return float(value)
 
 
@@ -136,8 +141,8 @@ def _optional_int(payload: Mapping[str, Any], name: str) -> int | None:
     value = payload.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedEntryError(f"payload {name!r} must be an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_SEQUENCE:
+        raise MalformedEntryError(f"payload {name!r} must be an integer from 0 to {_MAX_SEQUENCE}, got {value!r}")
     return value
 
 

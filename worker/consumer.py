@@ -28,7 +28,7 @@ from producer.state import START_SCRIPT
 from producer.wire import decode_job_entry, read_job_id
 from worker.metrics import WorkerMetrics
 from worker.reclaim import claim_stale
-from worker.results import DeadLetter, JobResult
+from worker.results import DeadLetter, JobResult, storable_text
 from worker.translator import Translator
 from worker.writer import ResultWriter
 
@@ -284,6 +284,9 @@ class StreamConsumer:
 
     def _result(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float | None,
                 status: JobStatus, **fields: Any) -> JobResult:  # fmt: skip
+        for name in ("translation", "error"):
+            if name in fields:
+                fields[name] = storable_text(fields[name])
         return JobResult(entry_id=entry_id, spec=spec, status=status, attempts=attempts,
                          started_at=started_at, finished_at=time.time(),
                          model=self._translator.engine.model_name, **fields)  # fmt: skip

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 import redis
 
 from producer.client import Client
@@ -17,6 +18,7 @@ from producer.schemas import JobStatus, TranslationRequest
 from producer.services import ServiceUrls
 from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
+from worker.engine import GenerationRequest, GenerationResult
 from worker.writer import ResultWriter
 
 from .conftest import WorkerFactory, identity_worker, wait_all
@@ -229,6 +231,47 @@ async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
     assert not_utf8.reason == "field 'payload' is not valid UTF-8"
     assert not_utf8.fields["payload"] == "\ufffd\ufffd not UTF-8"  # the invalid bytes, shown as such
     assert _pending(raw_redis, client) == 0
+
+
+@pytest.mark.parametrize(("extra", "reason"), [
+    ({"created_at": 1e30}, "'created_at' must be unix seconds"),
+    ({"created_at": -1e15}, "'created_at' must be unix seconds"),
+    ({"sequence": 2**40}, "'sequence' must be an integer"),
+    ({"sequence": -1}, "'sequence' must be an integer"),
+])  # fmt: skip
+async def test_values_the_database_cannot_hold_are_dead_lettered_not_fatal(
+    client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory, extra: dict[str, Any], reason: str
+) -> None:
+    bad_id = str(uuid.uuid4())
+    payload = json.dumps({"text": "hi", "source_lang": "en", "target_lang": "fr", **extra})
+    raw_redis.xadd(client.keys.jobs_stream, {"v": "1", "id": bad_id, "payload": payload})
+    good = client.submit("still works", "en", "fr")
+    async with start_worker(DeterministicEngine()):
+        [job, failed] = await wait_all(client, [good, bad_id])
+    assert job.status is JobStatus.SUCCEEDED
+    assert failed.status is JobStatus.FAILED and failed.error and reason in failed.error
+    assert _pending(raw_redis, client) == 0
+
+
+class UnstorableOutputEngine(DeterministicEngine):
+    """Translates with a NUL in the text, and fails with an error message PostgreSQL cannot store."""
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        result = await super().generate(request)
+        if self.tokenizer.decode(request.prompt_token_ids) == "fail":
+            raise RuntimeError("bad \x00 byte and a lone \ud800 surrogate")
+        return GenerationResult(token_ids=[*result.token_ids, 0x41004100], finish_reason="stop")  # "A\0A\0"
+
+
+async def test_output_and_errors_postgres_cannot_store_are_stored_readably(
+    client: Client, start_worker: WorkerFactory
+) -> None:
+    ids = client.submit_many([TranslationRequest("fine", "en", "fr"), TranslationRequest("fail", "en", "fr")])
+    async with start_worker(UnstorableOutputEngine()):
+        translated, failed = await wait_all(client, ids)
+    assert translated.status is JobStatus.SUCCEEDED and translated.translation == "fineAA"
+    assert failed.status is JobStatus.FAILED
+    assert failed.error == "RuntimeError: bad \ufffd byte and a lone ? surrogate"
 
 
 async def test_an_entry_from_a_plain_xadd_producer_is_translated(
