@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import psycopg
 import redis
 import redis.asyncio as aioredis
@@ -133,20 +134,20 @@ def bench_raw_streams(urls: ServiceUrls, jobs: int, batch: int = 256) -> dict[st
 
 
 def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[str, Any]:
-    """The writer's upsert statement alone, ``batch`` rows per transaction."""
-    from worker.writer import UPSERT_SQL
+    """The writer's upsert statement alone, ``batch`` rows of the same texts per transaction."""
+    from worker.writer import UPSERT_SQL, RowRecord
 
+    encode = msgspec.json.Encoder().encode
     now = time.time()
+    texts = [item.text for item in workload(rows)]
     with psycopg.connect(libpq_url(urls.database_url), autocommit=True) as conn:
         begin = time.perf_counter()
         for start in range(0, rows, batch):
-            n = min(batch, rows - start)
-            ids = [str(uuid.uuid4()) for _ in range(n)]
-            columns = (ids, ["succeeded"] * n, ["en"] * n, ["fr"] * n, ["x" * 100] * n, ["y" * 100] * n,
-                       [None] * n, [1] * n, ["bench"] * n, [10] * n, [10] * n, [now] * n, [now] * n, [now] * n,
-                       ["{}"] * n, [None] * n, [None] * n, [None] * n)  # fmt: skip
+            records = [RowRecord(str(uuid.uuid4()), "succeeded", "en", "fr", text, text, None, 1, "bench", 10, 10,
+                                 now, now, now, {"n": 1}, None, None, None)
+                       for text in texts[start : start + batch]]  # fmt: skip
             with conn.transaction():
-                conn.execute(UPSERT_SQL, columns, binary=True).fetchall()
+                conn.execute(UPSERT_SQL, (encode(records).decode(),), binary=True).fetchall()
         elapsed = time.perf_counter() - begin
         conn.execute("DELETE FROM jobs WHERE model = 'bench'")
     return {"rows": rows, "batch": batch, "seconds": round(elapsed, 3), "rows_per_s": round(rows / elapsed)}

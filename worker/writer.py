@@ -32,22 +32,21 @@ from worker.results import DeadLetter, JobResult
 
 log = logging.getLogger(__name__)
 
-# One statement per batch: arrays in (binary: no per-element quoting), one row per job out;
-# timestamps travel as unix seconds.
+# One statement per batch: the rows travel as one JSON array of objects (encoded in C by
+# msgspec, parsed once by PostgreSQL), one row per job comes back; timestamps are unix seconds.
 UPSERT_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, batch_id, document_id, sequence)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
-       to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata::jsonb, u.batch_id,
+       to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.batch_id,
        u.document_id, u.sequence
-FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],
-            %b::int[], %b::text[], %b::int[], %b::int[], %b::float8[], %b::float8[],
-            %b::float8[], %b::text[], %b::uuid[], %b::uuid[], %b::int[])
-     AS u(id, status, source_lang, target_lang, source_text, translated_text, error, attempts,
-          model, prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata,
-          batch_id, document_id, sequence)
+FROM json_to_recordset(%s::json)
+     AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
+          translated_text text, error text, attempts int, model text, prompt_tokens int,
+          output_tokens int, created_at float8, started_at float8, finished_at float8,
+          metadata jsonb, batch_id uuid, document_id uuid, sequence int)
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
@@ -61,6 +60,32 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING id::text
 """
+
+
+class RowRecord(msgspec.Struct):
+    """One ``jobs`` row as the upsert reads it (the field names are the recordset's columns)."""
+
+    id: str
+    status: str
+    source_lang: str
+    target_lang: str
+    source_text: str
+    translated_text: str | None
+    error: str | None
+    attempts: int
+    model: str | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    created_at: float
+    started_at: float | None
+    finished_at: float
+    metadata: dict[str, Any]
+    batch_id: str | None
+    document_id: str | None
+    sequence: int | None
+
+
+_encode_rows = msgspec.json.Encoder().encode
 
 # Rows the upsert left alone (already final): their events must say what the row says.
 EXISTING_SQL = """
@@ -138,7 +163,8 @@ class ResultWriter:
         """Write batches until :meth:`close` is called and everything before it is written.
 
         Two batches overlap: the next one is committed while the previous one is acknowledged.
-        Each batch still goes commit, then ack; acks happen in batch order, one at a time.
+        Each batch still goes commit, then ack; acks happen in batch order, one at a time, and
+        a third batch is not taken from the buffer before the first one is acknowledged.
         """
         batch_size = self._settings.writer_batch_size
         flush_s = self._settings.writer_flush_ms / 1000
@@ -158,8 +184,11 @@ class ResultWriter:
                     closing = self._drain(batch, batch_size)
                 # Separate tasks, so that cancelling this one cannot split a commit from its ack.
                 commit = asyncio.create_task(self._commit_batch(batch), name="dragoman-writer-commit")
-                acking = asyncio.create_task(self._ack_after(batch, commit, acking), name="dragoman-writer-ack")
+                previous, acking = acking, asyncio.create_task(self._ack_after(batch, commit, acking),
+                                                               name="dragoman-writer-ack")  # fmt: skip
                 await asyncio.shield(commit)
+                if previous is not None:  # at most two batches out of the buffer: bounded memory
+                    await asyncio.shield(previous)
         finally:
             if acking is not None:
                 await asyncio.gather(asyncio.shield(acking), return_exceptions=True)
@@ -235,11 +264,11 @@ class ResultWriter:
 
     async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
         conn = await self._connection()
-        columns = _columns(rows, failed)
+        records = _records(rows, failed)
         async with conn.transaction():
-            cursor = await conn.execute(UPSERT_SQL, columns, binary=True)
+            cursor = await conn.execute(UPSERT_SQL, (_encode_rows(records).decode(),), binary=True)
             written = {row[0] for row in await cursor.fetchall()}
-            skipped = [job_id for job_id in columns[0] if job_id not in written]
+            skipped = [record.id for record in records if record.id not in written]
             existing = []
             if skipped:
                 cursor = await conn.execute(EXISTING_SQL, (skipped,))
@@ -346,29 +375,23 @@ def _event(result: JobResult) -> JobEvent:
     )
 
 
-def _columns(rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[Any], ...]:
-    """The upsert's 18 column arrays, rows first, then failed rows for malformed entries."""
-    records: list[tuple[Any, ...]] = [
-        (s.job_id, r.status.value, s.source_lang, s.target_lang, s.text, r.translation, r.error, r.attempts,
-         r.model, r.prompt_tokens, r.output_tokens, s.created_at, r.started_at, r.finished_at,
-         _metadata_json(s.metadata), s.batch_id, s.document_id, s.sequence)
+def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]:
+    """The upsert's rows: results first, then failed rows for malformed entries that carry an id."""
+    records = [
+        RowRecord(s.job_id, r.status.value, s.source_lang, s.target_lang, s.text, r.translation,
+                  r.error, r.attempts, r.model, r.prompt_tokens, r.output_tokens, s.created_at,
+                  r.started_at, r.finished_at, s.metadata, s.batch_id, s.document_id, s.sequence)
         for r in rows
         for s in (r.spec,)
     ]  # fmt: skip
     for d in failed:
+        assert d.job_id is not None
         payload = _loose_payload(d.fields)
-        records.append((d.job_id, JobStatus.FAILED.value, _text(payload.get("source_lang"), "und"),
-                        _text(payload.get("target_lang"), "und"), _text(payload.get("text"), ""), None,
-                        d.reason, 1, None, None, None, d.finished_at, None, d.finished_at, "{}", None,
-                        None, None))  # fmt: skip
-    if not records:
-        return tuple([] for _ in range(18))
-    return tuple(list(column) for column in zip(*records, strict=True))
-
-
-def _metadata_json(metadata: dict[str, Any]) -> str:
-    """The metadata for the jsonb column (validated JSON-able when the job was decoded)."""
-    return msgspec.json.encode(metadata).decode() if metadata else "{}"
+        records.append(RowRecord(d.job_id, JobStatus.FAILED.value, _text(payload.get("source_lang"), "und"),
+                                 _text(payload.get("target_lang"), "und"), _text(payload.get("text"), ""), None,
+                                 d.reason, 1, None, None, None, d.finished_at, None, d.finished_at, {},
+                                 None, None, None))  # fmt: skip
+    return records
 
 
 def _valid_fields(fields: dict[str, str]) -> dict[str, str]:
