@@ -264,7 +264,7 @@ class StreamConsumer:
                     self.failed.set()
                 return None
             except Exception as exc:  # an error in this job only: retry, then fail it
-                error = f"{type(exc).__name__}: {exc}"
+                error = storable_text(f"{type(exc).__name__}: {exc}") or ""
                 if attempt >= self._settings.max_attempts:
                     log.warning("job %s failed after %d attempts, dead-lettering it: %s", spec.job_id, attempt, error,
                                 extra={"job_id": spec.job_id})  # fmt: skip
