@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import hiredis
 import redis.asyncio as aioredis
 from redis.connection import HiredisRespSerializer
 from redis.utils import HIREDIS_AVAILABLE
@@ -37,6 +38,12 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
         serializer = HiredisRespSerializer()
 
         def pack_command(self: Any, *args: Any) -> list[bytes]:
+            command = args[0]
+            if isinstance(command, str) and " " not in command:  # every command the worker sends
+                try:
+                    return [hiredis.pack_command(args)]
+                except TypeError:
+                    pass  # memoryviews and unsupported types: redis-py's way, with its DataError
             return serializer.pack(*args)  # type: ignore[no-any-return]
 
         packing = type(f"HiredisPacking{base.__name__}", (base,), {"pack_command": pack_command})

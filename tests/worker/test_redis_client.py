@@ -26,8 +26,10 @@ async def test_commands_scripts_and_pipelines_round_trip(service_urls: ServiceUr
             _, length = await pipe.execute()
         assert length == 1
         assert [group["name"] for group in await redis.xinfo_groups(stream)] == ["g"]
+        await redis.set(f"{stream}:view", memoryview(b"bytes as a view"))  # packed the slower way
+        assert await redis.get(f"{stream}:view") == "bytes as a view"
     finally:
-        await redis.delete(stream)
+        await redis.delete(stream, f"{stream}:view")
         await redis.aclose()
 
 
