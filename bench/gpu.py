@@ -209,10 +209,13 @@ async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> 
     inputs = [r.input_tokens for r in requests]
     try:
         await run_bare(engine, warm_up, in_flight)  # CUDA graphs, autotuning, allocator
-        elapsed, outcomes = await run_bare(engine, requests, in_flight)
-        result["bare"] = summarise(elapsed, outcomes, inputs)
-        elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight, profile_class(engine.tokenizer))
-        result["dragoman"] = summarise(elapsed, outcomes, inputs)
+        for phase in ("dragoman", "bare") if args.dragoman_first else ("bare", "dragoman"):
+            if phase == "bare":
+                elapsed, outcomes = await run_bare(engine, requests, in_flight)
+            else:
+                elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight,
+                                                          profile_class(engine.tokenizer))  # fmt: skip
+            result[phase] = summarise(elapsed, outcomes, inputs)
         static_requests = build_requests(
             engine, static_texts[: args.static_jobs], Settings(), profile_class(engine.tokenizer)
         )
@@ -256,6 +259,8 @@ def main() -> None:
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=True,
                         help="vLLM's engine metrics, as `dragoman worker` has them by default")  # fmt: skip
+    parser.add_argument("--dragoman-first", action="store_true",
+                        help="run the dragoman feed before the bare one (to see whether order matters)")  # fmt: skip
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     dummy = args.load_format == "dummy"
