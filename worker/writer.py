@@ -193,6 +193,7 @@ class ResultWriter:
             if acking is not None:
                 await asyncio.gather(asyncio.shield(acking), return_exceptions=True)
             await self._close_connection()
+
     def _drain(self, batch: list[JobResult | DeadLetter], limit: int) -> bool:
         """Move buffered results into ``batch``; return True if the close marker was reached."""
         while len(batch) < limit:
