@@ -183,8 +183,10 @@ class ResultWriter:
                     await asyncio.sleep(flush_s)
                     closing = self._drain(batch, batch_size)
                 # Separate tasks, so that cancelling this one cannot split a commit from its ack.
-                commit = asyncio.create_task(self._commit_batch(batch), name="dragoman-writer-commit")
-                previous, acking = acking, asyncio.create_task(self._ack_after(batch, commit, acking),
+                results = [item for item in batch if isinstance(item, JobResult)]
+                dead = [item for item in batch if isinstance(item, DeadLetter)]
+                commit = asyncio.create_task(self._commit(results, dead), name="dragoman-writer-commit")
+                previous, acking = acking, asyncio.create_task(self._ack_after(batch, results, dead, commit, acking),
                                                                name="dragoman-writer-ack")  # fmt: skip
                 await asyncio.shield(commit)
                 if previous is not None:  # at most two batches out of the buffer: bounded memory
@@ -206,15 +208,11 @@ class ResultWriter:
             batch.append(item)
         return False
 
-    async def _commit_batch(self, batch: Sequence[JobResult | DeadLetter]) -> tuple[list[JobEvent], set[str]]:
-        """Commit the batch's rows; return the events that match them and the ids written."""
-        results = [item for item in batch if isinstance(item, JobResult)]
-        dead = [item for item in batch if isinstance(item, DeadLetter)]
-        return await self._commit(results, dead)
-
     async def _ack_after(
         self,
         batch: Sequence[JobResult | DeadLetter],
+        results: list[JobResult],
+        dead: list[DeadLetter],
         commit: asyncio.Task[tuple[list[JobEvent], set[str]]],
         previous: asyncio.Task[None] | None,
     ) -> None:
@@ -222,8 +220,6 @@ class ResultWriter:
         events, written = await commit
         if previous is not None:
             await previous
-        results = [item for item in batch if isinstance(item, JobResult)]
-        dead = [item for item in batch if isinstance(item, DeadLetter)]
         parked = _parked_entries(results, dead, events)
         await self._acknowledge(batch, events, parked)
         self._held.difference_update(item.entry_id for item in batch)
