@@ -65,6 +65,15 @@ def _rows_done(pg: Any, ids: list[str]) -> int:
     return int(pg.execute("SELECT count(*) FROM jobs WHERE id = ANY(%s::uuid[])", (ids,)).fetchone()[0])
 
 
+def _wait_for_progress(pg: Any, ids: list[str], at_least: int, within: float = 60) -> int:
+    """Block until ``at_least`` rows are done, so a kill lands mid-run on a slow or a fast machine."""
+    deadline = time.monotonic() + within
+    while (done := _rows_done(pg, ids)) < at_least:
+        assert time.monotonic() < deadline, f"workers made no progress: {done} of {at_least} rows"
+        time.sleep(0.02)
+    return done
+
+
 def _assert_exactly_once(pg: Any, raw: redis.Redis, client: Client, ids: list[str], texts: list[str]) -> None:
     rows = pg.execute(
         "SELECT id::text, status, translated_text FROM jobs WHERE id = ANY(%s::uuid[])", (ids,)
@@ -90,7 +99,9 @@ def test_kill_dash_nine_repeatedly_while_2000_jobs_flow(
     progress = []
     for _ in range(4):
         worker = _spawn(settings, log)
-        time.sleep(rng.uniform(1.0, 2.0))
+        # Kill once this worker has committed something, at a random point of its run.
+        _wait_for_progress(pg, ids, (progress[-1] if progress else 0) + 20)
+        time.sleep(rng.uniform(0.0, 0.3))
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         progress.append(_rows_done(pg, ids))
@@ -113,7 +124,8 @@ def test_two_workers_one_killed_the_other_finishes_everything(
     log = tmp_path / "workers.log"
     doomed, survivor = _spawn(settings, log), _spawn(settings, log)
     try:
-        time.sleep(1.5)
+        # Not a fixed sleep: two workers can finish all 600 jobs in 1.5 s on a fast machine.
+        _wait_for_progress(pg, ids, 60)
         doomed.send_signal(signal.SIGKILL)
         doomed.wait()
         assert _rows_done(pg, ids) < 600
