@@ -53,6 +53,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tensor-parallel-size", type=int, default=defaults.tensor_parallel_size)
     parser.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=defaults.enforce_eager,
                         help="skip compilation and graph capture (fast start; default on)")  # fmt: skip
+    parser.add_argument("--max-cudagraph-capture-size", type=int, default=defaults.max_cudagraph_capture_size,
+                        help="largest engine step (tokens) run from a CUDA graph, with --no-enforce-eager "
+                             f"(default {defaults.max_cudagraph_capture_size}; 0: vLLM's own default)")  # fmt: skip
     parser.add_argument("--load-format", default=defaults.load_format, help="auto, safetensors, dummy, ...")
     parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=defaults.log_stats,
                         help="vLLM engine metrics on /metrics and its throughput log line (default on)")  # fmt: skip
@@ -69,6 +72,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         dtype=args.dtype,
         tensor_parallel_size=args.tensor_parallel_size,
         enforce_eager=args.enforce_eager,
+        max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
         load_format=args.load_format,
         log_stats=args.log_stats,
     )

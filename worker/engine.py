@@ -85,6 +85,12 @@ class EngineOptions:
     dtype: str = "auto"
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
+    # Largest step (in tokens) run from a CUDA graph; bigger steps run eagerly, one Python call per
+    # kernel. vLLM's default, min(2 x max_num_seqs, 512), leaves most steps of a continuously fed
+    # engine (every running decode plus new prompts) eager: on an H100 that cost 18% of the 8B
+    # shape's throughput at max_num_seqs 512 (bench/RESULTS.md). None: vLLM's default. Only
+    # matters with enforce_eager off; vLLM caps it at max_num_batched_tokens.
+    max_cudagraph_capture_size: int | None = 2048
     load_format: str = "auto"
     log_stats: bool = True  # vLLM's engine metrics (vllm:* on /metrics) and its periodic throughput log line
     ignore_eos: bool = False  # benchmarks with dummy weights: output lengths come from max_tokens alone

@@ -42,20 +42,7 @@ class VllmEngine:
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        kwargs: dict[str, Any] = {
-            "model": str(model_path),
-            "max_num_seqs": options.max_num_seqs,
-            "max_num_batched_tokens": options.max_num_batched_tokens,
-            "max_model_len": options.max_model_len,
-            "gpu_memory_utilization": options.gpu_memory_utilization,
-            "dtype": options.dtype,
-            "tensor_parallel_size": options.tensor_parallel_size,
-            "enforce_eager": options.enforce_eager,
-            "load_format": options.load_format,
-            "disable_log_stats": not options.log_stats,
-            **options.extra,
-        }
-        args = AsyncEngineArgs(**kwargs)
+        args = AsyncEngineArgs(**engine_arguments(model_path, options))
         llm = AsyncLLM.from_engine_args(args)
         tokenizer: Any = llm.get_tokenizer()
         if inspect.isawaitable(tokenizer):  # older vLLM releases made this a coroutine
@@ -78,6 +65,11 @@ class VllmEngine:
     def tokenizer(self) -> Tokenizer:
         """vLLM's tokenizer for the model."""
         return self._tokenizer
+
+    @property
+    def frontend(self) -> Any:
+        """vLLM's ``AsyncLLM`` itself, for benchmarks that read its state (requests it holds)."""
+        return self._llm
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         """Greedy-decode one request and return its final token ids."""
@@ -113,6 +105,28 @@ class VllmEngine:
             # AsyncLLM.__del__ shuts down a second time, and when that happens during interpreter
             # teardown the functions it calls are already gone (a TypeError traceback on exit).
             llm.__class__ = type("StoppedAsyncLLM", (type(llm),), {"__del__": lambda self: None})
+
+
+def engine_arguments(model_path: Path, options: EngineOptions) -> dict[str, Any]:
+    """vLLM's ``AsyncEngineArgs`` for ``options`` (``extra`` passes anything else through)."""
+    kwargs: dict[str, Any] = {
+        "model": str(model_path),
+        "max_num_seqs": options.max_num_seqs,
+        "max_num_batched_tokens": options.max_num_batched_tokens,
+        "max_model_len": options.max_model_len,
+        "gpu_memory_utilization": options.gpu_memory_utilization,
+        "dtype": options.dtype,
+        "tensor_parallel_size": options.tensor_parallel_size,
+        "enforce_eager": options.enforce_eager,
+        "load_format": options.load_format,
+        "disable_log_stats": not options.log_stats,
+        **options.extra,
+    }
+    if options.max_cudagraph_capture_size is not None and not options.enforce_eager:
+        compilation = dict(kwargs.get("compilation_config") or {})
+        compilation["max_cudagraph_capture_size"] = options.max_cudagraph_capture_size
+        kwargs["compilation_config"] = compilation
+    return kwargs
 
 
 def check_model_path(model_path: Path) -> None:
