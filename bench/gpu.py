@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.engine_trace import EngineTrace, py_spy
 from bench.servers import benchmark_servers
 from bench.workload import texts_of_lengths, token_lengths
 from producer.client import Client
@@ -97,14 +98,18 @@ async def _one(engine: VllmEngine, request: Request, tag: str) -> Outcome:
     return Outcome(time.perf_counter() - start, len(result.token_ids))
 
 
-async def run_bare(engine: VllmEngine, requests: list[Request], in_flight: int) -> tuple[float, list[Outcome]]:
-    """Feed every request continuously, never more than ``in_flight`` at once."""
+async def run_bare(
+    engine: VllmEngine, requests: list[Request], in_flight: int, done: list[int] | None = None
+) -> tuple[float, list[Outcome]]:
+    """Feed every request continuously, never more than ``in_flight`` at once (``done[0]`` counts)."""
     slots = asyncio.Semaphore(in_flight)
     outcomes: list[Outcome | None] = [None] * len(requests)
+    done = done if done is not None else [0]
 
     async def feed(request: Request) -> None:
         try:
             outcomes[request.index] = await _one(engine, request, "bare")
+            done[0] += 1
         finally:
             slots.release()
 
@@ -141,9 +146,15 @@ async def run_static(engine: VllmEngine, requests: list[Request]) -> tuple[float
 
 
 async def run_dragoman(
-    engine: VllmEngine, texts: list[str], urls: ServiceUrls, in_flight: int, profile: FewShotProfile
+    engine: VllmEngine,
+    texts: list[str],
+    urls: ServiceUrls,
+    in_flight: int,
+    profile: FewShotProfile,
+    done: list[int] | None = None,
 ) -> tuple[float, list[Outcome], list[int]]:
     """Submit every job to Redis, run the worker on ``engine``, wait for the last committed row."""
+    done = done if done is not None else [0]
     settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url, output_tokens_ratio=OUTPUT_RATIO,
                         key_prefix=f"bench-{uuid.uuid4().hex[:8]}")  # fmt: skip
     worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
@@ -152,7 +163,8 @@ async def run_dragoman(
     with Client(settings) as client:
         start = time.perf_counter()
         ids = await asyncio.to_thread(client.submit_many, [TranslationRequest(t, "en", "fr") for t in texts])
-        while worker.writer.stats.rows < len(texts):
+        while (rows := worker.writer.stats.rows) < len(texts):
+            done[0] = rows
             await asyncio.sleep(0.01)
         elapsed = time.perf_counter() - start
         await worker.stop()
@@ -192,7 +204,9 @@ def start_engine(model: Path, options: EngineOptions) -> tuple[VllmEngine, float
 
 async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> dict[str, Any]:
     """The three feeds on one engine, the ratios, then the sweep on fresh engines."""
-    result: dict[str, Any] = {"model": args.model.name, "workload": args.workload, "load_format": args.load_format}
+    result: dict[str, Any] = {"model": args.model.name, "workload": args.workload, "load_format": args.load_format,
+                              "max_num_seqs": args.max_num_seqs,
+                              "max_cudagraph_capture_size": args.max_cudagraph_capture_size}  # fmt: skip
     engine, started_s = start_engine(args.model, options(args.max_num_seqs))
     result["engine_start_s"] = started_s
     freeze_startup_heap()  # as `dragoman worker` does once its engine is up
@@ -210,12 +224,18 @@ async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> 
     try:
         await run_bare(engine, warm_up, in_flight)  # CUDA graphs, autotuning, allocator
         for phase in ("dragoman", "bare") if args.dragoman_first else ("bare", "dragoman"):
-            if phase == "bare":
-                elapsed, outcomes = await run_bare(engine, requests, in_flight)
-            else:
-                elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight,
-                                                          profile_class(engine.tokenizer))  # fmt: skip
-            result[phase] = summarise(elapsed, outcomes, inputs)
+            done = [0]
+            trace = EngineTrace(engine.frontend, done)
+            with py_spy(args.py_spy, f"{args.model.name}-{args.max_num_seqs}-{phase}"):
+                async with trace.running():
+                    if phase == "bare":
+                        elapsed, outcomes = await run_bare(engine, requests, in_flight, done)
+                    else:
+                        elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight,
+                                                                  profile_class(engine.tokenizer), done)  # fmt: skip
+            result[phase] = summarise(elapsed, outcomes, inputs) | {"trace_means": trace.summary()}
+            result.setdefault("traces", {})[phase] = trace.samples
+            print(phase, json.dumps(result[phase]), flush=True)
         static_requests = build_requests(
             engine, static_texts[: args.static_jobs], Settings(), profile_class(engine.tokenizer)
         )
@@ -227,7 +247,7 @@ async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> 
         "dragoman_vs_bare": round(result["dragoman"]["jobs_per_s"] / result["bare"]["jobs_per_s"], 3),
         "dragoman_vs_static16": round(result["dragoman"]["jobs_per_s"] / result["static16"]["jobs_per_s"], 2),
     }
-    print(json.dumps({k: result[k] for k in ("bare", "dragoman", "static16", "ratios")}), flush=True)
+    print(json.dumps({k: result[k] for k in ("static16", "ratios")}), flush=True)
     result["sweep"] = []
     for value in [int(v) for v in args.sweep.split(",") if v.strip()]:
         engine, started_s = start_engine(args.model, options(value))
@@ -257,10 +277,14 @@ def main() -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--enforce-eager", action="store_true")
+    parser.add_argument("--max-cudagraph-capture-size", type=int, default=EngineOptions().max_cudagraph_capture_size,
+                        help="as `dragoman worker` (default %(default)s; 0: vLLM's, min(2 x seqs, 512))")  # fmt: skip
     parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=True,
                         help="vLLM's engine metrics, as `dragoman worker` has them by default")  # fmt: skip
     parser.add_argument("--dragoman-first", action="store_true",
                         help="run the dragoman feed before the bare one (to see whether order matters)")  # fmt: skip
+    parser.add_argument("--py-spy", type=Path, metavar="DIR",
+                        help="record each continuous feed with py-spy (this process and vLLM's) into DIR")  # fmt: skip
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     dummy = args.load_format == "dummy"
@@ -268,6 +292,7 @@ def main() -> None:
     def options(max_num_seqs: int) -> EngineOptions:
         return EngineOptions(max_num_seqs=max_num_seqs, max_model_len=args.max_model_len, load_format=args.load_format,
                              gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
+                             max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
                              ignore_eos=dummy, log_stats=args.log_stats)  # fmt: skip
 
     with benchmark_servers() as urls:
