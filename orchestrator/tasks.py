@@ -6,11 +6,11 @@ outcome is the same; the database row decides whether there is anything left to 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from typing import Any
 
+import msgspec
 from rq import Callback, Queue, Retry
 from rq.job import Job as RqJob
 
@@ -81,7 +81,7 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], so
             pipe.expire(keys.group(document_id), ctx.settings.state_ttl_seconds)
             pipe.execute()
         specs = [
-            dataclasses.replace(
+            msgspec.structs.replace(
                 build_job_spec(job_id_for(document_id, i), segment.text, source, target,
                                max_chars=ctx.settings.max_text_chars, metadata={"segment": i}),
                 document_id=document_id, sequence=i,

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from producer.errors import DragomanError, InvalidJobError, JobNotFoundError
 from producer.schemas import JobSpec, build_job_spec
 
@@ -175,13 +177,13 @@ def _line_spec(
                               metadata={**metadata, "custom_id": custom_id})  # fmt: skip
     except InvalidJobError as exc:
         raise InvalidRunFileError(f"line {number} ({custom_id}): {exc}") from None
-    return dataclasses.replace(spec, batch_id=group_id, sequence=sequence)
+    return msgspec.structs.replace(spec, batch_id=group_id, sequence=sequence)
 
 
 def number_jobs(specs: Iterator[JobSpec], group_id: str) -> Iterator[JobSpec]:
     """Give each job its sequence number and the id derived from it."""
     for sequence, spec in enumerate(specs):
-        yield dataclasses.replace(spec, job_id=job_id_for(group_id, sequence), sequence=sequence)
+        yield msgspec.structs.replace(spec, job_id=job_id_for(group_id, sequence), sequence=sequence)
 
 
 def progress(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel, ConfigDict
 
 from producer.errors import EmptyTextError, InvalidJobError, InvalidMetadataError, TextTooLongError
@@ -44,16 +45,20 @@ class TranslationRequest:
     idempotency_key: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """A validated job: exactly what travels in a stream entry's payload."""
+class JobSpec(msgspec.Struct, frozen=True):
+    """A validated job: exactly what travels in a stream entry's payload.
+
+    A frozen ``msgspec.Struct`` rather than a frozen dataclass: the worker builds one per job,
+    and a frozen dataclass's ``__init__`` cost about 2 µs of its ~100 µs per job.
+    ``msgspec.structs.replace`` derives a changed copy.
+    """
 
     job_id: str
     text: str
     source_lang: str
     target_lang: str
     created_at: float
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     batch_id: str | None = None
     document_id: str | None = None
     sequence: int | None = None

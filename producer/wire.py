@@ -23,7 +23,6 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -146,8 +145,7 @@ def _optional_int(payload: Mapping[str, Any], name: str) -> int | None:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class JobEvent:
+class JobEvent(msgspec.Struct, frozen=True):
     """A completion event: published once a job's final row is committed."""
 
     job_id: str

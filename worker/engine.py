@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 
 class Tokenizer(Protocol):
     """The slice of a Hugging Face tokenizer the worker uses."""
@@ -27,8 +29,7 @@ class Tokenizer(Protocol):
         """Text of ``token_ids``."""
 
 
-@dataclass(frozen=True, slots=True)
-class GenerationRequest:
+class GenerationRequest(msgspec.Struct, frozen=True):
     """One tokenised prompt for the engine."""
 
     request_id: str
@@ -37,8 +38,7 @@ class GenerationRequest:
     stop_token_ids: Sequence[int] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class GenerationResult:
+class GenerationResult(msgspec.Struct, frozen=True):
     """The engine's final output for one request (token ids; decoding is the caller's job)."""
 
     token_ids: Sequence[int]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from producer.schemas import JobSpec, JobStatus
 
 
-@dataclass(frozen=True, slots=True)
-class JobResult:
-    """The final outcome of one job, tied to the stream entry that delivered it."""
+class JobResult(msgspec.Struct, frozen=True):
+    """The final outcome of one job, tied to the stream entry that delivered it (one per job: a Struct, built in C)."""
 
     entry_id: str
     spec: JobSpec
@@ -25,8 +24,7 @@ class JobResult:
     dead_letter: bool = False  # also park a copy in the dead-letter stream (a job that keeps failing)
 
 
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
+class DeadLetter(msgspec.Struct, frozen=True):
     """A stream entry that cannot be run (malformed): failed by id if it has one, then parked."""
 
     entry_id: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from producer.errors import InputTooLongError
 from producer.schemas import JobSpec
@@ -10,8 +10,7 @@ from worker.engine import GenerationRequest, TranslationEngine
 from worker.profiles import PromptProfile
 
 
-@dataclass(frozen=True, slots=True)
-class Translation:
+class Translation(msgspec.Struct, frozen=True):
     """The translated text and the token counts recorded with it."""
 
     text: str
