@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import psycopg
 import redis.asyncio as aioredis
+from psycopg.types.json import Json
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -144,7 +145,10 @@ class ResultWriter:
     async def put(self, result: JobResult | DeadLetter) -> None:
         """Hand over a finished job; waits while the buffer is full."""
         self._held.add(result.entry_id)
-        await self._queue.put(result)
+        try:
+            self._queue.put_nowait(result)  # the usual case, without a coroutine per job
+        except asyncio.QueueFull:
+            await self._queue.put(result)
 
     def held_entry_ids(self) -> list[str]:
         """Stream entries whose results are buffered or being written (not acknowledged yet)."""
@@ -263,7 +267,8 @@ class ResultWriter:
         conn = await self._connection()
         records = _records(rows, failed)
         async with conn.transaction():
-            cursor = await conn.execute(UPSERT_SQL, (_encode_rows(records).decode(),), binary=True)
+            # Json with msgspec's encoder: its bytes go to the server as they are (no str round trip).
+            cursor = await conn.execute(UPSERT_SQL, (Json(records, dumps=_encode_rows),), binary=True)
             written = {row[0] for row in await cursor.fetchall()}
             skipped = [record.id for record in records if record.id not in written]
             existing = []
