@@ -53,12 +53,24 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tensor-parallel-size", type=int, default=defaults.tensor_parallel_size)
     parser.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=defaults.enforce_eager,
                         help="skip compilation and graph capture (fast start; default on)")  # fmt: skip
-    parser.add_argument("--max-cudagraph-capture-size", type=int, default=defaults.max_cudagraph_capture_size,
+    parser.add_argument("--max-cudagraph-capture-size", type=_tokens_or_zero,
+                        default=defaults.max_cudagraph_capture_size,
                         help="largest engine step (tokens) run from a CUDA graph, with --no-enforce-eager "
                              f"(default {defaults.max_cudagraph_capture_size}; 0: vLLM's own default)")  # fmt: skip
     parser.add_argument("--load-format", default=defaults.load_format, help="auto, safetensors, dummy, ...")
     parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=defaults.log_stats,
                         help="vLLM engine metrics on /metrics and its throughput log line (default on)")  # fmt: skip
+
+
+def _tokens_or_zero(value: str) -> int:
+    """A token count for the command line: a whole number, 0 or more (argparse shows the error)."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, got {value!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (vLLM's default) or a positive number of tokens, got {count}")
+    return count
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:

@@ -6,6 +6,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from worker.cli import add_engine_arguments, engine_options
 from worker.engine import EngineOptions
 from worker.vllm_engine import engine_arguments
@@ -46,3 +48,13 @@ def test_capture_size_joins_a_compilation_config_given_in_extra() -> None:
     assert kwargs["compilation_config"] == {"cudagraph_mode": "PIECEWISE", "max_cudagraph_capture_size": 1024}
     assert options.extra["compilation_config"] == {"cudagraph_mode": "PIECEWISE"}  # the caller's dict is not changed
     assert kwargs["model"] == "m" and kwargs["disable_log_stats"] is False
+
+
+@pytest.mark.parametrize("value", ["-1", "big"])
+def test_a_capture_size_that_is_not_a_token_count_is_refused_with_the_reason(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _parse("--no-enforce-eager", "--max-cudagraph-capture-size", value)
+    assert exit_info.value.code == 2
+    assert "--max-cudagraph-capture-size" in capsys.readouterr().err
