@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -107,38 +107,43 @@ class EngineTrace:
 def _py_spy_binary() -> str:
     """py-spy on PATH, beside this Python, or in the ``bin`` of a ``pip install --target`` folder."""
     found = shutil.which("py-spy")
-    candidates = [Path(sys.executable).parent, *(Path(entry) / "bin" for entry in sys.path if entry)]
-    for folder in candidates:
-        if found is None and (folder / "py-spy").is_file():
-            found = str(folder / "py-spy")
-    return found or "py-spy"
+    if found is not None:
+        return found
+    for folder in [Path(sys.executable).parent, *(Path(entry) / "bin" for entry in sys.path if entry)]:
+        if (folder / "py-spy").is_file():
+            return str(folder / "py-spy")
+    return "py-spy"
 
 
-@contextlib.contextmanager
-def py_spy(out: Path | None, name: str) -> Iterator[None]:
-    """Record this process and its children with py-spy (raw collapsed stacks) while the body runs.
-
-    Does nothing without ``out`` or when py-spy is missing or not allowed to attach.
-    """
-    if out is None:
-        yield
-        return
+def _start_py_spy(out: Path, name: str) -> subprocess.Popen[bytes] | None:
+    """Start py-spy on this process and its children, its messages in ``out/name.log``; None if it cannot run."""
     out.mkdir(parents=True, exist_ok=True)
     command = [_py_spy_binary(), "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", "100",
                "--format", "raw", "--output", str(out / f"{name}.txt"), "--nonblocking"]  # fmt: skip
     with open(out / f"{name}.log", "w") as log:
         try:
-            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+            return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
         except OSError as exc:
             print(f"py-spy not started: {exc}", flush=True)
-            yield
-            return
+            return None
+
+
+@contextlib.asynccontextmanager
+async def py_spy(out: Path | None, name: str) -> AsyncIterator[None]:
+    """Record this process and its children with py-spy (raw collapsed stacks) while the body runs.
+
+    Does nothing without ``out`` or when py-spy is missing or not allowed to attach.
+    """
+    process = None if out is None else await asyncio.to_thread(_start_py_spy, out, name)
+    if process is None:
+        yield
+        return
+    try:
+        await asyncio.sleep(1.0)  # attach before the phase starts (the engine's loop keeps running)
+        yield
+    finally:
+        process.send_signal(signal.SIGINT)
         try:
-            time.sleep(1.0)  # attach before the phase starts
-            yield
-        finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            await asyncio.to_thread(process.wait, 60)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -226,13 +226,12 @@ async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> 
         for phase in ("dragoman", "bare") if args.dragoman_first else ("bare", "dragoman"):
             done = [0]
             trace = EngineTrace(engine.frontend, done)
-            with py_spy(args.py_spy, f"{args.model.name}-{args.max_num_seqs}-{phase}"):
-                async with trace.running():
-                    if phase == "bare":
-                        elapsed, outcomes = await run_bare(engine, requests, in_flight, done)
-                    else:
-                        elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight,
-                                                                  profile_class(engine.tokenizer), done)  # fmt: skip
+            async with py_spy(args.py_spy, f"{args.model.name}-{args.max_num_seqs}-{phase}"), trace.running():
+                if phase == "bare":
+                    elapsed, outcomes = await run_bare(engine, requests, in_flight, done)
+                else:
+                    elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight,
+                                                              profile_class(engine.tokenizer), done)  # fmt: skip
             result[phase] = summarise(elapsed, outcomes, inputs) | {"trace_means": trace.summary()}
             result.setdefault("traces", {})[phase] = trace.samples
             print(phase, json.dumps(result[phase]), flush=True)
