@@ -24,7 +24,8 @@ demo: $(STAMP)
 	$(BIN)/dragoman demo
 
 test: $(STAMP)
-	$(BIN)/ruff check producer worker orchestrator migrations tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 	$(BIN)/pytest -m e2e

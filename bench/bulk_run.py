@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.servers import benchmark_servers
+from contract.settings import Settings
 from producer.client import Client
-from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 from worker.runtime import run_event_loop
@@ -46,8 +46,9 @@ def write_run_file(path: Path, lines: int) -> None:
 
 
 def _start_orchestrator(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "producer.cli", "rq-worker"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "rq-worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def _traced_submit_peak(settings: Settings, path: Path) -> int:
@@ -68,16 +69,30 @@ def _export(client: Client, run_id: str, path: Path) -> int:
 async def measure(lines: int) -> dict[str, Any]:
     """Run the benchmark once against fresh (or configured) servers."""
     with benchmark_servers() as urls, tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url, metrics_enabled=False,
-                            key_prefix=f"bench-{uuid.uuid4().hex[:8]}")  # fmt: skip
+        settings = Settings(
+            redis_url=urls.redis_url,
+            database_url=urls.database_url,
+            metrics_enabled=False,
+            key_prefix=f"bench-{uuid.uuid4().hex[:8]}",
+        )
         path = Path(tmp) / "run.jsonl"
         write_run_file(path, lines)
-        env = {**os.environ, "DRAGOMAN_REDIS_URL": urls.redis_url, "DRAGOMAN_DATABASE_URL": urls.database_url,
-               "DRAGOMAN_KEY_PREFIX": settings.key_prefix}  # fmt: skip
+        env = {
+            **os.environ,
+            "DRAGOMAN_REDIS_URL": urls.redis_url,
+            "DRAGOMAN_DATABASE_URL": urls.database_url,
+            "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+        }
         orchestrator = await asyncio.to_thread(_start_orchestrator, env)
         engine = DeterministicEngine()
-        worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                        profile=IdentityProfile(engine.tokenizer), max_in_flight=512)  # fmt: skip
+        worker = Worker(
+            settings,
+            redis_url=urls.redis_url,
+            database_url=urls.database_url,
+            engine=engine,
+            profile=IdentityProfile(engine.tokenizer),
+            max_in_flight=512,
+        )
         try:
             with Client(settings) as client:
                 # 1. Submit alone (no worker competing for this process): the rate, then, traced (which
@@ -120,8 +135,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/bulk-run.json"))
     args = parser.parse_args()
     results = [run_event_loop(measure(n)) for n in args.lines]
-    report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-              "command": "python -m bench.bulk_run " + " ".join(sys.argv[1:]), "results": results}  # fmt: skip
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "command": "python -m bench.bulk_run " + " ".join(sys.argv[1:]),
+        "results": results,
+    }
     print(json.dumps(report, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -47,8 +47,11 @@ def _vllm_gauges() -> dict[str, float]:
     """Sum of vLLM's scheduler gauges over all engines, from this process's Prometheus registry."""
     from prometheus_client import REGISTRY
 
-    wanted = {"vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
-              "vllm:kv_cache_usage_perc": "kv_cache"}  # fmt: skip
+    wanted = {
+        "vllm:num_requests_running": "running",
+        "vllm:num_requests_waiting": "waiting",
+        "vllm:kv_cache_usage_perc": "kv_cache",
+    }
     values = dict.fromkeys(wanted.values(), 0.0)
     for family in REGISTRY.collect():
         name = wanted.get(family.name)
@@ -76,14 +79,16 @@ class EngineTrace:
             own, kids = _cpu_seconds(pid), {c: _cpu_seconds(c) for c in _children(pid)}
             wall = now - last_wall
             busiest_kid = max((kids[c] - last_kids.get(c, kids[c]) for c in kids), default=0.0)
-            self.samples.append({
-                "t": round(now - start, 2),
-                "done": self._done[0],
-                "frontend_unfinished": self._frontend.output_processor.get_num_unfinished_requests(),
-                **_vllm_gauges(),
-                "frontend_cpu": round((own - last_own) / wall, 3),
-                "engine_core_cpu": round(busiest_kid / wall, 3),
-            })  # fmt: skip
+            self.samples.append(
+                {
+                    "t": round(now - start, 2),
+                    "done": self._done[0],
+                    "frontend_unfinished": self._frontend.output_processor.get_num_unfinished_requests(),
+                    **_vllm_gauges(),
+                    "frontend_cpu": round((own - last_own) / wall, 3),
+                    "engine_core_cpu": round(busiest_kid / wall, 3),
+                }
+            )
             last_wall, last_own, last_kids = now, own, kids
 
     def summary(self) -> dict[str, float]:
@@ -118,8 +123,20 @@ def _py_spy_binary() -> str:
 def _start_py_spy(out: Path, name: str) -> subprocess.Popen[bytes] | None:
     """Start py-spy on this process and its children, its messages in ``out/name.log``; None if it cannot run."""
     out.mkdir(parents=True, exist_ok=True)
-    command = [_py_spy_binary(), "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", "100",
-               "--format", "raw", "--output", str(out / f"{name}.txt"), "--nonblocking"]  # fmt: skip
+    command = [
+        _py_spy_binary(),
+        "record",
+        "--pid",
+        str(os.getpid()),
+        "--subprocesses",
+        "--rate",
+        "100",
+        "--format",
+        "raw",
+        "--output",
+        str(out / f"{name}.txt"),
+        "--nonblocking",
+    ]
     with open(out / f"{name}.log", "w") as log:
         try:
             return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)

@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.servers import benchmark_servers
+from contract.schemas import TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.schemas import TranslationRequest
-from producer.services import ServiceUrls
-from producer.settings import Settings
 
-WORDS = ("the quick brown fox jumps over a lazy dog while our team ships the new release to every "
-         "customer before the end of the quarter").split()  # fmt: skip
+WORDS = (
+    "the quick brown fox jumps over a lazy dog while our team ships the new release to every "
+    "customer before the end of the quarter"
+).split()
 
 
 def workload(count: int, seed: int = 1) -> list[TranslationRequest]:
@@ -39,8 +41,9 @@ def workload(count: int, seed: int = 1) -> list[TranslationRequest]:
 
 def measure(urls: ServiceUrls, jobs: int, single: int) -> dict[str, Any]:
     """Enqueue ``jobs`` with submit_many and ``single`` with submit; return rates."""
-    settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url,
-                        key_prefix=f"bench-{uuid.uuid4().hex[:8]}")  # fmt: skip
+    settings = Settings(
+        redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=f"bench-{uuid.uuid4().hex[:8]}"
+    )
     items = workload(jobs)
     with Client(settings) as client:
         start = time.perf_counter()
@@ -77,10 +80,14 @@ def main() -> None:
     with benchmark_servers() as urls:
         result = measure(urls, args.jobs, args.single)
     result |= {"python": platform.python_version(), "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M")}
-    print(f"submit_many: {result['submit_many_jobs']:,} jobs in {result['submit_many_seconds']} s "
-          f"= {result['submit_many_jobs_per_s']:,} jobs/s")  # fmt: skip
-    print(f"submit:      {result['submit_jobs']:,} jobs in {result['submit_seconds']} s "
-          f"= {result['submit_jobs_per_s']:,} jobs/s")  # fmt: skip
+    print(
+        f"submit_many: {result['submit_many_jobs']:,} jobs in {result['submit_many_seconds']} s "
+        f"= {result['submit_many_jobs_per_s']:,} jobs/s"
+    )
+    print(
+        f"submit:      {result['submit_jobs']:,} jobs in {result['submit_seconds']} s "
+        f"= {result['submit_jobs_per_s']:,} jobs/s"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
 

@@ -30,10 +30,10 @@ from typing import Any
 from bench.engine_trace import EngineTrace, py_spy
 from bench.servers import benchmark_servers
 from bench.workload import texts_of_lengths, token_lengths
+from contract.schemas import JobSpec, TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.schemas import JobSpec, TranslationRequest
-from producer.services import ServiceUrls
-from producer.settings import Settings
 from worker.engine import EngineOptions, GenerationRequest
 from worker.profiles import FewShotProfile
 from worker.runtime import freeze_startup_heap, run_event_loop
@@ -155,10 +155,20 @@ async def run_dragoman(
 ) -> tuple[float, list[Outcome], list[int]]:
     """Submit every job to Redis, run the worker on ``engine``, wait for the last committed row."""
     done = done if done is not None else [0]
-    settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url, output_tokens_ratio=OUTPUT_RATIO,
-                        key_prefix=f"bench-{uuid.uuid4().hex[:8]}")  # fmt: skip
-    worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                    profile=profile, max_in_flight=in_flight)  # fmt: skip
+    settings = Settings(
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        output_tokens_ratio=OUTPUT_RATIO,
+        key_prefix=f"bench-{uuid.uuid4().hex[:8]}",
+    )
+    worker = Worker(
+        settings,
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        engine=engine,
+        profile=profile,
+        max_in_flight=in_flight,
+    )
     await worker.start()
     with Client(settings) as client:
         start = time.perf_counter()
@@ -204,9 +214,13 @@ def start_engine(model: Path, options: EngineOptions) -> tuple[VllmEngine, float
 
 async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> dict[str, Any]:
     """The three feeds on one engine, the ratios, then the sweep on fresh engines."""
-    result: dict[str, Any] = {"model": args.model.name, "workload": args.workload, "load_format": args.load_format,
-                              "max_num_seqs": args.max_num_seqs,
-                              "max_cudagraph_capture_size": args.max_cudagraph_capture_size}  # fmt: skip
+    result: dict[str, Any] = {
+        "model": args.model.name,
+        "workload": args.workload,
+        "load_format": args.load_format,
+        "max_num_seqs": args.max_num_seqs,
+        "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
+    }
     engine, started_s = start_engine(args.model, options(args.max_num_seqs))
     result["engine_start_s"] = started_s
     freeze_startup_heap()  # as `dragoman worker` does once its engine is up
@@ -230,8 +244,9 @@ async def run_all(args: argparse.Namespace, options: Any, urls: ServiceUrls) -> 
                 if phase == "bare":
                     elapsed, outcomes = await run_bare(engine, requests, in_flight, done)
                 else:
-                    elapsed, outcomes, _ = await run_dragoman(engine, texts, urls, in_flight,
-                                                              profile_class(engine.tokenizer), done)  # fmt: skip
+                    elapsed, outcomes, _ = await run_dragoman(
+                        engine, texts, urls, in_flight, profile_class(engine.tokenizer), done
+                    )
             result[phase] = summarise(elapsed, outcomes, inputs) | {"trace_means": trace.summary()}
             result.setdefault("traces", {})[phase] = trace.samples
             print(phase, json.dumps(result[phase]), flush=True)
@@ -276,23 +291,44 @@ def main() -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--enforce-eager", action="store_true")
-    parser.add_argument("--max-cudagraph-capture-size", type=int, default=EngineOptions().max_cudagraph_capture_size,
-                        help="as `dragoman worker` (default %(default)s; 0: vLLM's, min(2 x seqs, 512))")  # fmt: skip
-    parser.add_argument("--log-stats", action=argparse.BooleanOptionalAction, default=True,
-                        help="vLLM's engine metrics, as `dragoman worker` has them by default")  # fmt: skip
-    parser.add_argument("--dragoman-first", action="store_true",
-                        help="run the dragoman feed before the bare one (to see whether order matters)")  # fmt: skip
-    parser.add_argument("--py-spy", type=Path, metavar="DIR",
-                        help="record each continuous feed with py-spy (this process and vLLM's) into DIR")  # fmt: skip
+    parser.add_argument(
+        "--max-cudagraph-capture-size",
+        type=int,
+        default=EngineOptions().max_cudagraph_capture_size,
+        help="as `dragoman worker` (default %(default)s; 0: vLLM's, min(2 x seqs, 512))",
+    )
+    parser.add_argument(
+        "--log-stats",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="vLLM's engine metrics, as `dragoman worker` has them by default",
+    )
+    parser.add_argument(
+        "--dragoman-first",
+        action="store_true",
+        help="run the dragoman feed before the bare one (to see whether order matters)",
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="DIR",
+        help="record each continuous feed with py-spy (this process and vLLM's) into DIR",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     dummy = args.load_format == "dummy"
 
     def options(max_num_seqs: int) -> EngineOptions:
-        return EngineOptions(max_num_seqs=max_num_seqs, max_model_len=args.max_model_len, load_format=args.load_format,
-                             gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
-                             max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
-                             ignore_eos=dummy, log_stats=args.log_stats)  # fmt: skip
+        return EngineOptions(
+            max_num_seqs=max_num_seqs,
+            max_model_len=args.max_model_len,
+            load_format=args.load_format,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            enforce_eager=args.enforce_eager,
+            max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
+            ignore_eos=dummy,
+            log_stats=args.log_stats,
+        )
 
     with benchmark_servers() as urls:
         # One event loop for everything: AsyncLLM's output handler lives on the loop of its first request.
@@ -300,8 +336,10 @@ def main() -> None:
     for name in ("bare", "dragoman", "static16"):
         r = result[name]
         short = r["shortest_quarter_latency_s"]["p50"]
-        print(f"{name:>9}: {r['jobs_per_s']:8.2f} jobs/s {r['output_tokens_per_s']:9.1f} tok/s  "
-              f"p50 {r['latency_s']['p50']}s  shortest-quarter p50 {short}s")  # fmt: skip
+        print(
+            f"{name:>9}: {r['jobs_per_s']:8.2f} jobs/s {r['output_tokens_per_s']:9.1f} tok/s  "
+            f"p50 {r['latency_s']['p50']}s  shortest-quarter p50 {short}s"
+        )
     print(f"ratios: {result['ratios']}  engine start {result['engine_start_s']}s")
     out = args.out or Path(f"bench/out/gpu-{args.model.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

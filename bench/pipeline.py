@@ -31,10 +31,10 @@ import redis.asyncio as aioredis
 
 from bench.enqueue import workload
 from bench.servers import benchmark_servers
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.database import libpq_url
-from producer.services import ServiceUrls
-from producer.settings import Settings
+from storage.database import libpq_url
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 from worker.runtime import freeze_startup_heap, run_event_loop
@@ -46,14 +46,21 @@ def noop() -> None:
 
 
 def _settings(urls: ServiceUrls) -> Settings:
-    return Settings(redis_url=urls.redis_url, database_url=urls.database_url,
-                    key_prefix=f"bench-{uuid.uuid4().hex[:8]}")  # fmt: skip
+    return Settings(
+        redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=f"bench-{uuid.uuid4().hex[:8]}"
+    )
 
 
 async def _run_worker(settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int) -> float:
     engine = DeterministicEngine()
-    worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                    profile=IdentityProfile(engine.tokenizer), max_in_flight=max_in_flight)  # fmt: skip
+    worker = Worker(
+        settings,
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        engine=engine,
+        profile=IdentityProfile(engine.tokenizer),
+        max_in_flight=max_in_flight,
+    )
     start = time.perf_counter()
     await worker.start()
     while worker.writer.stats.rows < jobs:
@@ -143,9 +150,29 @@ def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[s
     with psycopg.connect(libpq_url(urls.database_url), autocommit=True) as conn:
         begin = time.perf_counter()
         for start in range(0, rows, batch):
-            records = [RowRecord(str(uuid.uuid4()), "succeeded", "en", "fr", text, text, None, 1, "bench", 10, 10,
-                                 now, now, now, {"n": 1}, None, None, None)
-                       for text in texts[start : start + batch]]  # fmt: skip
+            records = [
+                RowRecord(
+                    str(uuid.uuid4()),
+                    "succeeded",
+                    "en",
+                    "fr",
+                    text,
+                    text,
+                    None,
+                    1,
+                    "bench",
+                    10,
+                    10,
+                    now,
+                    now,
+                    now,
+                    {"n": 1},
+                    None,
+                    None,
+                    None,
+                )
+                for text in texts[start : start + batch]
+            ]
             with conn.transaction():
                 conn.execute(UPSERT_SQL, (encode(records).decode(),), binary=True).fetchall()
         elapsed = time.perf_counter() - begin
@@ -175,8 +202,11 @@ def main() -> None:
         "dragoman_vs_raw_streams": round(d["jobs_per_s"] / result["raw_streams"]["entries_per_s"], 3),
         "dragoman_vs_raw_postgres": round(d["jobs_per_s"] / result["raw_postgres"]["rows_per_s"], 3),
     }
-    result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(),
-                         "when": time.strftime("%Y-%m-%d %H:%M")}  # fmt: skip
+    result["machine"] = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }
     print(f"dragoman end to end (zero-cost engine): {d['jobs']:,} jobs, {d['jobs_per_s']:,} jobs/s")
     print(f"producer submit_many:                   {d['enqueue_jobs_per_s']:,} jobs/s")
     print(f"RQ SimpleWorker, no-op jobs:            {rq_['jobs']:,} jobs, {rq_['jobs_per_s']:,} jobs/s")

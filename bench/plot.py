@@ -1,7 +1,7 @@
 """PNG plots of the committed GPU results: jobs/s against max_num_seqs, and latency percentiles per mode.
 
-    pip install matplotlib   # not part of the install: only this script needs it
-    python -m bench.plot [--results bench/results] [--out bench/results]
+pip install matplotlib   # not part of the install: only this script needs it
+python -m bench.plot [--results bench/results] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from typing import Any
 # bench/gpu.py measures latency from the moment a job is handed to the engine: the continuous feeds
 # hand over up to 512 jobs for 256 slots (half wait inside vLLM), a static batch only its 16;
 # the wait before the hand-over (for a batch, or for an in-flight slot) is in neither.
-MODES = (("bare", "bare engine (ceiling)"), ("dragoman", "dragoman end to end"),
-         ("static16", "static batches of 16\n(only 16 handed over at a time)"))  # fmt: skip
+MODES = (
+    ("bare", "bare engine (ceiling)"),
+    ("dragoman", "dragoman end to end"),
+    ("static16", "static batches of 16\n(only 16 handed over at a time)"),
+)
 
 
 def plot_sweep(result: dict[str, Any], out: Path, name: str) -> Path:
@@ -46,8 +49,10 @@ def plot_latency(result: dict[str, Any], out: Path, name: str) -> Path:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), dpi=110, sharey=True)
-    panels = ((axes[0], "latency_s", "all jobs"),
-              (axes[1], "shortest_quarter_latency_s", "shortest quarter (head-of-line blocking)"))  # fmt: skip
+    panels = (
+        (axes[0], "latency_s", "all jobs"),
+        (axes[1], "shortest_quarter_latency_s", "shortest quarter (head-of-line blocking)"),
+    )
     for ax, key, title in panels:
         width = 0.25
         for i, (mode, label) in enumerate(MODES):
@@ -58,8 +63,10 @@ def plot_latency(result: dict[str, Any], out: Path, name: str) -> Path:
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("seconds, handed to engine -> result")
     axes[1].legend(fontsize=8)
-    fig.suptitle(f"{result['model']}, {result.get('workload', 'realistic')} workload: latency, "
-                 f"{result['dragoman']['jobs']} jobs (H100)")
+    fig.suptitle(
+        f"{result['model']}, {result.get('workload', 'realistic')} workload: latency, "
+        f"{result['dragoman']['jobs']} jobs (H100)"
+    )
     fig.tight_layout()
     path = out / f"{name}-latency.png"
     fig.savefig(path)

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from producer.database import upgrade_database
-from producer.services import EmbeddedServices, ServiceUrls
+from contract.services import EmbeddedServices, ServiceUrls
+from storage.database import upgrade_database
 
 
 @contextmanager

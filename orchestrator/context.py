@@ -9,10 +9,10 @@ from typing import Any
 
 import redis
 
-from producer.database import libpq_url
-from producer.keys import RedisKeys
-from producer.services import resolve_urls
-from producer.settings import Settings
+from contract.keys import RedisKeys
+from contract.services import resolve_urls
+from contract.settings import Settings
+from storage.database import libpq_url
 
 
 @dataclass(frozen=True, slots=True)

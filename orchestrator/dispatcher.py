@@ -31,8 +31,9 @@ class CompletionDispatcher:
     def ensure_group(self) -> None:
         """Create the consumer group on the completions stream (from its start) if needed."""
         try:
-            self._redis.xgroup_create(self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group,
-                                      id="0", mkstream=True)  # fmt: skip
+            self._redis.xgroup_create(
+                self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group, id="0", mkstream=True
+            )
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -43,8 +44,9 @@ class CompletionDispatcher:
         queued = 0
         for cursor in ("0", ">"):
             streams: dict[Any, Any] = {keys.completions_stream: cursor}
-            response: Any = self._redis.xreadgroup(keys.orchestration_group, self._consumer, streams, count=100,
-                                                   block=block_ms if cursor == ">" else None)  # fmt: skip
+            response: Any = self._redis.xreadgroup(
+                keys.orchestration_group, self._consumer, streams, count=100, block=block_ms if cursor == ">" else None
+            )
             for _, entries in response or []:
                 for entry_id, fields in entries:
                     if fields and fields.get("kind") in ("run", "document") and fields.get("id"):

@@ -14,16 +14,16 @@ import msgspec
 from rq import Callback, Queue, Retry
 from rq.job import Job as RqJob
 
+from contract.errors import DragomanError
+from contract.ids import job_id_for
+from contract.schemas import build_job_spec
 from orchestrator.context import TaskContext
+from orchestrator.segmenting.skeleton import Skeleton
+from orchestrator.segmenting.skeleton import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
-from producer.database import PostgresConnection
-from producer.errors import DragomanError
-from producer.group_store import KINDS, GroupStore
-from producer.runs import job_id_for
-from producer.schemas import build_job_spec
-from producer.segmenting.skeleton import Skeleton
-from producer.segmenting.skeleton import split_document as split_source
+from storage.database import PostgresConnection
+from storage.runs import KINDS, GroupStore
 
 log = logging.getLogger(__name__)
 
@@ -48,24 +48,29 @@ def split_document(document_id: str) -> int:
             return 0  # unknown, or already split by an earlier run of this task
         _, fmt, source, source_lang, target_lang, max_chars, callback_url, cancelled = row
         if cancelled:  # cancelled before it was split: nothing is submitted
-            conn.execute("UPDATE documents SET status = 'cancelled', total = 0, completed_at = now() WHERE id = %s",
-                         (document_id,))  # fmt: skip
+            conn.execute(
+                "UPDATE documents SET status = 'cancelled', total = 0, completed_at = now() WHERE id = %s",
+                (document_id,),
+            )
             return 0
         try:
             skeleton = split_source(source, fmt, max_chars)
         except DragomanError as exc:
-            conn.execute("UPDATE documents SET status = 'failed', error = %s, completed_at = now() WHERE id = %s",
-                         (str(exc), document_id))  # fmt: skip
+            conn.execute(
+                "UPDATE documents SET status = 'failed', error = %s, completed_at = now() WHERE id = %s",
+                (str(exc), document_id),
+            )
             return 0
         segments = skeleton.segments
-        conn.execute("UPDATE documents SET skeleton = %s, total = %s WHERE id = %s",
-                     (json.dumps(skeleton.to_json()), len(segments), document_id))  # fmt: skip
+        conn.execute(
+            "UPDATE documents SET skeleton = %s, total = %s WHERE id = %s",
+            (json.dumps(skeleton.to_json()), len(segments), document_id),
+        )
         if not segments:  # nothing to translate: the document is its own translation
             _assemble(conn, document_id)
         else:
             _submit_segments(ctx, document_id, segments, source_lang, target_lang)
-            conn.execute("UPDATE documents SET status = 'running', submitted_at = now() WHERE id = %s",
-                         (document_id,))  # fmt: skip
+            conn.execute("UPDATE documents SET status = 'running', submitted_at = now() WHERE id = %s", (document_id,))
     if not segments and callback_url:
         enqueue_webhook(ctx, "document", document_id)
     log.info("document %s: %d segments submitted", document_id, len(segments))
@@ -76,18 +81,24 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], so
     keys = ctx.keys
     with Client(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
         with client.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(keys.group(document_id), mapping={"kind": "document", "id": document_id,
-                                                        "total": len(segments)})  # fmt: skip
+            pipe.hset(keys.group(document_id), mapping={"kind": "document", "id": document_id, "total": len(segments)})
             pipe.expire(keys.group(document_id), ctx.settings.state_ttl_seconds)
             pipe.execute()
         specs = [
             msgspec.structs.replace(
-                build_job_spec(job_id_for(document_id, i), segment.text, source, target,
-                               max_chars=ctx.settings.max_text_chars, metadata={"segment": i}),
-                document_id=document_id, sequence=i,
+                build_job_spec(
+                    job_id_for(document_id, i),
+                    segment.text,
+                    source,
+                    target,
+                    max_chars=ctx.settings.max_text_chars,
+                    metadata={"segment": i},
+                ),
+                document_id=document_id,
+                sequence=i,
             )
             for i, segment in enumerate(segments)
-        ]  # fmt: skip
+        ]
         client.submit_specs(specs)
 
 
@@ -96,8 +107,9 @@ def finish_group(kind: str, group_id: str) -> str:
     ctx = TaskContext.from_environment()
     with ctx.postgres() as conn, conn.transaction():
         table, column = KINDS[kind]
-        row = conn.execute(f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE",
-                           (group_id,)).fetchone()  # fmt: skip
+        row = conn.execute(
+            f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
+        ).fetchone()
         if row is None:
             log.warning("finish: no %s %s", kind, group_id)
             return "missing"
@@ -139,8 +151,9 @@ def _assemble(conn: Any, document_id: str) -> str:
         if status == "succeeded":
             translations[sequence] = translation
         else:
-            failed.append({"segment": sequence, "status": status, "error": error,
-                           "source": skeleton.segments[sequence].text})  # fmt: skip
+            failed.append(
+                {"segment": sequence, "status": status, "error": error, "source": skeleton.segments[sequence].text}
+            )
     status = "completed" if not failed else ("cancelled" if cancel_requested else "failed")
     conn.execute(
         "UPDATE documents SET output_text = %s, failed_segments = %s, status = %s, completed_at = now(), "
@@ -161,10 +174,13 @@ def enqueue_webhook(ctx: TaskContext, kind: str, group_id: str) -> None:
     """Queue the webhook delivery, retried with the configured backoff."""
     intervals = [int(s) for s in ctx.settings.webhook_retry_seconds]
     Queue(ctx.keys.orchestration_queue, connection=ctx.rq_connection()).enqueue(
-        WEBHOOK_TASK, kind, group_id, job_id=f"webhook-{kind}-{group_id}",
+        WEBHOOK_TASK,
+        kind,
+        group_id,
+        job_id=f"webhook-{kind}-{group_id}",
         retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
         on_failure=Callback(_webhook_gave_up),
-    )  # fmt: skip
+    )
 
 
 def deliver_webhook(kind: str, group_id: str) -> int:
@@ -175,8 +191,7 @@ def deliver_webhook(kind: str, group_id: str) -> int:
     store = GroupStore(postgres)
     try:
         progress = store.progress(kind, group_id)
-        url = store.connection().execute(f"SELECT callback_url FROM {table} WHERE id = %s",
-                                         (group_id,)).fetchone()[0]  # fmt: skip
+        url = store.connection().execute(f"SELECT callback_url FROM {table} WHERE id = %s", (group_id,)).fetchone()[0]
         assert progress is not None and url and ctx.settings.webhook_secret
         body = {"event": f"{kind}.{progress.status}", kind: progress.to_dict()}
         try:

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from producer.errors import DragomanError
+from contract.errors import DragomanError
 
 
 class WebhookDeliveryError(DragomanError):
@@ -31,12 +31,17 @@ def post_signed(url: str, payload: dict[str, Any], secret: str, timeout: float) 
     """POST ``payload`` as JSON with the signature headers; return the status, raise unless 2xx."""
     body = json.dumps(payload, separators=(",", ":")).encode()
     timestamp = str(int(time.time()))
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Content-Type": "application/json",
-        "User-Agent": "dragoman-webhook/1",
-        "X-Dragoman-Timestamp": timestamp,
-        "X-Dragoman-Signature": signature(secret, timestamp, body),
-    })  # fmt: skip
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "User-Agent": "dragoman-webhook/1",
+            "X-Dragoman-Timestamp": timestamp,
+            "X-Dragoman-Signature": signature(secret, timestamp, body),
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status)

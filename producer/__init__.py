@@ -3,8 +3,7 @@
 It never imports an inference engine. ``from producer import Client`` is the entry point.
 """
 
-from producer.client import Client, InvalidJobIdError
-from producer.errors import (
+from contract.errors import (
     ConfigurationError,
     DragomanError,
     EmptyTextError,
@@ -17,8 +16,9 @@ from producer.errors import (
     TextTooLongError,
     UnsupportedLanguageError,
 )
-from producer.schemas import Job, JobStatus, TranslationRequest
-from producer.settings import Settings
+from contract.schemas import Job, JobStatus, TranslationRequest
+from contract.settings import Settings
+from producer.client import Client, InvalidJobIdError
 
 __all__ = [
     "Client",

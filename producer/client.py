@@ -10,27 +10,28 @@ from typing import Any
 
 import redis
 
-from producer.database import JobStore, PostgresConnection
-from producer.errors import (
+from contract.errors import (
     InvalidJobError,
     JobNotCancellableError,
     JobNotFoundError,
     JobTimeoutError,
 )
-from producer.groups import DocumentResult, Groups
-from producer.keys import RedisKeys
-from producer.runs import GroupProgress
-from producer.schemas import (
+from contract.keys import RedisKeys
+from contract.progress import GroupProgress
+from contract.schemas import (
     Job,
     JobSpec,
     JobStatus,
     TranslationRequest,
     build_job_spec,
 )
-from producer.services import resolve_urls
-from producer.settings import Settings
-from producer.state import CANCEL_SCRIPT, SUBMIT_SCRIPT, state_to_job
-from producer.wire import encode_job_entry
+from contract.services import resolve_urls
+from contract.settings import Settings
+from contract.state import state_to_job
+from producer.groups import DocumentResult, Groups
+from producer.submitter import JobSubmitter
+from storage.database import JobStore, PostgresConnection
+from storage.runs import GroupStore
 
 
 class InvalidJobIdError(InvalidJobError):
@@ -75,9 +76,8 @@ class Client:
         self.redis: redis.Redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self._postgres = PostgresConnection(database_url)
         self._store = JobStore(self._postgres)
-        self.groups = Groups(self, self._postgres, redis_url)
-        self._sha: str | None = None
-        self._cancel = self.redis.register_script(CANCEL_SCRIPT)
+        self.submitter = JobSubmitter(self.redis, self.keys, self.settings)
+        self.groups = Groups(self.submitter, GroupStore(self._postgres), redis_url)
 
     def __enter__(self) -> Client:
         return self
@@ -107,8 +107,7 @@ class Client:
         With an ``idempotency_key``, submitting again returns the first job's id.
         """
         spec = self._spec(text, source_lang, target_lang, metadata)
-        with self.redis.pipeline(transaction=False) as pipe:
-            return self._write([(spec, _check_key(idempotency_key))], pipe)[0]
+        return self.submitter.write([(spec, _check_key(idempotency_key))])[0]
 
     def submit_many(self, items: Iterable[TranslationRequest | Mapping[str, Any]]) -> list[str]:
         """Enqueue many translations, pipelined in chunks; return their ids in input order.
@@ -127,30 +126,38 @@ class Client:
         ids: list[str] = []
         chunk = self.settings.submit_chunk_size
         for start in range(0, len(prepared), chunk):
-            with self.redis.pipeline(transaction=False) as pipe:
-                ids.extend(self._write(prepared[start : start + chunk], pipe))
+            ids.extend(self.submitter.write(prepared[start : start + chunk]))
         return ids
 
     def submit_specs(self, specs: Sequence[JobSpec]) -> int:
         """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many."""
-        chunk = self.settings.submit_chunk_size
-        for start in range(0, len(specs), chunk):
-            with self.redis.pipeline(transaction=False) as pipe:
-                self._write([(spec, None) for spec in specs[start : start + chunk]], pipe)
-        return len(specs)
+        return self.submitter.submit_specs(specs)
 
     # Runs and documents ----------------------------------------------------------------------
 
-    def submit_run(self, path: str | Path, *, source_lang: str | None = None, target_lang: str | None = None,
-                   name: str | None = None, callback_url: str | None = None,
-                   on_chunk: Callable[[int, int], None] | None = None) -> str:  # fmt: skip
+    def submit_run(
+        self,
+        path: str | Path,
+        *,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
+        name: str | None = None,
+        callback_url: str | None = None,
+        on_chunk: Callable[[int, int], None] | None = None,
+    ) -> str:
         """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
 
         Every line is validated first: a bad line raises :class:`InvalidRunFileError` (listing
         the bad lines) and nothing is submitted. ``on_chunk(submitted, total)`` reports progress.
         """
-        return self.groups.submit_run(Path(path), source_lang=source_lang, target_lang=target_lang, name=name,
-                                      callback_url=callback_url, on_chunk=on_chunk)  # fmt: skip
+        return self.groups.submit_run(
+            Path(path),
+            source_lang=source_lang,
+            target_lang=target_lang,
+            name=name,
+            callback_url=callback_url,
+            on_chunk=on_chunk,
+        )
 
     def get_run(self, run_id: str) -> GroupProgress:
         """A run's status, counts per status, rate and estimated time left."""
@@ -164,11 +171,27 @@ class Client:
         """Cancel the run's jobs that have not finished."""
         return self.groups.cancel("run", run_id)
 
-    def submit_document(self, text: str, fmt: str, source_lang: str, target_lang: str, *, name: str | None = None,
-                        callback_url: str | None = None, max_segment_chars: int | None = None) -> str:  # fmt: skip
+    def submit_document(
+        self,
+        text: str,
+        fmt: str,
+        source_lang: str,
+        target_lang: str,
+        *,
+        name: str | None = None,
+        callback_url: str | None = None,
+        max_segment_chars: int | None = None,
+    ) -> str:
         """Submit a ``txt``, ``md`` or ``html`` document; an orchestrator splits it. Returns the document id."""
-        return self.groups.submit_document(text, fmt, source_lang=source_lang, target_lang=target_lang, name=name,
-                                           callback_url=callback_url, max_segment_chars=max_segment_chars)  # fmt: skip
+        return self.groups.submit_document(
+            text,
+            fmt,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            name=name,
+            callback_url=callback_url,
+            max_segment_chars=max_segment_chars,
+        )
 
     def get_document(self, document_id: str) -> GroupProgress:
         """A document's status and segment counts."""
@@ -191,36 +214,6 @@ class Client:
             max_chars=self.settings.max_text_chars,
             metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
         )
-
-    def _write(self, prepared: list[tuple[JobSpec, str | None]], pipe: redis.client.Pipeline) -> list[str]:
-        """Run the submit script for each job in one pipelined round trip; return the job ids."""
-        keys = self.keys
-        ttl, idem_ttl = self.settings.state_ttl_seconds, self.settings.idempotency_ttl_seconds
-        for attempt in (1, 2):
-            sha = self._submit_sha()
-            for spec, idem in prepared:
-                fields = encode_job_entry(spec)
-                script_keys = [keys.jobs_stream, keys.state(spec.job_id)]
-                if idem is not None:
-                    script_keys.append(keys.idempotency(idem))
-                # EVALSHA directly: redis-py's Script wrapper costs more per call than the rest.
-                pipe.evalsha(sha, len(script_keys), *script_keys, spec.job_id, fields["payload"],
-                             repr(spec.created_at), spec.source_lang, spec.target_lang, ttl, idem_ttl,
-                             fields["v"])  # fmt: skip
-            try:
-                return [str(job_id) for job_id in pipe.execute()]
-            except redis.exceptions.NoScriptError:
-                # The server lost its script cache (a restart): no EVALSHA ran, so load and redo.
-                pipe.reset()
-                self._sha = None
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _submit_sha(self) -> str:
-        if self._sha is None:
-            self._sha = str(self.redis.script_load(SUBMIT_SCRIPT))
-        return self._sha
 
     # Looking up ------------------------------------------------------------------------------
 
@@ -264,15 +257,7 @@ class Client:
 
     def cancel_many(self, job_ids: Sequence[str]) -> None:
         """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""
-        chunk = self.settings.submit_chunk_size
-        now = repr(time.time())
-        for start in range(0, len(job_ids), chunk):
-            with self.redis.pipeline(transaction=False) as pipe:
-                for job_id in job_ids[start : start + chunk]:
-                    self._cancel(keys=[self.keys.state(job_id)], client=pipe,
-                                 args=[now, self.settings.finished_state_ttl_seconds, self.keys.control_channel,
-                                       job_id])  # fmt: skip
-                pipe.execute()
+        self.submitter.cancel_many(job_ids)
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job and return its state.
@@ -284,13 +269,7 @@ class Client:
         :class:`JobNotFoundError` for an unknown id.
         """
         job_id = parse_job_id(job_id)
-        outcome = str(
-            self._cancel(
-                keys=[self.keys.state(job_id)],
-                args=[repr(time.time()), self.settings.finished_state_ttl_seconds,
-                      self.keys.control_channel, job_id],
-            )
-        )  # fmt: skip
+        outcome = self.submitter.cancel(job_id)
         if outcome in (JobStatus.CANCELLED, "cancel_requested"):
             return self.get(job_id)
         if outcome == "missing":

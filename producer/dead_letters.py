@@ -11,10 +11,10 @@ from typing import Any
 
 import redis
 
-from producer.errors import InvalidJobError, JobNotFoundError, MalformedEntryError
-from producer.keys import RedisKeys
-from producer.settings import Settings
-from producer.wire import decode_job_entry
+from contract.errors import InvalidJobError, JobNotFoundError, MalformedEntryError
+from contract.keys import RedisKeys
+from contract.settings import Settings
+from contract.wire import decode_job_entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +56,16 @@ class DeadLetters:
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.xadd(keys.jobs_stream, {"v": found.fields["v"], "id": spec.job_id, "payload": found.fields["payload"]})
             pipe.delete(keys.state(spec.job_id))
-            pipe.hset(keys.state(spec.job_id), mapping={
-                "status": "queued", "created_at": repr(time.time()), "source_lang": spec.source_lang,
-                "target_lang": spec.target_lang, "attempts": "0"})  # fmt: skip
+            pipe.hset(
+                keys.state(spec.job_id),
+                mapping={
+                    "status": "queued",
+                    "created_at": repr(time.time()),
+                    "source_lang": spec.source_lang,
+                    "target_lang": spec.target_lang,
+                    "attempts": "0",
+                },
+            )
             pipe.expire(keys.state(spec.job_id), self._settings.state_ttl_seconds)
             pipe.xdel(keys.dead_letter_stream, found.dead_id)
             pipe.execute()
@@ -90,5 +97,10 @@ class DeadLetters:
 
 def _entry(dead_id: str, fields: dict[str, str]) -> DeadLetterEntry:
     parked = fields.get("parked_at")
-    return DeadLetterEntry(dead_id=dead_id, job_id=fields.get("id"), reason=fields.get("reason", ""),
-                           parked_at=float(parked) if parked else None, fields=dict(fields))  # fmt: skip
+    return DeadLetterEntry(
+        dead_id=dead_id,
+        job_id=fields.get("id"),
+        reason=fields.get("reason", ""),
+        parked_at=float(parked) if parked else None,
+        fields=dict(fields),
+    )

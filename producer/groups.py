@@ -6,30 +6,23 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
-from producer.database import PostgresConnection
-from producer.errors import ConfigurationError, InvalidJobError, JobNotFoundError
-from producer.group_store import GroupStore
-from producer.languages import normalize_language
-from producer.runs import (
-    GroupProgress,
-    RunNotFinishedError,
-    job_id_for,
+from contract.documents import FORMATS, SPLIT_TASK, SUFFIXES
+from contract.errors import ConfigurationError, InvalidJobError, JobNotFoundError, RunNotFinishedError
+from contract.ids import job_id_for
+from contract.languages import normalize_language
+from contract.progress import GroupProgress
+from contract.schemas import JobSpec
+from producer.run_files import (
     number_jobs,
     read_run_file,
     validate_run_file,
 )
-from producer.schemas import JobSpec
-from producer.segmenting.skeleton import FORMATS
-
-if TYPE_CHECKING:
-    from producer.client import Client
-
-SPLIT_TASK = "orchestrator.tasks.split_document"
-DOCUMENT_SUFFIXES = {".txt": "txt", ".text": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
+from producer.submitter import JobSubmitter
+from storage.runs import GroupStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,27 +36,37 @@ class DocumentResult:
 
 def document_format(path: Path, fmt: str | None = None) -> str:
     """The format of a document file: given, or from its suffix."""
-    chosen = fmt or DOCUMENT_SUFFIXES.get(path.suffix.lower())
+    chosen = fmt or SUFFIXES.get(path.suffix.lower())
     if chosen not in FORMATS:
-        raise InvalidJobError(f"{path}: cannot tell the format from {path.suffix or 'no suffix'!r}; "
-                              f"use --format with one of {', '.join(FORMATS)}")  # fmt: skip
+        raise InvalidJobError(
+            f"{path}: cannot tell the format from {path.suffix or 'no suffix'!r}; "
+            f"use --format with one of {', '.join(FORMATS)}"
+        )
     return str(chosen)
 
 
 class Groups:
-    """Runs and documents for one :class:`~producer.client.Client` (same Redis, PostgreSQL and settings)."""
+    """Runs and documents: submitted through a :class:`JobSubmitter`, followed through a :class:`GroupStore`."""
 
-    def __init__(self, client: Client, postgres: PostgresConnection, redis_url: str) -> None:
-        self._client = client
-        self._store = GroupStore(postgres)
+    def __init__(self, submitter: JobSubmitter, store: GroupStore, redis_url: str) -> None:
+        self._submitter = submitter
+        self._store = store
         self._redis_url = redis_url
 
     # Runs ------------------------------------------------------------------------------------
 
-    def submit_run(self, path: Path, *, source_lang: str | None, target_lang: str | None, name: str | None,
-                   callback_url: str | None, on_chunk: Callable[[int, int], None] | None = None) -> str:  # fmt: skip
+    def submit_run(
+        self,
+        path: Path,
+        *,
+        source_lang: str | None,
+        target_lang: str | None,
+        name: str | None,
+        callback_url: str | None,
+        on_chunk: Callable[[int, int], None] | None = None,
+    ) -> str:
         """Validate the JSONL file, then submit its lines in chunks; return the run id."""
-        settings = self._client.settings
+        settings = self._submitter.settings
         source = normalize_language(source_lang) if source_lang else None
         target = normalize_language(target_lang) if target_lang else None
         self._check_callback(callback_url)
@@ -76,12 +79,12 @@ class Groups:
         for spec in number_jobs(read_run_file(path, source, target, settings.max_text_chars, run_id), run_id):
             chunk.append(spec)
             if len(chunk) >= settings.submit_chunk_size:
-                submitted += self._client.submit_specs(chunk)
+                submitted += self._submitter.submit_specs(chunk)
                 self._store.run_submitted(run_id, submitted, done=False)
                 chunk = []
                 if on_chunk:
                     on_chunk(submitted, total)
-        submitted += self._client.submit_specs(chunk)
+        submitted += self._submitter.submit_specs(chunk)
         self._store.run_submitted(run_id, submitted, done=True)
         if on_chunk:
             on_chunk(submitted, total)
@@ -98,8 +101,10 @@ class Groups:
         """The run's results in input order; :class:`RunNotFinishedError` while jobs are pending (unless allowed)."""
         status = self.progress("run", run_id)
         if status.counts.pending and not allow_partial:
-            raise RunNotFinishedError(f"run {run_id} is {status.counts.percent:.1f}% done ({status.counts.pending} "
-                                      "jobs pending); wait for it, or allow partial results")  # fmt: skip
+            raise RunNotFinishedError(
+                f"run {run_id} is {status.counts.percent:.1f}% done ({status.counts.pending} "
+                "jobs pending); wait for it, or allow partial results"
+            )
         return self._store.iter_results(status.id)
 
     def cancel(self, kind: str, group_id: str) -> GroupProgress:
@@ -108,15 +113,24 @@ class Groups:
         total = self._store.request_cancel(kind, group_id)
         if total is None:
             raise JobNotFoundError(f"no {kind} with id {group_id}")
-        self._client.cancel_many([job_id_for(group_id, sequence) for sequence in range(total)])
+        self._submitter.cancel_many([job_id_for(group_id, sequence) for sequence in range(total)])
         return self.progress(kind, group_id)
 
     # Documents -------------------------------------------------------------------------------
 
-    def submit_document(self, text: str, fmt: str, *, source_lang: str, target_lang: str, name: str | None,
-                        callback_url: str | None, max_segment_chars: int | None) -> str:  # fmt: skip
+    def submit_document(
+        self,
+        text: str,
+        fmt: str,
+        *,
+        source_lang: str,
+        target_lang: str,
+        name: str | None,
+        callback_url: str | None,
+        max_segment_chars: int | None,
+    ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it."""
-        settings = self._client.settings
+        settings = self._submitter.settings
         if fmt not in FORMATS:
             raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
         if not text.strip():
@@ -147,8 +161,8 @@ class Groups:
 
     def _register(self, group_id: str, kind: str, total: int) -> None:
         """The Redis record the worker's finish script counts against (see ``FINISH_SCRIPT``)."""
-        keys, ttl = self._client.keys, self._client.settings.state_ttl_seconds
-        with self._client.redis.pipeline(transaction=True) as pipe:
+        keys, ttl = self._submitter.keys, self._submitter.settings.state_ttl_seconds
+        with self._submitter.redis.pipeline(transaction=True) as pipe:
             pipe.hset(keys.group(group_id), mapping={"kind": kind, "id": group_id, "total": total})
             pipe.expire(keys.group(group_id), ttl)
             pipe.execute()
@@ -158,7 +172,7 @@ class Groups:
 
         connection = redis.Redis.from_url(self._redis_url)
         try:
-            Queue(self._client.keys.orchestration_queue, connection=connection).enqueue(
+            Queue(self._submitter.keys.orchestration_queue, connection=connection).enqueue(
                 task, *args, job_id=job_id, job_timeout=600, result_ttl=3_600
             )
         finally:
@@ -169,7 +183,7 @@ class Groups:
             return
         if not callback_url.startswith(("http://", "https://")):
             raise InvalidJobError(f"callback URL must be http:// or https://, got {callback_url!r}")
-        if not self._client.settings.webhook_secret:
+        if not self._submitter.settings.webhook_secret:
             raise ConfigurationError("a callback URL needs DRAGOMAN_WEBHOOK_SECRET (deliveries are signed with it)")
 
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import redis
 
-from producer.database import libpq_url
-from producer.keys import RedisKeys
-from producer.services import redact_url, resolve_urls
-from producer.settings import Settings
+from contract.keys import RedisKeys
+from contract.services import redact_url, resolve_urls
+from contract.settings import Settings
+from storage.database import libpq_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +58,15 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
             beat = client.hgetall(key)
             if beat:
                 down = beat.get("postgres_down_since") or ""
-                report.workers.append(WorkerBeat(
-                    name=key.removeprefix(keys.worker("")), in_flight=int(beat.get("in_flight", 0)),
-                    written=int(beat.get("written", 0)), reclaimed=int(beat.get("reclaimed", 0)),
-                    postgres_down_since=float(down) if down else None))  # fmt: skip
+                report.workers.append(
+                    WorkerBeat(
+                        name=key.removeprefix(keys.worker("")),
+                        in_flight=int(beat.get("in_flight", 0)),
+                        written=int(beat.get("written", 0)),
+                        reclaimed=int(beat.get("reclaimed", 0)),
+                        postgres_down_since=float(down) if down else None,
+                    )
+                )
     except redis.RedisError as exc:
         report.problems.append(f"Redis at {redact_url(urls.redis_url)} is unreachable: {exc}")
     finally:

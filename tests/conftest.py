@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import redis
 
+from contract.services import EmbeddedServices, ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.database import libpq_url, upgrade_database
-from producer.services import EmbeddedServices, ServiceUrls
-from producer.settings import Settings
+from storage.database import libpq_url, upgrade_database
 
 
 @pytest.fixture(scope="session")

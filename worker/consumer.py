@@ -20,12 +20,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from producer.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
-from producer.keys import RedisKeys
-from producer.schemas import JobSpec, JobStatus
-from producer.settings import Settings
-from producer.state import START_SCRIPT
-from producer.wire import decode_job_entry, read_job_id
+from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
+from contract.keys import RedisKeys
+from contract.schemas import JobSpec, JobStatus
+from contract.settings import Settings
+from contract.state import START_SCRIPT
+from contract.wire import decode_job_entry, read_job_id
 from worker.metrics import WorkerMetrics
 from worker.reclaim import claim_stale
 from worker.results import DeadLetter, JobResult, storable_text
@@ -188,10 +188,21 @@ class StreamConsumer:
             try:
                 spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
             except MalformedEntryError as exc:
-                log.warning("dead-lettering malformed entry %s: %s", entry_id, exc,
-                            extra={"entry_id": entry_id, "job_id": read_job_id(fields)})  # fmt: skip
-                await self._finish(DeadLetter(entry_id=entry_id, fields=dict(fields), reason=str(exc),
-                                              job_id=read_job_id(fields), finished_at=now))  # fmt: skip
+                log.warning(
+                    "dead-lettering malformed entry %s: %s",
+                    entry_id,
+                    exc,
+                    extra={"entry_id": entry_id, "job_id": read_job_id(fields)},
+                )
+                await self._finish(
+                    DeadLetter(
+                        entry_id=entry_id,
+                        fields=dict(fields),
+                        reason=str(exc),
+                        job_id=read_job_id(fields),
+                        finished_at=now,
+                    )
+                )
                 continue
             if spec.job_id in self._tasks:  # reclaimed while still running here: keep the one running
                 self._slots.release()
@@ -209,11 +220,14 @@ class StreamConsumer:
             if prior == JobStatus.CANCELLED:
                 await self._finish(self._result(entry_id, spec, attempts, None, JobStatus.CANCELLED))
             elif attempts > self._settings.max_attempts:
-                reason = (f"gave up after {attempts - 1} deliveries that never finished "
-                          "(the worker running it stopped or crashed each time)")  # fmt: skip
+                reason = (
+                    f"gave up after {attempts - 1} deliveries that never finished "
+                    "(the worker running it stopped or crashed each time)"
+                )
                 log.warning("job %s: %s; dead-lettering it", spec.job_id, reason, extra={"job_id": spec.job_id})
-                await self._finish(self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED,
-                                                error=reason, dead_letter=True))  # fmt: skip
+                await self._finish(
+                    self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED, error=reason, dead_letter=True)
+                )
             else:
                 self._entries[spec.job_id] = entry_id
                 self._tasks[spec.job_id] = asyncio.create_task(
@@ -266,30 +280,54 @@ class StreamConsumer:
             except Exception as exc:  # an error in this job only: retry, then fail it
                 error = storable_text(f"{type(exc).__name__}: {exc}") or ""
                 if attempt >= self._settings.max_attempts:
-                    log.warning("job %s failed after %d attempts, dead-lettering it: %s", spec.job_id, attempt, error,
-                                extra={"job_id": spec.job_id})  # fmt: skip
-                    return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error,
-                                        dead_letter=True)  # fmt: skip
-                log.info("job %s attempt %d failed (%s); retrying", spec.job_id, attempt, error,
-                         extra={"job_id": spec.job_id})  # fmt: skip
+                    log.warning(
+                        "job %s failed after %d attempts, dead-lettering it: %s",
+                        spec.job_id,
+                        attempt,
+                        error,
+                        extra={"job_id": spec.job_id},
+                    )
+                    return self._result(
+                        entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error, dead_letter=True
+                    )
+                log.info(
+                    "job %s attempt %d failed (%s); retrying",
+                    spec.job_id,
+                    attempt,
+                    error,
+                    extra={"job_id": spec.job_id},
+                )
                 attempt += 1
                 continue
             if translation.finish_reason == "abort" or spec.job_id in self._cancelled:
                 return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED)
             return self._result(
-                entry_id, spec, attempt, started_at, JobStatus.SUCCEEDED,
-                translation=translation.text, prompt_tokens=translation.prompt_tokens,
+                entry_id,
+                spec,
+                attempt,
+                started_at,
+                JobStatus.SUCCEEDED,
+                translation=translation.text,
+                prompt_tokens=translation.prompt_tokens,
                 output_tokens=translation.output_tokens,
-            )  # fmt: skip
+            )
 
-    def _result(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float | None,
-                status: JobStatus, **fields: Any) -> JobResult:  # fmt: skip
+    def _result(
+        self, entry_id: str, spec: JobSpec, attempts: int, started_at: float | None, status: JobStatus, **fields: Any
+    ) -> JobResult:
         for name in ("translation", "error"):
             if name in fields:
                 fields[name] = storable_text(fields[name])
-        return JobResult(entry_id=entry_id, spec=spec, status=status, attempts=attempts,
-                         started_at=started_at, finished_at=time.time(),
-                         model=self._translator.engine.model_name, **fields)  # fmt: skip
+        return JobResult(
+            entry_id=entry_id,
+            spec=spec,
+            status=status,
+            attempts=attempts,
+            started_at=started_at,
+            finished_at=time.time(),
+            model=self._translator.engine.model_name,
+            **fields,
+        )
 
     async def cancel_running(self, job_id: str) -> None:
         """Abort a job in the engine if it runs here; remember the id in case it starts soon."""

@@ -11,7 +11,7 @@ import asyncio
 from array import array
 from collections.abc import Callable, Sequence
 
-from producer.errors import EngineError
+from contract.errors import EngineError
 from worker.engine import GenerationRequest, GenerationResult
 
 

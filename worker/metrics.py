@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from producer.queue_stats import QueueStats
-from producer.schemas import JobStatus
-from producer.wire import JobEvent
+from contract.queue_stats import QueueStats
+from contract.schemas import JobStatus
+from contract.wire import JobEvent
 from worker.results import JobResult
 
 # Seconds: from a few milliseconds (write, queue wait on an idle worker) to many minutes (backlog).
@@ -35,8 +35,15 @@ class StageHistogram(Collector):
     time, on the same event loop, so it needs no lock.
     """
 
-    def __init__(self, name: str, documentation: str, label: str, values: Sequence[str],
-                 buckets: Sequence[float], registry: CollectorRegistry) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        label: str,
+        values: Sequence[str],
+        buckets: Sequence[float],
+        registry: CollectorRegistry,
+    ) -> None:
         self._name, self._documentation, self._label = name, documentation, label
         self._bounds = tuple(float(b) for b in buckets)
         self._counts = {value: [0] * (len(self._bounds) + 1) for value in values}  # the last one is +Inf
@@ -78,35 +85,53 @@ class WorkerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
-        self.jobs = Counter("dragoman_jobs", "Jobs whose final row this worker committed, by final status",
-                            ["status"], registry=r)  # fmt: skip
+        self.jobs = Counter(
+            "dragoman_jobs", "Jobs whose final row this worker committed, by final status", ["status"], registry=r
+        )
         for status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED):
             self.jobs.labels(status.value)
-        self.in_flight = Gauge("dragoman_jobs_in_flight", "Jobs holding a slot in this worker (in the engine "
-                               "or waiting to be written)", registry=r)  # fmt: skip
-        self.dead_lettered = Counter("dragoman_dead_lettered", "Entries this worker parked in the dead-letter "
-                                     "stream", registry=r)  # fmt: skip
-        self.reclaimed = Counter("dragoman_reclaimed", "Stale entries this worker took over from other consumers",
-                                 registry=r)  # fmt: skip
-        self.stage_seconds = StageHistogram("dragoman_job_stage_seconds", "Seconds each job spent per stage: "
-                                            "queue_wait (submit to start), engine (start to result), write "
-                                            "(result to commit and ack), end_to_end (submit to ack)", "stage",
-                                            STAGES, STAGE_BUCKETS, r)  # fmt: skip
+        self.in_flight = Gauge(
+            "dragoman_jobs_in_flight",
+            "Jobs holding a slot in this worker (in the engine or waiting to be written)",
+            registry=r,
+        )
+        self.dead_lettered = Counter(
+            "dragoman_dead_lettered", "Entries this worker parked in the dead-letter stream", registry=r
+        )
+        self.reclaimed = Counter(
+            "dragoman_reclaimed", "Stale entries this worker took over from other consumers", registry=r
+        )
+        self.stage_seconds = StageHistogram(
+            "dragoman_job_stage_seconds",
+            "Seconds each job spent per stage: "
+            "queue_wait (submit to start), engine (start to result), write "
+            "(result to commit and ack), end_to_end (submit to ack)",
+            "stage",
+            STAGES,
+            STAGE_BUCKETS,
+            r,
+        )
         self.prompt_tokens = Counter("dragoman_prompt_tokens", "Prompt tokens of finished jobs", registry=r)
         self.output_tokens = Counter("dragoman_output_tokens", "Generated tokens of finished jobs", registry=r)
-        self.writer_batch_size = Histogram("dragoman_writer_batch_size", "Results per committed writer batch",
-                                           buckets=BATCH_BUCKETS, registry=r)  # fmt: skip
-        self.stream_length = Gauge("dragoman_stream_length", "Entries in the jobs stream (acknowledged "
-                                   "entries are trimmed periodically)", registry=r)  # fmt: skip
-        self.group_lag = Gauge("dragoman_group_lag", "Entries of the jobs stream no consumer has read yet",
-                               registry=r)  # fmt: skip
-        self.group_pending = Gauge("dragoman_group_pending", "Entries read by a consumer and not acknowledged yet",
-                                   registry=r)  # fmt: skip
-        self.oldest_pending_age = Gauge("dragoman_oldest_pending_age_seconds", "Age of the oldest pending entry "
-                                        "(0 when none)", registry=r)  # fmt: skip
+        self.writer_batch_size = Histogram(
+            "dragoman_writer_batch_size", "Results per committed writer batch", buckets=BATCH_BUCKETS, registry=r
+        )
+        self.stream_length = Gauge(
+            "dragoman_stream_length",
+            "Entries in the jobs stream (acknowledged entries are trimmed periodically)",
+            registry=r,
+        )
+        self.group_lag = Gauge("dragoman_group_lag", "Entries of the jobs stream no consumer has read yet", registry=r)
+        self.group_pending = Gauge(
+            "dragoman_group_pending", "Entries read by a consumer and not acknowledged yet", registry=r
+        )
+        self.oldest_pending_age = Gauge(
+            "dragoman_oldest_pending_age_seconds", "Age of the oldest pending entry (0 when none)", registry=r
+        )
         self.dead_letters = Gauge("dragoman_dead_letters", "Entries in the dead-letter stream", registry=r)
-        self.finished_per_second = Gauge("dragoman_queue_jobs_per_second", "Jobs finished per second by all "
-                                         "workers over the last minute", registry=r)  # fmt: skip
+        self.finished_per_second = Gauge(
+            "dragoman_queue_jobs_per_second", "Jobs finished per second by all workers over the last minute", registry=r
+        )
 
     def track_in_flight(self, count: Callable[[], int]) -> None:
         """Read the in-flight gauge from ``count`` at scrape time."""

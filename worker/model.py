@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from producer.errors import ModelError
+from contract.errors import ModelError
 from worker.profiles import PROFILE_FILE
 
 log = logging.getLogger(__name__)

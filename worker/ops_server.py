@@ -23,12 +23,12 @@ import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from producer.database import libpq_url
-from producer.errors import ConfigurationError
-from producer.keys import RedisKeys
-from producer.queue_stats import read_queue_stats
-from producer.services import redact_url
-from producer.settings import Settings
+from contract.errors import ConfigurationError
+from contract.keys import RedisKeys
+from contract.queue_stats import read_queue_stats
+from contract.services import redact_url
+from contract.settings import Settings
+from storage.database import libpq_url
 from worker.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
@@ -115,8 +115,9 @@ class OpsServer:
     async def render_metrics(self) -> bytes:
         """The Prometheus exposition, with the queue gauges refreshed (kept as they were if Redis fails)."""
         try:
-            stats = await asyncio.wait_for(read_queue_stats(self._redis, self._keys, with_workers=False),
-                                           PROBE_TIMEOUT_S)  # fmt: skip
+            stats = await asyncio.wait_for(
+                read_queue_stats(self._redis, self._keys, with_workers=False), PROBE_TIMEOUT_S
+            )
             self._metrics.update_queue(stats)
         except (TimeoutError, RedisError, OSError) as exc:
             log.warning("queue gauges not refreshed: Redis at %s: %s", redact_url(self._redis_url), exc)

@@ -15,32 +15,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from producer.errors import ConfigurationError
-from producer.languages import language_name
-from producer.schemas import JobSpec
+from contract.errors import ConfigurationError
+from contract.languages import language_name
+from contract.schemas import JobSpec
 from worker.engine import Tokenizer
 
 # Three short sentences in the languages the few-shot profile has examples for. For a pair
 # where either side is missing, the profile falls back to an instruction without examples.
 FEW_SHOT_EXAMPLES: dict[str, tuple[str, str, str]] = {
-    "en": ("The weather is nice today.", "Where is the train station?",
-           "I would like a cup of coffee, please."),
-    "fr": ("Il fait beau aujourd'hui.", "Où est la gare ?",
-           "Je voudrais une tasse de café, s'il vous plaît."),
-    "de": ("Das Wetter ist heute schön.", "Wo ist der Bahnhof?",
-           "Ich hätte gern eine Tasse Kaffee, bitte."),
-    "es": ("Hoy hace buen tiempo.", "¿Dónde está la estación de tren?",
-           "Quisiera una taza de café, por favor."),
-    "it": ("Oggi il tempo è bello.", "Dov'è la stazione ferroviaria?",
-           "Vorrei una tazza di caffè, per favore."),
-    "pt": ("O tempo está bom hoje.", "Onde fica a estação de trem?",
-           "Eu gostaria de uma xícara de café, por favor."),
-    "nl": ("Het weer is mooi vandaag.", "Waar is het treinstation?",
-           "Ik wil graag een kopje koffie, alstublieft."),
+    "en": ("The weather is nice today.", "Where is the train station?", "I would like a cup of coffee, please."),
+    "fr": ("Il fait beau aujourd'hui.", "Où est la gare ?", "Je voudrais une tasse de café, s'il vous plaît."),
+    "de": ("Das Wetter ist heute schön.", "Wo ist der Bahnhof?", "Ich hätte gern eine Tasse Kaffee, bitte."),
+    "es": ("Hoy hace buen tiempo.", "¿Dónde está la estación de tren?", "Quisiera una taza de café, por favor."),
+    "it": ("Oggi il tempo è bello.", "Dov'è la stazione ferroviaria?", "Vorrei una tazza di caffè, per favore."),
+    "pt": ("O tempo está bom hoje.", "Onde fica a estação de trem?", "Eu gostaria de uma xícara de café, por favor."),
+    "nl": ("Het weer is mooi vandaag.", "Waar is het treinstation?", "Ik wil graag een kopje koffie, alstublieft."),
     "ja": ("今日はいい天気です。", "駅はどこですか？", "コーヒーを一杯お願いします。"),
     "zh": ("今天天气很好。", "火车站在哪里？", "请给我一杯咖啡。"),
     "ko": ("오늘은 날씨가 좋네요.", "기차역이 어디에 있어요?", "커피 한 잔 주세요."),
-}  # fmt: skip
+}
 
 PROFILE_FILE = "dragoman.json"
 

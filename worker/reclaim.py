@@ -20,8 +20,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from producer.keys import RedisKeys
-from producer.settings import Settings
+from contract.keys import RedisKeys
+from contract.settings import Settings
 
 log = logging.getLogger(__name__)
 

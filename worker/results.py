@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from producer.schemas import JobSpec, JobStatus
+from contract.schemas import JobSpec, JobStatus
 
 
 class JobResult(msgspec.Struct, frozen=True):

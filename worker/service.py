@@ -19,8 +19,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from producer.keys import RedisKeys
-from producer.settings import Settings
+from contract.keys import RedisKeys
+from contract.settings import Settings
 from worker.consumer import StreamConsumer
 from worker.engine import TranslationEngine
 from worker.metrics import WorkerMetrics
@@ -74,8 +74,13 @@ class Worker:
         self.metrics.track_in_flight(lambda: self.consumer.in_flight)
         self.ops: OpsServer | None = None
         if settings.metrics_enabled:
-            self.ops = OpsServer(settings, redis_url=redis_url, database_url=database_url, metrics=self.metrics,
-                                 engine_state=self._engine_state)  # fmt: skip
+            self.ops = OpsServer(
+                settings,
+                redis_url=redis_url,
+                database_url=database_url,
+                metrics=self.metrics,
+                engine_state=self._engine_state,
+            )
         self.housekeeper = Housekeeper(settings, self.redis, self.consumer.consumer_name, self._held_entry_ids)
         self._housekeeping: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -94,9 +99,13 @@ class Worker:
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
         self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
-        log.info("worker %s reading %s (group %s, up to %d jobs in flight)",
-                 self.consumer.consumer_name, self.keys.jobs_stream,
-                 self.settings.consumer_group, self.consumer.max_in_flight)  # fmt: skip
+        log.info(
+            "worker %s reading %s (group %s, up to %d jobs in flight)",
+            self.consumer.consumer_name,
+            self.keys.jobs_stream,
+            self.settings.consumer_group,
+            self.consumer.max_in_flight,
+        )
 
     def _engine_state(self) -> str:
         """``"ok"`` while the worker takes jobs, else why not (for ``/readyz``)."""
@@ -118,12 +127,18 @@ class Worker:
                 try:
                     async with self.redis.pipeline(transaction=True) as pipe:
                         down = self.writer.postgres_unavailable_since
-                        pipe.hset(key, mapping={"started_at": started, "pid": os.getpid(),
-                                                "beat_at": repr(time.time()),
-                                                "in_flight": self.consumer.in_flight,
-                                                "written": self.writer.stats.rows,
-                                                "reclaimed": self.consumer.reclaimed,
-                                                "postgres_down_since": "" if down is None else repr(down)})  # fmt: skip
+                        pipe.hset(
+                            key,
+                            mapping={
+                                "started_at": started,
+                                "pid": os.getpid(),
+                                "beat_at": repr(time.time()),
+                                "in_flight": self.consumer.in_flight,
+                                "written": self.writer.stats.rows,
+                                "reclaimed": self.consumer.reclaimed,
+                                "postgres_down_since": "" if down is None else repr(down),
+                            },
+                        )
                         pipe.expire(key, HEARTBEAT_TTL_S)
                         await pipe.execute()
                 except (RedisConnectionError, RedisTimeoutError) as exc:
@@ -167,8 +182,7 @@ class Worker:
         await _cancel(self._heartbeat)
         unfinished = await self.consumer.drain(grace)
         if unfinished:
-            log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker",
-                        unfinished, grace)  # fmt: skip
+            log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker", unfinished, grace)
         if self._writer is not None and not self._writer.done():
             await self.writer.close()
             await self._writer

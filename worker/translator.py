@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from producer.errors import InputTooLongError
-from producer.schemas import JobSpec
+from contract.errors import InputTooLongError
+from contract.schemas import JobSpec
 from worker.engine import GenerationRequest, TranslationEngine
 from worker.profiles import PromptProfile
 
@@ -38,8 +38,9 @@ class Translator:
         pair = (spec.source_lang, spec.target_lang)
         overhead = self._overhead.get(pair)
         if overhead is None:
-            empty = JobSpec(job_id=spec.job_id, text="", source_lang=pair[0], target_lang=pair[1],
-                            created_at=spec.created_at)  # fmt: skip
+            empty = JobSpec(
+                job_id=spec.job_id, text="", source_lang=pair[0], target_lang=pair[1], created_at=spec.created_at
+            )
             overhead = len(self.profile.prompt_token_ids(empty))
             self._overhead[pair] = overhead
         return overhead

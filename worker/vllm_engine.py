@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from producer.errors import EngineError, EngineUnavailableError, ModelError
+from contract.errors import EngineError, EngineUnavailableError, ModelError
 from worker.engine import EngineOptions, GenerationRequest, GenerationResult, Tokenizer
 
 log = logging.getLogger(__name__)

@@ -22,12 +22,12 @@ from psycopg.types.json import Json
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from producer.database import libpq_url
-from producer.keys import RedisKeys
-from producer.schemas import JobStatus
-from producer.settings import Settings
-from producer.state import FINISH_SCRIPT
-from producer.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
+from contract.keys import RedisKeys
+from contract.schemas import JobStatus
+from contract.settings import Settings
+from contract.state import FINISH_SCRIPT
+from contract.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
+from storage.database import libpq_url
 from worker.metrics import WorkerMetrics
 from worker.results import DeadLetter, JobResult
 
@@ -190,8 +190,12 @@ class ResultWriter:
                 results = [item for item in batch if isinstance(item, JobResult)]
                 dead = [item for item in batch if isinstance(item, DeadLetter)]
                 commit = asyncio.create_task(self._commit(results, dead), name="dragoman-writer-commit")
-                previous, acking = acking, asyncio.create_task(self._ack_after(batch, results, dead, commit, acking),
-                                                               name="dragoman-writer-ack")  # fmt: skip
+                previous, acking = (
+                    acking,
+                    asyncio.create_task(
+                        self._ack_after(batch, results, dead, commit, acking), name="dragoman-writer-ack"
+                    ),
+                )
                 await asyncio.shield(commit)
                 if previous is not None:  # at most two batches out of the buffer: bounded memory
                     await asyncio.shield(previous)
@@ -230,8 +234,9 @@ class ResultWriter:
         self._batches += 1
         self._rows += len(events)
         self._dead += len(parked)
-        self._metrics.record_batch(results, events, written, batch_size=len(batch), dead_lettered=len(parked),
-                                   acked_at=time.time())  # fmt: skip
+        self._metrics.record_batch(
+            results, events, written, batch_size=len(batch), dead_lettered=len(parked), acked_at=time.time()
+        )
 
     # PostgreSQL ------------------------------------------------------------------------------
 
@@ -257,8 +262,12 @@ class ResultWriter:
             except psycopg.OperationalError as exc:
                 if self._unavailable_since is None:
                     self._unavailable_since = time.time()
-                log.warning("PostgreSQL unavailable (%s); holding %d results, retrying in %.1fs",
-                            _first_line(exc), len(rows), delay)  # fmt: skip
+                log.warning(
+                    "PostgreSQL unavailable (%s); holding %d results, retrying in %.1fs",
+                    _first_line(exc),
+                    len(rows),
+                    delay,
+                )
                 await self._close_connection()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
@@ -282,10 +291,16 @@ class ResultWriter:
             if (job_id := d.job_id) is not None and job_id in written
         ]
         events += [
-            JobEvent(job_id=job_id, status=JobStatus(status), finished_at=float(finished or 0.0),
-                     error=error, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+            JobEvent(
+                job_id=job_id,
+                status=JobStatus(status),
+                finished_at=float(finished or 0.0),
+                error=error,
+                prompt_tokens=prompt_tokens,
+                output_tokens=output_tokens,
+            )
             for job_id, status, error, finished, prompt_tokens, output_tokens in existing
-        ]  # fmt: skip
+        ]
         return events, written
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
@@ -317,17 +332,33 @@ class ResultWriter:
         while True:
             try:
                 async with self._redis.pipeline(transaction=True) as pipe:
-                    args: list[Any] = [keys.consumer_group, keys.events_channel, ttl, self._settings.events_maxlen,
-                                       SCHEMA_VERSION, len(batch), *(item.entry_id for item in batch)]  # fmt: skip
+                    args: list[Any] = [
+                        keys.consumer_group,
+                        keys.events_channel,
+                        ttl,
+                        self._settings.events_maxlen,
+                        SCHEMA_VERSION,
+                        len(batch),
+                        *(item.entry_id for item in batch),
+                    ]
                     groups = _group_ids(batch)
                     for event in events:
                         group = groups.get(event.job_id)
-                        args += (event.job_id, event.status.value, repr(event.finished_at), event.error or "",
-                                 event.to_json(), keys.group(group) if group else "",
-                                 keys.group_done(group) if group else "")  # fmt: skip
+                        args += (
+                            event.job_id,
+                            event.status.value,
+                            repr(event.finished_at),
+                            event.error or "",
+                            event.to_json(),
+                            keys.group(group) if group else "",
+                            keys.group_done(group) if group else "",
+                        )
                     state_keys = [keys.state(event.job_id) for event in events]
-                    await self._finish(keys=[keys.jobs_stream, keys.events_stream, counter, keys.completions_stream,
-                                             *state_keys], args=args, client=pipe)  # fmt: skip
+                    await self._finish(
+                        keys=[keys.jobs_stream, keys.events_stream, counter, keys.completions_stream, *state_keys],
+                        args=args,
+                        client=pipe,
+                    )
                     for letter in parked:
                         pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
                     await pipe.execute()
@@ -380,19 +411,54 @@ def _event(result: JobResult) -> JobEvent:
 def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]:
     """The upsert's rows: results first, then failed rows for malformed entries that carry an id."""
     records = [
-        RowRecord(s.job_id, r.status.value, s.source_lang, s.target_lang, s.text, r.translation,
-                  r.error, r.attempts, r.model, r.prompt_tokens, r.output_tokens, s.created_at,
-                  r.started_at, r.finished_at, s.metadata, s.batch_id, s.document_id, s.sequence)
+        RowRecord(
+            s.job_id,
+            r.status.value,
+            s.source_lang,
+            s.target_lang,
+            s.text,
+            r.translation,
+            r.error,
+            r.attempts,
+            r.model,
+            r.prompt_tokens,
+            r.output_tokens,
+            s.created_at,
+            r.started_at,
+            r.finished_at,
+            s.metadata,
+            s.batch_id,
+            s.document_id,
+            s.sequence,
+        )
         for r in rows
         for s in (r.spec,)
-    ]  # fmt: skip
+    ]
     for d in failed:
         assert d.job_id is not None
         payload = _loose_payload(d.fields)
-        records.append(RowRecord(d.job_id, JobStatus.FAILED.value, _text(payload.get("source_lang"), "und"),
-                                 _text(payload.get("target_lang"), "und"), _text(payload.get("text"), ""), None,
-                                 d.reason, 1, None, None, None, d.finished_at, None, d.finished_at, {},
-                                 None, None, None))  # fmt: skip
+        records.append(
+            RowRecord(
+                d.job_id,
+                JobStatus.FAILED.value,
+                _text(payload.get("source_lang"), "und"),
+                _text(payload.get("target_lang"), "und"),
+                _text(payload.get("text"), ""),
+                None,
+                d.reason,
+                1,
+                None,
+                None,
+                None,
+                d.finished_at,
+                None,
+                d.finished_at,
+                {},
+                None,
+                None,
+                None,
+            )
+        )
     return records
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from producer.keys import RedisKeys
-from producer.settings import Settings
+from contract.keys import RedisKeys
+from contract.settings import Settings
 from worker.metrics import WorkerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,9 +61,13 @@ def _metric_names(expr: str) -> set[str]:
 
 
 def test_compose_file_is_accepted_by_docker_compose() -> None:
-    result = subprocess.run([_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--format", "json"],
-                            capture_output=True, text=True, env={"DRAGOMAN_MODEL": "some-model", "PATH": "/usr/bin"},
-                            timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env={"DRAGOMAN_MODEL": "some-model", "PATH": "/usr/bin"},
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     config = json.loads(result.stdout)
     services = config["services"]
@@ -84,8 +88,13 @@ def test_compose_file_is_accepted_by_docker_compose() -> None:
 
 
 def test_compose_refuses_to_start_without_a_model() -> None:
-    result = subprocess.run([_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
-                            capture_output=True, text=True, env={"PATH": "/usr/bin"}, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin"},
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "DRAGOMAN_MODEL" in result.stderr
 
@@ -109,8 +118,13 @@ def _seconds(duration: object) -> float:
 # Grafana ---------------------------------------------------------------------------------------
 
 
-VLLM_METRICS_USED = {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-                     "vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds"}  # fmt: skip
+VLLM_METRICS_USED = {
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:time_to_first_token_seconds",
+    "vllm:inter_token_latency_seconds",
+}
 
 
 def dashboard_metric_names() -> set[str]:
@@ -153,9 +167,14 @@ def test_every_manifest_is_listed_in_the_kustomization(k8s: dict[str, dict[str, 
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
     assert set(kustomization["resources"]) == files
-    assert set(k8s) == {"Deployment/dragoman-worker", "PodDisruptionBudget/dragoman-worker", "Job/dragoman-migrate",
-                        "ScaledObject/dragoman-worker", "TriggerAuthentication/dragoman-redis",
-                        "Deployment/dragoman-rq-worker"}  # fmt: skip
+    assert set(k8s) == {
+        "Deployment/dragoman-worker",
+        "PodDisruptionBudget/dragoman-worker",
+        "Job/dragoman-migrate",
+        "ScaledObject/dragoman-worker",
+        "TriggerAuthentication/dragoman-redis",
+        "Deployment/dragoman-rq-worker",
+    }
     rq_worker = k8s["Deployment/dragoman-rq-worker"]["spec"]
     assert rq_worker["selector"]["matchLabels"].items() <= rq_worker["template"]["metadata"]["labels"].items()
     assert rq_worker["template"]["spec"]["containers"][0]["args"] == ["rq-worker"]

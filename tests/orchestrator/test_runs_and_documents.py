@@ -16,13 +16,14 @@ import pytest
 import redis
 from rq import Queue, SimpleWorker
 
+from contract.errors import RunNotFinishedError
+from contract.settings import Settings
 from orchestrator.context import TaskContext
 from orchestrator.dispatcher import CompletionDispatcher
 from orchestrator.tasks import finish_group
 from producer.client import Client
-from producer.runs import InvalidRunFileError, RunNotFinishedError
-from producer.settings import Settings
-from tests.producer.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
+from producer.run_files import InvalidRunFileError
+from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -87,9 +88,11 @@ async def test_ten_thousand_line_run_completes_in_order(
 
 
 async def test_failures_are_reported_per_line(start_worker: WorkerFactory, client: Client, tmp_path: Path) -> None:
-    lines = [{"custom_id": "a", "text": "fine", "metadata": {"row": 1}},
-             {"custom_id": "b", "text": "boom here", "target_lang": "de"},
-             {"custom_id": "c", "text": "also fine", "source_lang": "fr", "target_lang": "es"}]  # fmt: skip
+    lines = [
+        {"custom_id": "a", "text": "fine", "metadata": {"row": 1}},
+        {"custom_id": "b", "text": "boom here", "target_lang": "de"},
+        {"custom_id": "c", "text": "also fine", "source_lang": "fr", "target_lang": "es"},
+    ]
     run_id = client.submit_run(write_jsonl(tmp_path / "r.jsonl", lines), source_lang="en", target_lang="fr")
     async with start_worker(DeterministicEngine(fail_if=lambda text: "boom" in text)):
         await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
@@ -102,16 +105,28 @@ async def test_failures_are_reported_per_line(start_worker: WorkerFactory, clien
 
 
 def test_a_bad_run_file_submits_nothing(client: Client, raw_redis: redis.Redis, tmp_path: Path) -> None:
-    lines = ['{"custom_id": "a", "text": "ok"}', "not json", '{"custom_id": "a", "text": "dup"}',
-             '{"custom_id": "c", "text": "   "}', '{"text": "no id"}', '{"custom_id": "d", "text": "x", "extra": 1}',
-             '{"custom_id": "e", "text": "x", "target_lang": "xx-notalang-123"}']  # fmt: skip
+    lines = [
+        '{"custom_id": "a", "text": "ok"}',
+        "not json",
+        '{"custom_id": "a", "text": "dup"}',
+        '{"custom_id": "c", "text": "   "}',
+        '{"text": "no id"}',
+        '{"custom_id": "d", "text": "x", "extra": 1}',
+        '{"custom_id": "e", "text": "x", "target_lang": "xx-notalang-123"}',
+    ]
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InvalidRunFileError) as error:
         client.submit_run(path, source_lang="en", target_lang="fr")
     message = str(error.value)
-    for expected in ("line 2: not JSON", "line 3: custom_id 'a' already used on line 1", "line 4 (c)",
-                     "line 5: custom_id", "line 6: unknown field(s) extra", "line 7 (e)"):  # fmt: skip
+    for expected in (
+        "line 2: not JSON",
+        "line 3: custom_id 'a' already used on line 1",
+        "line 4 (c)",
+        "line 5: custom_id",
+        "line 6: unknown field(s) extra",
+        "line 7 (e)",
+    ):
         assert expected in message
     assert "nothing was submitted" in message
     assert raw_redis.xlen(client.keys.jobs_stream) == 0
@@ -129,8 +144,9 @@ async def test_cancel_run(client: Client, tmp_path: Path, start_worker: WorkerFa
     assert client.get_run(run_id).counts.cancelled == 50
 
 
-@pytest.mark.parametrize(("source", "fmt"), [(TRICKY_MARKDOWN, "md"), (TRICKY_HTML, "html"),
-                                             ("One.\n\nTwo lines\nhere.\n", "txt")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("source", "fmt"), [(TRICKY_MARKDOWN, "md"), (TRICKY_HTML, "html"), ("One.\n\nTwo lines\nhere.\n", "txt")]
+)
 async def test_document_round_trips_byte_for_byte(
     start_worker: WorkerFactory, client: Client, source: str, fmt: str
 ) -> None:
@@ -152,8 +168,10 @@ async def test_out_of_order_segments_assemble_in_order_exactly_once(
     run_orchestrator()  # split
     async with start_worker(engine, max_in_flight=64):
         await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
-    finished = [row[0] for row in pg.execute("SELECT sequence FROM jobs WHERE document_id = %s ORDER BY finished_at",
-                                             (document_id,))]  # fmt: skip
+    finished = [
+        row[0]
+        for row in pg.execute("SELECT sequence FROM jobs WHERE document_id = %s ORDER BY finished_at", (document_id,))
+    ]
     assert finished != sorted(finished)  # they really finished out of order
     assert client.document_result(document_id).text == source
     # A duplicate completion entry and a direct second finish change nothing.
@@ -208,8 +226,10 @@ async def test_webhook_is_signed_and_retried_until_delivered(
     run_id = client.submit_run(path, source_lang="en", target_lang="fr", callback_url=url)
     async with start_worker(DeterministicEngine()):
         await orchestrate_until(lambda: len(handler.received) >= 3)
-    assert pg.execute("SELECT webhook_status, webhook_attempts FROM runs WHERE id = %s",
-                      (run_id,)).fetchone() == ("delivered", 3)  # fmt: skip
+    assert pg.execute("SELECT webhook_status, webhook_attempts FROM runs WHERE id = %s", (run_id,)).fetchone() == (
+        "delivered",
+        3,
+    )
     headers, body = handler.received[-1]
     expected = hmac.new(b"test-secret", headers["X-Dragoman-Timestamp"].encode() + b"." + body, hashlib.sha256)
     assert headers["X-Dragoman-Signature"] == f"sha256={expected.hexdigest()}"
@@ -234,10 +254,15 @@ def rq_worker_process(settings: Settings) -> Iterator[None]:
     import sys
 
     assert settings.redis_url and settings.database_url
-    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
-           "DRAGOMAN_KEY_PREFIX": settings.key_prefix}  # fmt: skip
-    process = subprocess.Popen([sys.executable, "-m", "producer.cli", "rq-worker"], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": settings.redis_url,
+        "DRAGOMAN_DATABASE_URL": settings.database_url,
+        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "rq-worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     yield
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 0
@@ -246,7 +271,7 @@ def rq_worker_process(settings: Settings) -> Iterator[None]:
 async def test_translate_command_reports_failed_segments(
     start_worker: WorkerFactory, rq_worker_process: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from producer.cli import main
+    from cli.main import main
 
     source = tmp_path / "notes.md"
     source.write_text("# Title\n\nA good paragraph.\n\nA boom paragraph.\n")
@@ -262,13 +287,17 @@ async def test_translate_command_reports_failed_segments(
 
 
 def test_translate_command_rejects_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from producer.cli import EXIT_BAD_INPUT, main
+    from cli.main import EXIT_BAD_INPUT, main
 
     (tmp_path / "a.docx").write_text("x")
     (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00binary")
     (tmp_path / "empty.md").write_text("  \n")
-    for name, message in (("a.docx", "use --format"), ("bin.txt", "not UTF-8"), ("empty.md", "empty"),
-                          ("missing.txt", "no such file")):  # fmt: skip
+    for name, message in (
+        ("a.docx", "use --format"),
+        ("bin.txt", "not UTF-8"),
+        ("empty.md", "empty"),
+        ("missing.txt", "no such file"),
+    ):
         assert main(["translate", str(tmp_path / name), "--from", "en", "--to", "fr"]) == EXIT_BAD_INPUT
         assert message in capsys.readouterr().err
 

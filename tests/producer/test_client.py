@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 import redis
 
+from contract.keys import RedisKeys
+from contract.settings import Settings
+from contract.wire import decode_job_entry
 from producer import (
     Client,
     EmptyTextError,
@@ -25,9 +28,6 @@ from producer import (
     TranslationRequest,
     UnsupportedLanguageError,
 )
-from producer.keys import RedisKeys
-from producer.settings import Settings
-from producer.wire import decode_job_entry
 
 
 def _nothing_written(client: Client, raw: redis.Redis) -> None:
@@ -92,8 +92,12 @@ def test_submit_many_ten_thousand(client: Client, raw_redis: redis.Redis) -> Non
 
 
 def test_submit_many_accepts_dicts(client: Client) -> None:
-    ids = client.submit_many([{"text": "one", "source_lang": "en", "target_lang": "fr"},
-                              {"text": "two", "source_lang": "en", "target_lang": "ja"}])  # fmt: skip
+    ids = client.submit_many(
+        [
+            {"text": "one", "source_lang": "en", "target_lang": "fr"},
+            {"text": "two", "source_lang": "en", "target_lang": "ja"},
+        ]
+    )
     assert [client.get(i).target_lang for i in ids] == ["fr", "ja"]
 
 
@@ -116,8 +120,12 @@ def test_idempotency_key_returns_the_first_job(client: Client, raw_redis: redis.
     other = client.submit("Hello", "en", "fr", idempotency_key="order-43")
     assert again == first != other
     assert raw_redis.xlen(client.keys.jobs_stream) == 2
-    many = client.submit_many([TranslationRequest("x", "en", "fr", idempotency_key="order-42"),
-                               TranslationRequest("y", "en", "fr", idempotency_key="order-44")])  # fmt: skip
+    many = client.submit_many(
+        [
+            TranslationRequest("x", "en", "fr", idempotency_key="order-42"),
+            TranslationRequest("y", "en", "fr", idempotency_key="order-44"),
+        ]
+    )
     assert many[0] == first
     assert raw_redis.xlen(client.keys.jobs_stream) == 3
 

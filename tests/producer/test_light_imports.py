@@ -8,7 +8,7 @@ import sys
 
 def test_producer_and_cli_import_no_engine() -> None:
     code = (
-        "import sys, producer, producer.cli; producer.cli.build_parser(); "
+        "import sys, producer, cli.main; cli.main.build_parser(); "
         "heavy = sorted(m for m in ('vllm', 'torch', 'transformers') if m in sys.modules); "
         "print(','.join(heavy))"
     )

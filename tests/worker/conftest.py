@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from contract.errors import JobNotFoundError
+from contract.schemas import Job, JobStatus
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.errors import JobNotFoundError
-from producer.schemas import Job, JobStatus
-from producer.services import ServiceUrls
-from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 from worker.service import Worker
@@ -31,9 +31,15 @@ def identity_worker(
     consumer_name: str | None = None,
 ) -> Worker:
     """A worker on the deterministic engine with the identity profile (translation == text)."""
-    return Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                  profile=IdentityProfile(engine.tokenizer), max_in_flight=max_in_flight,
-                  consumer_name=consumer_name)  # fmt: skip
+    return Worker(
+        settings,
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        engine=engine,
+        profile=IdentityProfile(engine.tokenizer),
+        max_in_flight=max_in_flight,
+        consumer_name=consumer_name,
+    )
 
 
 def _get(client: Client, job_id: str) -> Job:

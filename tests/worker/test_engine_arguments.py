@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.cli import add_engine_arguments, engine_options
+from cli.worker import add_engine_arguments, engine_options
 from worker.engine import EngineOptions
 from worker.vllm_engine import engine_arguments
 
@@ -42,8 +42,11 @@ def test_capture_size_is_not_passed_when_eager() -> None:
 
 
 def test_capture_size_joins_a_compilation_config_given_in_extra() -> None:
-    options = EngineOptions(enforce_eager=False, max_cudagraph_capture_size=1024,
-                            extra={"compilation_config": {"cudagraph_mode": "PIECEWISE"}})  # fmt: skip
+    options = EngineOptions(
+        enforce_eager=False,
+        max_cudagraph_capture_size=1024,
+        extra={"compilation_config": {"cudagraph_mode": "PIECEWISE"}},
+    )
     kwargs = engine_arguments(Path("m"), options)
     assert kwargs["compilation_config"] == {"cudagraph_mode": "PIECEWISE", "max_cudagraph_capture_size": 1024}
     assert options.extra["compilation_config"] == {"cudagraph_mode": "PIECEWISE"}  # the caller's dict is not changed

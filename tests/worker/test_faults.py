@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import redis
 
+from contract.schemas import TranslationRequest
+from contract.services import EmbeddedServices
+from contract.settings import Settings
 from producer.client import Client
-from producer.database import upgrade_database
-from producer.schemas import TranslationRequest
-from producer.services import EmbeddedServices
-from producer.settings import Settings
+from storage.database import upgrade_database
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -50,8 +50,11 @@ def _spawn(settings: Settings, log: Path, delay: float = 0.1, max_in_flight: int
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tests.worker.worker_process", str(delay), str(max_in_flight)],
-            stdout=out, stderr=subprocess.STDOUT, env=_env(settings), cwd=Path(__file__).parents[2],
-        )  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_env(settings),
+            cwd=Path(__file__).parents[2],
+        )
 
 
 def _wait_for_rows(pg: Any, ids: list[str], within: float) -> None:

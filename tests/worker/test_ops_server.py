@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from contract.errors import ConfigurationError
+from contract.schemas import JobStatus, TranslationRequest
+from contract.services import EmbeddedServices, ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.database import upgrade_database
-from producer.errors import ConfigurationError
-from producer.schemas import JobStatus, TranslationRequest
-from producer.services import EmbeddedServices, ServiceUrls
-from producer.settings import Settings
+from storage.database import upgrade_database
 from worker.deterministic_engine import DeterministicEngine
 from worker.metrics import WorkerMetrics
 from worker.service import Worker
@@ -63,13 +63,17 @@ async def test_metrics_count_what_the_rows_say(
         status, body = await http_get(port_of(worker), "/metrics")
     assert status == 200
     values = samples(body)
-    rows = dict(pg.execute("SELECT status, count(*) FROM jobs WHERE id = ANY(%s::uuid[]) GROUP BY status",
-                           ([*good, *bad, cancelled],)).fetchall())  # fmt: skip
+    rows = dict(
+        pg.execute(
+            "SELECT status, count(*) FROM jobs WHERE id = ANY(%s::uuid[]) GROUP BY status", ([*good, *bad, cancelled],)
+        ).fetchall()
+    )
     assert rows == {"succeeded": 40, "failed": 3, "cancelled": 1}
     for status_name, count in rows.items():
         assert values[("dragoman_jobs_total", (("status", status_name),))] == count
-    tokens = pg.execute("SELECT sum(prompt_tokens), sum(output_tokens) FROM jobs WHERE id = ANY(%s::uuid[])",
-                        (good,)).fetchone()  # fmt: skip
+    tokens = pg.execute(
+        "SELECT sum(prompt_tokens), sum(output_tokens) FROM jobs WHERE id = ANY(%s::uuid[])", (good,)
+    ).fetchone()
     assert values[("dragoman_prompt_tokens_total", ())] == tokens[0]
     assert values[("dragoman_output_tokens_total", ())] == tokens[1]
     # Every committed job has an end-to-end and a write sample; the cancelled one never ran the engine.
@@ -133,8 +137,9 @@ async def test_busy_port_is_a_clear_error(settings: Settings, service_urls: Serv
 
 
 async def test_metrics_can_be_switched_off(settings: Settings, service_urls: ServiceUrls) -> None:
-    worker = identity_worker(settings.model_copy(update={"metrics_enabled": False}), service_urls,
-                             DeterministicEngine())  # fmt: skip
+    worker = identity_worker(
+        settings.model_copy(update={"metrics_enabled": False}), service_urls, DeterministicEngine()
+    )
     await worker.start()
     await worker.stop(grace_seconds=1)
     assert worker.ops is None
@@ -144,9 +149,15 @@ async def test_readyz_follows_redis_going_away_and_coming_back(tmp_path: Path) -
     services = EmbeddedServices(tmp_path / "own")  # this test stops its own Redis
     urls = services.up()
     upgrade_database(urls.database_url)
-    settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url, data_dir=tmp_path / "own",
-                        key_prefix=f"ready-{uuid.uuid4().hex[:8]}", read_block_ms=50, metrics_port=0,
-                        metrics_host="127.0.0.1")  # fmt: skip
+    settings = Settings(
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        data_dir=tmp_path / "own",
+        key_prefix=f"ready-{uuid.uuid4().hex[:8]}",
+        read_block_ms=50,
+        metrics_port=0,
+        metrics_host="127.0.0.1",
+    )
     worker = identity_worker(settings, urls, DeterministicEngine())
     await worker.start()
     try:
@@ -178,9 +189,13 @@ def test_stage_histogram_buckets_are_cumulative_and_inclusive() -> None:
     metrics = WorkerMetrics()
     metrics.stage_seconds.observe_many("engine", [0.005, 0.3, 0.3, 5000.0])
     metrics.stage_seconds.observe_many("engine", [0.004])
-    samples = {(s.name, s.labels.get("le")): s.value for family in metrics.registry.collect()
-               if family.name == "dragoman_job_stage_seconds" for s in family.samples
-               if s.labels.get("stage") == "engine"}  # fmt: skip
+    samples = {
+        (s.name, s.labels.get("le")): s.value
+        for family in metrics.registry.collect()
+        if family.name == "dragoman_job_stage_seconds"
+        for s in family.samples
+        if s.labels.get("stage") == "engine"
+    }
     assert samples[("dragoman_job_stage_seconds_bucket", "0.005")] == 2  # le: a value on the bound counts
     assert samples[("dragoman_job_stage_seconds_bucket", "0.25")] == 2
     assert samples[("dragoman_job_stage_seconds_bucket", "0.5")] == 4

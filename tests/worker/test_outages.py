@@ -8,11 +8,11 @@ from pathlib import Path
 
 import redis
 
+from contract.schemas import JobStatus, TranslationRequest
+from contract.services import EmbeddedServices
+from contract.settings import Settings
 from producer.client import Client
-from producer.database import upgrade_database
-from producer.schemas import JobStatus, TranslationRequest
-from producer.services import EmbeddedServices
-from producer.settings import Settings
+from storage.database import upgrade_database
 from worker.deterministic_engine import DeterministicEngine
 
 from .conftest import identity_worker, wait_all
@@ -22,8 +22,14 @@ async def test_postgres_outage_holds_results_until_it_returns(tmp_path: Path) ->
     services = EmbeddedServices(tmp_path / "own")  # this test stops its own PostgreSQL
     urls = services.up()
     upgrade_database(urls.database_url)
-    settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url, data_dir=tmp_path / "own",
-                        key_prefix=f"outage-{uuid.uuid4().hex[:8]}", writer_flush_ms=2, read_block_ms=50)  # fmt: skip
+    settings = Settings(
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        data_dir=tmp_path / "own",
+        key_prefix=f"outage-{uuid.uuid4().hex[:8]}",
+        writer_flush_ms=2,
+        read_block_ms=50,
+    )
     raw = redis.Redis.from_url(urls.redis_url, decode_responses=True)
     engine = DeterministicEngine()
     worker = identity_worker(settings, urls, engine, max_in_flight=16)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from producer.errors import ConfigurationError
-from producer.schemas import JobSpec
+from contract.errors import ConfigurationError
+from contract.schemas import JobSpec
 from worker.deterministic_engine import CharTokenizer
 from worker.profiles import (
     ChatProfile,
@@ -22,8 +22,9 @@ from worker.profiles import (
 
 
 def _spec(text: str, source: str = "en", target: str = "fr") -> JobSpec:
-    return JobSpec(job_id="00000000-0000-0000-0000-000000000000", text=text, source_lang=source,
-                   target_lang=target, created_at=0.0)  # fmt: skip
+    return JobSpec(
+        job_id="00000000-0000-0000-0000-000000000000", text=text, source_lang=source, target_lang=target, created_at=0.0
+    )
 
 
 class FakeTokenizer(CharTokenizer):

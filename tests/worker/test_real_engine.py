@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import redis
 
+from contract.schemas import JobStatus, TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.schemas import JobStatus, TranslationRequest
-from producer.services import ServiceUrls
-from producer.settings import Settings
 from worker.engine import EngineOptions
 from worker.model import prepare_default_model
 from worker.profiles import choose_profile
@@ -38,9 +38,13 @@ def engine() -> Iterator[VllmEngine]:
 
 
 async def test_twenty_varied_jobs_and_one_too_long(
-    engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis,
+    engine: VllmEngine,
+    settings: Settings,
+    service_urls: ServiceUrls,
+    client: Client,
+    raw_redis: redis.Redis,
     pg: Any,
-) -> None:  # fmt: skip
+) -> None:
     texts = varied_texts(20)
     token_counts = [len(engine.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
     assert min(token_counts) >= 8 and max(token_counts) <= 220
@@ -51,8 +55,14 @@ async def test_twenty_varied_jobs_and_one_too_long(
     long_id = client.submit(too_long, "en", "de")
     profile = choose_profile(None, prepare_default_model(settings.model_cache_dir), engine.tokenizer)
     assert profile.name == "few-shot"
-    worker = Worker(settings, redis_url=service_urls.redis_url, database_url=service_urls.database_url,
-                    engine=engine, profile=profile, max_in_flight=32)  # fmt: skip
+    worker = Worker(
+        settings,
+        redis_url=service_urls.redis_url,
+        database_url=service_urls.database_url,
+        engine=engine,
+        profile=profile,
+        max_in_flight=32,
+    )
     await worker.start()
     try:
         jobs = await wait_all(client, [*ids, long_id], within=600)
@@ -68,8 +78,10 @@ async def test_twenty_varied_jobs_and_one_too_long(
     assert rejected.status is JobStatus.FAILED
     assert rejected.error and "context is 1024 tokens" in rejected.error and "prompt is" in rejected.error
 
-    rows = pg.execute("SELECT count(*) FROM jobs WHERE id = ANY(%s::uuid[]) AND status = 'succeeded' "
-                      "AND translated_text <> ''", (ids,)).fetchone()  # fmt: skip
+    rows = pg.execute(
+        "SELECT count(*) FROM jobs WHERE id = ANY(%s::uuid[]) AND status = 'succeeded' AND translated_text <> ''",
+        (ids,),
+    ).fetchone()
     assert rows == (20,)
     events = {f["id"]: json.loads(f["payload"]) for _, f in raw_redis.xrange(client.keys.events_stream)}
     assert set(events) == {*ids, long_id}

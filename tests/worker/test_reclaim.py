@@ -8,12 +8,12 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
+from contract.keys import RedisKeys
+from contract.schemas import JobStatus, TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
 from producer.dead_letters import DeadLetters
-from producer.keys import RedisKeys
-from producer.schemas import JobStatus, TranslationRequest
-from producer.services import ServiceUrls
-from producer.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.reclaim import forget_gone_consumers, trim_acknowledged
 from worker.service import Worker
@@ -163,7 +163,9 @@ async def test_gone_consumers_are_forgotten_and_acknowledged_entries_trimmed(
         raw_redis.xgroup_createconsumer(keys.jobs_stream, keys.consumer_group, "long-gone")
         await asyncio.sleep(0.05)
         assert await forget_gone_consumers(connection, keys, "me", gone_after_ms=10) == [
-            "long-gone", worker.consumer.consumer_name]  # fmt: skip
+            "long-gone",
+            worker.consumer.consumer_name,
+        ]
         assert await trim_acknowledged(connection, keys) == 20
         assert await trim_acknowledged(connection, keys) == 0
     finally:

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from redis.exceptions import DataError
 
-from producer.services import ServiceUrls
+from contract.services import ServiceUrls
 from worker.redis_client import open_redis
 
 

@@ -16,10 +16,10 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from producer.cli import EXIT_OK
+from cli.main import EXIT_OK
+from contract.schemas import JobStatus, TranslationRequest
+from contract.settings import Settings
 from producer.client import Client
-from producer.schemas import JobStatus, TranslationRequest
-from producer.settings import Settings
 from tests.deploy.test_manifests import VLLM_METRICS_USED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -55,7 +55,7 @@ def _assert_same_structure(source: str, translated: str) -> None:
 
 
 def _dragoman(*args: str) -> list[str]:
-    return [sys.executable, "-m", "producer.cli", *args]
+    return [sys.executable, "-m", "cli.main", *args]
 
 
 def test_worker_process_translates_and_exits_cleanly_on_sigterm(
@@ -63,28 +63,57 @@ def test_worker_process_translates_and_exits_cleanly_on_sigterm(
 ) -> None:
     assert settings.redis_url and settings.database_url
     port = free_port()
-    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
-           "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_DATA_DIR": str(settings.data_dir),
-           "DRAGOMAN_METRICS_PORT": str(port), "DRAGOMAN_METRICS_HOST": "127.0.0.1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": settings.redis_url,
+        "DRAGOMAN_DATABASE_URL": settings.database_url,
+        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+        "DRAGOMAN_DATA_DIR": str(settings.data_dir),
+        "DRAGOMAN_METRICS_PORT": str(port),
+        "DRAGOMAN_METRICS_HOST": "127.0.0.1",
+    }
     ids = [client.submit("Thank you very much.", "en", "fr"), client.submit("Where is the station?", "en", "de")]
     log = tmp_path / "worker.log"
     with open(log, "w") as out:
-        worker = subprocess.Popen(_dragoman("worker", "--max-num-seqs", "8", "--log-format", "json"), stdout=out,
-                                  stderr=subprocess.STDOUT, env=env)  # fmt: skip
+        worker = subprocess.Popen(
+            _dragoman("worker", "--max-num-seqs", "8", "--log-format", "json"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
         jobs = [client.wait(job_id, timeout=600) for job_id in ids]
         # The CLI sees the result too, exactly as a user would.
-        done = subprocess.run(_dragoman("submit", "Good night.", "--from", "en", "--to", "es", "--wait"),
-                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        done = subprocess.run(
+            _dragoman("submit", "Good night.", "--from", "en", "--to", "es", "--wait"),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         metrics = _get(port, "/metrics")
         ready = _get(port, "/readyz")
         # A whole Markdown document, through the orchestrator, as the README shows it.
         with open(tmp_path / "rq-worker.log", "w") as rq_out:
             orchestrator = subprocess.Popen(_dragoman("rq-worker"), stdout=rq_out, stderr=subprocess.STDOUT, env=env)
         try:
-            translated = subprocess.run(_dragoman("translate", str(SAMPLE), "--from", "en", "--to", "fr", "-o",
-                                                  str(tmp_path / "out.md"), "--no-progress"),
-                                        env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+            translated = subprocess.run(
+                _dragoman(
+                    "translate",
+                    str(SAMPLE),
+                    "--from",
+                    "en",
+                    "--to",
+                    "fr",
+                    "-o",
+                    str(tmp_path / "out.md"),
+                    "--no-progress",
+                ),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
         finally:
             orchestrator.send_signal(signal.SIGTERM)
             orchestrator_code = orchestrator.wait(timeout=60)
@@ -117,8 +146,9 @@ def test_a_missing_model_is_a_clear_error_before_the_engine_starts(settings: Set
     assert settings.redis_url and settings.database_url
     env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url}
     started = time.monotonic()
-    result = subprocess.run(_dragoman("worker", "--model", str(tmp_path / "nowhere")), env=env,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        _dragoman("worker", "--model", str(tmp_path / "nowhere")), env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1
     assert "does not exist" in result.stderr and "dragoman model prepare" in result.stderr
     assert time.monotonic() - started < 60  # no engine was started
@@ -128,10 +158,16 @@ def test_kill_dash_nine_of_the_real_worker_then_restart_loses_nothing(
     settings: Settings, client: Client, raw_redis: redis.Redis, tmp_path: Path
 ) -> None:
     assert settings.redis_url and settings.database_url
-    env = {**os.environ, "DRAGOMAN_REDIS_URL": settings.redis_url, "DRAGOMAN_DATABASE_URL": settings.database_url,
-           "DRAGOMAN_KEY_PREFIX": settings.key_prefix, "DRAGOMAN_VISIBILITY_TIMEOUT_SECONDS": "5",
-           "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "1", "DRAGOMAN_METRICS_PORT": "0",
-           "DRAGOMAN_METRICS_HOST": "127.0.0.1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": settings.redis_url,
+        "DRAGOMAN_DATABASE_URL": settings.database_url,
+        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+        "DRAGOMAN_VISIBILITY_TIMEOUT_SECONDS": "5",
+        "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "1",
+        "DRAGOMAN_METRICS_PORT": "0",
+        "DRAGOMAN_METRICS_HOST": "127.0.0.1",
+    }
     texts = [f"Sentence number {i} is about the weather in the mountains." for i in range(24)]
     ids = client.submit_many(TranslationRequest(t, "en", "fr") for t in texts)
     log = tmp_path / "worker.log"
@@ -139,8 +175,13 @@ def test_kill_dash_nine_of_the_real_worker_then_restart_loses_nothing(
     def start() -> subprocess.Popen[bytes]:
         with open(log, "ab") as out:
             # Its own session, so the kill takes vLLM's engine processes down with it, as in a container.
-            return subprocess.Popen(_dragoman("worker", "--max-num-seqs", "4"), stdout=out,
-                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)  # fmt: skip
+            return subprocess.Popen(
+                _dragoman("worker", "--max-num-seqs", "4"),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
 
     first = start()
     try:

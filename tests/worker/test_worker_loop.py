@@ -11,12 +11,12 @@ import psycopg
 import pytest
 import redis
 
+from contract.schemas import JobStatus, TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from producer.client import Client
-from producer.database import libpq_url
 from producer.dead_letters import DeadLetters
-from producer.schemas import JobStatus, TranslationRequest
-from producer.services import ServiceUrls
-from producer.settings import Settings
+from storage.database import libpq_url
 from worker.deterministic_engine import DeterministicEngine
 from worker.engine import GenerationRequest, GenerationResult
 from worker.writer import ResultWriter
@@ -215,8 +215,14 @@ async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
 ) -> None:
     stream = client.keys.jobs_stream
     surrogate_id = str(uuid.uuid4())  # JSON may escape a lone surrogate, which no database can store
-    raw_redis.xadd(stream, {"v": "1", "id": surrogate_id, "payload":
-                            '{"text": "bad \\ud800 text", "source_lang": "en", "target_lang": "fr"}'})  # fmt: skip
+    raw_redis.xadd(
+        stream,
+        {
+            "v": "1",
+            "id": surrogate_id,
+            "payload": '{"text": "bad \\ud800 text", "source_lang": "en", "target_lang": "fr"}',
+        },
+    )
     raw_redis.xadd(stream, {"v": "1", "id": str(uuid.uuid4()), "payload": b"\xff\xfe not UTF-8"})
     good = client.submit("still works", "en", "fr")
     async with start_worker(DeterministicEngine()):
@@ -233,12 +239,15 @@ async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
     assert _pending(raw_redis, client) == 0
 
 
-@pytest.mark.parametrize(("extra", "reason"), [
-    ({"created_at": 1e30}, "'created_at' must be unix seconds"),
-    ({"created_at": -1e15}, "'created_at' must be unix seconds"),
-    ({"sequence": 2**40}, "'sequence' must be an integer"),
-    ({"sequence": -1}, "'sequence' must be an integer"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ({"created_at": 1e30}, "'created_at' must be unix seconds"),
+        ({"created_at": -1e15}, "'created_at' must be unix seconds"),
+        ({"sequence": 2**40}, "'sequence' must be an integer"),
+        ({"sequence": -1}, "'sequence' must be an integer"),
+    ],
+)
 async def test_values_the_database_cannot_hold_are_dead_lettered_not_fatal(
     client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory, extra: dict[str, Any], reason: str
 ) -> None:
@@ -278,8 +287,10 @@ async def test_an_entry_from_a_plain_xadd_producer_is_translated(
     client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory
 ) -> None:
     job_id = str(uuid.uuid4())
-    raw_redis.xadd(client.keys.jobs_stream, {"v": "1", "id": job_id, "payload": json.dumps(
-        {"text": "from Go", "source_lang": "en", "target_lang": "fr"})})  # fmt: skip
+    raw_redis.xadd(
+        client.keys.jobs_stream,
+        {"v": "1", "id": job_id, "payload": json.dumps({"text": "from Go", "source_lang": "en", "target_lang": "fr"})},
+    )
     async with start_worker(DeterministicEngine()):
         [job] = await wait_all(client, [job_id])
     assert (job.status, job.translation) == (JobStatus.SUCCEEDED, "from Go")

@@ -9,17 +9,16 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from producer.schemas import JobSpec, JobStatus
-from producer.services import ServiceUrls
-from producer.settings import Settings
+from contract.schemas import JobSpec, JobStatus
+from contract.services import ServiceUrls
+from contract.settings import Settings
 from worker.results import JobResult
 from worker.writer import ResultWriter
 
 
 def _result(spec: JobSpec, status: JobStatus, entry_id: str, **fields: Any) -> JobResult:
     now = time.time()
-    return JobResult(entry_id=entry_id, spec=spec, status=status, attempts=1, started_at=now,
-                     finished_at=now, **fields)  # fmt: skip
+    return JobResult(entry_id=entry_id, spec=spec, status=status, attempts=1, started_at=now, finished_at=now, **fields)
 
 
 async def _write(settings: Settings, urls: ServiceUrls, results: list[JobResult]) -> None:
@@ -35,14 +34,24 @@ async def _write(settings: Settings, urls: ServiceUrls, results: list[JobResult]
 async def test_a_success_is_never_overwritten(
     settings: Settings, service_urls: ServiceUrls, pg: Any, raw_redis: redis.Redis
 ) -> None:
-    spec = JobSpec(job_id=str(uuid.uuid4()), text="Hello", source_lang="en", target_lang="fr",
-                   created_at=time.time(), metadata={"k": "v"})  # fmt: skip
+    spec = JobSpec(
+        job_id=str(uuid.uuid4()),
+        text="Hello",
+        source_lang="en",
+        target_lang="fr",
+        created_at=time.time(),
+        metadata={"k": "v"},
+    )
     await _write(settings, service_urls, [_result(spec, JobStatus.SUCCEEDED, "1-0", translation="Bonjour")])
     # A second delivery of the same job (say, after a reclaim) finishing differently:
-    await _write(settings, service_urls, [
-        _result(spec, JobStatus.SUCCEEDED, "1-0", translation="Salut"),
-        _result(spec, JobStatus.FAILED, "1-0", error="boom"),
-    ])  # fmt: skip
+    await _write(
+        settings,
+        service_urls,
+        [
+            _result(spec, JobStatus.SUCCEEDED, "1-0", translation="Salut"),
+            _result(spec, JobStatus.FAILED, "1-0", error="boom"),
+        ],
+    )
     rows = pg.execute("SELECT status, translated_text, metadata FROM jobs WHERE id = %s", (spec.job_id,)).fetchall()
     assert rows == [("succeeded", "Bonjour", {"k": "v"})]
     events = raw_redis.xrange(f"{settings.key_prefix}:events")
@@ -53,8 +62,7 @@ async def test_a_success_is_never_overwritten(
 async def test_a_failure_can_be_replaced_by_a_later_success(
     settings: Settings, service_urls: ServiceUrls, pg: Any
 ) -> None:
-    spec = JobSpec(job_id=str(uuid.uuid4()), text="Hello", source_lang="en", target_lang="fr",
-                   created_at=time.time())  # fmt: skip
+    spec = JobSpec(job_id=str(uuid.uuid4()), text="Hello", source_lang="en", target_lang="fr", created_at=time.time())
     await _write(settings, service_urls, [_result(spec, JobStatus.FAILED, "1-0", error="engine hiccup")])
     await _write(settings, service_urls, [_result(spec, JobStatus.SUCCEEDED, "2-0", translation="Bonjour")])
     row = pg.execute("SELECT status, translated_text FROM jobs WHERE id = %s", (spec.job_id,)).fetchone()

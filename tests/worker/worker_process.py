@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 
-from producer.services import resolve_urls
-from producer.settings import Settings
+from contract.services import resolve_urls
+from contract.settings import Settings
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 from worker.service import Worker
@@ -26,8 +26,14 @@ async def main(delay: float, max_in_flight: int) -> int:
     settings = Settings()
     urls = resolve_urls(settings)
     engine = DeterministicEngine(delay_s=delay, tag=f" #{os.getpid()}")
-    worker = Worker(settings, redis_url=urls.redis_url, database_url=urls.database_url, engine=engine,
-                    profile=IdentityProfile(engine.tokenizer), max_in_flight=max_in_flight)  # fmt: skip
+    worker = Worker(
+        settings,
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        engine=engine,
+        profile=IdentityProfile(engine.tokenizer),
+        max_in_flight=max_in_flight,
+    )
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     return await worker.serve(stop)

@@ -1,0 +1,214 @@
+"""``dragoman run ...`` (JSONL runs) and ``dragoman translate FILE`` (whole documents)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from cli.stats_view import format_duration
+from contract.errors import InvalidJobError, JobTimeoutError
+from contract.progress import GroupProgress
+from contract.settings import Settings
+
+if TYPE_CHECKING:
+    from producer.client import Client
+
+FINAL_DOCUMENT_STATUSES = ("completed", "failed", "cancelled")
+SPLIT_HINT_AFTER_S = 20.0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``run`` and ``translate`` on the ``dragoman`` parser."""
+    run = sub.add_parser("run", help="bulk runs from a JSONL file: submit, status, results, cancel")
+    actions = run.add_subparsers(dest="run_action", required=True)
+    submit = actions.add_parser("submit", help="submit FILE.jsonl (custom_id and text per line); prints the run id")
+    submit.add_argument("file", type=Path)
+    submit.add_argument("--from", dest="source", help="source language of lines that do not say")
+    submit.add_argument("--to", dest="target", help="target language of lines that do not say")
+    submit.add_argument("--name", help="a name for the run (default: the file name)")
+    submit.add_argument("--callback", help="URL POSTed (signed) when the run finishes")
+    status = actions.add_parser("status", help="counts per status, percent, rate and time left")
+    status.add_argument("run_id")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    results = actions.add_parser("results", help="one JSON line per input line, in input order")
+    results.add_argument("run_id")
+    results.add_argument("-o", "--output", type=Path, help="write to this file (default: stdout)")
+    results.add_argument("--partial", action="store_true", help="write what is finished even if jobs are pending")
+    cancel = actions.add_parser("cancel", help="cancel the run's jobs that have not finished")
+    cancel.add_argument("run_id")
+    run.set_defaults(func=cmd_run)
+
+    translate = sub.add_parser("translate", help="translate a .txt, .md or .html file, keeping its structure")
+    translate.add_argument("file", type=Path)
+    translate.add_argument("--from", dest="source", required=True, help="source language")
+    translate.add_argument("--to", dest="target", required=True, help="target language")
+    translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
+    translate.add_argument("--format", choices=["txt", "md", "html"], help="default: from the file's suffix")
+    translate.add_argument(
+        "--keep-failed-source",
+        action="store_true",
+        help="write the file even if segments failed, with their source text",
+    )
+    translate.add_argument("--max-segment-chars", type=int, help="cut longer prose at sentence ends")
+    translate.add_argument("--callback", help="URL POSTed (signed) when the document is assembled")
+    translate.add_argument("--timeout", type=float, default=3_600.0, help="seconds to wait (default 3600)")
+    translate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    translate.set_defaults(func=cmd_translate)
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    """The ``run`` sub-commands."""
+    from producer.client import Client
+
+    with Client(settings) as client:
+        if args.run_action == "submit":
+
+            def report(done: int, total: int) -> None:
+                if total > settings.submit_chunk_size:
+                    print(f"\rsubmitted {done:,}/{total:,}", end="" if done < total else "\n", file=sys.stderr)
+
+            print(
+                client.submit_run(
+                    args.file,
+                    source_lang=args.source,
+                    target_lang=args.target,
+                    name=args.name,
+                    callback_url=args.callback,
+                    on_chunk=report,
+                )
+            )
+        elif args.run_action == "status":
+            status = client.get_run(args.run_id)
+            print(json.dumps(status.to_dict(), indent=2) if args.json else format_progress(status))
+        elif args.run_action == "results":
+            lines = client.iter_run_results(args.run_id, allow_partial=args.partial)
+            if args.output is None:
+                _write_lines(lines, sys.stdout)
+            else:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    count = _write_lines(lines, out)
+                print(f"{count:,} results written to {args.output}", file=sys.stderr)
+        else:
+            print(format_progress(client.cancel_run(args.run_id)))
+    return 0
+
+
+def _write_lines(lines: Iterable[dict[str, Any]], out: TextIO) -> int:
+    count = 0
+    for line in lines:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def format_progress(progress: GroupProgress) -> str:
+    """A run or document's progress as a few aligned lines."""
+    c = progress.counts
+    rate = "-" if progress.jobs_per_second is None else f"{progress.jobs_per_second:,.1f} jobs/s"
+    left = "-" if progress.seconds_left is None else format_duration(progress.seconds_left)
+    lines = [
+        f"{progress.kind:<10} {progress.id}" + (f"  ({progress.name})" if progress.name else ""),
+        f"status     {progress.status}",
+        f"progress   {c.finished:,}/{c.total:,} ({c.percent:.1f}%)",
+        f"counts     succeeded {c.succeeded:,}, failed {c.failed:,}, cancelled {c.cancelled:,}, pending {c.pending:,}",
+        f"rate       {rate}",
+        f"time left  {left}",
+    ]
+    if progress.error:
+        lines.append(f"error      {progress.error}")
+    return "\n".join(lines)
+
+
+def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
+    """Submit a document, show its progress, write the assembled file (or report failed segments)."""
+    from producer.client import Client
+    from producer.groups import document_format
+
+    fmt = document_format(args.file, args.format)
+    try:
+        text = args.file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidJobError(f"{args.file}: no such file") from None
+    except UnicodeDecodeError:
+        raise InvalidJobError(f"{args.file}: not UTF-8 text") from None
+    output = args.output or args.file.with_name(f"{args.file.stem}.{args.target}{args.file.suffix}")
+    with Client(settings) as client:
+        document_id = client.submit_document(
+            text,
+            fmt,
+            args.source,
+            args.target,
+            name=args.file.name,
+            callback_url=args.callback,
+            max_segment_chars=args.max_segment_chars,
+        )
+        print(f"document {document_id}", file=sys.stderr)
+        try:
+            progress = _wait_for_document(client, document_id, args.timeout, show=not args.no_progress)
+        except KeyboardInterrupt:
+            client.cancel_document(document_id)
+            print(f"\ninterrupted: document {document_id} cancelled", file=sys.stderr)
+            return 130
+        if progress.status == "failed" and progress.error:
+            print(f"error: the document could not be split: {progress.error}", file=sys.stderr)
+            return 1
+        result = client.document_result(document_id)
+    if result.failed_segments:
+        print(f"{len(result.failed_segments)} of {progress.counts.total} segments did not translate:", file=sys.stderr)
+        for failed in result.failed_segments:
+            print(
+                f"  segment {failed['segment']} ({failed['status']}): {failed['error']}\n"
+                f"    source: {failed['source'][:120]!r}",
+                file=sys.stderr,
+            )
+        if not args.keep_failed_source:
+            print("nothing written; --keep-failed-source writes the file with their source text", file=sys.stderr)
+            return 1
+    output.write_text(result.text, encoding="utf-8")
+    print(f"wrote {output} ({progress.counts.total} segments)", file=sys.stderr)
+    return 0
+
+
+def _wait_for_document(client: Client, document_id: str, timeout: float, *, show: bool) -> GroupProgress:
+    started = time.monotonic()
+    hinted = False
+    while True:
+        progress = client.get_document(document_id)
+        if show:
+            _draw(progress)
+        if progress.status in FINAL_DOCUMENT_STATUSES:
+            if show:
+                print(file=sys.stderr)
+            return progress
+        waited = time.monotonic() - started
+        if progress.status == "splitting" and waited > SPLIT_HINT_AFTER_S and not hinted:
+            print("\nstill waiting to be split: is `dragoman rq-worker` running?", file=sys.stderr)
+            hinted = True
+        if waited > timeout:
+            raise JobTimeoutError(
+                f"document {document_id} not done after {timeout:.0f}s "
+                f"({progress.counts.finished}/{progress.counts.total} segments)"
+            )
+        time.sleep(0.5)
+
+
+def _draw(progress: GroupProgress) -> None:
+    if progress.status == "splitting":
+        print("\r[waiting to be split into segments]", end="", file=sys.stderr, flush=True)
+        return
+    c = progress.counts
+    width = 30
+    filled = int(width * c.percent / 100)
+    left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
+    print(
+        f"\r[{'#' * filled}{'.' * (width - filled)}] {c.finished}/{c.total} segments {c.percent:5.1f}%  "
+        f"{progress.status}{left}   ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -1,0 +1,297 @@
+"""The ``dragoman`` command line.
+
+Exit codes: 0 ok, 1 any other error, 2 bad input, 3 not found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+import redis
+
+from cli.bulk import add_commands as add_bulk_commands
+from cli.orchestrator import add_commands as add_orchestrator_commands
+from cli.worker import add_commands as add_worker_commands
+from contract.errors import (
+    DragomanError,
+    InvalidJobError,
+    JobNotFoundError,
+)
+from contract.schemas import Job, JobStatus
+from contract.settings import Settings
+
+EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 0, 1, 2, 3
+
+Command = Callable[[argparse.Namespace, Settings], int]
+
+
+def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
+    """Enqueue one job from the argument or stdin; print its id (or its result with --wait)."""
+    from producer.client import Client
+
+    text = args.text if args.text is not None else sys.stdin.read()
+    metadata = _parse_metadata(args.metadata)
+    with Client(settings) as client:
+        job_id = client.submit(text, args.source, args.target, metadata=metadata, idempotency_key=args.idempotency_key)
+        if not args.wait:
+            print(job_id)
+            return EXIT_OK
+        job = client.wait(job_id, timeout=args.timeout)
+    if args.json:
+        print(job.model_dump_json(indent=2))
+    elif job.status is JobStatus.SUCCEEDED:
+        print(job.translation)
+    else:
+        print(f"job {job.id} {job.status.value}: {job.error or ''}".rstrip(), file=sys.stderr)
+    return EXIT_OK if job.status is JobStatus.SUCCEEDED else EXIT_ERROR
+
+
+def _parse_metadata(raw: str | None) -> dict[str, object] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidJobError(f"--metadata must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidJobError('--metadata must be a JSON object, e.g. \'{"doc": "a.txt"}\'')
+    return value
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    """Show a job by id, human-readable or as JSON."""
+    from producer.client import Client
+
+    with Client(settings) as client:
+        job = client.get(args.job_id)
+    print(job.model_dump_json(indent=2) if args.json else format_job(job))
+    return EXIT_OK
+
+
+def format_job(job: Job) -> str:
+    """A job as a few aligned lines for a terminal."""
+    lines = [
+        f"job          {job.id}",
+        f"status       {job.status.value}",
+        f"languages    {job.source_lang} -> {job.target_lang}",
+        f"attempts     {job.attempts}",
+    ]
+    if job.created_at:
+        lines.append(f"created      {job.created_at.isoformat(timespec='milliseconds')}")
+    for label, seconds in (("queued for", job.queue_seconds), ("ran for", job.run_seconds)):
+        if seconds is not None:
+            lines.append(f"{label:<12} {seconds:.3f} s")
+    if job.model:
+        lines.append(f"model        {job.model}")
+    if job.output_tokens is not None:
+        lines.append(f"tokens       {job.prompt_tokens} prompt, {job.output_tokens} output")
+    if job.error:
+        lines.append(f"error        {job.error}")
+    if job.translation is not None:
+        lines.append(f"translation  {job.translation}")
+    return "\n".join(lines)
+
+
+def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
+    """Cancel a queued job."""
+    from producer.client import Client
+
+    with Client(settings) as client:
+        job = client.cancel(args.job_id)
+    print(f"job {job.id} {job.status.value}")
+    return EXIT_OK
+
+
+def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
+    """Start, stop or show the embedded Redis and PostgreSQL."""
+    from contract.services import EmbeddedServices, redact_url
+
+    services = EmbeddedServices(settings.data_dir)
+    if args.action == "up":
+        urls = services.up()
+        print(f"DRAGOMAN_REDIS_URL={urls.redis_url}")
+        print(f"DRAGOMAN_DATABASE_URL={redact_url(urls.database_url)}")
+        return EXIT_OK
+    if args.action == "down":
+        print("stopped" if services.down() else f"no embedded services were running in {services.data_dir}")
+        return EXIT_OK
+    running = services.running_urls()
+    if running is None:
+        print(f"not running (data directory {services.data_dir})")
+        return EXIT_ERROR
+    print(f"DRAGOMAN_REDIS_URL={running.redis_url}")
+    print(f"DRAGOMAN_DATABASE_URL={redact_url(running.database_url)}")
+    return EXIT_OK
+
+
+def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the Alembic migrations up (or down)."""
+    from contract.services import resolve_urls
+    from storage.database import downgrade_database, upgrade_database
+
+    url = resolve_urls(settings).database_url
+    if args.action == "upgrade":
+        upgrade_database(url, args.revision or "head")
+    else:
+        downgrade_database(url, args.revision or "base")
+    print(f"database {args.action}d to {args.revision or ('head' if args.action == 'upgrade' else 'base')}")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 if Redis, PostgreSQL and the worker are healthy, 1 otherwise (for container health checks)."""
+    from producer.health import check_health
+
+    report = check_health(settings, args.consumer, require_worker=not args.services_only)
+    print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
+    print(f"postgres    {'ok' if report.postgres_ok else 'UNREACHABLE'}")
+    for worker in report.workers:
+        print(
+            f"worker      {worker.name}: {worker.in_flight} in flight, {worker.written} written, "
+            f"{worker.reclaimed} reclaimed"
+        )
+    for problem in report.problems:
+        print(f"problem     {problem}", file=sys.stderr)
+    print("healthy" if report.healthy else "unhealthy")
+    return EXIT_OK if report.healthy else EXIT_ERROR
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the queue's length, lag, pending work, throughput and dead letters (``--watch`` refreshes)."""
+    import asyncio
+
+    from cli.stats_view import show_queue_stats
+    from contract.keys import RedisKeys
+    from contract.services import resolve_urls
+
+    if args.watch is not None and args.watch <= 0:
+        raise InvalidJobError("--watch takes a positive number of seconds")
+    redis_url = settings.redis_url or resolve_urls(settings).redis_url
+    try:
+        asyncio.run(
+            show_queue_stats(redis_url, RedisKeys.from_settings(settings), as_json=args.json, watch_seconds=args.watch)
+        )
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
+    """List, retry or purge dead-lettered jobs."""
+    import redis as redis_module
+
+    from contract.services import resolve_urls
+    from producer.dead_letters import DeadLetters
+
+    connection = redis_module.Redis.from_url(resolve_urls(settings).redis_url, decode_responses=True)
+    dead = DeadLetters(connection, settings)
+    try:
+        if args.action == "list":
+            entries = dead.entries(args.count)
+            for entry in entries:
+                print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
+            print(f"{len(entries)} dead letter(s) shown")
+        elif args.action == "retry":
+            if not args.ident:
+                raise InvalidJobError("dead retry needs a dead-letter id or a job id")
+            print(f"job {dead.retry(args.ident)} queued again")
+        else:
+            print(f"purged {dead.purge()} dead letter(s)")
+    finally:
+        connection.close()
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every ``dragoman`` subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="dragoman", description="Queue-driven batch translation on one continuously fed vLLM engine."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    submit = sub.add_parser("submit", help="enqueue a translation (text argument or stdin)")
+    submit.add_argument("text", nargs="?", help="text to translate (default: read stdin)")
+    submit.add_argument("--from", dest="source", required=True, help="source language, e.g. en")
+    submit.add_argument("--to", dest="target", required=True, help="target language, e.g. fr")
+    submit.add_argument("--metadata", help="JSON object stored with the job")
+    submit.add_argument("--idempotency-key", help="submitting the same key again returns the same job")
+    submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
+    submit.add_argument("--timeout", type=float, default=300.0, help="seconds --wait waits (default 300)")
+    submit.add_argument("--json", action="store_true", help="with --wait, print the whole job as JSON")
+    submit.set_defaults(func=cmd_submit)
+
+    status = sub.add_parser("status", help="show a job by id")
+    status.add_argument("job_id")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(func=cmd_status)
+
+    cancel = sub.add_parser("cancel", help="cancel a job that has not started")
+    cancel.add_argument("job_id")
+    cancel.set_defaults(func=cmd_cancel)
+
+    services = sub.add_parser("services", help="embedded Redis and PostgreSQL under DRAGOMAN_DATA_DIR")
+    services.add_argument("action", choices=["up", "down", "status"])
+    services.set_defaults(func=cmd_services)
+
+    db = sub.add_parser("db", help="database migrations")
+    db.add_argument("action", choices=["upgrade", "downgrade"])
+    db.add_argument("--revision", help="target revision (default: head / base)")
+    db.set_defaults(func=cmd_db)
+
+    check = sub.add_parser("check", help="health check: exit 0 if Redis, PostgreSQL and the worker are fine")
+    check.add_argument("--consumer", help="the worker's consumer name (default: any worker on this host)")
+    check.add_argument("--services-only", action="store_true", help="check Redis and PostgreSQL only")
+    check.set_defaults(func=cmd_check)
+
+    stats = sub.add_parser("stats", help="the queue: length, lag, pending per consumer, jobs/s, dead letters")
+    stats.add_argument(
+        "--watch",
+        type=float,
+        nargs="?",
+        const=2.0,
+        metavar="SECONDS",
+        help="refresh every SECONDS (default 2) until Ctrl-C",
+    )
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(func=cmd_stats)
+
+    dead = sub.add_parser("dead", help="dead-lettered jobs: list, retry ID, purge")
+    dead.add_argument("action", choices=["list", "retry", "purge"])
+    dead.add_argument("ident", nargs="?", help="for retry: the dead-letter entry id or the job id")
+    dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
+    dead.set_defaults(func=cmd_dead)
+
+    add_bulk_commands(sub)
+    add_orchestrator_commands(sub)
+    add_worker_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dragoman`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+        command: Command = args.func
+        return command(args, settings)
+    except (InvalidJobError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except JobNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except DragomanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except redis.ConnectionError as exc:
+        print(f"error: cannot reach Redis: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""``dragoman stats``: the queue as a few aligned lines, once or refreshed with ``--watch``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import TextIO
+
+import redis.asyncio as aioredis
+
+from contract.keys import RedisKeys
+from contract.queue_stats import QueueStats, read_queue_stats
+from contract.services import redact_url
+
+_CLEAR_SCREEN = "\x1b[H\x1b[2J"
+
+
+def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
+    """The snapshot as the terminal view: queue, throughput, dead letters, consumers, live workers."""
+    taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stats.taken_at))
+    lag = "unknown (Redis cannot tell)" if stats.lag is None else f"{'>= ' if stats.lag_capped else ''}{stats.lag:,}"
+    oldest = "-" if stats.oldest_pending_age_seconds is None else format_duration(stats.oldest_pending_age_seconds)
+    lines = [
+        f"dragoman queue at {redis_label}  ({taken})",
+        f"  stream {stats.stream:<28} length {stats.length:,}",
+        f"  group  {stats.group:<28} lag {lag}   pending {stats.pending:,}   oldest pending {oldest}",
+    ]
+    if not stats.group_exists:
+        lines.append("         (the group does not exist yet: no worker has started on this stream)")
+    lines += [
+        f"  finished in the last minute          {stats.finished_last_minute:,}  ({stats.jobs_per_second:,.1f} jobs/s)",
+        f"  dead letters                         {stats.dead_letters:,}"
+        + ("   (see `dragoman dead list`)" if stats.dead_letters else ""),
+        "",
+        f"  {'consumer':<40} {'pending':>8} {'idle':>10}",
+    ]
+    lines += [f"  {c.name:<40} {c.pending:>8,} {format_duration(c.idle_seconds):>10}" for c in stats.consumers]
+    if not stats.consumers:
+        lines.append("  (none)")
+    lines += ["", f"  {'live worker':<40} {'in flight':>9} {'written':>10} {'reclaimed':>10}"]
+    lines += [f"  {w.name:<40} {w.in_flight:>9,} {w.written:>10,} {w.reclaimed:>10,}" for w in stats.workers]
+    if not stats.workers:
+        lines.append("  (none: no worker heartbeat)")
+    return "\n".join(lines)
+
+
+async def show_queue_stats(
+    redis_url: str, keys: RedisKeys, *, as_json: bool, watch_seconds: float | None, out: TextIO | None = None
+) -> None:
+    """Print the queue once, or every ``watch_seconds`` until interrupted (to ``out``, default stdout)."""
+    out = out or sys.stdout
+    connection: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True, socket_timeout=10)
+    label = redact_url(redis_url)
+    try:
+        while True:
+            stats = await read_queue_stats(connection, keys)
+            text = json.dumps(stats.to_dict(), indent=2) if as_json else format_queue_stats(stats, label)
+            if watch_seconds is not None and not as_json and out.isatty():
+                out.write(_CLEAR_SCREEN)
+            out.write(text + "\n")
+            out.flush()
+            if watch_seconds is None:
+                return
+            await asyncio.sleep(watch_seconds)
+    finally:
+        await connection.aclose()
+
+
+def format_duration(seconds: float) -> str:
+    """``12.3s``, ``4.5m`` or ``1.2h``: durations in terminal views."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"

@@ -1,0 +1,75 @@
+"""Every error dragoman raises derives from :class:`DragomanError`.
+
+Messages say what went wrong and what to do about it, because they end up in front of a user
+of the CLI or in the logs of an application that enqueues jobs.
+"""
+
+from __future__ import annotations
+
+
+class DragomanError(Exception):
+    """Base class of every error dragoman raises on purpose."""
+
+
+class InvalidJobError(DragomanError, ValueError):
+    """A job was rejected at submit time; nothing was written."""
+
+
+class EmptyTextError(InvalidJobError):
+    """The text to translate is empty or only whitespace."""
+
+
+class TextTooLongError(InvalidJobError):
+    """The text is longer than the configured limit (``DRAGOMAN_MAX_TEXT_CHARS``)."""
+
+
+class UnsupportedLanguageError(InvalidJobError):
+    """A language code is not a valid BCP-47 / ISO 639 code."""
+
+
+class InvalidMetadataError(InvalidJobError):
+    """Job metadata is not a JSON object with string keys."""
+
+
+class MalformedEntryError(DragomanError, ValueError):
+    """A stream entry, state record or event does not follow the wire format."""
+
+
+class JobNotFoundError(DragomanError, LookupError):
+    """No job with this id is known to Redis or PostgreSQL."""
+
+
+class JobNotCancellableError(DragomanError):
+    """The job has already started or finished, so it can no longer be cancelled."""
+
+
+class JobTimeoutError(DragomanError, TimeoutError):
+    """A job did not reach a final status within the time the caller was willing to wait."""
+
+
+class ConfigurationError(DragomanError):
+    """Settings are missing or contradictory (for example no Redis URL and no embedded server)."""
+
+
+class ServiceError(DragomanError):
+    """An embedded Redis or PostgreSQL server could not be started, reached or stopped."""
+
+
+class ModelError(DragomanError):
+    """A model path is missing or unreadable, or the default model cannot be prepared."""
+
+
+class EngineError(DragomanError):
+    """The inference engine failed for one job (the worker records it and keeps going)."""
+
+
+class InputTooLongError(EngineError):
+    """The prompt does not fit in the model's context window."""
+
+
+class EngineUnavailableError(DragomanError):
+    """The engine as a whole is gone; the worker stops without acking so other workers retry."""
+
+
+class RunNotFinishedError(DragomanError):
+    """Results were asked for before every line of the run reached a final status."""

@@ -1,0 +1,78 @@
+"""Every Redis key, stream, group and channel name dragoman uses, in one place.
+
+Other languages' producers and dashboards depend on these names; the README's wire-format
+section documents the defaults produced here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contract.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RedisKeys:
+    """The names derived from one :class:`Settings` (prefix and optional overrides)."""
+
+    prefix: str
+    jobs_stream: str
+    events_stream: str
+    events_channel: str
+    consumer_group: str
+    dead_letter_stream: str
+    control_channel: str
+    completions_stream: str
+    orchestration_group: str
+    orchestration_queue: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RedisKeys:
+        """Resolve the names, defaulting each stream and channel to ``<prefix>:<what>``."""
+        prefix = settings.key_prefix
+        return cls(
+            prefix=prefix,
+            jobs_stream=settings.jobs_stream or f"{prefix}:jobs",
+            events_stream=settings.events_stream or f"{prefix}:events",
+            events_channel=settings.events_channel or f"{prefix}:events",
+            consumer_group=settings.consumer_group,
+            dead_letter_stream=f"{prefix}:dead",
+            control_channel=f"{prefix}:control",
+            completions_stream=f"{prefix}:completions",
+            orchestration_group="dragoman-orchestrator",
+            orchestration_queue=f"{prefix}-orchestration",
+        )
+
+    def state(self, job_id: str) -> str:
+        """Hash holding a queued or running job's state record."""
+        return f"{self.prefix}:job:{job_id}"
+
+    def idempotency(self, key: str) -> str:
+        """String mapping an application's idempotency key to the job id it created."""
+        return f"{self.prefix}:idem:{key}"
+
+    def worker(self, consumer_name: str) -> str:
+        """Heartbeat hash of a live worker (expires when the worker stops beating)."""
+        return f"{self.prefix}:worker:{consumer_name}"
+
+    def group(self, group_id: str) -> str:
+        """Hash of a run or document: its ``kind`` and ``total`` jobs (for the completion count)."""
+        return f"{self.prefix}:group:{group_id}"
+
+    def group_done(self, group_id: str) -> str:
+        """Set of the run's or document's job ids that reached a final row."""
+        return f"{self.prefix}:group:{group_id}:done"
+
+    def finished_in_second(self, unix_second: int) -> str:
+        """Counter of jobs finished during one wall-clock second (``dragoman stats`` sums the last minute)."""
+        return f"{self.prefix}:finished:{unix_second}"
+
+    @property
+    def worker_pattern(self) -> str:
+        """Glob matching every live worker's heartbeat."""
+        return f"{self.prefix}:worker:*"
+
+    @property
+    def state_pattern(self) -> str:
+        """Glob matching every state record (for operators and tests, never on the hot path)."""
+        return f"{self.prefix}:job:*"

@@ -1,0 +1,42 @@
+"""Language codes: validate and normalise BCP-47 / ISO 639 tags, and name them for prompts."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import langcodes
+
+from contract.errors import UnsupportedLanguageError
+
+# Valid tags that name no language a text can be translated into or out of.
+_NOT_A_LANGUAGE = frozenset({"und", "mul", "mis", "zxx"})
+
+
+@lru_cache(maxsize=4096)
+def normalize_language(code: str) -> str:
+    """Return the canonical BCP-47 form of ``code`` ("EN" -> "en", "eng" -> "en", "pt_br" -> "pt-BR").
+
+    Raises :class:`UnsupportedLanguageError` for anything that is not a registered language.
+    """
+    if not isinstance(code, str) or not code.strip():
+        raise UnsupportedLanguageError(
+            f"language code {code!r} is empty; use a BCP-47 / ISO 639 code such as 'en' or 'pt-BR'"
+        )
+    tag = code.strip().replace("_", "-")
+    try:
+        valid = langcodes.tag_is_valid(tag)
+        canonical = langcodes.standardize_tag(tag) if valid else ""
+    except ValueError:  # langcodes.LanguageTagError is one
+        valid, canonical = False, ""
+    language = canonical.split("-", 1)[0].lower()
+    if not valid or language in _NOT_A_LANGUAGE or "qaa" <= language <= "qtz":
+        raise UnsupportedLanguageError(
+            f"unknown language code {code!r}; use a BCP-47 / ISO 639 code such as 'en', 'fr', 'zh-Hans' or 'pt-BR'"
+        )
+    return canonical
+
+
+@lru_cache(maxsize=1024)
+def language_name(code: str) -> str:
+    """English display name of a normalised code ("fr" -> "French", "pt-BR" -> "Portuguese (Brazil)")."""
+    return str(langcodes.Language.get(code).display_name("en"))

@@ -1,0 +1,174 @@
+"""A snapshot of the queue: stream length, group lag and pending, throughput, dead letters.
+
+``dragoman stats`` prints it and the worker's ``/metrics`` exports it as gauges; both read it
+with the few cheap commands below (no scan of the stream).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from contract.keys import RedisKeys
+
+THROUGHPUT_WINDOW_S = 60
+# Before Redis 7, XINFO GROUPS has no lag: it is counted on the server, up to this many entries.
+LAG_COUNT_LIMIT = 100_000
+_COUNT_AFTER_SCRIPT = """
+return #redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerStats:
+    """One consumer of the group: what it holds and how long since it last read or acked."""
+
+    name: str
+    pending: int
+    idle_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStats:
+    """A live worker's heartbeat (see :meth:`contract.keys.RedisKeys.worker`)."""
+
+    name: str
+    in_flight: int
+    written: int
+    reclaimed: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What the queue looks like at ``taken_at``.
+
+    ``lag`` is the number of entries no consumer has read yet (``None`` where Redis 7 cannot
+    tell, after entries were deleted from the middle of the stream; counted up to
+    ``LAG_COUNT_LIMIT``, with ``lag_capped``, on older Redis); ``pending`` the entries read and
+    not acknowledged yet.
+    """
+
+    taken_at: float
+    stream: str
+    group: str
+    length: int
+    lag: int | None
+    lag_capped: bool
+    pending: int
+    oldest_pending_age_seconds: float | None
+    finished_last_minute: int
+    dead_letters: int
+    group_exists: bool
+    consumers: list[ConsumerStats] = field(default_factory=list)
+    workers: list[WorkerStats] = field(default_factory=list)
+
+    @property
+    def jobs_per_second(self) -> float:
+        """Jobs finished per second over the last minute."""
+        return self.finished_last_minute / THROUGHPUT_WINDOW_S
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (``dragoman stats --json``)."""
+        return {
+            "taken_at": self.taken_at,
+            "stream": self.stream,
+            "group": self.group,
+            "length": self.length,
+            "lag": self.lag,
+            "lag_capped": self.lag_capped,
+            "pending": self.pending,
+            "oldest_pending_age_seconds": self.oldest_pending_age_seconds,
+            "finished_last_minute": self.finished_last_minute,
+            "jobs_per_second": round(self.jobs_per_second, 3),
+            "dead_letters": self.dead_letters,
+            "group_exists": self.group_exists,
+            "consumers": [vars_of(c) for c in self.consumers],
+            "workers": [vars_of(w) for w in self.workers],
+        }
+
+
+def vars_of(item: ConsumerStats | WorkerStats) -> dict[str, Any]:
+    """A slotted dataclass as a dict."""
+    return {name: getattr(item, name) for name in item.__slots__}
+
+
+async def read_queue_stats(redis: aioredis.Redis, keys: RedisKeys, *, with_workers: bool = True) -> QueueStats:
+    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands)."""
+    now = time.time()
+    second = int(now)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.xlen(keys.jobs_stream)
+        pipe.xlen(keys.dead_letter_stream)
+        pipe.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)])
+        length, dead, finished = await pipe.execute()
+    group: dict[str, Any] | None = None
+    consumers: list[ConsumerStats] = []
+    oldest_age: float | None = None
+    if length or await redis.exists(keys.jobs_stream):
+        groups: list[dict[str, Any]] = await redis.xinfo_groups(keys.jobs_stream)
+        group = next((g for g in groups if _text(g.get("name")) == keys.consumer_group), None)
+    if group is not None:
+        for info in await redis.xinfo_consumers(keys.jobs_stream, keys.consumer_group):
+            consumers.append(
+                ConsumerStats(
+                    name=_text(info["name"]), pending=int(info["pending"]), idle_seconds=int(info["idle"]) / 1000
+                )
+            )
+        if int(group.get("pending") or 0):
+            oldest = await redis.xpending_range(keys.jobs_stream, keys.consumer_group, min="-", max="+", count=1)
+            if oldest:
+                oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
+    lag, capped = await _group_lag(redis, keys, group, int(length))
+    return QueueStats(
+        taken_at=now,
+        stream=keys.jobs_stream,
+        group=keys.consumer_group,
+        length=int(length),
+        lag=lag,
+        lag_capped=capped,
+        pending=int(group.get("pending") or 0) if group is not None else 0,
+        oldest_pending_age_seconds=oldest_age,
+        finished_last_minute=sum(int(n) for n in finished if n is not None),
+        dead_letters=int(dead),
+        group_exists=group is not None,
+        consumers=consumers,
+        workers=await _read_workers(redis, keys) if with_workers else [],
+    )
+
+
+async def _group_lag(
+    redis: aioredis.Redis, keys: RedisKeys, group: dict[str, Any] | None, length: int
+) -> tuple[int | None, bool]:
+    """The group's lag and whether it was capped: Redis 7 reports it; older servers get it counted."""
+    if group is None:
+        return length, False  # nobody has read anything yet
+    if "lag" in group:
+        return (None if group["lag"] is None else int(group["lag"])), False
+    counted = int(
+        await redis.eval(_COUNT_AFTER_SCRIPT, 1, keys.jobs_stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
+    )
+    return counted, counted >= LAG_COUNT_LIMIT
+
+
+async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerStats]:
+    workers = []
+    async for key in redis.scan_iter(match=keys.worker_pattern, count=1000):
+        beat = await redis.hgetall(key)
+        if beat:
+            beat = {_text(k): _text(v) for k, v in beat.items()}
+            workers.append(
+                WorkerStats(
+                    name=_text(key).removeprefix(keys.worker("")),
+                    in_flight=int(beat.get("in_flight", 0)),
+                    written=int(beat.get("written", 0)),
+                    reclaimed=int(beat.get("reclaimed", 0)),
+                )
+            )
+    return sorted(workers, key=lambda w: w.name)
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

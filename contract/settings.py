@@ -1,0 +1,92 @@
+"""The one settings object: every knob dragoman has, read from ``DRAGOMAN_*`` variables.
+
+Build it once at the edge (CLI, application start-up, test fixture) and pass it down; nothing
+else in dragoman reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Connection URLs, names, limits and worker tuning, each overridable by ``DRAGOMAN_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="DRAGOMAN_", extra="ignore")
+
+    # Where the services are. Unset means: use the embedded servers under ``data_dir``.
+    redis_url: str | None = Field(default=None, description="Redis URL (redis://, rediss://, unix://)")
+    database_url: str | None = Field(default=None, description="PostgreSQL URL (postgresql://...)")
+    data_dir: Path = Field(default=Path(".dragoman"), description="embedded servers' data folder")
+
+    # Names on the wire (see contract.keys for how they are combined).
+    key_prefix: str = Field(default="dragoman", description="prefix of every Redis key")
+    jobs_stream: str | None = Field(default=None, description="jobs stream (default <prefix>:jobs)")
+    events_stream: str | None = Field(default=None, description="events stream (<prefix>:events)")
+    events_channel: str | None = Field(default=None, description="Pub/Sub channel (<prefix>:events)")
+    consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
+
+    # Limits enforced at submit time (and again by the worker).
+    max_text_chars: int = Field(default=10_000, gt=0, description="longest accepted source text")
+    state_ttl_seconds: int = Field(default=7 * 86_400, gt=0, description="TTL of a queued/running state record")
+    finished_state_ttl_seconds: int = Field(default=3_600, gt=0, description="TTL of a state record once final")
+    idempotency_ttl_seconds: int = Field(default=86_400, gt=0, description="how long an idempotency key is remembered")
+    events_maxlen: int = Field(default=100_000, gt=0, description="approximate cap of the events stream")
+    submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
+
+    # Worker tuning.
+    max_in_flight: int | None = Field(
+        default=None, gt=0, description="jobs inside the engine (default 2 x max_num_seqs)"
+    )
+    read_block_ms: int = Field(default=500, gt=0, description="how long one XREADGROUP blocks")
+    writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
+    writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
+    writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
+    max_new_tokens: int = Field(default=512, gt=0, description="cap on generated tokens per job")
+    output_tokens_ratio: float = Field(
+        default=2.0, gt=0, description="output budget per source token (max_tokens = 16 + ratio x source)"
+    )
+    max_attempts: int = Field(
+        default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"
+    )
+    shutdown_grace_seconds: float = Field(default=30.0, ge=0, description="time in-flight jobs get on SIGTERM")
+    consumer_name: str | None = Field(
+        default=None,
+        description="this worker's consumer name; set a stable one (pod name) to resume its own pending jobs",
+    )
+    visibility_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="idle time after which another worker takes over a pending job"
+    )
+    reclaim_interval_seconds: float = Field(default=5.0, gt=0, description="how often stale jobs are looked for")
+    consumer_gone_seconds: float = Field(
+        default=86_400.0, gt=0, description="idle time after which a consumer with nothing pending is removed"
+    )
+    max_segment_chars: int = Field(
+        default=1_500, ge=20, description="longest document segment; longer prose is cut at sentence ends"
+    )
+    webhook_secret: str | None = Field(default=None, description="HMAC-SHA256 key that signs webhook deliveries")
+    webhook_retry_seconds: list[float] = Field(
+        default=[5, 30, 120, 600, 1800], description="waits between webhook retries (JSON list; one retry each)"
+    )
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, description="timeout of one webhook POST")
+    metrics_port: int = Field(
+        default=9464, ge=0, le=65_535, description="worker's /metrics, /healthz and /readyz port (0: any free port)"
+    )
+    metrics_host: str = Field(default="0.0.0.0", description="address the worker's metrics endpoint listens on")
+    log_format: Literal["text", "json"] = Field(default="text", description="worker log lines: text or json")
+    metrics_enabled: bool = Field(default=True, description="serve /metrics, /healthz and /readyz from the worker")
+    model_cache_dir: Path = Field(
+        default=Path.home() / ".cache" / "dragoman" / "models",
+        description="where `dragoman model prepare` builds the default model",
+    )
+
+    @field_validator("key_prefix", "consumer_group")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value

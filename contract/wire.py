@@ -1,0 +1,193 @@
+"""The wire format: how jobs, state records and completion events look in Redis.
+
+This module is the contract between producers (this package, or any app using plain ``XADD``)
+and the worker. The README's "Wire format" section describes the same thing for other languages.
+
+Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``):
+    ``v``        schema version, currently ``"1"``
+    ``id``       the job id, a UUID
+    ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);
+                 ``metadata`` (object), ``created_at`` (unix seconds), ``batch_id``,
+                 ``document_id``, ``sequence`` (optional)
+
+Events stream entry and Pub/Sub message: ``v``, ``id``, ``status`` and ``payload`` (JSON with
+``job_id``, ``status``, ``error``, ``finished_at``, ``prompt_tokens``, ``output_tokens``); the
+Pub/Sub message is the payload JSON alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from contract.errors import InvalidJobError, MalformedEntryError
+from contract.languages import normalize_language
+from contract.schemas import JobSpec, JobStatus, validate_metadata, validate_text
+
+SCHEMA_VERSION = "1"
+SUPPORTED_VERSIONS = frozenset({SCHEMA_VERSION})
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_json_string = json.JSONEncoder(ensure_ascii=False).encode  # a str as a JSON string literal, in C
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def encode_job_entry(spec: JobSpec) -> dict[str, str]:
+    """The fields of the jobs-stream entry for ``spec``."""
+    payload: dict[str, Any] = {
+        "text": spec.text,
+        "source_lang": spec.source_lang,
+        "target_lang": spec.target_lang,
+        "created_at": spec.created_at,
+    }
+    if spec.metadata:
+        payload["metadata"] = spec.metadata
+    if spec.batch_id is not None:
+        payload["batch_id"] = spec.batch_id
+    if spec.document_id is not None:
+        payload["document_id"] = spec.document_id
+    if spec.sequence is not None:
+        payload["sequence"] = spec.sequence
+    return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
+
+
+def read_job_id(fields: Mapping[str, str]) -> str | None:
+    """The entry's job id if it is a valid UUID, else ``None`` (so a bad entry can still be failed by id)."""
+    raw = fields.get("id")
+    if not raw:
+        return None
+    if isinstance(raw, str) and _CANONICAL_UUID.fullmatch(raw):  # what every dragoman producer writes
+        return raw
+    try:
+        return str(uuid.UUID(raw))
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
+    """Parse and validate a jobs-stream entry written by any producer.
+
+    Raises :class:`MalformedEntryError` with the reason for anything that does not follow the
+    wire format, including invalid language codes and texts over ``max_chars``.
+    """
+    version = fields.get("v")
+    if version not in SUPPORTED_VERSIONS:
+        raise MalformedEntryError(f"unsupported schema version {version!r}; this worker reads v={SCHEMA_VERSION}")
+    job_id = read_job_id(fields)
+    if job_id is None:
+        raise MalformedEntryError(f"field 'id' must be a UUID, got {fields.get('id')!r}")
+    raw_payload = fields.get("payload")
+    if raw_payload is None:
+        raise MalformedEntryError("field 'payload' is missing")
+    try:
+        payload = msgspec.json.decode(raw_payload)
+    except UnicodeError:  # bytes that are not UTF-8, kept by the worker's reader as lone surrogates
+        raise MalformedEntryError("field 'payload' is not valid UTF-8") from None
+    except ValueError as exc:
+        raise MalformedEntryError(f"field 'payload' is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise MalformedEntryError("field 'payload' must be a JSON object")
+    for name in ("text", "source_lang", "target_lang"):
+        if name not in payload:
+            raise MalformedEntryError(f"payload is missing {name!r}")
+    try:
+        return JobSpec(
+            job_id=job_id,
+            text=validate_text(payload["text"], max_chars),
+            source_lang=normalize_language(payload["source_lang"]),
+            target_lang=normalize_language(payload["target_lang"]),
+            created_at=_as_timestamp(payload.get("created_at")),
+            metadata=validate_metadata(payload.get("metadata")),
+            batch_id=_optional_str(payload, "batch_id"),
+            document_id=_optional_str(payload, "document_id"),
+            sequence=_optional_int(payload, "sequence"),
+        )
+    except InvalidJobError as exc:
+        raise MalformedEntryError(str(exc)) from None
+
+
+_LAST_TIMESTAMP = 253_402_300_799  # 9999-12-31T23:59:59Z: PostgreSQL and Python both hold up to here
+_MAX_SEQUENCE = 2**31 - 1  # the column is a PostgreSQL integer
+
+
+def _as_timestamp(value: object) -> float:
+    if value is None:
+        return time.time()
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= _LAST_TIMESTAMP:
+        raise MalformedEntryError(f"payload 'created_at' must be unix seconds (0 to {_LAST_TIMESTAMP}), got {value!r}")
+    return float(value)
+
+
+def _optional_str(payload: Mapping[str, Any], name: str) -> str | None:
+    value = payload.get(name)
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise MalformedEntryError(f"payload {name!r} must be a UUID, got {value!r}") from None
+
+
+def _optional_int(payload: Mapping[str, Any], name: str) -> int | None:
+    value = payload.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_SEQUENCE:
+        raise MalformedEntryError(f"payload {name!r} must be an integer from 0 to {_MAX_SEQUENCE}, got {value!r}")
+    return value
+
+
+class JobEvent(msgspec.Struct, frozen=True):
+    """A completion event: published once a job's final row is committed."""
+
+    job_id: str
+    status: JobStatus
+    finished_at: float
+    error: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def to_json(self) -> str:
+        """The payload JSON (also the whole Pub/Sub message).
+
+        Written out field by field (the worker makes one per job, and the generic encoder was a
+        measurable share of its time); the strings go through the C encoder.
+        """
+        finished_at = float(self.finished_at)
+        if not math.isfinite(finished_at):
+            raise ValueError(f"finished_at must be a finite number, got {finished_at!r}")
+        error = "null" if self.error is None else _json_string(self.error)
+        prompt = "null" if self.prompt_tokens is None else int(self.prompt_tokens)
+        output = "null" if self.output_tokens is None else int(self.output_tokens)
+        return (
+            f'{{"job_id":{_json_string(self.job_id)},"status":"{self.status.value}",'
+            f'"finished_at":{finished_at!r},"error":{error},"prompt_tokens":{prompt},'
+            f'"output_tokens":{output}}}'
+        )
+
+    def to_fields(self) -> dict[str, str]:
+        """The fields of the events-stream entry."""
+        return {"v": SCHEMA_VERSION, "id": self.job_id, "status": self.status.value, "payload": self.to_json()}
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> JobEvent:
+        """Parse a Pub/Sub message or an events-stream entry's payload."""
+        try:
+            data = json.loads(raw)
+            return cls(
+                job_id=str(data["job_id"]),
+                status=JobStatus(data["status"]),
+                finished_at=float(data["finished_at"]),
+                error=data.get("error"),
+                prompt_tokens=data.get("prompt_tokens"),
+                output_tokens=data.get("output_tokens"),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MalformedEntryError(f"not a dragoman event: {exc}") from None

@@ -1,0 +1,73 @@
+"""``dragoman stats`` and the queue snapshot behind it, against a real Redis."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+
+from cli.main import EXIT_BAD_INPUT, EXIT_OK, main
+from contract.keys import RedisKeys
+from contract.schemas import TranslationRequest
+from contract.settings import Settings
+from producer.client import Client
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert settings.redis_url
+    monkeypatch.setenv("DRAGOMAN_REDIS_URL", settings.redis_url)
+    monkeypatch.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
+    monkeypatch.delenv("DRAGOMAN_DATABASE_URL", raising=False)  # stats needs Redis only
+
+
+def _stats_json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["stats", "--json"]) == EXIT_OK
+    result: dict[str, object] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_lag_and_pending_after_known_submits_and_reads(
+    client: Client, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = client.keys
+    client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(25))
+    before = _stats_json(capsys)
+    assert (before["length"], before["lag"], before["pending"], before["group_exists"]) == (25, 25, 0, False)
+
+    raw_redis.xgroup_create(keys.jobs_stream, keys.consumer_group, id="0")
+    raw_redis.xreadgroup(keys.consumer_group, "worker-a", {keys.jobs_stream: ">"}, count=5)
+    raw_redis.xreadgroup(keys.consumer_group, "worker-b", {keys.jobs_stream: ">"}, count=2)
+    time.sleep(0.05)
+    stats = _stats_json(capsys)
+    assert (stats["length"], stats["lag"], stats["pending"]) == (25, 18, 7)
+    assert {c["name"]: c["pending"] for c in stats["consumers"]} == {"worker-a": 5, "worker-b": 2}  # type: ignore[attr-defined]
+    assert isinstance(stats["oldest_pending_age_seconds"], float) and stats["oldest_pending_age_seconds"] > 0
+
+    assert main(["stats"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert f"stream {keys.jobs_stream}" in text
+    assert "lag 18   pending 7" in text
+    assert "worker-a" in text and "(none: no worker heartbeat)" in text
+
+
+def test_throughput_and_dead_letters(
+    settings: Settings, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    now = int(time.time())
+    raw_redis.set(keys.finished_in_second(now), 30)
+    raw_redis.set(keys.finished_in_second(now - 30), 60)
+    raw_redis.set(keys.finished_in_second(now - 90), 1_000)  # outside the minute
+    raw_redis.xadd(keys.dead_letter_stream, {"reason": "test"})
+    stats = _stats_json(capsys)
+    assert stats["finished_last_minute"] == 90
+    assert stats["jobs_per_second"] == 1.5
+    assert stats["dead_letters"] == 1
+
+
+def test_bad_watch_interval_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", "--watch", "0"]) == EXIT_BAD_INPUT
+    assert "--watch" in capsys.readouterr().err

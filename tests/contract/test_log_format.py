@@ -1,0 +1,63 @@
+"""Log lines: JSON for pipelines, job ids attached, no passwords, whatever logged them."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from contract.log_format import JsonLogFormatter, TextLogFormatter, configure_logging, scrub_secrets
+
+
+def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:
+    record = logging.LogRecord("worker.consumer", logging.WARNING, __file__, 1, message, args, None)
+    record.__dict__.update(extra)
+    return record
+
+
+def test_json_line_carries_the_job_id_and_nothing_secret() -> None:
+    record = _record("job %s failed: cannot reach %s", "1234", "postgresql://app:hunter2@db:5432/x", job_id="1234")
+    line = JsonLogFormatter().format(record)
+    assert "\n" not in line
+    entry = json.loads(line)
+    assert entry["level"] == "WARNING" and entry["logger"] == "worker.consumer" and entry["job_id"] == "1234"
+    assert entry["message"] == "job 1234 failed: cannot reach postgresql://app:***@db:5432/x"
+    assert entry["ts"].endswith("Z")
+    assert "hunter2" not in line
+
+
+def test_json_line_keeps_the_traceback_on_one_line() -> None:
+    try:
+        raise RuntimeError("engine fell over")
+    except RuntimeError:
+        record = logging.LogRecord("w", logging.ERROR, __file__, 1, "oops", None, __import__("sys").exc_info())
+    entry = json.loads(JsonLogFormatter().format(record))
+    assert "RuntimeError: engine fell over" in entry["exception"]
+
+
+def test_text_line_appends_job_fields_only() -> None:
+    record = _record("dead-lettering entry", entry_id="1-0", job_id=None, vllm_process_name="MainProcess")
+    line = TextLogFormatter().format(record)
+    assert line.endswith("dead-lettering entry job_id=None entry_id=1-0")
+
+
+@pytest.mark.parametrize(
+    ("raw", "scrubbed"),
+    [
+        ("redis://:s3cret@host:6379/0", "redis://:***@host:6379/0"),
+        (
+            "rediss://user:p%40ss@host/1 and postgresql://u:pw@h/db",
+            "rediss://user:***@host/1 and postgresql://u:***@h/db",
+        ),
+        ("unix:///tmp/redis.sock?db=0", "unix:///tmp/redis.sock?db=0"),
+        ("postgresql://user@host/db", "postgresql://user@host/db"),
+    ],
+)
+def test_scrub_secrets(raw: str, scrubbed: str) -> None:
+    assert scrub_secrets(raw) == scrubbed
+
+
+def test_configure_logging_rejects_unknown_formats() -> None:
+    with pytest.raises(ValueError, match="text, json"):
+        configure_logging("INFO", "xml")  # type: ignore[arg-type]

@@ -1,0 +1,150 @@
+"""The wire format, as another language's producer would write it with plain XADD."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import redis
+
+from contract.errors import MalformedEntryError
+from contract.schemas import JobSpec, JobStatus
+from contract.wire import JobEvent, decode_job_entry, encode_job_entry, read_job_id
+
+
+def test_hand_written_xadd_is_accepted(raw_redis: redis.Redis) -> None:
+    stream = f"wire-{uuid.uuid4().hex}:jobs"
+    job_id = str(uuid.uuid4())
+    # Exactly what the README tells a Go or Node app to send.
+    raw_redis.execute_command(
+        "XADD",
+        stream,
+        "*",
+        "v",
+        "1",
+        "id",
+        job_id,
+        "payload",
+        json.dumps({"text": "Bonjour", "source_lang": "fr", "target_lang": "en", "metadata": {"from": "node"}}),
+    )
+    [(_, fields)] = raw_redis.xrange(stream)
+    spec = decode_job_entry(fields, max_chars=10_000)
+    assert (spec.job_id, spec.text, spec.source_lang, spec.target_lang) == (job_id, "Bonjour", "fr", "en")
+    assert spec.metadata == {"from": "node"}
+    assert spec.created_at > 0  # defaulted to "now" when the producer sends none
+    raw_redis.delete(stream)
+
+
+def test_encode_then_decode_round_trips() -> None:
+    spec = JobSpec(
+        job_id=str(uuid.uuid4()),
+        text="Grüße 👋",
+        source_lang="de",
+        target_lang="ja",
+        created_at=1_700_000_000.25,
+        metadata={"k": [1, 2]},
+        batch_id=str(uuid.uuid4()),
+        document_id=str(uuid.uuid4()),
+        sequence=3,
+    )
+    assert decode_job_entry(encode_job_entry(spec), max_chars=100) == spec
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"id": str(uuid.uuid4()), "payload": "{}"}, "unsupported schema version None"),
+        ({"v": "2", "id": str(uuid.uuid4()), "payload": "{}"}, "unsupported schema version '2'"),
+        ({"v": "1", "id": "42", "payload": "{}"}, "'id' must be a UUID"),
+        ({"v": "1", "id": str(uuid.uuid4())}, "'payload' is missing"),
+        ({"v": "1", "id": str(uuid.uuid4()), "payload": "{not json"}, "not JSON"),
+        ({"v": "1", "id": str(uuid.uuid4()), "payload": "[1]"}, "must be a JSON object"),
+        ({"v": "1", "id": str(uuid.uuid4()), "payload": '{"text": "x", "source_lang": "en"}'}, "missing 'target_lang'"),
+        (
+            {"v": "1", "id": str(uuid.uuid4()), "payload": '{"text": "x", "source_lang": "en", "target_lang": "xx"}'},
+            "unknown language",
+        ),
+        (
+            {
+                "v": "1",
+                "id": str(uuid.uuid4()),
+                "payload": json.dumps({"text": "x" * 11, "source_lang": "en", "target_lang": "fr"}),
+            },
+            "over the limit",
+        ),
+        (
+            {
+                "v": "1",
+                "id": str(uuid.uuid4()),
+                "payload": '{"text": "x", "source_lang": "en", "target_lang": "fr", "sequence": "3"}',
+            },
+            "'sequence' must be an integer",
+        ),
+    ],
+)
+def test_malformed_entries_say_why(fields: dict[str, str], reason: str) -> None:
+    with pytest.raises(MalformedEntryError, match=reason):
+        decode_job_entry(fields, max_chars=10)
+
+
+def test_read_job_id_survives_garbage() -> None:
+    job_id = str(uuid.uuid4())
+    assert read_job_id({"id": job_id.upper()}) == job_id
+    assert read_job_id({"id": "nope"}) is None
+    assert read_job_id({}) is None
+
+
+def test_event_round_trips() -> None:
+    event = JobEvent(
+        job_id=str(uuid.uuid4()),
+        status=JobStatus.FAILED,
+        finished_at=1.5,
+        error="boom",
+        prompt_tokens=3,
+        output_tokens=0,
+    )
+    assert JobEvent.from_json(event.to_json()) == event
+    assert event.to_fields()["status"] == "failed"
+    with pytest.raises(MalformedEntryError):
+        JobEvent.from_json('{"status": "nope"}')
+
+
+@pytest.mark.parametrize("error", [None, "boom", 'quote " backslash \\ newline \n tab \t', "Grüße 👋 \x01"])
+@pytest.mark.parametrize(("prompt", "output"), [(None, None), (3, 0)])
+def test_event_json_is_what_a_json_encoder_would_write(
+    error: str | None, prompt: int | None, output: int | None
+) -> None:
+    event = JobEvent(
+        job_id=str(uuid.uuid4()),
+        status=JobStatus.SUCCEEDED,
+        finished_at=1_763_800_000.123456,
+        error=error,
+        prompt_tokens=prompt,
+        output_tokens=output,
+    )
+    assert json.loads(event.to_json()) == {
+        "job_id": event.job_id,
+        "status": "succeeded",
+        "finished_at": 1_763_800_000.123456,
+        "error": error,
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+    }
+
+
+def test_an_event_with_a_time_that_is_not_a_number_is_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        JobEvent(job_id=str(uuid.uuid4()), status=JobStatus.FAILED, finished_at=float("nan")).to_json()
+
+
+def test_payloads_json_would_accept_but_no_database_can_store_are_malformed() -> None:
+    fields = {"v": "1", "id": str(uuid.uuid4())}
+    lone_surrogate = '{"text": "a \\ud800 b", "source_lang": "en", "target_lang": "fr"}'
+    with pytest.raises(MalformedEntryError, match="not JSON"):
+        decode_job_entry({**fields, "payload": lone_surrogate}, max_chars=100)
+    not_utf8 = b'{"text": "\xff"}'.decode("utf-8", "surrogateescape")  # how the worker reads such bytes
+    with pytest.raises(MalformedEntryError, match="not valid UTF-8"):
+        decode_job_entry({**fields, "payload": not_utf8}, max_chars=100)
+    with pytest.raises(MalformedEntryError, match="not JSON"):
+        decode_job_entry({**fields, "payload": '{"text": NaN}'}, max_chars=100)
