@@ -59,7 +59,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     target_lang: str
     created_at: float
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    batch_id: str | None = None
+    run_id: str | None = None
     document_id: str | None = None
     sequence: int | None = None
 
@@ -153,7 +153,7 @@ class Job(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     metadata: dict[str, Any] = {}
-    batch_id: str | None = None
+    run_id: str | None = None
     document_id: str | None = None
     sequence: int | None = None
 

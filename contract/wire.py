@@ -7,7 +7,7 @@ Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``):
     ``v``        schema version, currently ``"1"``
     ``id``       the job id, a UUID
     ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);
-                 ``metadata`` (object), ``created_at`` (unix seconds), ``batch_id``,
+                 ``metadata`` (object), ``created_at`` (unix seconds), ``run_id``,
                  ``document_id``, ``sequence`` (optional)
 
 Events stream entry and Pub/Sub message: ``v``, ``id``, ``status`` and ``payload`` (JSON with
@@ -49,8 +49,8 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
     }
     if spec.metadata:
         payload["metadata"] = spec.metadata
-    if spec.batch_id is not None:
-        payload["batch_id"] = spec.batch_id
+    if spec.run_id is not None:
+        payload["run_id"] = spec.run_id
     if spec.document_id is not None:
         payload["document_id"] = spec.document_id
     if spec.sequence is not None:
@@ -105,7 +105,8 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             target_lang=normalize_language(payload["target_lang"]),
             created_at=_as_timestamp(payload.get("created_at")),
             metadata=validate_metadata(payload.get("metadata")),
-            batch_id=_optional_str(payload, "batch_id"),
+            # "batch_id" is the name producers used before runs had one word everywhere.
+            run_id=_optional_str(payload, "run_id") or _optional_str(payload, "batch_id"),
             document_id=_optional_str(payload, "document_id"),
             sequence=_optional_int(payload, "sequence"),
         )

@@ -127,7 +127,7 @@ def _line_spec(
         )
     except InvalidJobError as exc:
         raise InvalidRunFileError(f"line {number} ({custom_id}): {exc}") from None
-    return msgspec.structs.replace(spec, batch_id=group_id, sequence=sequence)
+    return msgspec.structs.replace(spec, run_id=group_id, sequence=sequence)
 
 
 def number_jobs(specs: Iterator[JobSpec], group_id: str) -> Iterator[JobSpec]:

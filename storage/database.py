@@ -10,7 +10,7 @@ from contract.schemas import Job, JobStatus
 
 JOB_COLUMNS = (
     "id, status, source_lang, target_lang, source_text, translated_text, error, attempts, model, "
-    "prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata, batch_id, "
+    "prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata, run_id, "
     "document_id, sequence"
 )
 
@@ -70,7 +70,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         started,
         finished,
         metadata,
-        batch_id,
+        run_id,
         document_id,
         sequence,
     ) = row
@@ -90,7 +90,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         started_at=started,
         finished_at=finished,
         metadata=metadata or {},
-        batch_id=_str_or_none(batch_id),
+        run_id=_str_or_none(run_id),
         document_id=_str_or_none(document_id),
         sequence=sequence,
     )

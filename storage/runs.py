@@ -9,7 +9,7 @@ from typing import Any
 from contract.progress import GroupProgress, RunCounts, progress
 from storage.database import PostgresConnection
 
-KINDS = {"run": ("runs", "batch_id"), "document": ("documents", "document_id")}
+KINDS = {"run": ("runs", "run_id"), "document": ("documents", "document_id")}
 
 _PROGRESS_SQL = """
 SELECT g.id, g.status, g.name, extract(epoch FROM g.created_at), extract(epoch FROM g.completed_at), g.error,
@@ -116,7 +116,7 @@ class GroupStore:
             cursor.itersize = 2_000
             cursor.execute(
                 "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
-                "FROM jobs WHERE batch_id = %s ORDER BY sequence",
+                "FROM jobs WHERE run_id = %s ORDER BY sequence",
                 (run_id,),
             )
             for _, custom_id, status, translation, error, metadata in cursor:

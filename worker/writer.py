@@ -38,16 +38,16 @@ log = logging.getLogger(__name__)
 UPSERT_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
-                  finished_at, metadata, batch_id, document_id, sequence)
+                  finished_at, metadata, run_id, document_id, sequence)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
-       to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.batch_id,
+       to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence
 FROM json_to_recordset(%s::json)
      AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
           translated_text text, error text, attempts int, model text, prompt_tokens int,
           output_tokens int, created_at float8, started_at float8, finished_at float8,
-          metadata jsonb, batch_id uuid, document_id uuid, sequence int)
+          metadata jsonb, run_id uuid, document_id uuid, sequence int)
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
@@ -81,7 +81,7 @@ class RowRecord(msgspec.Struct):
     started_at: float | None
     finished_at: float
     metadata: dict[str, Any]
-    batch_id: str | None
+    run_id: str | None
     document_id: str | None
     sequence: int | None
 
@@ -391,7 +391,7 @@ def _group_ids(batch: Sequence[JobResult | DeadLetter]) -> dict[str, str]:
     groups: dict[str, str] = {}
     for item in batch:
         if isinstance(item, JobResult):
-            group = item.spec.batch_id or item.spec.document_id
+            group = item.spec.run_id or item.spec.document_id
             if group:
                 groups[item.spec.job_id] = group
     return groups
@@ -427,7 +427,7 @@ def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]
             r.started_at,
             r.finished_at,
             s.metadata,
-            s.batch_id,
+            s.run_id,
             s.document_id,
             s.sequence,
         )

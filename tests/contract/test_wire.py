@@ -36,6 +36,14 @@ def test_hand_written_xadd_is_accepted(raw_redis: redis.Redis) -> None:
     raw_redis.delete(stream)
 
 
+def test_a_run_id_under_its_old_name_batch_id_is_still_read() -> None:
+    run_id = str(uuid.uuid4())
+    payload = {"text": "Hola", "source_lang": "es", "target_lang": "en", "batch_id": run_id, "sequence": 3}
+    spec = decode_job_entry({"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}, max_chars=100)
+    assert (spec.run_id, spec.sequence) == (run_id, 3)
+    assert json.loads(encode_job_entry(spec)["payload"])["run_id"] == run_id
+
+
 def test_encode_then_decode_round_trips() -> None:
     spec = JobSpec(
         job_id=str(uuid.uuid4()),
@@ -44,7 +52,7 @@ def test_encode_then_decode_round_trips() -> None:
         target_lang="ja",
         created_at=1_700_000_000.25,
         metadata={"k": [1, 2]},
-        batch_id=str(uuid.uuid4()),
+        run_id=str(uuid.uuid4()),
         document_id=str(uuid.uuid4()),
         sequence=3,
     )

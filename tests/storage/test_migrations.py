@@ -36,7 +36,7 @@ def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
     upgrade_database(fresh_database)
     tables, indexes = _tables_and_indexes(fresh_database)
     assert {"jobs", "alembic_version"} <= tables
-    assert {"jobs_pkey", "jobs_status_created_at", "jobs_batch_status", "jobs_document_sequence"} <= indexes
+    assert {"jobs_pkey", "jobs_status_created_at", "jobs_run_status", "jobs_document_sequence"} <= indexes
 
     with psycopg.connect(fresh_database) as conn:
         columns = {
@@ -60,7 +60,7 @@ def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
         "output_tokens",
         "started_at",
         "finished_at",
-        "batch_id",
+        "run_id",
         "document_id",
         "sequence",
     ):
