@@ -19,7 +19,7 @@ from contract.ids import job_id_for
 from contract.schemas import build_job_spec
 from orchestrator.context import TaskContext
 from orchestrator.segmenting.skeleton import Skeleton
-from orchestrator.segmenting.skeleton import split_document as split_source
+from orchestrator.segmenting.split import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
 from storage.database import PostgresConnection

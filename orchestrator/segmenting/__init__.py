@@ -8,6 +8,7 @@ them with translations gives the translated document with its structure intact.
 
 from __future__ import annotations
 
-from orchestrator.segmenting.skeleton import Segment, Skeleton, split_document
+from orchestrator.segmenting.skeleton import Segment, Skeleton
+from orchestrator.segmenting.split import split_document
 
 __all__ = ["Segment", "Skeleton", "split_document"]

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from contract.documents import FORMATS
-from contract.errors import InvalidJobError
 
 Escape = Literal["", "html"]
 
@@ -138,20 +135,3 @@ def _hard_cut(text: str, max_chars: int) -> list[str]:
     if text:
         parts.append(text)
     return parts
-
-
-def split_document(source: str, fmt: str, max_chars: int) -> Skeleton:
-    """Cut ``source`` (a ``txt``, ``md`` or ``html`` document) into literals and segments."""
-    from orchestrator.segmenting.html_format import split_html
-    from orchestrator.segmenting.markdown_format import split_markdown
-    from orchestrator.segmenting.text_format import split_text
-
-    splitters: dict[str, Callable[[str, int], Skeleton]] = {"txt": split_text, "md": split_markdown, "html": split_html}
-    if fmt not in splitters:
-        raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if max_chars < 20:
-        raise InvalidJobError("max segment length must be at least 20 characters")
-    skeleton = splitters[fmt](source, max_chars)
-    if skeleton.source() != source:  # an invariant; a bug here must never change a user's document
-        raise InvalidJobError(f"this {fmt} document could not be split without changing it (a dragoman bug)")
-    return skeleton
