@@ -13,6 +13,7 @@ from typing import Any
 
 import redis
 
+from contract.backoff import Backoff
 from orchestrator.context import TaskContext
 from orchestrator.tasks import enqueue_finish
 
@@ -60,15 +61,15 @@ class CompletionDispatcher:
     def run(self) -> None:
         """Dispatch until :meth:`stop`; Redis outages are waited out."""
         self.ensure_group()
-        delay = 0.5
+        backoff = Backoff(0.5, 10.0)
         while not self._stopping.is_set():
             try:
                 self.dispatch_once(block_ms=1_000)
-                delay = 0.5
+                backoff.reset()
             except redis.ConnectionError as exc:
+                delay = backoff.next_delay()
                 log.warning("completions stream unavailable (%s); retrying in %.1fs", exc, delay)
-                self._stopping.wait(delay)
-                delay = min(delay * 2, 10.0)
+                self._stopping.wait(delay)  # not Backoff.sleep: stop() must cut the wait short
 
     def stop(self) -> None:
         """Make :meth:`run` return after its current read."""

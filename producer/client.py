@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 
+from contract.backoff import Backoff
 from contract.errors import (
     InvalidJobError,
     JobNotCancellableError,
@@ -32,6 +33,8 @@ from producer.groups import DocumentResult, Groups
 from producer.submitter import JobSubmitter
 from storage.database import JobStore, PostgresConnection
 from storage.runs import GroupStore
+
+_MAX_POLL_INTERVAL_S = 0.5  # what Client.wait's polling backs off to
 
 
 class InvalidJobIdError(InvalidJobError):
@@ -241,7 +244,7 @@ class Client:
         Raises :class:`JobTimeoutError` after ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
-        delay = poll_interval
+        backoff = Backoff(poll_interval, max(poll_interval, _MAX_POLL_INTERVAL_S))
         while True:
             job = self.get(job_id)
             if job.status.is_final:
@@ -252,8 +255,7 @@ class Client:
                     f"job {job.id} is still {job.status.value} after {timeout:g}s; "
                     "is a worker running (`dragoman worker`)?"
                 )
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, 0.5)
+            backoff.sleep(limit=remaining)
 
     def cancel_many(self, job_ids: Sequence[str]) -> None:
         """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""
