@@ -14,6 +14,7 @@ from typing import Any
 import redis
 
 from contract.backoff import Backoff
+from contract.consumer_groups import ensure_group
 from orchestrator.context import TaskContext
 from orchestrator.tasks import enqueue_finish
 
@@ -31,13 +32,7 @@ class CompletionDispatcher:
 
     def ensure_group(self) -> None:
         """Create the consumer group on the completions stream (from its start) if needed."""
-        try:
-            self._redis.xgroup_create(
-                self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group, id="0", mkstream=True
-            )
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        ensure_group(self._redis, self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group)
 
     def dispatch_once(self, block_ms: int | None = None) -> int:
         """Queue what is waiting (own unacknowledged entries first); return how many were queued."""

@@ -17,10 +17,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.backoff import Backoff
+from contract.consumer_groups import ensure_group_async
 from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
 from contract.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus
@@ -83,11 +83,7 @@ class StreamConsumer:
 
     async def ensure_group(self) -> None:
         """Create the consumer group (reading the stream from its start) if it does not exist."""
-        try:
-            await self._redis.xgroup_create(self._keys.jobs_stream, self._keys.consumer_group, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        await ensure_group_async(self._redis, self._keys.jobs_stream, self._keys.consumer_group)
 
     def stop_reading(self) -> None:
         """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
