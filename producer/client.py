@@ -17,6 +17,7 @@ from contract.errors import (
     JobNotFoundError,
     JobTimeoutError,
 )
+from contract.ids import canonical_uuid
 from contract.keys import RedisKeys
 from contract.progress import GroupProgress
 from contract.schemas import (
@@ -43,10 +44,10 @@ class InvalidJobIdError(InvalidJobError):
 
 def parse_job_id(job_id: str) -> str:
     """Canonical form of a job id; raises :class:`InvalidJobIdError` if it is not a UUID."""
-    try:
-        return str(uuid.UUID(str(job_id).strip()))
-    except ValueError:
-        raise InvalidJobIdError(f"{job_id!r} is not a job id (job ids are UUIDs)") from None
+    canonical = canonical_uuid(job_id)
+    if canonical is None:
+        raise InvalidJobIdError(f"{job_id!r} is not a job id (job ids are UUIDs)")
+    return canonical
 
 
 class Client:

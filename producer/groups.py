@@ -12,7 +12,7 @@ import redis
 
 from contract.documents import FORMATS, SPLIT_TASK, SUFFIXES
 from contract.errors import ConfigurationError, InvalidJobError, JobNotFoundError, RunNotFinishedError
-from contract.ids import job_id_for
+from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
@@ -188,7 +188,7 @@ class Groups:
 
 
 def _uuid(value: str, kind: str) -> str:
-    try:
-        return str(uuid.UUID(str(value).strip()))
-    except ValueError:
-        raise JobNotFoundError(f"{value!r} is not a {kind} id (ids are UUIDs)") from None
+    canonical = canonical_uuid(value)
+    if canonical is None:
+        raise JobNotFoundError(f"{value!r} is not a {kind} id (ids are UUIDs)")
+    return canonical
