@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import uuid
+
+# What every dragoman producer writes; matching it skips the parse on the worker's hot path.
+_CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def canonical_uuid(value: object) -> str | None:
-    """``value`` as a canonical lower-case UUID string, or ``None`` if it is not a UUID."""
+    """``value`` as a canonical lower-case UUID string, or ``None`` if it is not a UUID.
+
+    Every form :class:`uuid.UUID` reads is accepted (upper case, braces, ``urn:uuid:``, no
+    hyphens), with surrounding whitespace ignored. Callers turn ``None`` into their own error.
+    """
+    if isinstance(value, str) and _CANONICAL.fullmatch(value):
+        return value
     try:
         return str(uuid.UUID(str(value).strip()))
     except ValueError:

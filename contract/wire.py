@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from contract.errors import InvalidJobError, MalformedEntryError
+from contract.ids import canonical_uuid
 from contract.languages import normalize_language
 from contract.schemas import JobSpec, JobStatus, validate_metadata, validate_text
 
@@ -36,7 +35,6 @@ SUPPORTED_VERSIONS = frozenset({SCHEMA_VERSION})
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _json_string = json.JSONEncoder(ensure_ascii=False).encode  # a str as a JSON string literal, in C
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def encode_job_entry(spec: JobSpec) -> dict[str, str]:
@@ -60,15 +58,7 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
 
 def read_job_id(fields: Mapping[str, str]) -> str | None:
     """The entry's job id if it is a valid UUID, else ``None`` (so a bad entry can still be failed by id)."""
-    raw = fields.get("id")
-    if not raw:
-        return None
-    if isinstance(raw, str) and _CANONICAL_UUID.fullmatch(raw):  # what every dragoman producer writes
-        return raw
-    try:
-        return str(uuid.UUID(raw))
-    except (ValueError, AttributeError, TypeError):
-        return None
+    return canonical_uuid(fields.get("id"))
 
 
 def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
@@ -130,10 +120,10 @@ def _optional_str(payload: Mapping[str, Any], name: str) -> str | None:
     value = payload.get(name)
     if value is None:
         return None
-    try:
-        return str(uuid.UUID(str(value)))
-    except ValueError:
-        raise MalformedEntryError(f"payload {name!r} must be a UUID, got {value!r}") from None
+    canonical = canonical_uuid(value)
+    if canonical is None:
+        raise MalformedEntryError(f"payload {name!r} must be a UUID, got {value!r}")
+    return canonical
 
 
 def _optional_int(payload: Mapping[str, Any], name: str) -> int | None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import redis
 
+from contract.backoff import Backoff
+from contract.consumer_groups import ensure_group
 from orchestrator.context import TaskContext
 from orchestrator.tasks import enqueue_finish
 
@@ -30,13 +32,7 @@ class CompletionDispatcher:
 
     def ensure_group(self) -> None:
         """Create the consumer group on the completions stream (from its start) if needed."""
-        try:
-            self._redis.xgroup_create(
-                self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group, id="0", mkstream=True
-            )
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        ensure_group(self._redis, self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group)
 
     def dispatch_once(self, block_ms: int | None = None) -> int:
         """Queue what is waiting (own unacknowledged entries first); return how many were queued."""
@@ -60,15 +56,15 @@ class CompletionDispatcher:
     def run(self) -> None:
         """Dispatch until :meth:`stop`; Redis outages are waited out."""
         self.ensure_group()
-        delay = 0.5
+        backoff = Backoff(0.5, 10.0)
         while not self._stopping.is_set():
             try:
                 self.dispatch_once(block_ms=1_000)
-                delay = 0.5
+                backoff.reset()
             except redis.ConnectionError as exc:
+                delay = backoff.next_delay()
                 log.warning("completions stream unavailable (%s); retrying in %.1fs", exc, delay)
-                self._stopping.wait(delay)
-                delay = min(delay * 2, 10.0)
+                self._stopping.wait(delay)  # not Backoff.sleep: stop() must cut the wait short
 
     def stop(self) -> None:
         """Make :meth:`run` return after its current read."""

@@ -78,12 +78,8 @@ def split_document(document_id: str) -> int:
 
 
 def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], source: str, target: str) -> None:
-    keys = ctx.keys
     with Client(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
-        with client.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(keys.group(document_id), mapping={"kind": "document", "id": document_id, "total": len(segments)})
-            pipe.expire(keys.group(document_id), ctx.settings.state_ttl_seconds)
-            pipe.execute()
+        client.submitter.register_group(document_id, "document", len(segments))
         specs = [
             msgspec.structs.replace(
                 build_job_spec(

@@ -10,12 +10,14 @@ from typing import Any
 
 import redis
 
+from contract.backoff import Backoff
 from contract.errors import (
     InvalidJobError,
     JobNotCancellableError,
     JobNotFoundError,
     JobTimeoutError,
 )
+from contract.ids import canonical_uuid
 from contract.keys import RedisKeys
 from contract.progress import GroupProgress
 from contract.schemas import (
@@ -33,6 +35,8 @@ from producer.submitter import JobSubmitter
 from storage.database import JobStore, PostgresConnection
 from storage.runs import GroupStore
 
+_MAX_POLL_INTERVAL_S = 0.5  # what Client.wait's polling backs off to
+
 
 class InvalidJobIdError(InvalidJobError):
     """The string given as a job id is not a UUID."""
@@ -40,10 +44,10 @@ class InvalidJobIdError(InvalidJobError):
 
 def parse_job_id(job_id: str) -> str:
     """Canonical form of a job id; raises :class:`InvalidJobIdError` if it is not a UUID."""
-    try:
-        return str(uuid.UUID(str(job_id).strip()))
-    except ValueError:
-        raise InvalidJobIdError(f"{job_id!r} is not a job id (job ids are UUIDs)") from None
+    canonical = canonical_uuid(job_id)
+    if canonical is None:
+        raise InvalidJobIdError(f"{job_id!r} is not a job id (job ids are UUIDs)")
+    return canonical
 
 
 class Client:
@@ -241,7 +245,7 @@ class Client:
         Raises :class:`JobTimeoutError` after ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
-        delay = poll_interval
+        backoff = Backoff(poll_interval, max(poll_interval, _MAX_POLL_INTERVAL_S))
         while True:
             job = self.get(job_id)
             if job.status.is_final:
@@ -252,8 +256,7 @@ class Client:
                     f"job {job.id} is still {job.status.value} after {timeout:g}s; "
                     "is a worker running (`dragoman worker`)?"
                 )
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, 0.5)
+            backoff.sleep(limit=remaining)
 
     def cancel_many(self, job_ids: Sequence[str]) -> None:
         """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""

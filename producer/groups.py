@@ -12,7 +12,7 @@ import redis
 
 from contract.documents import FORMATS, SPLIT_TASK, SUFFIXES
 from contract.errors import ConfigurationError, InvalidJobError, JobNotFoundError, RunNotFinishedError
-from contract.ids import job_id_for
+from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
@@ -73,7 +73,7 @@ class Groups:
         total = validate_run_file(path, source, target, settings.max_text_chars)
         run_id = str(uuid.uuid4())
         self._store.create_run(run_id, source, target, total, name or path.name, callback_url)
-        self._register(run_id, "run", total)
+        self._submitter.register_group(run_id, "run", total)
         submitted = 0
         chunk: list[JobSpec] = []
         for spec in number_jobs(read_run_file(path, source, target, settings.max_text_chars, run_id), run_id):
@@ -159,14 +159,6 @@ class Groups:
 
     # Shared ----------------------------------------------------------------------------------
 
-    def _register(self, group_id: str, kind: str, total: int) -> None:
-        """The Redis record the worker's finish script counts against (see ``FINISH_SCRIPT``)."""
-        keys, ttl = self._submitter.keys, self._submitter.settings.state_ttl_seconds
-        with self._submitter.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(keys.group(group_id), mapping={"kind": kind, "id": group_id, "total": total})
-            pipe.expire(keys.group(group_id), ttl)
-            pipe.execute()
-
     def _enqueue(self, task: str, *args: Any, job_id: str) -> None:
         from rq import Queue
 
@@ -188,7 +180,7 @@ class Groups:
 
 
 def _uuid(value: str, kind: str) -> str:
-    try:
-        return str(uuid.UUID(str(value).strip()))
-    except ValueError:
-        raise JobNotFoundError(f"{value!r} is not a {kind} id (ids are UUIDs)") from None
+    canonical = canonical_uuid(value)
+    if canonical is None:
+        raise JobNotFoundError(f"{value!r} is not a {kind} id (ids are UUIDs)")
+    return canonical

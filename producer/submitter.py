@@ -73,6 +73,18 @@ class JobSubmitter:
             self.write([(spec, None) for spec in specs[start : start + chunk]])
         return len(specs)
 
+    def register_group(self, group_id: str, kind: str, total: int) -> None:
+        """Write the record of a run or document that the worker's finish script counts jobs against.
+
+        ``kind`` is ``"run"`` or ``"document"``; the record expires with the jobs' state records
+        (see ``FINISH_SCRIPT``). Register before submitting the group's jobs.
+        """
+        key = self.keys.group(group_id)
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping={"kind": kind, "id": group_id, "total": total})
+            pipe.expire(key, self.settings.state_ttl_seconds)
+            pipe.execute()
+
     def cancel(self, job_id: str) -> str:
         """Run the cancel script for one job; return its outcome (see ``CANCEL_SCRIPT``)."""
         return str(self._cancel(keys=[self.keys.state(job_id)], args=self._cancel_args(job_id, repr(time.time()))))

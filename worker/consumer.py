@@ -17,9 +17,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from contract.backoff import Backoff
+from contract.consumer_groups import ensure_group_async
 from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
 from contract.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus
@@ -82,11 +83,7 @@ class StreamConsumer:
 
     async def ensure_group(self) -> None:
         """Create the consumer group (reading the stream from its start) if it does not exist."""
-        try:
-            await self._redis.xgroup_create(self._keys.jobs_stream, self._keys.consumer_group, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        await ensure_group_async(self._redis, self._keys.jobs_stream, self._keys.consumer_group)
 
     def stop_reading(self) -> None:
         """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
@@ -99,7 +96,7 @@ class StreamConsumer:
         ``DRAGOMAN_CONSUMER_NAME``), then new ones.
         """
         await self.ensure_group()
-        delay = 0.2
+        backoff = Backoff(0.2, 10.0)
         cursor = "0"  # own pending entries first; ">" once they are exhausted
         while not self._stopping.is_set():
             await self._slots.acquire()
@@ -111,12 +108,12 @@ class StreamConsumer:
                 entries = await self._claim_stale(taken) if cursor == ">" else []
                 if not entries:
                     entries = await self._read(taken, cursor)
-                delay = 0.2
+                backoff.reset()
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 self.release_slots(taken)
+                delay = backoff.next_delay()
                 log.warning("Redis unavailable while reading (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
                 continue
             except BaseException:
                 self.release_slots(taken)
@@ -344,20 +341,20 @@ class StreamConsumer:
         Resubscribes after a lost connection (a cancel published while it was away is missed:
         that job then finishes normally).
         """
-        delay = 0.2
+        backoff = Backoff(0.2, 10.0)
         while True:
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self._keys.control_channel)
-                delay = 0.2
+                backoff.reset()
                 async for message in pubsub.listen():
                     command, _, job_id = str(message.get("data", "")).partition(" ")
                     if command == "cancel" and job_id:
                         await self.cancel_running(job_id)
             except (RedisConnectionError, RedisTimeoutError) as exc:
+                delay = backoff.next_delay()
                 log.warning("cancel channel lost (%s); resubscribing in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
             finally:
                 with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -22,6 +22,7 @@ from psycopg.types.json import Json
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from contract.backoff import Backoff
 from contract.keys import RedisKeys
 from contract.schemas import JobStatus
 from contract.settings import Settings
@@ -251,7 +252,7 @@ class ResultWriter:
         failed_by_id = {d.job_id: d for d in dead if d.job_id is not None and d.job_id not in unique}
         if not rows and not failed_by_id:
             return [], set()
-        delay = _RETRY_INITIAL_S
+        backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
                 outcome = await self._upsert(rows, list(failed_by_id.values()))
@@ -262,6 +263,7 @@ class ResultWriter:
             except psycopg.OperationalError as exc:
                 if self._unavailable_since is None:
                     self._unavailable_since = time.time()
+                delay = backoff.next_delay()
                 log.warning(
                     "PostgreSQL unavailable (%s); holding %d results, retrying in %.1fs",
                     _first_line(exc),
@@ -270,7 +272,6 @@ class ResultWriter:
                 )
                 await self._close_connection()
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
 
     async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
         conn = await self._connection()
@@ -328,7 +329,7 @@ class ResultWriter:
         keys = self._keys
         ttl = self._settings.finished_state_ttl_seconds
         counter = keys.finished_in_second(int(time.time()))
-        delay = _RETRY_INITIAL_S
+        backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
                 async with self._redis.pipeline(transaction=True) as pipe:
@@ -364,9 +365,9 @@ class ResultWriter:
                     await pipe.execute()
                 return
             except (RedisConnectionError, RedisTimeoutError) as exc:
+                delay = backoff.next_delay()
                 log.warning("Redis unavailable while acknowledging (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
 
 
 def _parked_entries(results: list[JobResult], dead: list[DeadLetter], events: list[JobEvent]) -> list[dict[str, str]]:

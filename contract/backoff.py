@@ -1,0 +1,84 @@
+"""Exponential backoff with jitter, for every loop that waits out an outage or polls for a result.
+
+The base delay starts at ``initial`` and is multiplied by ``factor`` after every wait, up to
+``maximum``. What is actually waited is drawn around that base:
+
+- ``"equal"`` jitter (the default): a random point in the upper half, ``[base/2, base)``. The
+  fixed half keeps a retry from hammering a server that has just gone away; the random half
+  spreads the retries of many workers that lost the same server at the same moment.
+- ``"full"`` jitter: a random point in ``[0, base)``, for waits where an early retry costs nothing.
+
+The random source is injectable (any callable returning a float in ``[0, 1)``), so tests can
+make the draws deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Literal
+
+Jitter = Literal["equal", "full"]
+
+
+class Backoff:
+    """The growing, jittered delays of one retry or polling loop; :meth:`reset` after a success."""
+
+    __slots__ = ("_current", "_factor", "_full", "_initial", "_maximum", "_random")
+
+    def __init__(
+        self,
+        initial: float,
+        maximum: float,
+        *,
+        factor: float = 2.0,
+        jitter: Jitter = "equal",
+        random_source: Callable[[], float] = random.random,
+    ) -> None:
+        if not 0 < initial <= maximum:
+            raise ValueError(f"backoff needs 0 < initial <= maximum, got initial={initial!r}, maximum={maximum!r}")
+        if factor < 1:
+            raise ValueError(f"backoff factor must be at least 1 (delays never shrink), got {factor!r}")
+        if jitter not in ("equal", "full"):
+            raise ValueError(f"backoff jitter must be 'equal' or 'full', got {jitter!r}")
+        self._initial = initial
+        self._maximum = maximum
+        self._factor = factor
+        self._full = jitter == "full"
+        self._random = random_source
+        self._current = initial
+
+    @property
+    def base(self) -> float:
+        """The base delay the next :meth:`next_delay` draws from (before jitter)."""
+        return self._current
+
+    def next_delay(self) -> float:
+        """The seconds to wait now (jittered); the base then grows by ``factor``, up to ``maximum``."""
+        base = self._current
+        self._current = min(base * self._factor, self._maximum)
+        if self._full:
+            return base * self._random()
+        return base / 2 + base / 2 * self._random()
+
+    def reset(self) -> None:
+        """Start again from ``initial`` (call it once the operation succeeds)."""
+        self._current = self._initial
+
+    def sleep(self, limit: float | None = None) -> float:
+        """Block for :meth:`next_delay` seconds (at most ``limit``); return the seconds slept."""
+        delay = self._limited(limit)
+        time.sleep(delay)
+        return delay
+
+    async def sleep_async(self, limit: float | None = None) -> float:
+        """Wait :meth:`next_delay` seconds (at most ``limit``) without blocking the loop; return them."""
+        delay = self._limited(limit)
+        await asyncio.sleep(delay)
+        return delay
+
+    def _limited(self, limit: float | None) -> float:
+        delay = self.next_delay()
+        return delay if limit is None else max(0.0, min(delay, limit))
