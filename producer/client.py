@@ -30,8 +30,7 @@ from contract.settings import Settings
 from contract.state import state_to_job
 from producer.groups import DocumentResult, Groups
 from producer.submitter import JobSubmitter
-from storage.database import JobStore, PostgresConnection
-from storage.runs import GroupStore
+from storage import GroupStore, JobStore, PostgresConnection
 
 
 class InvalidJobIdError(InvalidJobError):

@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 
 from contract.services import ServiceUrls
-from storage.database import downgrade_database, libpq_url, upgrade_database
+from storage import downgrade_database, libpq_url, upgrade_database
 
 
 @pytest.fixture
