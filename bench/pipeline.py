@@ -34,7 +34,7 @@ from bench.servers import benchmark_servers
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from storage.database import libpq_url
+from storage import libpq_url
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 from worker.runtime import freeze_startup_heap, run_event_loop
@@ -142,7 +142,7 @@ def bench_raw_streams(urls: ServiceUrls, jobs: int, batch: int = 256) -> dict[st
 
 def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[str, Any]:
     """The writer's upsert statement alone, ``batch`` rows of the same texts per transaction."""
-    from worker.writer import UPSERT_SQL, RowRecord
+    from storage.jobs import UPSERT_SQL, RowRecord
 
     encode = msgspec.json.Encoder().encode
     now = time.time()

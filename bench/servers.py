@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from contract.services import EmbeddedServices, ServiceUrls
-from storage.database import upgrade_database
+from storage import upgrade_database
 
 
 @contextmanager

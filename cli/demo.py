@@ -21,7 +21,7 @@ from contract.schemas import Job, JobStatus, TranslationRequest
 from contract.services import EmbeddedServices, ensure_services, redact_url
 from contract.settings import Settings
 from producer.client import Client
-from storage.database import upgrade_database
+from storage import upgrade_database
 from worker.model import is_prepared, prepare_default_model
 
 SAMPLE: list[tuple[str, str, str]] = [

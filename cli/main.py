@@ -130,7 +130,7 @@ def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     """Run the Alembic migrations up (or down)."""
     from contract.services import resolve_urls
-    from storage.database import downgrade_database, upgrade_database
+    from storage import downgrade_database, upgrade_database
 
     url = resolve_urls(settings).database_url
     if args.action == "upgrade":

@@ -125,7 +125,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from prometheus_client import REGISTRY
 
     from contract.services import ensure_services, redact_url
-    from storage.database import upgrade_database
+    from storage import upgrade_database
     from worker.metrics import WorkerMetrics
     from worker.profiles import choose_profile
     from worker.runtime import freeze_startup_heap, run_event_loop

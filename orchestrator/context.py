@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
 from contract.keys import RedisKeys
 from contract.services import resolve_urls
 from contract.settings import Settings
-from storage.database import libpq_url
+from storage import GroupStore, PostgresConnection
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +31,10 @@ class TaskContext:
         return cls(settings, urls.redis_url, urls.database_url, RedisKeys.from_settings(settings))
 
     @contextmanager
-    def postgres(self) -> Iterator[Any]:
-        """A psycopg connection (a transaction per ``with conn.transaction()``)."""
-        import psycopg
-
-        with psycopg.connect(libpq_url(self.database_url), autocommit=True) as conn:
-            yield conn
+    def group_store(self) -> Iterator[GroupStore]:
+        """The runs and documents on a connection of this task's own, closed when the block ends."""
+        with PostgresConnection(self.database_url) as connection:
+            yield GroupStore(connection)
 
     def rq_connection(self) -> redis.Redis:
         """A Redis connection as RQ needs it (bytes, not decoded)."""

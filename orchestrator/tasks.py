@@ -6,7 +6,6 @@ outcome is the same; the database row decides whether there is anything left to 
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -22,8 +21,7 @@ from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
-from storage.database import PostgresConnection
-from storage.runs import KINDS, GroupStore
+from storage import GroupStore
 
 log = logging.getLogger(__name__)
 
@@ -38,40 +36,25 @@ class GroupNotCompleteError(DragomanError):
 def split_document(document_id: str) -> int:
     """Cut the stored document into segments and submit one job per segment; return how many."""
     ctx = TaskContext.from_environment()
-    with ctx.postgres() as conn, conn.transaction():
-        row = conn.execute(
-            "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-            "cancel_requested FROM documents WHERE id = %s FOR UPDATE",
-            (document_id,),
-        ).fetchone()
-        if row is None or row[0] != "splitting":
+    with ctx.group_store() as store, store.locked_document(document_id) as document:
+        if document is None or document.status != "splitting":
             return 0  # unknown, or already split by an earlier run of this task
-        _, fmt, source, source_lang, target_lang, max_chars, callback_url, cancelled = row
-        if cancelled:  # cancelled before it was split: nothing is submitted
-            conn.execute(
-                "UPDATE documents SET status = 'cancelled', total = 0, completed_at = now() WHERE id = %s",
-                (document_id,),
-            )
+        if document.cancel_requested:  # cancelled before it was split: nothing is submitted
+            store.cancel_unsplit_document(document_id)
             return 0
         try:
-            skeleton = split_source(source, fmt, max_chars)
+            skeleton = split_source(document.source_text, document.format, document.max_segment_chars)
         except DragomanError as exc:
-            conn.execute(
-                "UPDATE documents SET status = 'failed', error = %s, completed_at = now() WHERE id = %s",
-                (str(exc), document_id),
-            )
+            store.fail_document(document_id, str(exc))
             return 0
         segments = skeleton.segments
-        conn.execute(
-            "UPDATE documents SET skeleton = %s, total = %s WHERE id = %s",
-            (json.dumps(skeleton.to_json()), len(segments), document_id),
-        )
+        store.save_skeleton(document_id, skeleton.to_json(), len(segments))
         if not segments:  # nothing to translate: the document is its own translation
-            _assemble(conn, document_id)
+            _assemble(store, document_id)
         else:
-            _submit_segments(ctx, document_id, segments, source_lang, target_lang)
-            conn.execute("UPDATE documents SET status = 'running', submitted_at = now() WHERE id = %s", (document_id,))
-    if not segments and callback_url:
+            _submit_segments(ctx, document_id, segments, document.source_lang, document.target_lang)
+            store.document_running(document_id)
+    if not segments and document.callback_url:
         enqueue_webhook(ctx, "document", document_id)
     log.info("document %s: %d segments submitted", document_id, len(segments))
     return len(segments)
@@ -101,61 +84,39 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], so
 def finish_group(kind: str, group_id: str) -> str:
     """Mark a run finished or assemble a document, exactly once; then queue its webhook. Returns the status."""
     ctx = TaskContext.from_environment()
-    with ctx.postgres() as conn, conn.transaction():
-        table, column = KINDS[kind]
-        row = conn.execute(
-            f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
-        ).fetchone()
-        if row is None:
+    with ctx.group_store() as store, store.locked_group(kind, group_id) as group:
+        if group is None:
             log.warning("finish: no %s %s", kind, group_id)
             return "missing"
-        status, total, callback_url = row
-        if status == "splitting":
+        if group.status == "splitting":
             raise GroupNotCompleteError(f"{kind} {group_id} is still being split")
-        if status not in ("submitting", "running"):
-            return str(status)  # finished before: nothing to do
-        finished = conn.execute(f"SELECT count(*) FROM jobs WHERE {column} = %s", (group_id,)).fetchone()[0]
-        if total is None or finished < total:
-            raise GroupNotCompleteError(f"{kind} {group_id}: {finished} of {total} rows; not complete yet")
-        if kind == "run":
-            status = conn.execute(
-                "UPDATE runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'completed' END, "
-                "completed_at = now() WHERE id = %s RETURNING status",
-                (group_id,),
-            ).fetchone()[0]
-        else:
-            status = _assemble(conn, group_id)
+        if group.status not in ("submitting", "running"):
+            return group.status  # finished before: nothing to do
+        finished = store.count_job_rows(kind, group_id)
+        if group.total is None or finished < group.total:
+            raise GroupNotCompleteError(f"{kind} {group_id}: {finished} of {group.total} rows; not complete yet")
+        status = store.complete_run(group_id) if kind == "run" else _assemble(store, group_id)
     log.info("%s %s %s", kind, group_id, status)
-    if callback_url:
+    if group.callback_url:
         enqueue_webhook(ctx, kind, group_id)
-    return str(status)
+    return status
 
 
-def _assemble(conn: Any, document_id: str) -> str:
+def _assemble(store: GroupStore, document_id: str) -> str:
     """Put the document together from its segments' rows (source text where a segment failed)."""
-    skeleton_json, cancel_requested = conn.execute(
-        "SELECT skeleton, cancel_requested FROM documents WHERE id = %s", (document_id,)
-    ).fetchone()
-    skeleton = Skeleton.from_json(skeleton_json)
-    rows = conn.execute(
-        "SELECT sequence, status, translated_text, error FROM jobs WHERE document_id = %s ORDER BY sequence",
-        (document_id,),
-    ).fetchall()
+    assembly = store.assembly_input(document_id)
+    skeleton = Skeleton.from_json(assembly.skeleton)
     translations: list[str | None] = [None] * len(skeleton.segments)
     failed: list[dict[str, Any]] = []
-    for sequence, status, translation, error in rows:
+    for sequence, status, translation, error in assembly.segments:
         if status == "succeeded":
             translations[sequence] = translation
         else:
             failed.append(
                 {"segment": sequence, "status": status, "error": error, "source": skeleton.segments[sequence].text}
             )
-    status = "completed" if not failed else ("cancelled" if cancel_requested else "failed")
-    conn.execute(
-        "UPDATE documents SET output_text = %s, failed_segments = %s, status = %s, completed_at = now(), "
-        "assemblies = assemblies + 1 WHERE id = %s",
-        (skeleton.assemble(translations), json.dumps(failed), status, document_id),
-    )
+    status = "completed" if not failed else ("cancelled" if assembly.cancel_requested else "failed")
+    store.save_assembly(document_id, skeleton.assemble(translations), failed, status)
     return status
 
 
@@ -182,12 +143,9 @@ def enqueue_webhook(ctx: TaskContext, kind: str, group_id: str) -> None:
 def deliver_webhook(kind: str, group_id: str) -> int:
     """POST the run's or document's final status to its callback URL, signed; raise to be retried."""
     ctx = TaskContext.from_environment()
-    table, _ = KINDS[kind]
-    postgres = PostgresConnection(ctx.database_url)
-    store = GroupStore(postgres)
-    try:
+    with ctx.group_store() as store:
         progress = store.progress(kind, group_id)
-        url = store.connection().execute(f"SELECT callback_url FROM {table} WHERE id = %s", (group_id,)).fetchone()[0]
+        url = store.callback_url(kind, group_id)
         assert progress is not None and url and ctx.settings.webhook_secret
         body = {"event": f"{kind}.{progress.status}", kind: progress.to_dict()}
         try:
@@ -197,13 +155,8 @@ def deliver_webhook(kind: str, group_id: str) -> int:
             outcome = "retrying"
             raise
         finally:
-            store.connection().execute(
-                f"UPDATE {table} SET webhook_status = %s, webhook_attempts = webhook_attempts + 1 WHERE id = %s",
-                (outcome, group_id),
-            )
+            store.record_webhook_attempt(kind, group_id, outcome)
         return status
-    finally:
-        postgres.close()
 
 
 def _webhook_gave_up(job: RqJob, connection: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:
@@ -212,6 +165,6 @@ def _webhook_gave_up(job: RqJob, connection: Any, exc_type: Any, exc_value: Any,
         return
     kind, group_id = job.args
     ctx = TaskContext.from_environment()
-    with ctx.postgres() as conn:
-        conn.execute(f"UPDATE {KINDS[kind][0]} SET webhook_status = 'failed' WHERE id = %s", (group_id,))
+    with ctx.group_store() as store:
+        store.webhook_gave_up(kind, group_id)
     log.error("webhook for %s %s failed for good: %s", kind, group_id, exc_value)

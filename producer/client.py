@@ -32,8 +32,7 @@ from contract.settings import Settings
 from contract.state import state_to_job
 from producer.groups import DocumentResult, Groups
 from producer.submitter import JobSubmitter
-from storage.database import JobStore, PostgresConnection
-from storage.runs import GroupStore
+from storage import GroupStore, JobStore, PostgresConnection
 
 _MAX_POLL_INTERVAL_S = 0.5  # what Client.wait's polling backs off to
 

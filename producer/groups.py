@@ -22,7 +22,7 @@ from producer.run_files import (
     validate_run_file,
 )
 from producer.submitter import JobSubmitter
-from storage.runs import GroupStore
+from storage import GroupStore
 
 
 @dataclass(frozen=True, slots=True)

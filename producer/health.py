@@ -11,7 +11,7 @@ import redis
 from contract.keys import RedisKeys
 from contract.services import redact_url, resolve_urls
 from contract.settings import Settings
-from storage.database import libpq_url
+from storage import ping
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +72,7 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
     finally:
         client.close()
     try:
-        import psycopg
-
-        with psycopg.connect(libpq_url(urls.database_url), connect_timeout=5) as conn:
-            conn.execute("SELECT 1 FROM jobs LIMIT 1")
+        ping(urls.database_url, connect_timeout_s=5)
         report.postgres_ok = True
     except Exception as exc:  # any failure here means "not healthy", with the reason
         report.problems.append(f"PostgreSQL at {redact_url(urls.database_url)} is not usable: {exc}".strip())

@@ -1,13 +1,21 @@
-"""PostgreSQL rows of runs and documents, and the job counts that make up their progress."""
+"""The ``runs`` and ``documents`` tables, and the job counts and rows that make up their progress and output.
+
+The producer creates, follows and cancels runs and documents here; the orchestrator splits
+documents, finishes runs and documents under a row lock, assembles documents and records
+webhook deliveries here. A "group" is either; :data:`KINDS` maps each kind to its table and to
+the ``jobs`` column that points at it.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from contract.progress import GroupProgress, RunCounts, progress
-from storage.database import PostgresConnection
+from storage.connection import PostgresConnection
 
 KINDS = {"run": ("runs", "run_id"), "document": ("documents", "document_id")}
 
@@ -22,15 +30,61 @@ FROM jobs WHERE {column} = %s GROUP BY status
 """
 
 
+@dataclass(frozen=True, slots=True)
+class LockedGroup:
+    """What finishing needs of a run or document row, read under the lock of :meth:`GroupStore.locked_group`."""
+
+    status: str
+    total: int | None
+    callback_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LockedDocument:
+    """A document row as splitting needs it, read under the lock of :meth:`GroupStore.locked_document`."""
+
+    status: str
+    format: str
+    source_text: str
+    source_lang: str
+    target_lang: str
+    max_segment_chars: int
+    callback_url: str | None
+    cancel_requested: bool
+
+
+class SegmentRow(NamedTuple):
+    """One segment's job row, as assembly reads it."""
+
+    sequence: int
+    status: str
+    translation: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyInput:
+    """Everything a document is put together from: its skeleton (as stored) and its segments' rows in order."""
+
+    skeleton: Any
+    cancel_requested: bool
+    segments: list[SegmentRow]
+
+
 class GroupStore:
-    """Synchronous reads and writes of ``runs`` and ``documents`` (the producer side)."""
+    """Synchronous reads and writes of ``runs`` and ``documents`` (producer and orchestrator).
+
+    Every method runs on one shared autocommit connection; :meth:`locked_group` and
+    :meth:`locked_document` open a transaction that the methods called inside them join.
+    """
 
     def __init__(self, connection: PostgresConnection) -> None:
         self._postgres = connection
 
-    def connection(self) -> Any:
-        """The shared (lazily opened, autocommit) psycopg connection."""
+    def _conn(self) -> Any:
         return self._postgres.get()
+
+    # Producer: create, follow, cancel ---------------------------------------------------------
 
     def create_run(
         self,
@@ -42,7 +96,7 @@ class GroupStore:
         callback_url: str | None,
     ) -> None:
         """Record a run about to be submitted."""
-        self.connection().execute(
+        self._conn().execute(
             "INSERT INTO runs (id, status, source_lang, target_lang, total, name, callback_url) "
             "VALUES (%s, 'submitting', %s, %s, %s, %s, %s)",
             (run_id, source or "", target or "", total, name, callback_url),
@@ -50,7 +104,7 @@ class GroupStore:
 
     def run_submitted(self, run_id: str, submitted: int, *, done: bool) -> None:
         """Note how many of the run's jobs are in the queue (and when the last one went in)."""
-        self.connection().execute(
+        self._conn().execute(
             "UPDATE runs SET submitted = %s, status = CASE WHEN %s AND status = 'submitting' THEN 'running' "
             "ELSE status END, submitted_at = CASE WHEN %s THEN now() ELSE submitted_at END WHERE id = %s",
             (submitted, done, done, run_id),
@@ -68,7 +122,7 @@ class GroupStore:
         max_segment_chars: int,
     ) -> None:
         """Record a document waiting to be split."""
-        self.connection().execute(
+        self._conn().execute(
             "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
             "max_segment_chars) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s)",
             (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars),
@@ -78,7 +132,7 @@ class GroupStore:
         """Mark a run or document cancelled-on-request; return its number of jobs (``None`` if unknown)."""
         table, _ = KINDS[kind]
         row = (
-            self.connection()
+            self._conn()
             .execute(
                 f"UPDATE {table} SET cancel_requested = true WHERE id = %s RETURNING coalesce(total, 0)", (group_id,)
             )
@@ -89,7 +143,7 @@ class GroupStore:
     def progress(self, kind: str, group_id: str) -> GroupProgress | None:
         """Status, counts, rate and time left of a run or document (``None`` if there is no such id)."""
         table, column = KINDS[kind]
-        conn = self.connection()
+        conn = self._conn()
         row = conn.execute(_PROGRESS_SQL.format(table=table), (group_id,)).fetchone()
         if row is None:
             return None
@@ -111,7 +165,7 @@ class GroupStore:
 
     def iter_results(self, run_id: str) -> Iterator[dict[str, Any]]:
         """One dict per job of the run in input order, read with a server-side cursor (bounded memory)."""
-        conn = self.connection()
+        conn = self._conn()
         with conn.transaction(), conn.cursor(name=f"run-results-{run_id}") as cursor:
             cursor.itersize = 2_000
             cursor.execute(
@@ -133,7 +187,7 @@ class GroupStore:
     def document_output(self, document_id: str) -> tuple[str, str | None, list[dict[str, Any]]] | None:
         """``(status, assembled text, failed segments)`` of a document, ``None`` if unknown."""
         row = (
-            self.connection()
+            self._conn()
             .execute("SELECT status, output_text, failed_segments FROM documents WHERE id = %s", (document_id,))
             .fetchone()
         )
@@ -141,3 +195,121 @@ class GroupStore:
             return None
         failed = row[2] if isinstance(row[2], list) else json.loads(row[2] or "[]")
         return str(row[0]), row[1], failed
+
+    # Orchestrator: split a document -----------------------------------------------------------
+
+    @contextmanager
+    def locked_document(self, document_id: str) -> Iterator[LockedDocument | None]:
+        """A transaction holding the document's row lock (``FOR UPDATE``): the row, or ``None`` if unknown.
+
+        Committed when the block ends, rolled back if it raises; a second splitter waits for it.
+        """
+        conn = self._conn()
+        with conn.transaction():
+            row = conn.execute(
+                "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
+                "cancel_requested FROM documents WHERE id = %s FOR UPDATE",
+                (document_id,),
+            ).fetchone()
+            yield None if row is None else LockedDocument(*row)
+
+    def cancel_unsplit_document(self, document_id: str) -> None:
+        """A document cancelled before it was split: final, with no jobs."""
+        self._conn().execute(
+            "UPDATE documents SET status = 'cancelled', total = 0, completed_at = now() WHERE id = %s", (document_id,)
+        )
+
+    def fail_document(self, document_id: str, error: str) -> None:
+        """A document that cannot be split: final, with the reason."""
+        self._conn().execute(
+            "UPDATE documents SET status = 'failed', error = %s, completed_at = now() WHERE id = %s",
+            (error, document_id),
+        )
+
+    def save_skeleton(self, document_id: str, skeleton: Any, total: int) -> None:
+        """Keep the split document's skeleton (JSON-ready) until assembly, and its number of segments."""
+        self._conn().execute(
+            "UPDATE documents SET skeleton = %s, total = %s WHERE id = %s", (json.dumps(skeleton), total, document_id)
+        )
+
+    def document_running(self, document_id: str) -> None:
+        """Every segment of the document is in the queue."""
+        self._conn().execute(
+            "UPDATE documents SET status = 'running', submitted_at = now() WHERE id = %s", (document_id,)
+        )
+
+    # Orchestrator: finish a run or document ---------------------------------------------------
+
+    @contextmanager
+    def locked_group(self, kind: str, group_id: str) -> Iterator[LockedGroup | None]:
+        """A transaction holding the run's or document's row lock: the row, or ``None`` if unknown.
+
+        Committed when the block ends, rolled back if it raises; so a group is finished once even
+        when two finishers race.
+        """
+        table, _ = KINDS[kind]
+        conn = self._conn()
+        with conn.transaction():
+            row = conn.execute(
+                f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
+            ).fetchone()
+            yield None if row is None else LockedGroup(*row)
+
+    def count_job_rows(self, kind: str, group_id: str) -> int:
+        """How many of the group's jobs have a row (that is, reached a final status)."""
+        _, column = KINDS[kind]
+        return int(self._conn().execute(f"SELECT count(*) FROM jobs WHERE {column} = %s", (group_id,)).fetchone()[0])
+
+    def complete_run(self, run_id: str) -> str:
+        """Mark the run finished: ``cancelled`` if a cancel was requested, else ``completed``; return which."""
+        row = (
+            self._conn()
+            .execute(
+                "UPDATE runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'completed' END, "
+                "completed_at = now() WHERE id = %s RETURNING status",
+                (run_id,),
+            )
+            .fetchone()
+        )
+        return str(row[0])
+
+    def assembly_input(self, document_id: str) -> AssemblyInput:
+        """The document's stored skeleton, whether a cancel was requested, and its segments' rows in order."""
+        conn = self._conn()
+        skeleton, cancel_requested = conn.execute(
+            "SELECT skeleton, cancel_requested FROM documents WHERE id = %s", (document_id,)
+        ).fetchone()
+        rows = conn.execute(
+            "SELECT sequence, status, translated_text, error FROM jobs WHERE document_id = %s ORDER BY sequence",
+            (document_id,),
+        ).fetchall()
+        return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows])
+
+    def save_assembly(self, document_id: str, output_text: str, failed: list[dict[str, Any]], status: str) -> None:
+        """Store the assembled document, its failed segments and its final status (counting the assembly)."""
+        self._conn().execute(
+            "UPDATE documents SET output_text = %s, failed_segments = %s, status = %s, completed_at = now(), "
+            "assemblies = assemblies + 1 WHERE id = %s",
+            (output_text, json.dumps(failed), status, document_id),
+        )
+
+    # Orchestrator: webhooks --------------------------------------------------------------------
+
+    def callback_url(self, kind: str, group_id: str) -> str | None:
+        """Where the group's webhook goes (``None`` if it has none or the group is unknown)."""
+        table, _ = KINDS[kind]
+        row = self._conn().execute(f"SELECT callback_url FROM {table} WHERE id = %s", (group_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def record_webhook_attempt(self, kind: str, group_id: str, outcome: str) -> None:
+        """Count one delivery attempt and keep its outcome (``delivered`` or ``retrying``)."""
+        table, _ = KINDS[kind]
+        self._conn().execute(
+            f"UPDATE {table} SET webhook_status = %s, webhook_attempts = webhook_attempts + 1 WHERE id = %s",
+            (outcome, group_id),
+        )
+
+    def webhook_gave_up(self, kind: str, group_id: str) -> None:
+        """The last delivery attempt failed: the webhook is ``failed`` for good."""
+        table, _ = KINDS[kind]
+        self._conn().execute(f"UPDATE {table} SET webhook_status = 'failed' WHERE id = %s", (group_id,))

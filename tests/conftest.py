@@ -19,7 +19,7 @@ import redis
 from contract.services import EmbeddedServices, ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from storage.database import libpq_url, upgrade_database
+from storage import libpq_url, upgrade_database
 
 
 @pytest.fixture(scope="session")

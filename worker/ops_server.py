@@ -18,7 +18,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import psycopg
 import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
@@ -28,7 +27,7 @@ from contract.keys import RedisKeys
 from contract.queue_stats import read_queue_stats
 from contract.services import redact_url
 from contract.settings import Settings
-from storage.database import libpq_url
+from storage import DatabaseUnavailableError, ping_async
 from worker.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
@@ -73,7 +72,7 @@ class OpsServer:
         self._settings = settings
         self._keys = RedisKeys.from_settings(settings)
         self._redis_url = redis_url
-        self._database_url = libpq_url(database_url)
+        self._database_url = database_url
         self._metrics = metrics
         self._engine_state = engine_state
         self._redis: aioredis.Redis = aioredis.Redis.from_url(
@@ -133,11 +132,9 @@ class OpsServer:
     async def _check_postgres(self) -> str:
         try:
             async with asyncio.timeout(PROBE_TIMEOUT_S):
-                conn = await psycopg.AsyncConnection.connect(self._database_url, connect_timeout=2, autocommit=True)
-                async with conn:
-                    await conn.execute("SELECT 1")
+                await ping_async(self._database_url, connect_timeout_s=2)
             return "ok"
-        except (TimeoutError, psycopg.Error, OSError) as exc:
+        except (TimeoutError, DatabaseUnavailableError, OSError) as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return f"PostgreSQL unreachable: {message}"
 

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import psycopg
 import redis.asyncio as aioredis
-from psycopg.types.json import Json
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -28,72 +26,11 @@ from contract.schemas import JobStatus
 from contract.settings import Settings
 from contract.state import FINISH_SCRIPT
 from contract.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
-from storage.database import libpq_url
+from storage import DatabaseUnavailableError, JobRows, JobRowWriter, RowRecord
 from worker.metrics import WorkerMetrics
 from worker.results import DeadLetter, JobResult
 
 log = logging.getLogger(__name__)
-
-# One statement per batch: the rows travel as one JSON array of objects (encoded in C by
-# msgspec, parsed once by PostgreSQL), one row per job comes back; timestamps are unix seconds.
-UPSERT_SQL = """
-INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
-                  attempts, model, prompt_tokens, output_tokens, created_at, started_at,
-                  finished_at, metadata, run_id, document_id, sequence)
-SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
-       u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
-       to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
-       u.document_id, u.sequence
-FROM json_to_recordset(%s::json)
-     AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
-          translated_text text, error text, attempts int, model text, prompt_tokens int,
-          output_tokens int, created_at float8, started_at float8, finished_at float8,
-          metadata jsonb, run_id uuid, document_id uuid, sequence int)
-ON CONFLICT (id) DO UPDATE SET
-    status = EXCLUDED.status,
-    translated_text = EXCLUDED.translated_text,
-    error = EXCLUDED.error,
-    attempts = GREATEST(jobs.attempts, EXCLUDED.attempts),
-    model = EXCLUDED.model,
-    prompt_tokens = EXCLUDED.prompt_tokens,
-    output_tokens = EXCLUDED.output_tokens,
-    started_at = EXCLUDED.started_at,
-    finished_at = EXCLUDED.finished_at
-WHERE jobs.status NOT IN ('succeeded', 'cancelled')
-RETURNING id::text
-"""
-
-
-class RowRecord(msgspec.Struct):
-    """One ``jobs`` row as the upsert reads it (the field names are the recordset's columns)."""
-
-    id: str
-    status: str
-    source_lang: str
-    target_lang: str
-    source_text: str
-    translated_text: str | None
-    error: str | None
-    attempts: int
-    model: str | None
-    prompt_tokens: int | None
-    output_tokens: int | None
-    created_at: float
-    started_at: float | None
-    finished_at: float
-    metadata: dict[str, Any]
-    run_id: str | None
-    document_id: str | None
-    sequence: int | None
-
-
-_encode_rows = msgspec.json.Encoder().encode
-
-# Rows the upsert left alone (already final): their events must say what the row says.
-EXISTING_SQL = """
-SELECT id::text, status, error, extract(epoch FROM finished_at), prompt_tokens, output_tokens
-FROM jobs WHERE id = ANY(%s::uuid[])
-"""
 
 _RETRY_INITIAL_S = 0.2
 _RETRY_MAX_S = 10.0
@@ -124,8 +61,7 @@ class ResultWriter:
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
         self._finish = redis.register_script(FINISH_SCRIPT)
-        self._url = libpq_url(database_url)
-        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
         self._held: set[str] = set()  # entries handed over and not yet acknowledged
         self._unavailable_since: float | None = None
@@ -203,7 +139,7 @@ class ResultWriter:
         finally:
             if acking is not None:
                 await asyncio.gather(asyncio.shield(acking), return_exceptions=True)
-            await self._close_connection()
+            await self._job_rows.close()
 
     def _drain(self, batch: list[JobResult | DeadLetter], limit: int) -> bool:
         """Move buffered results into ``batch``; return True if the close marker was reached."""
@@ -260,7 +196,7 @@ class ResultWriter:
                     log.info("PostgreSQL is back after %.0fs", time.time() - self._unavailable_since)
                     self._unavailable_since = None
                 return outcome
-            except psycopg.OperationalError as exc:
+            except DatabaseUnavailableError as exc:
                 if self._unavailable_since is None:
                     self._unavailable_since = time.time()
                 delay = backoff.next_delay()
@@ -270,21 +206,11 @@ class ResultWriter:
                     len(rows),
                     delay,
                 )
-                await self._close_connection()
+                await self._job_rows.close()
                 await asyncio.sleep(delay)
 
     async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
-        conn = await self._connection()
-        records = _records(rows, failed)
-        async with conn.transaction():
-            # Json with msgspec's encoder: its bytes go to the server as they are (no str round trip).
-            cursor = await conn.execute(UPSERT_SQL, (Json(records, dumps=_encode_rows),), binary=True)
-            written = {row[0] for row in await cursor.fetchall()}
-            skipped = [record.id for record in records if record.id not in written]
-            existing = []
-            if skipped:
-                cursor = await conn.execute(EXISTING_SQL, (skipped,))
-                existing = await cursor.fetchall()
+        written, existing = await self._job_rows.write_batch(_records(rows, failed))
         events = [_event(r) for r in rows if r.spec.job_id in written]
         events += [
             JobEvent(job_id=job_id, status=JobStatus.FAILED, finished_at=d.finished_at, error=d.reason)
@@ -293,29 +219,16 @@ class ResultWriter:
         ]
         events += [
             JobEvent(
-                job_id=job_id,
-                status=JobStatus(status),
-                finished_at=float(finished or 0.0),
-                error=error,
-                prompt_tokens=prompt_tokens,
-                output_tokens=output_tokens,
+                job_id=row.id,
+                status=JobStatus(row.status),
+                finished_at=row.finished_at or 0.0,
+                error=row.error,
+                prompt_tokens=row.prompt_tokens,
+                output_tokens=row.output_tokens,
             )
-            for job_id, status, error, finished, prompt_tokens, output_tokens in existing
+            for row in existing
         ]
         return events, written
-
-    async def _connection(self) -> psycopg.AsyncConnection[Any]:
-        if self._conn is None or self._conn.closed:
-            self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
-        return self._conn
-
-    async def _close_connection(self) -> None:
-        if self._conn is not None:
-            try:
-                await self._conn.close()
-            except psycopg.Error:
-                pass
-            self._conn = None
 
     # Redis -----------------------------------------------------------------------------------
 

@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
 import psycopg
 import pytest
-from psycopg import sql
 
-from contract.services import ServiceUrls
-from storage.database import downgrade_database, libpq_url, upgrade_database
-
-
-@pytest.fixture
-def fresh_database(service_urls: ServiceUrls, pg: Any) -> Iterator[str]:
-    """A brand-new empty database on the test server; dropped afterwards."""
-    name = f"migr_{uuid.uuid4().hex[:12]}"
-    pg.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    parts = urlsplit(libpq_url(service_urls.database_url))
-    yield urlunsplit(parts._replace(path=f"/{name}"))
-    pg.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+from storage import downgrade_database, upgrade_database
 
 
 def _tables_and_indexes(url: str) -> tuple[set[str], set[str]]:

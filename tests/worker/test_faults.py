@@ -23,7 +23,7 @@ from contract.schemas import TranslationRequest
 from contract.services import EmbeddedServices
 from contract.settings import Settings
 from producer.client import Client
-from storage.database import upgrade_database
+from storage import upgrade_database
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -16,7 +16,7 @@ from contract.schemas import JobStatus, TranslationRequest
 from contract.services import EmbeddedServices, ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from storage.database import upgrade_database
+from storage import upgrade_database
 from worker.deterministic_engine import DeterministicEngine
 from worker.metrics import WorkerMetrics
 from worker.service import Worker

@@ -12,7 +12,7 @@ from contract.schemas import JobStatus, TranslationRequest
 from contract.services import EmbeddedServices
 from contract.settings import Settings
 from producer.client import Client
-from storage.database import upgrade_database
+from storage import upgrade_database
 from worker.deterministic_engine import DeterministicEngine
 
 from .conftest import identity_worker, wait_all

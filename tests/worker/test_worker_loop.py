@@ -16,7 +16,7 @@ from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from producer.dead_letters import DeadLetters
-from storage.database import libpq_url
+from storage import libpq_url
 from worker.deterministic_engine import DeterministicEngine
 from worker.engine import GenerationRequest, GenerationResult
 from worker.writer import ResultWriter

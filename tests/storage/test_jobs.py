@@ -1,0 +1,123 @@
+"""The ``jobs`` table's writer: one statement per batch, and a final row is never overwritten."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from contract.schemas import JobStatus
+from contract.services import ServiceUrls
+from storage import DatabaseUnavailableError, FinalRow, JobRowWriter, JobStore, RowRecord
+
+
+def _record(job_id: str | None = None, status: str = "succeeded", **fields: Any) -> RowRecord:
+    now = time.time()
+    values: dict[str, Any] = {
+        "id": job_id or str(uuid.uuid4()),
+        "status": status,
+        "source_lang": "en",
+        "target_lang": "fr",
+        "source_text": "Hello",
+        "translated_text": "Bonjour" if status == "succeeded" else None,
+        "error": None if status == "succeeded" else f"{status} here",
+        "attempts": 1,
+        "model": "test",
+        "prompt_tokens": 3,
+        "output_tokens": 4,
+        "created_at": now - 2,
+        "started_at": now - 1,
+        "finished_at": now,
+        "metadata": {"k": "v"},
+        "run_id": None,
+        "document_id": None,
+        "sequence": None,
+    }
+    values.update(fields)
+    return RowRecord(**values)
+
+
+@pytest.fixture
+async def writer(service_urls: ServiceUrls) -> AsyncIterator[JobRowWriter]:
+    """The worker's row writer on the test database."""
+    rows = JobRowWriter(service_urls.database_url)
+    yield rows
+    await rows.close()
+
+
+async def test_a_batch_is_written_with_one_statement(
+    writer: JobRowWriter, jobs: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements: list[str] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def counting(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(str(query))
+        return await execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", counting)
+    run_id = str(uuid.uuid4())
+    records = [_record(run_id=run_id, sequence=i, source_text=f"line {i}") for i in range(300)]
+    written, existing = await writer.write_batch(records)
+    assert written == {r.id for r in records} and existing == []
+    assert len(statements) == 1 and "json_to_recordset" in statements[0]
+
+    job = jobs.get(records[7].id)
+    assert job is not None
+    assert (job.status, job.text, job.translation, job.run_id, job.sequence) == (
+        JobStatus.SUCCEEDED,
+        "line 7",
+        "Bonjour",
+        run_id,
+        7,
+    )
+    assert job.metadata == {"k": "v"} and job.finished_at is not None
+    assert abs(job.finished_at.timestamp() - records[7].finished_at) < 1e-3
+
+
+@pytest.mark.parametrize("final", ["succeeded", "cancelled"])
+async def test_a_final_row_is_never_overwritten_and_is_read_back(
+    writer: JobRowWriter, jobs: JobStore, final: str
+) -> None:
+    first = _record(status=final, prompt_tokens=5, output_tokens=6)
+    await writer.write_batch([first])
+    other = _record()
+    again = _record(first.id, status="failed", attempts=2, finished_at=first.finished_at + 60)
+    written, existing = await writer.write_batch([again, other])
+    assert written == {other.id}
+    assert existing == [FinalRow(first.id, final, first.error, pytest.approx(first.finished_at), 5, 6)]
+    job = jobs.get(first.id)
+    assert job is not None and job.status == JobStatus(final) and job.attempts == 1
+
+
+async def test_a_failed_row_is_replaced_keeping_the_highest_attempt_count(writer: JobRowWriter, jobs: JobStore) -> None:
+    failed = _record(status="failed", attempts=3)
+    await writer.write_batch([failed])
+    written, existing = await writer.write_batch([_record(failed.id, attempts=1, translated_text="Salut")])
+    assert written == {failed.id} and existing == []
+    job = jobs.get(failed.id)
+    assert job is not None
+    assert (job.status, job.translation, job.error, job.attempts) == (JobStatus.SUCCEEDED, "Salut", None, 3)
+
+
+async def test_an_unreachable_server_is_a_typed_error_and_the_writer_reconnects_after_close(
+    service_urls: ServiceUrls, writer: JobRowWriter, jobs: JobStore
+) -> None:
+    nowhere = JobRowWriter("postgresql://dragoman@127.0.0.1:1/nothing")
+    with pytest.raises(DatabaseUnavailableError):
+        await nowhere.write_batch([_record()])
+    await nowhere.close()
+
+    record = _record()
+    await writer.write_batch([_record()])
+    await writer.close()
+    written, _ = await writer.write_batch([record])  # a new connection after close
+    assert written == {record.id} and jobs.get(record.id) is not None
+
+
+def test_an_unknown_job_has_no_row(jobs: JobStore) -> None:
+    assert jobs.get(str(uuid.uuid4())) is None
