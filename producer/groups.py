@@ -160,7 +160,7 @@ class Groups:
     # Shared ----------------------------------------------------------------------------------
 
     def _register(self, group_id: str, kind: str, total: int) -> None:
-        """The Redis record the worker's finish script counts against (see ``FINISH_SCRIPT``)."""
+        """The Redis record the worker's finish script counts against (see ``contract/scripts/finish.lua``)."""
         keys, ttl = self._submitter.keys, self._submitter.settings.state_ttl_seconds
         with self._submitter.redis.pipeline(transaction=True) as pipe:
             pipe.hset(keys.group(group_id), mapping={"kind": kind, "id": group_id, "total": total})
