@@ -13,13 +13,12 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from contract.keys import RedisKeys
+from contract.scripts import CountAfterScript
 
 THROUGHPUT_WINDOW_S = 60
 # Before Redis 7, XINFO GROUPS has no lag: it is counted on the server, up to this many entries.
 LAG_COUNT_LIMIT = 100_000
-_COUNT_AFTER_SCRIPT = """
-return #redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
-"""
+_COUNT_AFTER = CountAfterScript()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +146,7 @@ async def _group_lag(
         return length, False  # nobody has read anything yet
     if "lag" in group:
         return (None if group["lag"] is None else int(group["lag"])), False
-    counted = int(
-        await redis.eval(_COUNT_AFTER_SCRIPT, 1, keys.jobs_stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
-    )
+    counted = await _COUNT_AFTER.call_async(redis, keys.jobs_stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
     return counted, counted >= LAG_COUNT_LIMIT
 
 

@@ -27,6 +27,7 @@ from contract.schemas import (
     TranslationRequest,
     build_job_spec,
 )
+from contract.scripts import CancelOutcome
 from contract.services import resolve_urls
 from contract.settings import Settings
 from contract.state import state_to_job
@@ -272,16 +273,17 @@ class Client:
         """
         job_id = parse_job_id(job_id)
         outcome = self.submitter.cancel(job_id)
-        if outcome in (JobStatus.CANCELLED, "cancel_requested"):
+        if outcome in (CancelOutcome.CANCELLED, CancelOutcome.CANCEL_REQUESTED):
             return self.get(job_id)
-        if outcome == "missing":
+        status = outcome.value
+        if outcome is CancelOutcome.MISSING:
             finished = self._store.get(job_id)
             if finished is None:
                 raise JobNotFoundError(f"no job with id {job_id}")
-            outcome = finished.status.value
-        if outcome == JobStatus.CANCELLED:
+            status = finished.status.value
+        if status == JobStatus.CANCELLED:
             return self.get(job_id)
-        raise JobNotCancellableError(f"job {job_id} already {outcome}; only queued or running jobs can be cancelled")
+        raise JobNotCancellableError(f"job {job_id} already {status}; only queued or running jobs can be cancelled")
 
 
 def _check_key(key: str | None) -> str | None:

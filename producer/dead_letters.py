@@ -13,6 +13,7 @@ import redis
 
 from contract.errors import InvalidJobError, JobNotFoundError, MalformedEntryError
 from contract.keys import RedisKeys
+from contract.scripts import RequeueScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry
 
@@ -35,6 +36,7 @@ class DeadLetters:
         self._redis = client
         self._settings = settings
         self._keys = RedisKeys.from_settings(settings)
+        self._requeue = RequeueScript(self._keys, settings.state_ttl_seconds)
 
     def entries(self, count: int = 100) -> list[DeadLetterEntry]:
         """The oldest ``count`` parked entries."""
@@ -44,31 +46,15 @@ class DeadLetters:
         """Queue a parked job again (by dead-letter entry id or job id) and return its job id.
 
         The job keeps its id; its state goes back to ``queued`` with no attempts, and the entry
-        leaves the dead-letter stream. A malformed entry cannot be retried: its producer has to
-        send a correct one.
+        leaves the dead-letter stream, all in one script: two retries of the same entry at once
+        queue it once. A malformed entry cannot be retried: its producer has to send a correct one.
         """
         found = self._find(ident)
         try:
             spec = decode_job_entry(found.fields, max_chars=self._settings.max_text_chars)
         except MalformedEntryError as exc:
             raise InvalidJobError(f"dead letter {found.dead_id} cannot be retried: {exc}") from None
-        keys = self._keys
-        with self._redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(keys.jobs_stream, {"v": found.fields["v"], "id": spec.job_id, "payload": found.fields["payload"]})
-            pipe.delete(keys.state(spec.job_id))
-            pipe.hset(
-                keys.state(spec.job_id),
-                mapping={
-                    "status": "queued",
-                    "created_at": repr(time.time()),
-                    "source_lang": spec.source_lang,
-                    "target_lang": spec.target_lang,
-                    "attempts": "0",
-                },
-            )
-            pipe.expire(keys.state(spec.job_id), self._settings.state_ttl_seconds)
-            pipe.xdel(keys.dead_letter_stream, found.dead_id)
-            pipe.execute()
+        self._requeue.call(self._redis, found.dead_id, spec, found.fields, time.time())
         return spec.job_id
 
     def purge(self) -> int:

@@ -24,8 +24,8 @@ from contract.consumer_groups import ensure_group_async
 from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
 from contract.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus
+from contract.scripts import StartOutcome, StartScript
 from contract.settings import Settings
-from contract.state import START_SCRIPT
 from contract.wire import decode_job_entry, read_job_id
 from worker.metrics import WorkerMetrics
 from worker.reclaim import claim_stale
@@ -65,7 +65,7 @@ class StreamConsumer:
         self._requests: dict[str, str] = {}  # job id -> its current engine request id
         self._entries: dict[str, str] = {}  # job id -> the stream entry it came from
         self._cancelled: OrderedDict[str, None] = OrderedDict()
-        self._start = redis.register_script(START_SCRIPT)
+        self._start = StartScript(self._keys, settings.state_ttl_seconds)
         self._stopping = asyncio.Event()
         self._next_reclaim = 0.0
         self.reclaimed = 0
@@ -212,9 +212,9 @@ class StreamConsumer:
         except BaseException:
             self.release_slots(len(decoded))
             raise
-        for (entry_id, spec), (prior, attempts) in zip(decoded, started, strict=True):
-            attempts = int(attempts or 0)
-            if prior == JobStatus.CANCELLED:
+        for (entry_id, spec), outcome in zip(decoded, started, strict=True):
+            attempts = outcome.attempts
+            if outcome.cancelled:
                 await self._finish(self._result(entry_id, spec, attempts, None, JobStatus.CANCELLED))
             elif attempts > self._settings.max_attempts:
                 reason = (
@@ -231,13 +231,9 @@ class StreamConsumer:
                     self._run_job(entry_id, spec, attempts, now), name=f"job-{spec.job_id}"
                 )
 
-    async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[Any]:
-        """Run the start script for the whole batch in one call; return [prior status, attempts] for each job."""
-        args: list[Any] = [repr(now), self.consumer_name, self._settings.state_ttl_seconds]
-        for _, spec in decoded:
-            args += (repr(spec.created_at), spec.source_lang, spec.target_lang)
-        flat: list[Any] = await self._start(keys=[self._keys.state(spec.job_id) for _, spec in decoded], args=args)
-        return [flat[i : i + 2] for i in range(0, len(flat), 2)]
+    async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
+        """Run the start script for the whole batch in one call; return what it found for each job."""
+        return await self._start.call_async(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
 
     async def _finish(self, result: JobResult | DeadLetter) -> None:
         """Hand a result that needed no engine work to the writer and free its slot."""

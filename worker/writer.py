@@ -23,9 +23,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from contract.backoff import Backoff
 from contract.keys import RedisKeys
 from contract.schemas import JobStatus
+from contract.scripts import FinishedJob, FinishScript
 from contract.settings import Settings
-from contract.state import FINISH_SCRIPT
-from contract.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
+from contract.wire import JobEvent, encode_job_entry
 from storage import DatabaseUnavailableError, JobRows, JobRowWriter, RowRecord
 from worker.metrics import WorkerMetrics
 from worker.results import DeadLetter, JobResult
@@ -60,7 +60,7 @@ class ResultWriter:
         self._metrics = metrics if metrics is not None else WorkerMetrics()
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
-        self._finish = redis.register_script(FINISH_SCRIPT)
+        self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)
         self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
         self._held: set[str] = set()  # entries handed over and not yet acknowledged
@@ -240,39 +240,14 @@ class ResultWriter:
     ) -> None:
         """XACK every entry of the batch, finalise state records, publish events: one atomic script."""
         keys = self._keys
-        ttl = self._settings.finished_state_ttl_seconds
-        counter = keys.finished_in_second(int(time.time()))
+        now = time.time()
         backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
                 async with self._redis.pipeline(transaction=True) as pipe:
-                    args: list[Any] = [
-                        keys.consumer_group,
-                        keys.events_channel,
-                        ttl,
-                        self._settings.events_maxlen,
-                        SCHEMA_VERSION,
-                        len(batch),
-                        *(item.entry_id for item in batch),
-                    ]
                     groups = _group_ids(batch)
-                    for event in events:
-                        group = groups.get(event.job_id)
-                        args += (
-                            event.job_id,
-                            event.status.value,
-                            repr(event.finished_at),
-                            event.error or "",
-                            event.to_json(),
-                            keys.group(group) if group else "",
-                            keys.group_done(group) if group else "",
-                        )
-                    state_keys = [keys.state(event.job_id) for event in events]
-                    await self._finish(
-                        keys=[keys.jobs_stream, keys.events_stream, counter, keys.completions_stream, *state_keys],
-                        args=args,
-                        client=pipe,
-                    )
+                    finished = [FinishedJob(event, groups.get(event.job_id)) for event in events]
+                    self._finish.queue_on_async(pipe, [item.entry_id for item in batch], finished, now)
                     for letter in parked:
                         pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
                     await pipe.execute()

@@ -1,0 +1,36 @@
+"""Every Lua script dragoman runs on Redis, each in its own ``.lua`` file with one typed wrapper.
+
+A wrapper is the only code that knows its script's KEYS and ARGV layout and reply shape: it
+builds ``(keys, args)`` once (``layout``) and has thin methods to run them on a synchronous
+client, an asyncio client or a pipeline. Each script is one atomic transition:
+
+- ``submit.lua``      :class:`SubmitScript`     a job's stream entry and state record, idempotently
+- ``cancel.lua``      :class:`CancelScript`     cancel a queued job, or ask its worker to abort it
+- ``start.lua``       :class:`StartScript`      mark a batch running, skipping cancelled jobs
+- ``finish.lua``      :class:`FinishScript`     ack a committed batch, finalise state, publish events
+- ``requeue.lua``     :class:`RequeueScript`    a dead letter back on the jobs stream, exactly once
+- ``count_after.lua`` :class:`CountAfterScript` a group's lag on Redis before 7
+"""
+
+from contract.scripts.cancel import CancelOutcome, CancelScript
+from contract.scripts.count_after import CountAfterScript
+from contract.scripts.finish import FinishedJob, FinishScript
+from contract.scripts.lua import Arg, LuaScript
+from contract.scripts.requeue import RequeueScript
+from contract.scripts.start import MISSING, StartOutcome, StartScript
+from contract.scripts.submit import SubmitScript
+
+__all__ = [
+    "MISSING",
+    "Arg",
+    "CancelOutcome",
+    "CancelScript",
+    "CountAfterScript",
+    "FinishScript",
+    "FinishedJob",
+    "LuaScript",
+    "RequeueScript",
+    "StartOutcome",
+    "StartScript",
+    "SubmitScript",
+]

@@ -1,0 +1,52 @@
+"""CANCEL (``cancel.lua``): cancel a queued job, or ask the worker running it to abort it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from contract.keys import RedisKeys
+from contract.scripts.lua import Arg, LuaScript
+
+if TYPE_CHECKING:
+    import redis
+    from redis.client import Pipeline
+
+_LUA = LuaScript("cancel.lua")
+
+
+class CancelOutcome(StrEnum):
+    """What a cancel did: the first two are cancels; the others say why there was none."""
+
+    CANCELLED = "cancelled"  # it was queued (or had already been cancelled)
+    CANCEL_REQUESTED = "cancel_requested"  # it is running: its worker was told to abort it
+    MISSING = "missing"  # no state record: unknown, expired, or final in PostgreSQL only
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class CancelScript:
+    """Cancels jobs of one deployment: its key names and how long a cancelled state record is kept."""
+
+    def __init__(self, keys: RedisKeys, finished_ttl: int) -> None:
+        self._keys = keys
+        self._finished_ttl = finished_ttl
+
+    def layout(self, job_id: str, now: float) -> tuple[list[str], list[Arg]]:
+        """KEYS and ARGV that cancel ``job_id`` at ``now`` (unix seconds)."""
+        keys = self._keys
+        return [keys.state(job_id)], [repr(now), self._finished_ttl, keys.control_channel, job_id]
+
+    def call(self, client: redis.Redis, job_id: str, now: float) -> CancelOutcome:
+        """Cancel one job and say what happened."""
+        return CancelOutcome(_LUA.run(client, *self.layout(job_id, now)))
+
+    def call_many(self, client: redis.Redis, job_ids: Sequence[str], now: float) -> list[CancelOutcome]:
+        """Cancel many jobs in one pipelined round trip; the outcomes are in the order of ``job_ids``."""
+
+        def queue(pipe: Pipeline) -> None:
+            for job_id in job_ids:
+                _LUA.queue_on(pipe, *self.layout(job_id, now))
+
+        return [CancelOutcome(reply) for reply in _LUA.run_pipelined(client, queue)]

@@ -1,0 +1,36 @@
+-- Finishes a batch whose rows are committed: XACK every entry, finalise the state records,
+-- append the events and publish them, count them in the current second's counter, and note
+-- the jobs of runs and documents; all in one atomic call. The job that completes a run or
+-- document (its set of finished jobs reaches the total) appends one entry to the completions
+-- stream: exactly once, however often a job is delivered.
+-- KEYS: jobs stream, events stream, this second's finished counter, completions stream, then
+--       the state record of each event
+-- ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
+--       entry ids, then for each event: job id, status, finished_at, error, payload JSON, and
+--       the hash and done-set keys of its run/document ("" when it has none)
+-- Returns the number of entry ids.
+local n_entries = tonumber(ARGV[6])
+for i = 7, 6 + n_entries, 500 do
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, i, math.min(i + 499, 6 + n_entries)))
+end
+local base = 6 + n_entries
+for k = 5, #KEYS do
+  local j = base + (k - 5) * 7
+  redis.call('HSET', KEYS[k], 'status', ARGV[j + 2], 'finished_at', ARGV[j + 3], 'error', ARGV[j + 4])
+  redis.call('EXPIRE', KEYS[k], ARGV[3])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'v', ARGV[5], 'id', ARGV[j + 1],
+             'status', ARGV[j + 2], 'payload', ARGV[j + 5])
+  redis.call('PUBLISH', ARGV[2], ARGV[j + 5])
+  local group, done = ARGV[j + 6], ARGV[j + 7]
+  if group ~= '' and redis.call('SADD', done, ARGV[j + 1]) == 1 then
+    local info = redis.call('HMGET', group, 'total', 'kind', 'id')
+    if info[1] and redis.call('SCARD', done) == tonumber(info[1]) then
+      redis.call('XADD', KEYS[4], '*', 'kind', info[2], 'id', info[3])
+    end
+  end
+end
+if #KEYS > 4 then
+  redis.call('INCRBY', KEYS[3], #KEYS - 4)
+  redis.call('EXPIRE', KEYS[3], 120)
+end
+return n_entries

@@ -1,0 +1,83 @@
+"""FINISH (``finish.lua``): ack a committed batch, finalise its state records, publish its events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from contract.keys import RedisKeys
+from contract.scripts.lua import Arg, LuaScript
+from contract.wire import SCHEMA_VERSION, JobEvent
+
+if TYPE_CHECKING:
+    import redis
+    import redis.asyncio as aioredis
+    from redis.asyncio.client import Pipeline as AsyncPipeline
+
+_LUA = LuaScript("finish.lua")
+
+
+class FinishedJob(msgspec.Struct, frozen=True):
+    """One job whose final row is committed: its event, and the run or document it belongs to."""
+
+    event: JobEvent
+    group_id: str | None = None  # run id or document id
+
+
+class FinishScript:
+    """Finishes batches of one deployment: its key names, the finished TTL and the events stream's length."""
+
+    def __init__(self, keys: RedisKeys, finished_ttl: int, events_maxlen: int) -> None:
+        self._keys = keys
+        self._finished_ttl = finished_ttl
+        self._events_maxlen = events_maxlen
+
+    def layout(self, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float) -> tuple[list[str], list[Arg]]:
+        """KEYS and ARGV that ack ``entry_ids`` and finish ``jobs``, counted in the second of ``now``."""
+        keys = self._keys
+        script_keys = [
+            keys.jobs_stream,
+            keys.events_stream,
+            keys.finished_in_second(int(now)),
+            keys.completions_stream,
+        ]
+        args: list[Arg] = [
+            keys.consumer_group,
+            keys.events_channel,
+            self._finished_ttl,
+            self._events_maxlen,
+            SCHEMA_VERSION,
+            len(entry_ids),
+            *entry_ids,
+        ]
+        for job in jobs:
+            event, group = job.event, job.group_id
+            script_keys.append(keys.state(event.job_id))
+            args += (
+                event.job_id,
+                event.status.value,
+                repr(event.finished_at),
+                event.error or "",
+                event.to_json(),
+                keys.group(group) if group else "",
+                keys.group_done(group) if group else "",
+            )
+        return script_keys, args
+
+    def queue_on_async(
+        self, pipe: AsyncPipeline, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float
+    ) -> None:
+        """Queue the finish on an asyncio pipeline (a MULTI/EXEC one, beside the dead-letter writes)."""
+        _LUA.queue_on_async(pipe, *self.layout(entry_ids, jobs, now))
+
+    def call(self, client: redis.Redis, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float) -> int:
+        """Finish a batch on its own; return how many entries it acknowledged (tried to)."""
+        return int(_LUA.run(client, *self.layout(entry_ids, jobs, now)))
+
+    async def call_async(
+        self, client: aioredis.Redis, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float
+    ) -> int:
+        """:meth:`call` on an asyncio client."""
+        return int(await _LUA.run_async(client, *self.layout(entry_ids, jobs, now)))

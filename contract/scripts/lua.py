@@ -1,0 +1,91 @@
+"""One Lua file of this package and the ways to run it: EVALSHA, loading it when the server lacks it.
+
+The typed wrappers next to each ``.lua`` file build its KEYS and ARGV and read its reply; this
+module only sends them. Every way of running a script goes through the caller's own client, so
+the worker's connections keep packing commands with hiredis (``worker/redis_client.py``).
+
+redis-py's ``Script`` objects are not used on the synchronous paths: their per-call overhead was
+larger than the rest of the submit path's work per job, and on a pipeline they cost one
+``SCRIPT EXISTS`` round trip per ``execute``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
+
+if TYPE_CHECKING:
+    import redis
+    import redis.asyncio as aioredis
+    from redis.asyncio.client import Pipeline as AsyncPipeline
+    from redis.client import Pipeline
+
+Arg = str | int | float
+"""One ARGV value (redis-py sends a float as its ``repr``)."""
+
+
+class LuaScript:
+    """The source and SHA1 of one ``.lua`` file of this package, and how to run it by EVALSHA."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.source = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+
+    def load(self, client: redis.Redis) -> None:
+        """Load the script into the server's script cache (after a NOSCRIPT reply)."""
+        client.script_load(self.source)
+
+    def run(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """Run the script once and return its raw reply, loading it first if the server lacks it."""
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            self.load(client)
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    async def run_async(self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """:meth:`run` on an asyncio client."""
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            await client.script_load(self.source)
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+
+    def queue_on(self, pipe: Pipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        """Queue one EVALSHA on a synchronous pipeline, nothing more (see :meth:`run_pipelined`)."""
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+
+    def run_pipelined(self, client: redis.Redis, queue: Callable[[Pipeline], None]) -> list[Any]:
+        """Send what ``queue`` puts on a non-transactional pipeline in one round trip; return the replies.
+
+        ``queue`` must add only EVALSHAs of this script (see :meth:`queue_on`). If the server
+        lost its script cache (a restart), every one of them failed with NOSCRIPT and none ran:
+        the script is loaded and the whole pipeline sent again, once.
+        """
+        for attempt in (1, 2):
+            with client.pipeline(transaction=False) as pipe:
+                queue(pipe)
+                try:
+                    return pipe.execute()
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+            self.load(client)
+        raise AssertionError("unreachable")
+
+    def queue_on_async(self, pipe: AsyncPipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).
+
+        The pipeline checks that the server has the script (``SCRIPT EXISTS``, loading it if not)
+        before it sends anything, so a NOSCRIPT reply cannot split a transaction.
+        """
+        # redis-py's own script object is what its pipeline loads before executing (the set is
+        # annotated with the synchronous Script class, which the asyncio pipeline never holds).
+        pipe.scripts.add(AsyncScript(pipe, self.source))  # type: ignore[arg-type]
+        pipe.evalsha(self.sha, len(keys), *keys, *args)

@@ -1,0 +1,46 @@
+"""REQUEUE (``requeue.lua``): a dead letter back on the jobs stream as a fresh queued job, exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from contract.keys import RedisKeys
+from contract.schemas import JobSpec
+from contract.scripts.lua import Arg, LuaScript
+
+if TYPE_CHECKING:
+    import redis
+
+_LUA = LuaScript("requeue.lua")
+
+
+class RequeueScript:
+    """Requeues dead letters of one deployment: its key names and the state records' TTL."""
+
+    def __init__(self, keys: RedisKeys, state_ttl: int) -> None:
+        self._keys = keys
+        self._state_ttl = state_ttl
+
+    def layout(self, dead_id: str, spec: JobSpec, fields: Mapping[str, str], now: float) -> tuple[list[str], list[Arg]]:
+        """KEYS and ARGV that requeue dead letter ``dead_id``: its entry ``fields``, decoded as ``spec``."""
+        keys = self._keys
+        script_keys = [keys.dead_letter_stream, keys.jobs_stream, keys.state(spec.job_id)]
+        args: list[Arg] = [
+            dead_id,
+            spec.job_id,
+            fields["v"],
+            fields["payload"],
+            repr(now),
+            spec.source_lang,
+            spec.target_lang,
+            self._state_ttl,
+        ]
+        return script_keys, args
+
+    def call(
+        self, client: redis.Redis, dead_id: str, spec: JobSpec, fields: Mapping[str, str], now: float
+    ) -> str | None:
+        """Requeue one dead letter; return its new jobs-stream entry id, or ``None`` if it was already gone."""
+        reply = _LUA.run(client, *self.layout(dead_id, spec, fields, now))
+        return None if reply is None else str(reply)

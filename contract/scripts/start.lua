@@ -1,0 +1,26 @@
+-- Marks a whole batch of jobs running in one call (one command instead of one per job).
+-- KEYS: the jobs' state records
+-- ARGV: now, consumer name, state TTL, then created_at, source, target for each job
+-- Returns {status the job had, attempts} for each job, flattened: 'cancelled' means do not run
+-- it (its attempts are left as they were); anything else means it is now 'running', with one
+-- more attempt ('missing': the record, from a producer that only XADDs, was created).
+local out = {}
+for i, key in ipairs(KEYS) do
+  local status = redis.call('HGET', key, 'status')
+  if status == 'cancelled' then
+    out[#out + 1] = status
+    out[#out + 1] = redis.call('HGET', key, 'attempts') or '0'
+  else
+    local base = 3 + (i - 1) * 3
+    if not status then
+      redis.call('HSET', key, 'created_at', ARGV[base + 1], 'source_lang', ARGV[base + 2],
+                 'target_lang', ARGV[base + 3])
+      status = 'missing'
+    end
+    redis.call('HSET', key, 'status', 'running', 'started_at', ARGV[1], 'consumer', ARGV[2])
+    out[#out + 1] = status
+    out[#out + 1] = redis.call('HINCRBY', key, 'attempts', 1)
+    redis.call('EXPIRE', key, ARGV[3])
+  end
+end
+return out

@@ -1,0 +1,17 @@
+-- Queues one job: the jobs-stream entry and its state record together, honouring the
+-- application's idempotency key (an id already recorded under it is returned instead).
+-- Scripts do not roll back: XADD goes first, so a failure (say, the stream key holds another
+-- type) leaves nothing behind; the writes after it cannot fail on keys of the right type.
+-- KEYS: jobs stream, state record[, idempotency key]
+-- ARGV: job id, payload, created_at, source, target, state TTL, idempotency TTL, schema version
+-- Returns the job id (the first job's, for an idempotency key already used).
+if #KEYS == 3 then
+  local existing = redis.call('GET', KEYS[3])
+  if existing then return existing end
+end
+redis.call('XADD', KEYS[1], '*', 'v', ARGV[8], 'id', ARGV[1], 'payload', ARGV[2])
+redis.call('HSET', KEYS[2], 'status', 'queued', 'created_at', ARGV[3],
+           'source_lang', ARGV[4], 'target_lang', ARGV[5], 'attempts', '0')
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+if #KEYS == 3 then redis.call('SET', KEYS[3], ARGV[1], 'EX', ARGV[7]) end
+return ARGV[1]

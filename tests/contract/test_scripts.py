@@ -1,0 +1,447 @@
+"""Every Lua script, run directly through its wrapper on the real Redis: arguments in, keys and replies out."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from contract.keys import RedisKeys
+from contract.schemas import JobSpec, JobStatus
+from contract.scripts import (
+    MISSING,
+    CancelOutcome,
+    CancelScript,
+    CountAfterScript,
+    FinishedJob,
+    FinishScript,
+    LuaScript,
+    RequeueScript,
+    StartOutcome,
+    StartScript,
+    SubmitScript,
+    cancel,
+    count_after,
+    finish,
+    requeue,
+    start,
+    submit,
+)
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from contract.wire import SCHEMA_VERSION, JobEvent, encode_job_entry
+
+STATE_TTL = 5000
+IDEMPOTENCY_TTL = 4000
+FINISHED_TTL = 300
+EVENTS_MAXLEN = 10_000
+NOW = 1_700_000_123.25
+CONSUMER = "worker-a"
+
+
+@pytest.fixture
+def keys(settings: Settings) -> RedisKeys:
+    """The key names under this test's own prefix."""
+    return RedisKeys.from_settings(settings)
+
+
+@pytest.fixture
+async def async_redis(service_urls: ServiceUrls) -> AsyncIterator[aioredis.Redis]:
+    """An asyncio connection, as the worker holds."""
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    yield connection
+    await connection.aclose()
+
+
+@pytest.fixture
+def control(raw_redis: redis.Redis, keys: RedisKeys) -> Iterator[Any]:
+    """A subscription to the control channel."""
+    pubsub = raw_redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+    pubsub.subscribe(keys.control_channel)
+    yield pubsub
+    pubsub.close()
+
+
+def _spec(**fields: Any) -> JobSpec:
+    values: dict[str, Any] = {
+        "job_id": str(uuid.uuid4()),
+        "text": "Hello",
+        "source_lang": "en",
+        "target_lang": "fr",
+        "created_at": 1_700_000_000.5,
+    }
+    return JobSpec(**(values | fields))
+
+
+def _messages(pubsub: Any, count: int) -> list[str]:
+    """The next ``count`` messages (payloads), waiting up to 5 s in all."""
+    deadline = time.monotonic() + 5
+    received: list[str] = []
+    while len(received) < count and time.monotonic() < deadline:
+        message = pubsub.get_message(timeout=0.1)
+        if message is not None:
+            received.append(message["data"])
+    return received
+
+
+def _ttl_within(raw_redis: redis.Redis, key: str, most: int) -> bool:
+    ttl: Any = raw_redis.ttl(key)
+    return most - 10 <= int(ttl) <= most
+
+
+def _entries(raw_redis: redis.Redis, stream: str) -> list[dict[str, str]]:
+    """The fields of every entry of ``stream``, oldest first."""
+    entries: Any = raw_redis.xrange(stream)
+    return [fields for _, fields in entries]
+
+
+def _record(raw_redis: redis.Redis, key: str) -> dict[str, str]:
+    record: Any = raw_redis.hgetall(key)
+    return dict(record)
+
+
+# The scripts' files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [submit, cancel, start, finish, requeue, count_after])
+def test_each_script_is_loaded_under_the_sha_it_is_called_by(raw_redis: redis.Redis, module: Any) -> None:
+    lua: LuaScript = module._LUA
+    assert lua.filename.endswith(".lua") and "redis.call" in lua.source
+    assert raw_redis.script_load(lua.source) == lua.sha
+
+
+def test_a_script_the_server_forgot_is_loaded_again(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+    raw_redis.script_flush()
+    assert script.call(raw_redis, spec := _spec()) == spec.job_id
+    raw_redis.script_flush()
+    specs = [_spec(), _spec()]
+    assert script.call_many(raw_redis, [(s, None) for s in specs]) == [s.job_id for s in specs]
+    assert raw_redis.xlen(keys.jobs_stream) == 3  # the pipeline that met NOSCRIPT ran once, not twice
+    assert raw_redis.script_exists(submit._LUA.sha) == [True]
+
+
+# SUBMIT ---------------------------------------------------------------------------------------
+
+
+def test_submit_writes_the_entry_and_the_state_record(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    spec = _spec(metadata={"k": "v"}, run_id=str(uuid.uuid4()), sequence=3)
+    assert SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call(raw_redis, spec) == spec.job_id
+    assert _entries(raw_redis, keys.jobs_stream) == [encode_job_entry(spec)]
+    assert raw_redis.hgetall(keys.state(spec.job_id)) == {
+        "status": "queued",
+        "created_at": "1700000000.5",
+        "source_lang": "en",
+        "target_lang": "fr",
+        "attempts": "0",
+    }
+    assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)
+
+
+def test_submit_with_a_used_idempotency_key_returns_the_first_id(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+    first, second = _spec(), _spec(text="Hello again")
+    assert script.call(raw_redis, first, "order-1") == first.job_id
+    assert script.call(raw_redis, second, "order-1") == first.job_id
+    assert script.call_many(raw_redis, [(second, "order-1"), (second, "order-2")]) == [first.job_id, second.job_id]
+    assert [f["id"] for f in _entries(raw_redis, keys.jobs_stream)] == [first.job_id, second.job_id]
+    assert raw_redis.get(keys.idempotency("order-1")) == first.job_id
+    assert _ttl_within(raw_redis, keys.idempotency("order-1"), IDEMPOTENCY_TTL)
+
+
+def test_submit_that_cannot_xadd_leaves_nothing_behind(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    raw_redis.set(keys.jobs_stream, "not a stream")
+    spec = _spec()
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call(raw_redis, spec, "order-1")
+    assert raw_redis.exists(keys.state(spec.job_id), keys.idempotency("order-1")) == 0
+    assert raw_redis.get(keys.jobs_stream) == "not a stream"
+
+
+# CANCEL ---------------------------------------------------------------------------------------
+
+
+def _submitted(raw_redis: redis.Redis, keys: RedisKeys, *specs: JobSpec) -> None:
+    SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call_many(raw_redis, [(spec, None) for spec in specs])
+
+
+def test_cancel_of_a_queued_job_cancels_it_with_the_finished_ttl(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    spec = _spec()
+    _submitted(raw_redis, keys, spec)
+    assert CancelScript(keys, FINISHED_TTL).call(raw_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
+    state = _record(raw_redis, keys.state(spec.job_id))
+    assert state["status"] == "cancelled" and state["finished_at"] == repr(NOW)
+    assert _ttl_within(raw_redis, keys.state(spec.job_id), FINISHED_TTL)
+
+
+def test_cancel_of_a_running_job_asks_its_worker(raw_redis: redis.Redis, keys: RedisKeys, control: Any) -> None:
+    spec = _spec()
+    _submitted(raw_redis, keys, spec)
+    StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [spec])
+    outcome = CancelScript(keys, FINISHED_TTL).call(raw_redis, spec.job_id, NOW + 1)
+    assert outcome is CancelOutcome.CANCEL_REQUESTED
+    assert _messages(control, 1) == [f"cancel {spec.job_id}"]
+    state = _record(raw_redis, keys.state(spec.job_id))
+    assert state["status"] == "running" and state["cancel_requested"] == "1"
+    assert "finished_at" not in state
+    assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)  # the worker finishes it, not the cancel
+
+
+def test_cancel_of_an_unknown_job_is_missing_and_writes_nothing(
+    raw_redis: redis.Redis, keys: RedisKeys, control: Any
+) -> None:
+    job_id = str(uuid.uuid4())
+    assert CancelScript(keys, FINISHED_TTL).call(raw_redis, job_id, NOW) is CancelOutcome.MISSING
+    assert raw_redis.exists(keys.state(job_id)) == 0
+    assert _messages(control, 1) == []
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        ("succeeded", CancelOutcome.SUCCEEDED),
+        ("failed", CancelOutcome.FAILED),
+        ("cancelled", CancelOutcome.CANCELLED),
+    ],
+)
+def test_cancel_of_a_final_job_changes_nothing(
+    raw_redis: redis.Redis, keys: RedisKeys, status: str, outcome: CancelOutcome
+) -> None:
+    job_id = str(uuid.uuid4())
+    record = {"status": status, "finished_at": "1.5", "attempts": "1"}
+    raw_redis.hset(keys.state(job_id), mapping=dict[Any, Any](record))
+    assert CancelScript(keys, FINISHED_TTL).call(raw_redis, job_id, NOW) is outcome
+    assert _record(raw_redis, keys.state(job_id)) == record
+    assert raw_redis.ttl(keys.state(job_id)) == -1  # no TTL was set
+
+
+def test_cancel_many_answers_in_order(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    queued, running = _spec(), _spec()
+    _submitted(raw_redis, keys, queued, running)
+    StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [running])
+    job_ids = [running.job_id, str(uuid.uuid4()), queued.job_id, queued.job_id]
+    assert CancelScript(keys, FINISHED_TTL).call_many(raw_redis, job_ids, NOW) == [
+        CancelOutcome.CANCEL_REQUESTED,
+        CancelOutcome.MISSING,
+        CancelOutcome.CANCELLED,
+        CancelOutcome.CANCELLED,  # already cancelled: nothing to do
+    ]
+
+
+# START ----------------------------------------------------------------------------------------
+
+
+def test_start_creates_a_missing_record(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    spec = _spec()  # XADDed by a producer that writes no state record
+    [outcome] = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [spec])
+    assert outcome == StartOutcome(MISSING, 1) and not outcome.cancelled
+    assert raw_redis.hgetall(keys.state(spec.job_id)) == {
+        "status": "running",
+        "created_at": "1700000000.5",
+        "source_lang": "en",
+        "target_lang": "fr",
+        "started_at": repr(NOW),
+        "consumer": CONSUMER,
+        "attempts": "1",
+    }
+    assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)
+
+
+async def test_start_counts_attempts_and_leaves_cancelled_jobs_alone(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    queued, cancelled, missing = _spec(), _spec(), _spec(source_lang="de")
+    _submitted(raw_redis, keys, queued, cancelled)
+    CancelScript(keys, FINISHED_TTL).call(raw_redis, cancelled.job_id, NOW)
+    cancelled_record = raw_redis.hgetall(keys.state(cancelled.job_id))
+    script = StartScript(keys, STATE_TTL)
+
+    first = await script.call_async(async_redis, CONSUMER, NOW, [queued, cancelled, missing])
+    assert first == [StartOutcome("queued", 1), StartOutcome("cancelled", 0), StartOutcome(MISSING, 1)]
+    assert [o.cancelled for o in first] == [False, True, False]
+    # A redelivery (the first worker died) counts one more attempt, under the new consumer.
+    again = await script.call_async(async_redis, "worker-b", NOW + 5, [queued, cancelled, missing])
+    assert again == [StartOutcome("running", 2), StartOutcome("cancelled", 0), StartOutcome("running", 2)]
+
+    assert raw_redis.hgetall(keys.state(cancelled.job_id)) == cancelled_record
+    assert raw_redis.hmget(keys.state(queued.job_id), "status", "consumer", "started_at", "attempts") == [
+        "running",
+        "worker-b",
+        repr(NOW + 5),
+        "2",
+    ]
+    assert raw_redis.hget(keys.state(missing.job_id), "source_lang") == "de"
+
+
+def test_start_of_no_jobs_returns_nothing(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    assert StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, []) == []
+
+
+# FINISH ---------------------------------------------------------------------------------------
+
+
+def _delivered(raw_redis: redis.Redis, keys: RedisKeys, count: int) -> list[str]:
+    """``count`` entries added to the jobs stream and read by the group (pending); their ids."""
+    raw_redis.xgroup_create(keys.jobs_stream, keys.consumer_group, id="0", mkstream=True)
+    with raw_redis.pipeline(transaction=False) as pipe:
+        for n in range(count):
+            pipe.xadd(keys.jobs_stream, {"n": n})
+        entry_ids: list[str] = pipe.execute()
+    raw_redis.xreadgroup(keys.consumer_group, CONSUMER, {keys.jobs_stream: ">"}, count=count)
+    assert _pending(raw_redis, keys) == count
+    return entry_ids
+
+
+def _pending(raw_redis: redis.Redis, keys: RedisKeys) -> int:
+    summary: Any = raw_redis.xpending(keys.jobs_stream, keys.consumer_group)
+    return int(summary["pending"])
+
+
+def _event(job_id: str, status: JobStatus = JobStatus.SUCCEEDED, error: str | None = None) -> JobEvent:
+    return JobEvent(job_id=job_id, status=status, finished_at=NOW, error=error, prompt_tokens=3, output_tokens=4)
+
+
+def test_finish_acks_finalises_appends_and_publishes(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    entry_ids = _delivered(raw_redis, keys, 3)
+    ok, failed = _spec(), _spec()
+    _submitted(raw_redis, keys, ok, failed)
+    StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [ok, failed])
+    events = [_event(ok.job_id), _event(failed.job_id, JobStatus.FAILED, "EngineError: x")]
+    pubsub = raw_redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+    pubsub.subscribe(keys.events_channel)
+
+    script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
+    # Three entries acked (the third was, say, malformed: no event), two jobs finished.
+    assert script.call(raw_redis, entry_ids, [FinishedJob(e) for e in events], NOW) == 3
+
+    assert _pending(raw_redis, keys) == 0
+    assert raw_redis.hmget(keys.state(ok.job_id), "status", "finished_at", "error") == ["succeeded", repr(NOW), ""]
+    assert raw_redis.hmget(keys.state(failed.job_id), "status", "error") == ["failed", "EngineError: x"]
+    assert _ttl_within(raw_redis, keys.state(ok.job_id), FINISHED_TTL)
+    assert _entries(raw_redis, keys.events_stream) == [e.to_fields() for e in events]
+    assert [fields["v"] for fields in _entries(raw_redis, keys.events_stream)] == [SCHEMA_VERSION] * 2
+    assert _messages(pubsub, 2) == [e.to_json() for e in events]
+    pubsub.close()
+    counter = keys.finished_in_second(int(NOW))
+    assert raw_redis.get(counter) == "2"
+    assert _ttl_within(raw_redis, counter, 120)
+    assert raw_redis.xlen(keys.completions_stream) == 0  # no job of a run or document
+
+
+def test_finish_counts_each_second_apart_and_only_events(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
+    script.call(raw_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW)
+    script.call(raw_redis, [], [FinishedJob(_event(str(uuid.uuid4()))) for _ in range(2)], NOW + 0.5)
+    script.call(raw_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW + 1)
+    script.call(raw_redis, [], [], NOW + 2)  # acks only: counts nothing
+    assert raw_redis.mget([keys.finished_in_second(int(NOW) + n) for n in range(3)]) == ["3", "1", None]
+
+
+async def test_finish_completes_a_group_exactly_once(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    run_id = str(uuid.uuid4())
+    raw_redis.hset(keys.group(run_id), mapping={"kind": "run", "id": run_id, "total": "2"})
+    first, second, other = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+    script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
+
+    async def finish(*jobs: FinishedJob) -> None:
+        # The writer's way: queued on a MULTI/EXEC pipeline.
+        async with async_redis.pipeline(transaction=True) as pipe:
+            script.queue_on_async(pipe, [], list(jobs), NOW)
+            assert await pipe.execute() == [0]
+
+    await finish(FinishedJob(_event(first), run_id), FinishedJob(_event(other)))
+    await finish(FinishedJob(_event(first), run_id))  # a duplicate delivery
+    assert raw_redis.xlen(keys.completions_stream) == 0
+    await finish(FinishedJob(_event(second), run_id))
+    await finish(FinishedJob(_event(second), run_id), FinishedJob(_event(first), run_id))  # both again
+    assert await script.call_async(async_redis, [], [FinishedJob(_event(second), run_id)], NOW) == 0
+
+    assert _entries(raw_redis, keys.completions_stream) == [{"kind": "run", "id": run_id}]
+    assert raw_redis.smembers(keys.group_done(run_id)) == {first, second}
+    assert raw_redis.xlen(keys.events_stream) == 7  # every finish still appends its events
+
+
+async def test_finish_on_a_pipeline_loads_a_script_the_server_forgot(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    entry_ids = _delivered(raw_redis, keys, 2)
+    raw_redis.script_flush()
+    async with async_redis.pipeline(transaction=True) as pipe:
+        FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).queue_on_async(pipe, entry_ids, [], NOW)
+        pipe.xadd(keys.dead_letter_stream, {"reason": "x"})
+        assert (await pipe.execute())[0] == 2
+    assert _pending(raw_redis, keys) == 0
+    assert raw_redis.xlen(keys.dead_letter_stream) == 1
+
+
+def test_finish_acks_more_entries_than_one_xack_takes(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    entry_ids = _delivered(raw_redis, keys, 1234)  # acked 500 at a time
+    assert FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(raw_redis, entry_ids, [], NOW) == 1234
+    assert _pending(raw_redis, keys) == 0
+
+
+# REQUEUE --------------------------------------------------------------------------------------
+
+
+def _dead_letter(raw_redis: redis.Redis, keys: RedisKeys, spec: JobSpec) -> tuple[str, dict[str, str]]:
+    fields = {**encode_job_entry(spec), "reason": "gave up", "entry_id": "1-0", "parked_at": "1.0"}
+    dead_id = str(raw_redis.xadd(keys.dead_letter_stream, dict[Any, Any](fields)))
+    raw_redis.hset(keys.state(spec.job_id), mapping={"status": "failed", "error": "gave up", "attempts": "3"})
+    return dead_id, fields
+
+
+def test_requeue_puts_the_job_back_once(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    spec, kept = _spec(metadata={"k": "v"}), _spec()
+    dead_id, fields = _dead_letter(raw_redis, keys, spec)
+    _dead_letter(raw_redis, keys, kept)
+    script = RequeueScript(keys, STATE_TTL)
+
+    entry_id = script.call(raw_redis, dead_id, spec, fields, NOW)
+    assert entry_id is not None
+    assert raw_redis.xrange(keys.jobs_stream) == [(entry_id, encode_job_entry(spec))]
+    assert raw_redis.hgetall(keys.state(spec.job_id)) == {
+        "status": "queued",
+        "created_at": repr(NOW),
+        "source_lang": "en",
+        "target_lang": "fr",
+        "attempts": "0",
+    }
+    assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)
+    assert [f["id"] for f in _entries(raw_redis, keys.dead_letter_stream)] == [kept.job_id]
+
+    # Run again (a second operator, a retried call): nothing more happens.
+    assert script.call(raw_redis, dead_id, spec, fields, NOW + 9) is None
+    assert raw_redis.xlen(keys.jobs_stream) == 1
+    assert raw_redis.hget(keys.state(spec.job_id), "created_at") == repr(NOW)
+    assert raw_redis.xlen(keys.dead_letter_stream) == 1
+
+
+def test_requeue_that_cannot_xadd_leaves_nothing_behind(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    spec = _spec()
+    dead_id, fields = _dead_letter(raw_redis, keys, spec)
+    raw_redis.set(keys.jobs_stream, "not a stream")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        RequeueScript(keys, STATE_TTL).call(raw_redis, dead_id, spec, fields, NOW)
+    assert raw_redis.xlen(keys.dead_letter_stream) == 1
+    assert raw_redis.hget(keys.state(spec.job_id), "status") == "failed"
+
+
+# COUNT_AFTER ----------------------------------------------------------------------------------
+
+
+async def test_count_after_counts_later_entries_up_to_the_limit(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    entry_ids = [str(raw_redis.xadd(keys.jobs_stream, {"n": n})) for n in range(5)]
+    script = CountAfterScript()
+    assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[1], 100) == 3
+    assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[1], 2) == 2
+    assert await script.call_async(async_redis, keys.jobs_stream, "0-0", 100) == 5
+    assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[-1], 100) == 0
