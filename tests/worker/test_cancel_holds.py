@@ -23,7 +23,9 @@ async def test_a_cancel_holds_for_a_backlog_older_than_the_finished_ttl(
 ) -> None:
     settings = settings.model_copy(update={"finished_state_ttl_seconds": 1})
     with Client(settings) as client:
-        keep, drop = client.submit_many([TranslationRequest("keep", "en", "fr"), TranslationRequest("drop", "en", "fr")])
+        keep, drop = client.submit_many(
+            [TranslationRequest("keep", "en", "fr"), TranslationRequest("drop", "en", "fr")]
+        )
         assert client.submitter.cancel(drop) is CancelOutcome.CANCELLED
         await asyncio.sleep(1.5)  # longer than a final state record is kept: the worker comes late
         assert client.get(drop).status is JobStatus.CANCELLED  # still answered from Redis
