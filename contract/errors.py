@@ -6,6 +6,23 @@ of the CLI or in the logs of an application that enqueues jobs.
 
 from __future__ import annotations
 
+import reprlib
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 80
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message shows it: its repr, cut short and nested no deeper than a few levels.
+
+    A wire entry can carry anything (a megabyte string, a list nested a thousand deep); quoting
+    it whole would make the message as bad as the value, or fail on its own.
+    """
+    try:
+        return _short.repr(value)
+    except Exception:  # an int too long to print, say
+        return f"<{type(value).__name__}>"
+
 
 class DragomanError(Exception):
     """Base class of every error dragoman raises on purpose."""

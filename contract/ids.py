@@ -13,12 +13,17 @@ def canonical_uuid(value: object) -> str | None:
     """``value`` as a canonical lower-case UUID string, or ``None`` if it is not a UUID.
 
     Every form :class:`uuid.UUID` reads is accepted (upper case, braces, ``urn:uuid:``, no
-    hyphens), with surrounding whitespace ignored. Callers turn ``None`` into their own error.
+    hyphens), with surrounding whitespace ignored, and :class:`uuid.UUID` objects. Anything else
+    (a number, a list from a wire entry) is ``None``. Callers turn ``None`` into their own error.
     """
-    if isinstance(value, str) and _CANONICAL.fullmatch(value):
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if not isinstance(value, str):
+        return None
+    if _CANONICAL.fullmatch(value):
         return value
     try:
-        return str(uuid.UUID(str(value).strip()))
+        return str(uuid.UUID(value.strip()))
     except ValueError:
         return None
 

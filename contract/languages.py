@@ -6,22 +6,33 @@ from functools import lru_cache
 
 import langcodes
 
-from contract.errors import UnsupportedLanguageError
+from contract.errors import UnsupportedLanguageError, shown
 
 # Valid tags that name no language a text can be translated into or out of.
 _NOT_A_LANGUAGE = frozenset({"und", "mul", "mis", "zxx"})
 
 
-@lru_cache(maxsize=4096)
-def normalize_language(code: str) -> str:
+_MAX_TAG_CHARS = 100  # far longer than any tag langcodes accepts
+
+
+def normalize_language(code: object) -> str:
     """Return the canonical BCP-47 form of ``code`` ("EN" -> "en", "eng" -> "en", "pt_br" -> "pt-BR").
 
-    Raises :class:`UnsupportedLanguageError` for anything that is not a registered language.
+    Raises :class:`UnsupportedLanguageError` for anything that is not a registered language,
+    whatever its type: the type and length are checked before the cached lookup (a list from a
+    wire entry cannot be hashed; a megabyte string should not be cached).
     """
     if not isinstance(code, str) or not code.strip():
         raise UnsupportedLanguageError(
-            f"language code {code!r} is empty; use a BCP-47 / ISO 639 code such as 'en' or 'pt-BR'"
+            f"language code {shown(code)} is empty or not a string; use a BCP-47 / ISO 639 code such as 'en' or 'pt-BR'"
         )
+    if len(code) > _MAX_TAG_CHARS:
+        raise UnsupportedLanguageError(f"language code {shown(code)} is too long to be one ({len(code):,} characters)")
+    return _normalize(code)
+
+
+@lru_cache(maxsize=4096)
+def _normalize(code: str) -> str:
     tag = code.strip().replace("_", "-")
     try:
         valid = langcodes.tag_is_valid(tag)
@@ -31,7 +42,7 @@ def normalize_language(code: str) -> str:
     language = canonical.split("-", 1)[0].lower()
     if not valid or language in _NOT_A_LANGUAGE or "qaa" <= language <= "qtz":
         raise UnsupportedLanguageError(
-            f"unknown language code {code!r}; use a BCP-47 / ISO 639 code such as 'en', 'fr', 'zh-Hans' or 'pt-BR'"
+            f"unknown language code {shown(code)}; use a BCP-47 / ISO 639 code such as 'en', 'fr', 'zh-Hans' or 'pt-BR'"
         )
     return canonical
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -12,7 +11,7 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel, ConfigDict
 
-from contract.errors import EmptyTextError, InvalidJobError, InvalidMetadataError, TextTooLongError
+from contract.errors import EmptyTextError, InvalidJobError, InvalidMetadataError, TextTooLongError, shown
 from contract.languages import normalize_language
 
 
@@ -80,34 +79,105 @@ def validate_text(text: object, max_chars: int) -> str:
     return text
 
 
+MAX_METADATA_DEPTH = 32
+"""How deep metadata may nest: the object itself is level 1, a list or object in it level 2, and so on."""
+
+MAX_METADATA_BYTES = 64 * 1024
+"""How large metadata may be, as compact UTF-8 JSON."""
+
+_encode_json = msgspec.json.Encoder().encode
+
+
 def validate_metadata(metadata: object) -> dict[str, Any]:
-    """Return ``metadata`` as a dict if it is a JSON object with string keys; raise otherwise."""
+    """Return ``metadata`` as a dict if PostgreSQL can store it as given; raise otherwise.
+
+    That is a JSON object with string keys, of strings, finite numbers, booleans, null, lists
+    and objects, nested at most :data:`MAX_METADATA_DEPTH` levels, at most
+    :data:`MAX_METADATA_BYTES` as JSON, with no NUL character or lone surrogate in any key or
+    string. The types and depth are checked without recursion, before anything is encoded.
+    """
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
         raise InvalidMetadataError(f"metadata must be a dict, got {type(metadata).__name__}")
+    if not metadata:
+        return metadata
     flat = True
     for key, value in metadata.items():
         if not isinstance(key, str):
-            raise InvalidMetadataError(f"metadata keys must be strings, got {key!r}")
+            raise InvalidMetadataError(f"metadata keys must be strings, got {shown(key)}")
+        if "\x00" in key:
+            raise InvalidMetadataError(_NUL)
         if isinstance(value, str):
             if "\x00" in value:
-                raise InvalidMetadataError("metadata contains a NUL character (\\u0000), which cannot be stored")
+                raise InvalidMetadataError(_NUL)
         elif not (
             value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value))
         ):
             flat = False
-    if flat:  # the common case needs no trial encoding
-        return metadata
+    if not flat:  # the common case needs no walk
+        _check_nested(metadata)
     try:
-        encoded = json.dumps(metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        size = len(_encode_json(metadata))
+    except UnicodeEncodeError:
         raise InvalidMetadataError(
-            f"metadata must be JSON-serialisable (strings, numbers, booleans, null, lists, dicts): {exc}"
+            "metadata contains a lone surrogate (half of a UTF-16 pair), which cannot be stored"
         ) from None
-    if "\\u0000" in encoded:
-        raise InvalidMetadataError("metadata contains a NUL character (\\u0000), which cannot be stored")
+    except (TypeError, ValueError, OverflowError) as exc:  # an int too long to write, say
+        raise InvalidMetadataError(f"metadata must be JSON-serialisable: {exc}") from None
+    if size > MAX_METADATA_BYTES:
+        raise InvalidMetadataError(
+            f"metadata is {size:,} bytes as JSON, over the limit of {MAX_METADATA_BYTES:,}; keep large data elsewhere"
+        )
     return metadata
+
+
+_NUL = "metadata contains a NUL character (\\u0000), which cannot be stored"
+
+
+def _check_nested(metadata: dict[str, Any]) -> None:
+    """Check every value under ``metadata`` for a JSON type and the depth limit, with a stack, not recursion."""
+    stack: list[tuple[object, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise InvalidMetadataError(_NUL)
+        elif isinstance(value, dict | list | tuple):
+            if depth > MAX_METADATA_DEPTH:
+                raise InvalidMetadataError(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise InvalidMetadataError(f"metadata keys must be strings, got {shown(key)}")
+                    if "\x00" in key:
+                        raise InvalidMetadataError(_NUL)
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InvalidMetadataError(f"metadata must be JSON-serialisable: {value!r} is not a JSON number")
+        elif not (value is None or isinstance(value, bool | int)):
+            raise InvalidMetadataError(
+                "metadata must be JSON-serialisable (strings, numbers, booleans, null, lists, dicts), "
+                f"got a {type(value).__name__}"
+            )
+
+
+def _encodable(text: str) -> str:
+    """``text`` if it is valid Unicode (no lone surrogate), else a typed error.
+
+    Only a Python caller's text needs this: a wire entry's JSON decoder refuses lone surrogates.
+    """
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise InvalidJobError(
+                "text contains a lone surrogate (half of a UTF-16 pair), which cannot be stored"
+            ) from None
+    return text
 
 
 def build_job_spec(
@@ -125,12 +195,22 @@ def build_job_spec(
     target = normalize_language(target_lang)
     return JobSpec(
         job_id=job_id,
-        text=validate_text(text, max_chars),
+        text=_encodable(validate_text(text, max_chars)),
         source_lang=source,
         target_lang=target,
-        created_at=datetime.now(UTC).timestamp() if created_at is None else created_at,
+        created_at=datetime.now(UTC).timestamp() if created_at is None else _as_created_at(created_at),
         metadata=validate_metadata(metadata),
     )
+
+
+LAST_TIMESTAMP = 253_402_300_799
+"""9999-12-31T23:59:59Z, in unix seconds: the last time PostgreSQL and Python both hold."""
+
+
+def _as_created_at(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= LAST_TIMESTAMP:
+        raise InvalidJobError(f"created_at must be unix seconds (0 to {LAST_TIMESTAMP}), got {shown(value)}")
+    return float(value)
 
 
 class Job(BaseModel):

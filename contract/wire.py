@@ -25,10 +25,10 @@ from typing import Any
 
 import msgspec
 
-from contract.errors import InvalidJobError, MalformedEntryError
+from contract.errors import InvalidJobError, MalformedEntryError, shown
 from contract.ids import canonical_uuid
 from contract.languages import normalize_language
-from contract.schemas import JobSpec, JobStatus, validate_metadata, validate_text
+from contract.schemas import LAST_TIMESTAMP, JobSpec, JobStatus, validate_metadata, validate_text
 
 SCHEMA_VERSION = "1"
 SUPPORTED_VERSIONS = frozenset({SCHEMA_VERSION})
@@ -65,14 +65,15 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
     """Parse and validate a jobs-stream entry written by any producer.
 
     Raises :class:`MalformedEntryError` with the reason for anything that does not follow the
-    wire format, including invalid language codes and texts over ``max_chars``.
+    wire format, including invalid language codes, texts over ``max_chars``, values of the wrong
+    JSON type, and metadata PostgreSQL could not store (see :func:`validate_metadata`).
     """
     version = fields.get("v")
     if version not in SUPPORTED_VERSIONS:
         raise MalformedEntryError(f"unsupported schema version {version!r}; this worker reads v={SCHEMA_VERSION}")
     job_id = read_job_id(fields)
     if job_id is None:
-        raise MalformedEntryError(f"field 'id' must be a UUID, got {fields.get('id')!r}")
+        raise MalformedEntryError(f"field 'id' must be a UUID, got {shown(fields.get('id'))}")
     raw_payload = fields.get("payload")
     if raw_payload is None:
         raise MalformedEntryError("field 'payload' is missing")
@@ -82,6 +83,8 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
         raise MalformedEntryError("field 'payload' is not valid UTF-8") from None
     except ValueError as exc:
         raise MalformedEntryError(f"field 'payload' is not JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedEntryError("field 'payload' is nested too deeply to read") from None
     if not isinstance(payload, dict):
         raise MalformedEntryError("field 'payload' must be a JSON object")
     for name in ("text", "source_lang", "target_lang"):
@@ -104,15 +107,16 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
         raise MalformedEntryError(str(exc)) from None
 
 
-_LAST_TIMESTAMP = 253_402_300_799  # 9999-12-31T23:59:59Z: PostgreSQL and Python both hold up to here
 _MAX_SEQUENCE = 2**31 - 1  # the column is a PostgreSQL integer
 
 
 def _as_timestamp(value: object) -> float:
     if value is None:
         return time.time()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= _LAST_TIMESTAMP:
-        raise MalformedEntryError(f"payload 'created_at' must be unix seconds (0 to {_LAST_TIMESTAMP}), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= LAST_TIMESTAMP:
+        raise MalformedEntryError(
+            f"payload 'created_at' must be unix seconds (0 to {LAST_TIMESTAMP}), got {shown(value)}"
+        )
     return float(value)
 
 
@@ -122,7 +126,7 @@ def _optional_str(payload: Mapping[str, Any], name: str) -> str | None:
         return None
     canonical = canonical_uuid(value)
     if canonical is None:
-        raise MalformedEntryError(f"payload {name!r} must be a UUID, got {value!r}")
+        raise MalformedEntryError(f"payload {name!r} must be a UUID, got {shown(value)}")
     return canonical
 
 
@@ -131,7 +135,7 @@ def _optional_int(payload: Mapping[str, Any], name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_SEQUENCE:
-        raise MalformedEntryError(f"payload {name!r} must be an integer from 0 to {_MAX_SEQUENCE}, got {value!r}")
+        raise MalformedEntryError(f"payload {name!r} must be an integer from 0 to {_MAX_SEQUENCE}, got {shown(value)}")
     return value
 
 

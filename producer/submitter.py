@@ -25,7 +25,7 @@ class JobSubmitter:
         self.keys = keys
         self.settings = settings
         self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
-        self._cancel = CancelScript(keys, settings.finished_state_ttl_seconds)
+        self._cancel = CancelScript(keys)
 
     def write(self, prepared: Sequence[tuple[JobSpec, str | None]]) -> list[str]:
         """Submit ``(spec, idempotency key)`` pairs in one pipelined round trip; return the job ids.

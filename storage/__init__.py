@@ -7,7 +7,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   :class:`DatabaseUnavailableError`.
 - ``migrations``: :func:`upgrade_database` / :func:`downgrade_database` (Alembic).
 - ``jobs``: the ``jobs`` table: :class:`JobStore` (the client's reads) and :class:`JobRowWriter`
-  (the worker's one-statement batch upsert), behind the :class:`JobRows` protocol.
+  (the worker's one-statement batch upsert), behind the :class:`JobRows` protocol;
+  :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping).
 - ``health``: :func:`ping` and :func:`ping_async` for ``dragoman check`` and ``/readyz``.
@@ -17,7 +18,7 @@ Importing this package loads neither psycopg nor Alembic; they are imported on f
 
 from storage.connection import DatabaseUnavailableError, PostgresConnection, libpq_url, sqlalchemy_url
 from storage.health import ping, ping_async
-from storage.jobs import FinalRow, JobRows, JobRowWriter, JobStore, RowRecord
+from storage.jobs import FinalRow, JobRows, JobRowWriter, JobStore, RowRecord, UnstorableRowError, storable_failure
 from storage.migrations import downgrade_database, upgrade_database
 from storage.runs import GroupStore
 
@@ -30,10 +31,12 @@ __all__ = [
     "JobStore",
     "PostgresConnection",
     "RowRecord",
+    "UnstorableRowError",
     "downgrade_database",
     "libpq_url",
     "ping",
     "ping_async",
     "sqlalchemy_url",
+    "storable_failure",
     "upgrade_database",
 ]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
-from contract.schemas import Job, JobStatus
+from contract.errors import DragomanError
+from contract.ids import canonical_uuid
+from contract.schemas import LAST_TIMESTAMP, Job, JobStatus, validate_metadata
 from storage.connection import AsyncPostgresConnection, DatabaseUnavailableError, PostgresConnection
 
 JOB_COLUMNS = (
@@ -87,11 +91,23 @@ class FinalRow(NamedTuple):
     output_tokens: int | None
 
 
+class UnstorableRowError(DragomanError):
+    """A batch holds a value that cannot be stored (PostgreSQL or the JSON encoder refused it); nothing was committed.
+
+    Retrying the same batch fails the same way: the caller splits it to find the row, and
+    stores that row as a failure with :func:`storable_failure`.
+    """
+
+
 class JobRows(Protocol):
     """What the worker's writer needs of the ``jobs`` table: one batch in, one transaction."""
 
     async def write_batch(self, records: Sequence[RowRecord]) -> tuple[set[str], list[FinalRow]]:
-        """Upsert ``records``; return the ids written and the final rows that were left alone."""
+        """Upsert ``records``; return the ids written and the final rows that were left alone.
+
+        Raises :class:`UnstorableRowError` for a value that cannot be stored, and
+        :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
+        """
         ...
 
     async def close(self) -> None:
@@ -100,6 +116,10 @@ class JobRows(Protocol):
 
 
 _encode_rows = msgspec.json.Encoder().encode
+
+
+def _encoded(data: bytes) -> bytes:
+    return data
 
 
 class JobRowWriter:
@@ -116,29 +136,115 @@ class JobRowWriter:
         """Upsert ``records`` in one transaction; return the ids written and the final rows left alone.
 
         Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached (nothing was
-        committed then; the caller retries the same batch).
+        committed then; the caller retries the same batch), and :class:`UnstorableRowError` when
+        a value cannot be encoded or PostgreSQL refuses one (nothing was committed either).
         """
         import psycopg
         from psycopg.types.json import Json
 
         try:
+            # msgspec's bytes go to the server as they are (no str round trip).
+            payload = _encode_rows(records)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # a lone surrogate, say
+            raise UnstorableRowError(f"a row cannot be written as JSON: {exc}") from exc
+        try:
             conn = await self._connection.get()
             async with conn.transaction():
-                # Json with msgspec's encoder: its bytes go to the server as they are (no str round trip).
-                cursor = await conn.execute(UPSERT_SQL, (Json(records, dumps=_encode_rows),), binary=True)
+                cursor = await conn.execute(UPSERT_SQL, (Json(payload, dumps=_encoded),), binary=True)
                 written = {row[0] for row in await cursor.fetchall()}
                 skipped = [record.id for record in records if record.id not in written]
                 existing = []
                 if skipped:
                     cursor = await conn.execute(EXISTING_SQL, (skipped,))
                     existing = await cursor.fetchall()
+        except (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError) as exc:
+            raise UnstorableRowError(_driver_message(exc)) from exc
         except psycopg.OperationalError as exc:
+            if (exc.sqlstate or "").startswith("54"):  # a program limit (a value too large or too deep)
+                raise UnstorableRowError(_driver_message(exc)) from exc
             raise DatabaseUnavailableError.from_driver(exc) from exc
         return written, [_final_row(*row) for row in existing]
 
     async def close(self) -> None:
         """Close the connection (after an outage, or when the writer stops)."""
         await self._connection.close()
+
+
+def _driver_message(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+_INT_MAX = 2**31 - 1  # the integer columns
+
+
+def storable_failure(record: RowRecord, error: str, *, bare: bool = False) -> RowRecord:
+    """``record`` as a failed row with ``error``, every field made something PostgreSQL stores.
+
+    Text loses NUL and lone surrogates, numbers out of their column's range become null (a
+    timestamp: the failure time), metadata that could not be submitted today becomes ``{}``.
+    ``bare`` keeps only the id, the error and the times, for a row that still failed.
+    """
+    finished = _timestamp(record.finished_at) or time.time()
+    error = _text(error) or "failed"
+    if bare:
+        return RowRecord(
+            id=record.id,
+            status=JobStatus.FAILED.value,
+            source_lang="und",
+            target_lang="und",
+            source_text="",
+            translated_text=None,
+            error=error,
+            attempts=1,
+            model=None,
+            prompt_tokens=None,
+            output_tokens=None,
+            created_at=finished,
+            started_at=None,
+            finished_at=finished,
+            metadata={},
+            run_id=None,
+            document_id=None,
+            sequence=None,
+        )
+    try:
+        metadata = validate_metadata(record.metadata)
+    except DragomanError:
+        metadata = {}
+    attempts = record.attempts if isinstance(record.attempts, int) and 0 <= record.attempts <= _INT_MAX else 1
+    return RowRecord(
+        id=record.id,
+        status=JobStatus.FAILED.value,
+        source_lang=_text(record.source_lang)[:100] or "und",
+        target_lang=_text(record.target_lang)[:100] or "und",
+        source_text=_text(record.source_text),
+        translated_text=None,
+        error=error,
+        attempts=attempts,
+        model=_text(record.model) if record.model is not None else None,
+        prompt_tokens=None,
+        output_tokens=None,
+        created_at=_timestamp(record.created_at) or finished,
+        started_at=_timestamp(record.started_at),
+        finished_at=finished,
+        metadata=metadata,
+        run_id=canonical_uuid(record.run_id),
+        document_id=canonical_uuid(record.document_id),
+        sequence=record.sequence if isinstance(record.sequence, int) and 0 <= record.sequence <= _INT_MAX else None,
+    )
+
+
+def _text(value: object) -> str:
+    """``value`` as text PostgreSQL stores: NUL shown as U+FFFD, lone surrogates as '?'."""
+    if not isinstance(value, str):
+        return ""
+    return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode()
+
+
+def _timestamp(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and 0 <= value <= LAST_TIMESTAMP else None
 
 
 def _final_row(

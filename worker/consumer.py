@@ -17,6 +17,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.backoff import Backoff
@@ -170,13 +171,17 @@ class StreamConsumer:
     async def dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
         """Mark decodable entries running (one round trip) and start a task for each.
 
-        Every entry already holds a slot; each path below gives it back exactly once. If Redis
-        fails here, the entries stay pending (un-acked) and are reclaimed later.
+        Every entry already holds a slot; each path below gives it back exactly once. An entry
+        that cannot be decoded, whatever the error, is dead-lettered with the reason. If Redis
+        fails here, or refuses the start for a reason that is no one entry's, the entries stay
+        pending (un-acked) and are reclaimed later.
         """
         try:
             await self._dispatch(entries)
         except (RedisConnectionError, RedisTimeoutError) as exc:
             log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
+        except ResponseError as exc:
+            log.error("Redis refused to start %d jobs (%s); they stay pending", len(entries), exc)
 
     async def _dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
         now = time.time()
@@ -184,22 +189,8 @@ class StreamConsumer:
         for entry_id, fields in entries:
             try:
                 spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
-            except MalformedEntryError as exc:
-                log.warning(
-                    "dead-lettering malformed entry %s: %s",
-                    entry_id,
-                    exc,
-                    extra={"entry_id": entry_id, "job_id": read_job_id(fields)},
-                )
-                await self._finish(
-                    DeadLetter(
-                        entry_id=entry_id,
-                        fields=dict(fields),
-                        reason=str(exc),
-                        job_id=read_job_id(fields),
-                        finished_at=now,
-                    )
-                )
+            except Exception as exc:  # malformed, or a bug that must stay this entry's problem
+                await self._dead_letter(entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now)
                 continue
             if spec.job_id in self._tasks:  # reclaimed while still running here: keep the one running
                 self._slots.release()
@@ -207,11 +198,32 @@ class StreamConsumer:
             decoded.append((entry_id, spec))
         if not decoded:
             return
+        stuck: list[tuple[str, str]] = []  # (entry id, reason) of jobs whose state record START cannot use
         try:
-            started = await self._mark_started(decoded, now)
+            try:
+                started = await self._mark_started(decoded, now)
+            except ResponseError as exc:
+                foreign = await self._foreign_state_records(decoded)
+                if not foreign:
+                    raise
+                stuck = [
+                    (
+                        entry_id,
+                        f"the job's state record is a Redis {foreign[spec.job_id]}, not a hash, so it cannot be "
+                        f"started (Redis said: {_first_line(exc)}); `dragoman dead retry` replaces that key",
+                    )
+                    for entry_id, spec in decoded
+                    if spec.job_id in foreign
+                ]
+                decoded = [item for item in decoded if item[1].job_id not in foreign]
+                started = await self._mark_started(decoded, now) if decoded else []
         except BaseException:
-            self.release_slots(len(decoded))
+            self.release_slots(len(decoded) + len(stuck))
             raise
+        if stuck:
+            fields_of = dict(entries)
+            for entry_id, reason in stuck:  # not failed by id: the record is not ours to finalise
+                await self._dead_letter(entry_id, fields_of[entry_id], reason, None, now)
         for (entry_id, spec), outcome in zip(decoded, started, strict=True):
             attempts = outcome.attempts
             if outcome.cancelled:
@@ -234,6 +246,29 @@ class StreamConsumer:
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
         """Run the start script for the whole batch in one call; return what it found for each job."""
         return await self._start.call_async(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
+
+    async def _foreign_state_records(self, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:
+        """Job id -> the Redis type of its state record, for the records that are not hashes (START fails on them).
+
+        Such a key was written by something other than dragoman; the job cannot be started until
+        it is replaced, and it must not stop the jobs read with it.
+        """
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for _, spec in decoded:
+                pipe.type(self._keys.state(spec.job_id))
+            types = await pipe.execute()
+        return {
+            spec.job_id: kind for (_, spec), kind in zip(decoded, types, strict=True) if kind not in ("hash", "none")
+        }
+
+    async def _dead_letter(
+        self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float
+    ) -> None:
+        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then parked."""
+        log.warning("dead-lettering entry %s: %s", entry_id, reason, extra={"entry_id": entry_id, "job_id": job_id})
+        await self._finish(
+            DeadLetter(entry_id=entry_id, fields=dict(fields), reason=reason, job_id=job_id, finished_at=now)
+        )
 
     async def _finish(self, result: JobResult | DeadLetter) -> None:
         """Hand a result that needed no engine work to the writer and free its slot."""
@@ -368,3 +403,20 @@ class StreamConsumer:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         return len(pending)
+
+
+_MAX_REASON_CHARS = 2000
+
+
+def _unreadable_reason(exc: Exception) -> str:
+    """Why an entry could not be decoded, as the failed row and the dead letter store it."""
+    if isinstance(exc, MalformedEntryError):
+        reason = str(exc)
+    else:
+        log.error("decoding an entry failed unexpectedly", exc_info=exc)
+        reason = f"the entry could not be read: {type(exc).__name__}: {exc}"
+    return storable_text(reason[:_MAX_REASON_CHARS]) or ""
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

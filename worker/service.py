@@ -162,14 +162,22 @@ class Worker:
             for watcher in watchers:
                 watcher.cancel()
             await asyncio.gather(*watchers, return_exceptions=True)
-        crashed = [t for t in (self._reader, self._writer) if t.done() and not t.cancelled() and t.exception()]
         await self.stop()
+        crashed = [t for t in self._tasks() if t.done() and not t.cancelled() and t.exception() is not None]
         for task in crashed:
-            log.error("worker task %s failed: %r", task.get_name(), task.exception())
+            log.error("worker task %s failed: %r", task.get_name(), task.exception(), exc_info=task.exception())
         return 1 if crashed or self.consumer.engine_failure is not None else 0
 
+    def _tasks(self) -> list[asyncio.Task[None]]:
+        tasks = (self._reader, self._writer, self._listener, self._heartbeat, self._housekeeping)
+        return [task for task in tasks if task is not None]
+
     async def stop(self, grace_seconds: float | None = None) -> int:
-        """Stop reading, drain running jobs, flush the writer, close; return jobs left pending."""
+        """Stop reading, drain running jobs, flush the writer, close; return jobs left pending.
+
+        A task that crashed does not cut this short: what finished is still drained and written,
+        and the crash stays on the task for :meth:`serve` to report.
+        """
         if self._stopped:
             return 0
         self._stopped = True
@@ -185,7 +193,7 @@ class Worker:
             log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker", unfinished, grace)
         if self._writer is not None and not self._writer.done():
             await self.writer.close()
-            await self._writer
+            await asyncio.wait({self._writer})
         await _cancel(self._listener)
         if self.ops is not None:
             await self.ops.close()
@@ -195,7 +203,7 @@ class Worker:
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:
-    """Cancel ``task`` and wait for it to end.
+    """Cancel ``task`` and wait for it to end; an error it ended with is left on it, not raised.
 
     redis-py (8.1) sometimes swallows a cancellation that lands inside a blocking command and
     returns normally, so the task is cancelled again until it really ends.
@@ -205,5 +213,3 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
     while not task.done():
         task.cancel()
         await asyncio.wait({task}, timeout=1.0)
-    with contextlib.suppress(asyncio.CancelledError):
-        await task

@@ -4,6 +4,10 @@ Order is the whole point: rows are committed first, and only then are the stream
 acknowledged, the state records finalised and the completion events published (one MULTI/EXEC).
 A crash before the commit means the entries are redelivered; a crash after it means a duplicate
 delivery that the upsert absorbs (a succeeded or cancelled row is never overwritten).
+
+A value PostgreSQL refuses is one job's problem: the batch is split in halves down to the row
+that holds it, which is stored as a failure with its fields made storable, while the rest
+commit. Only an outage is retried; no data error ends the writer.
 """
 
 from __future__ import annotations
@@ -26,7 +30,15 @@ from contract.schemas import JobStatus
 from contract.scripts import FinishedJob, FinishScript
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
-from storage import DatabaseUnavailableError, JobRows, JobRowWriter, RowRecord
+from storage import (
+    DatabaseUnavailableError,
+    FinalRow,
+    JobRows,
+    JobRowWriter,
+    RowRecord,
+    UnstorableRowError,
+    storable_failure,
+)
 from worker.metrics import WorkerMetrics
 from worker.results import DeadLetter, JobResult
 
@@ -158,14 +170,14 @@ class ResultWriter:
         batch: Sequence[JobResult | DeadLetter],
         results: list[JobResult],
         dead: list[DeadLetter],
-        commit: asyncio.Task[tuple[list[JobEvent], set[str]]],
+        commit: asyncio.Task[tuple[list[JobEvent], set[str], set[str]]],
         previous: asyncio.Task[None] | None,
     ) -> None:
         """Once ``commit`` is done and the previous batch is acknowledged, acknowledge this batch."""
-        events, written = await commit
+        events, written, refused = await commit
         if previous is not None:
             await previous
-        parked = _parked_entries(results, dead, events)
+        parked = _parked_entries(results, dead, events, refused)
         await self._acknowledge(batch, events, parked)
         self._held.difference_update(item.entry_id for item in batch)
         self._batches += 1
@@ -177,8 +189,13 @@ class ResultWriter:
 
     # PostgreSQL ------------------------------------------------------------------------------
 
-    async def _commit(self, results: list[JobResult], dead: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
-        """Upsert the batch's rows in one transaction; return the events that match the rows and the ids written."""
+    async def _commit(
+        self, results: list[JobResult], dead: list[DeadLetter]
+    ) -> tuple[list[JobEvent], set[str], set[str]]:
+        """Upsert the batch's rows; return the events that match the rows, the ids written, and the ids refused.
+
+        One transaction, unless a value is refused: then see :meth:`_write`.
+        """
         unique: dict[str, JobResult] = {}
         for result in results:  # a job delivered twice in one batch is written once
             known = unique.get(result.spec.job_id)
@@ -187,7 +204,7 @@ class ResultWriter:
         rows = list(unique.values())
         failed_by_id = {d.job_id: d for d in dead if d.job_id is not None and d.job_id not in unique}
         if not rows and not failed_by_id:
-            return [], set()
+            return [], set(), set()
         backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
@@ -209,11 +226,22 @@ class ResultWriter:
                 await self._job_rows.close()
                 await asyncio.sleep(delay)
 
-    async def _upsert(self, rows: list[JobResult], failed: list[DeadLetter]) -> tuple[list[JobEvent], set[str]]:
-        written, existing = await self._job_rows.write_batch(_records(rows, failed))
-        events = [_event(r) for r in rows if r.spec.job_id in written]
+    async def _upsert(
+        self, rows: list[JobResult], failed: list[DeadLetter]
+    ) -> tuple[list[JobEvent], set[str], set[str]]:
+        written, existing, refused = await self._write(_records(rows, failed))
+        if refused:
+            events = [
+                _event(r) if (error := refused.get(r.spec.job_id)) is None else _refused_event(r, error)
+                for r in rows
+                if r.spec.job_id in written
+            ]
+        else:
+            events = [_event(r) for r in rows if r.spec.job_id in written]
         events += [
-            JobEvent(job_id=job_id, status=JobStatus.FAILED, finished_at=d.finished_at, error=d.reason)
+            JobEvent(
+                job_id=job_id, status=JobStatus.FAILED, finished_at=d.finished_at, error=refused.get(job_id, d.reason)
+            )
             for d in failed
             if (job_id := d.job_id) is not None and job_id in written
         ]
@@ -228,7 +256,49 @@ class ResultWriter:
             )
             for row in existing
         ]
-        return events, written
+        return events, written, set(refused)
+
+    async def _write(self, records: list[RowRecord]) -> tuple[set[str], list[FinalRow], dict[str, str]]:
+        """Write ``records``: in one statement, or split in halves around the rows PostgreSQL refuses.
+
+        Returns the ids written, the final rows left alone, and job id -> error for each row that
+        was refused and stored as a failure instead. Each half commits on its own: a batch
+        retried after an outage finds those rows and the upsert absorbs them.
+        """
+        try:
+            written, existing = await self._job_rows.write_batch(records)
+            return written, existing, {}
+        except UnstorableRowError as exc:
+            if len(records) == 1:
+                return await self._write_refused(records[0], exc)
+            log.warning("a batch of %d rows holds a value PostgreSQL refuses (%s); splitting it", len(records), exc)
+        middle = len(records) // 2
+        written, existing, refused = await self._write(records[:middle])
+        more_written, more_existing, more_refused = await self._write(records[middle:])
+        return written | more_written, existing + more_existing, refused | more_refused
+
+    async def _write_refused(
+        self, record: RowRecord, exc: UnstorableRowError
+    ) -> tuple[set[str], list[FinalRow], dict[str, str]]:
+        """Store a refused row as a failure with storable fields (or, if even that is refused, a bare one)."""
+        error = (
+            f"the job's row could not be stored ({_first_line(exc)}); it was failed instead, "
+            "with the values that cannot be stored replaced or left out"
+        )[:2000]
+        log.error("job %s: %s", record.id, error, extra={"job_id": record.id})
+        for bare in (False, True):
+            failure = storable_failure(record, error, bare=bare)
+            try:
+                written, existing = await self._job_rows.write_batch([failure])
+            except UnstorableRowError as again:
+                if bare:  # nothing of the row is left to refuse: the table itself does not take rows
+                    raise UnstorableRowError(
+                        f"PostgreSQL refuses even a bare failed row ({again}); check that its schema matches "
+                        "this worker (`dragoman migrate`)"
+                    ) from again
+                continue
+            return written, existing, {record.id: failure.error or error}
+        raise AssertionError("unreachable")
 
     # Redis -----------------------------------------------------------------------------------
 
@@ -258,11 +328,14 @@ class ResultWriter:
                 await asyncio.sleep(delay)
 
 
-def _parked_entries(results: list[JobResult], dead: list[DeadLetter], events: list[JobEvent]) -> list[dict[str, str]]:
+def _parked_entries(
+    results: list[JobResult], dead: list[DeadLetter], events: list[JobEvent], refused: set[str]
+) -> list[dict[str, str]]:
     """Dead-letter copies: malformed entries as they came, and jobs failed for good as re-runnable entries.
 
     A job is parked only if its row really says failed (a duplicate delivery of a job that
-    succeeded elsewhere is not).
+    succeeded elsewhere is not), and not when its row was refused: its own values are what
+    failed it, so running it again cannot help (and the copy would carry them).
     """
     now = repr(time.time())
     parked = [{**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "parked_at": now} for d in dead]
@@ -270,7 +343,7 @@ def _parked_entries(results: list[JobResult], dead: list[DeadLetter], events: li
     parked += [
         {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "parked_at": now}
         for r in results
-        if r.dead_letter and r.spec.job_id in failed
+        if r.dead_letter and r.spec.job_id in failed and r.spec.job_id not in refused
     ]
     return parked
 
@@ -284,6 +357,10 @@ def _group_ids(batch: Sequence[JobResult | DeadLetter]) -> dict[str, str]:
             if group:
                 groups[item.spec.job_id] = group
     return groups
+
+
+def _refused_event(result: JobResult, error: str) -> JobEvent:
+    return JobEvent(job_id=result.spec.job_id, status=JobStatus.FAILED, finished_at=result.finished_at, error=error)
 
 
 def _event(result: JobResult) -> JobEvent:
@@ -364,7 +441,7 @@ def _loose_payload(fields: dict[str, str]) -> dict[str, Any]:
     """Whatever can be read of a malformed entry's payload, for the failed row's columns."""
     try:
         payload = msgspec.json.decode(fields.get("payload", ""))  # refuses lone surrogates, unlike json
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return payload if isinstance(payload, dict) else {}
 

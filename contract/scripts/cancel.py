@@ -27,16 +27,27 @@ class CancelOutcome(StrEnum):
 
 
 class CancelScript:
-    """Cancels jobs of one deployment: its key names and how long a cancelled state record is kept."""
+    """Cancels jobs of one deployment (its key names).
 
-    def __init__(self, keys: RedisKeys, finished_ttl: int) -> None:
+    A cancel is final, so the state record it writes has no TTL: it is kept until a worker
+    reaches the job's entry, START answers "cancelled" (for a cancelled record, and for a running
+    one whose cancel was requested, in case its worker died and another reclaims it), and FINISH
+    writes the cancelled row and gives the record the finished TTL. An expiring record would
+    let a backlog older than the TTL run the job anyway: START would recreate it as running.
+
+    Keeping the record rather than writing the cancelled row at cancel time keeps cancelling a
+    Redis-only step (an application that only submits never needs PostgreSQL, and the record
+    does not know the text a row needs). The record lives no longer than the job's entry: every
+    entry is eventually read, and the stream is trimmed only below what was acknowledged.
+    """
+
+    def __init__(self, keys: RedisKeys) -> None:
         self._keys = keys
-        self._finished_ttl = finished_ttl
 
     def layout(self, job_id: str, now: float) -> tuple[list[str], list[Arg]]:
         """KEYS and ARGV that cancel ``job_id`` at ``now`` (unix seconds)."""
         keys = self._keys
-        return [keys.state(job_id)], [repr(now), self._finished_ttl, keys.control_channel, job_id]
+        return [keys.state(job_id)], [repr(now), keys.control_channel, job_id]
 
     def call(self, client: redis.Redis, job_id: str, now: float) -> CancelOutcome:
         """Cancel one job and say what happened."""

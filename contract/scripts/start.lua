@@ -2,14 +2,17 @@
 -- KEYS: the jobs' state records
 -- ARGV: now, consumer name, state TTL, then created_at, source, target for each job
 -- Returns {status the job had, attempts} for each job, flattened: 'cancelled' means do not run
--- it (its attempts are left as they were); anything else means it is now 'running', with one
--- more attempt ('missing': the record, from a producer that only XADDs, was created).
+-- it (it was cancelled while queued, or a cancel was requested while it ran on a worker that
+-- then died; the record and its attempts are left as they were, for FINISH to finalise);
+-- anything else means it is now 'running', with one more attempt ('missing': the record, from
+-- a producer that only XADDs, was created).
 local out = {}
 for i, key in ipairs(KEYS) do
-  local status = redis.call('HGET', key, 'status')
-  if status == 'cancelled' then
-    out[#out + 1] = status
-    out[#out + 1] = redis.call('HGET', key, 'attempts') or '0'
+  local record = redis.call('HMGET', key, 'status', 'cancel_requested', 'attempts')
+  local status = record[1]
+  if status == 'cancelled' or record[2] == '1' then
+    out[#out + 1] = 'cancelled'
+    out[#out + 1] = record[3] or '0'
   else
     local base = 3 + (i - 1) * 3
     if not status then

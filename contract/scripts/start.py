@@ -1,4 +1,7 @@
-"""START (``start.lua``): mark a batch of jobs running in one call, skipping the cancelled ones."""
+"""START (``start.lua``): mark a batch of jobs running in one call, skipping the cancelled ones.
+
+A job with a requested cancel (its worker died before it could abort it) counts as cancelled.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +32,11 @@ class StartOutcome(msgspec.Struct, frozen=True):
 
     @property
     def cancelled(self) -> bool:
-        """The job was cancelled before it started: do not run it (it was not marked running)."""
+        """Do not run the job: it was cancelled while queued, or its cancel was requested while it ran.
+
+        The second case is a job reclaimed from a worker that died before it could abort it. The
+        record was not marked running; the worker records the job cancelled.
+        """
         return self.previous_status == JobStatus.CANCELLED
 
 

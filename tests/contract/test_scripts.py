@@ -170,12 +170,26 @@ def _submitted(raw_redis: redis.Redis, keys: RedisKeys, *specs: JobSpec) -> None
     SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call_many(raw_redis, [(spec, None) for spec in specs])
 
 
-def test_cancel_of_a_queued_job_cancels_it_with_the_finished_ttl(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_cancel_of_a_queued_job_keeps_it_cancelled_until_a_worker_finalises_it(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
     spec = _spec()
     _submitted(raw_redis, keys, spec)
-    assert CancelScript(keys, FINISHED_TTL).call(raw_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
+    assert CancelScript(keys).call(raw_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
     state = _record(raw_redis, keys.state(spec.job_id))
     assert state["status"] == "cancelled" and state["finished_at"] == repr(NOW)
+    # No TTL: however old the backlog is when a worker reaches the entry, the cancel is there.
+    assert raw_redis.ttl(keys.state(spec.job_id)) == -1
+    [outcome] = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW + 10, [spec])
+    assert outcome == StartOutcome("cancelled", 0) and outcome.cancelled
+    assert raw_redis.ttl(keys.state(spec.job_id)) == -1
+    # The worker writes the cancelled row; FINISH finalises the record, which may now expire.
+    [entry_id] = _delivered(raw_redis, keys, 1)
+    event = _event(spec.job_id, JobStatus.CANCELLED)
+    await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call_async(
+        async_redis, [entry_id], [FinishedJob(event)], NOW + 11
+    )
+    assert _record(raw_redis, keys.state(spec.job_id))["status"] == "cancelled"
     assert _ttl_within(raw_redis, keys.state(spec.job_id), FINISHED_TTL)
 
 
@@ -183,20 +197,34 @@ def test_cancel_of_a_running_job_asks_its_worker(raw_redis: redis.Redis, keys: R
     spec = _spec()
     _submitted(raw_redis, keys, spec)
     StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [spec])
-    outcome = CancelScript(keys, FINISHED_TTL).call(raw_redis, spec.job_id, NOW + 1)
+    outcome = CancelScript(keys).call(raw_redis, spec.job_id, NOW + 1)
     assert outcome is CancelOutcome.CANCEL_REQUESTED
     assert _messages(control, 1) == [f"cancel {spec.job_id}"]
     state = _record(raw_redis, keys.state(spec.job_id))
     assert state["status"] == "running" and state["cancel_requested"] == "1"
     assert "finished_at" not in state
-    assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)  # the worker finishes it, not the cancel
+    assert raw_redis.ttl(keys.state(spec.job_id)) == -1  # kept until a worker finishes it, not the cancel
+
+
+def test_start_of_a_job_whose_cancel_was_requested_does_not_run_it(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    spec, other = _spec(), _spec()
+    _submitted(raw_redis, keys, spec, other)
+    StartScript(keys, STATE_TTL).call(raw_redis, "dead-worker", NOW, [spec, other])
+    assert CancelScript(keys).call(raw_redis, spec.job_id, NOW + 1) is CancelOutcome.CANCEL_REQUESTED
+    before = _record(raw_redis, keys.state(spec.job_id))
+    # The worker died before it could abort it; another one reclaims both entries.
+    outcomes = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW + 400, [spec, other])
+    assert outcomes == [StartOutcome("cancelled", 1), StartOutcome("running", 2)]
+    assert [o.cancelled for o in outcomes] == [True, False]
+    assert _record(raw_redis, keys.state(spec.job_id)) == before  # not marked running again
+    assert raw_redis.ttl(keys.state(spec.job_id)) == -1
 
 
 def test_cancel_of_an_unknown_job_is_missing_and_writes_nothing(
     raw_redis: redis.Redis, keys: RedisKeys, control: Any
 ) -> None:
     job_id = str(uuid.uuid4())
-    assert CancelScript(keys, FINISHED_TTL).call(raw_redis, job_id, NOW) is CancelOutcome.MISSING
+    assert CancelScript(keys).call(raw_redis, job_id, NOW) is CancelOutcome.MISSING
     assert raw_redis.exists(keys.state(job_id)) == 0
     assert _messages(control, 1) == []
 
@@ -215,7 +243,7 @@ def test_cancel_of_a_final_job_changes_nothing(
     job_id = str(uuid.uuid4())
     record = {"status": status, "finished_at": "1.5", "attempts": "1"}
     raw_redis.hset(keys.state(job_id), mapping=dict[Any, Any](record))
-    assert CancelScript(keys, FINISHED_TTL).call(raw_redis, job_id, NOW) is outcome
+    assert CancelScript(keys).call(raw_redis, job_id, NOW) is outcome
     assert _record(raw_redis, keys.state(job_id)) == record
     assert raw_redis.ttl(keys.state(job_id)) == -1  # no TTL was set
 
@@ -225,7 +253,7 @@ def test_cancel_many_answers_in_order(raw_redis: redis.Redis, keys: RedisKeys) -
     _submitted(raw_redis, keys, queued, running)
     StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [running])
     job_ids = [running.job_id, str(uuid.uuid4()), queued.job_id, queued.job_id]
-    assert CancelScript(keys, FINISHED_TTL).call_many(raw_redis, job_ids, NOW) == [
+    assert CancelScript(keys).call_many(raw_redis, job_ids, NOW) == [
         CancelOutcome.CANCEL_REQUESTED,
         CancelOutcome.MISSING,
         CancelOutcome.CANCELLED,
@@ -257,7 +285,7 @@ async def test_start_counts_attempts_and_leaves_cancelled_jobs_alone(
 ) -> None:
     queued, cancelled, missing = _spec(), _spec(), _spec(source_lang="de")
     _submitted(raw_redis, keys, queued, cancelled)
-    CancelScript(keys, FINISHED_TTL).call(raw_redis, cancelled.job_id, NOW)
+    CancelScript(keys).call(raw_redis, cancelled.job_id, NOW)
     cancelled_record = raw_redis.hgetall(keys.state(cancelled.job_id))
     script = StartScript(keys, STATE_TTL)
 

@@ -156,3 +156,42 @@ def test_payloads_json_would_accept_but_no_database_can_store_are_malformed() ->
         decode_job_entry({**fields, "payload": not_utf8}, max_chars=100)
     with pytest.raises(MalformedEntryError, match="not JSON"):
         decode_job_entry({**fields, "payload": '{"text": NaN}'}, max_chars=100)
+
+
+_ODD_VALUES = [
+    "[1]",
+    '{"a": 1}',
+    "[" * 50 + "]" * 50,
+    '{"k": ' * 50 + "1" + "}" * 50,
+    "12345678901234567890123456789012345678901234567890",
+    "1.5e308",
+    "-0.0",
+    "true",
+    "null",
+    '""',
+    '"' + "x" * 100_000 + '"',
+    '"\\u0000"',
+    '"\\ud800"',
+]
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["text", "source_lang", "target_lang", "metadata", "created_at", "run_id", "batch_id", "document_id", "sequence"],
+)
+@pytest.mark.parametrize("value", _ODD_VALUES)
+def test_any_json_in_any_field_is_read_or_refused_as_malformed(field: str, value: str) -> None:
+    payload = f'{{"text": "x", "source_lang": "en", "target_lang": "fr", "{field}": {value}}}'
+    try:
+        spec = decode_job_entry({"v": "1", "id": str(uuid.uuid4()), "payload": payload}, max_chars=1000)
+    except MalformedEntryError as exc:
+        assert len(str(exc)) < 500  # the reason quotes the value, cut short
+    else:
+        assert isinstance(spec.text, str) and isinstance(spec.metadata, dict)
+
+
+def test_nesting_past_any_stack_is_malformed_not_a_recursion_error() -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    for payload in (deep, f'{{"text": "x", "source_lang": "en", "target_lang": "fr", "metadata": {{"k": {deep}}}}}'):
+        with pytest.raises(MalformedEntryError, match="nested"):
+            decode_job_entry({"v": "1", "id": str(uuid.uuid4()), "payload": payload}, max_chars=10)

@@ -12,7 +12,15 @@ import pytest
 
 from contract.schemas import JobStatus
 from contract.services import ServiceUrls
-from storage import DatabaseUnavailableError, FinalRow, JobRowWriter, JobStore, RowRecord
+from storage import (
+    DatabaseUnavailableError,
+    FinalRow,
+    JobRowWriter,
+    JobStore,
+    RowRecord,
+    UnstorableRowError,
+    storable_failure,
+)
 
 
 def _record(job_id: str | None = None, status: str = "succeeded", **fields: Any) -> RowRecord:
@@ -117,6 +125,42 @@ async def test_an_unreachable_server_is_a_typed_error_and_the_writer_reconnects_
     await writer.close()
     written, _ = await writer.write_batch([record])  # a new connection after close
     assert written == {record.id} and jobs.get(record.id) is not None
+
+
+def _deep(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"source_text": "a\x00b"},
+        {"metadata": {"a\x00": 1}},
+        {"translated_text": "lone \ud800 surrogate"},
+        {"metadata": {"k": _deep(5000)}},
+        {"sequence": 2**40},
+        {"attempts": -(2**40)},
+        {"created_at": 1e300},
+        {"run_id": "not a uuid"},
+    ],
+    ids=["nul-text", "nul-key", "surrogate", "too-deep", "sequence", "attempts", "created-at", "run-id"],
+)
+async def test_a_value_that_cannot_be_stored_is_a_typed_error_and_its_storable_failure_is_written(
+    writer: JobRowWriter, jobs: JobStore, fields: dict[str, Any]
+) -> None:
+    fine, bad = _record(), _record(**fields)
+    with pytest.raises(UnstorableRowError):
+        await writer.write_batch([fine, bad])
+    assert jobs.get(fine.id) is None  # nothing of the batch was committed
+    failure = storable_failure(bad, "could not be stored \x00 here")
+    written, _ = await writer.write_batch([fine, failure])  # the connection is still usable
+    assert written == {fine.id, bad.id}
+    job = jobs.get(bad.id)
+    assert job is not None and job.status is JobStatus.FAILED and job.error == "could not be stored \ufffd here"
+    assert job.translation is None and job.source_lang == "en"
 
 
 def test_an_unknown_job_has_no_row(jobs: JobStore) -> None:
