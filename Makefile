@@ -8,7 +8,7 @@ STAMP := $(VENV)/.dragoman-installed
 # pytest workers for the fast suite; the engine tests run after it, on their own.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-e2e install clean bench-enqueue
+.PHONY: demo test test-fast test-e2e install clean bench-enqueue compose-env
 
 install: $(STAMP)
 
@@ -38,6 +38,14 @@ test-e2e: $(STAMP)
 
 bench-enqueue: $(STAMP)
 	$(BIN)/python -m bench.enqueue
+
+# docker compose has no default credentials: this writes random ones to .env (read by compose, never
+# committed), once; an existing .env is left as it is.
+compose-env: .env
+
+.env:
+	umask 077 && $(PYTHON) -c 'import secrets; names = ("REDIS_PASSWORD", "POSTGRES_PASSWORD", "GRAFANA_ADMIN_PASSWORD", "DRAGOMAN_WEBHOOK_SECRET"); print("\n".join(f"{n}={secrets.token_hex(24)}" for n in names))' > $@
+	@echo "wrote $@ (credentials for docker compose)"
 
 clean:
 	rm -rf $(VENV) .dragoman .pytest_cache .mypy_cache

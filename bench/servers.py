@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from contract.services import EmbeddedServices, ServiceUrls
+from contract.services import ServiceUrls
 from storage import upgrade_database
+from storage.embedded import EmbeddedServices
 
 
 @contextmanager

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from cli.help import EXAMPLE_ID, SubParsers, add_command, examples
+from cli.progress import ProgressLine
 from cli.stats_view import format_duration
 from contract.errors import InvalidJobError, JobTimeoutError
 from contract.progress import GroupProgress
@@ -22,29 +24,88 @@ FINAL_DOCUMENT_STATUSES = ("completed", "failed", "cancelled")
 SPLIT_HINT_AFTER_S = 20.0
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(sub: SubParsers) -> None:
     """Register ``run`` and ``translate`` on the ``dragoman`` parser."""
-    run = sub.add_parser("run", help="bulk runs from a JSONL file: submit, status, results, cancel")
-    actions = run.add_subparsers(dest="run_action", required=True)
-    submit = actions.add_parser("submit", help="submit FILE.jsonl (custom_id and text per line); prints the run id")
-    submit.add_argument("file", type=Path)
+    run = add_command(
+        sub,
+        "run",
+        help="bulk runs from a JSONL file: submit, status, results, cancel",
+        description="Bulk runs: a JSONL file in (custom_id and text per line), one JSON line per input line out, "
+        "in input order. Needs `dragoman rq-worker` next to the worker.",
+        epilog=examples(
+            "dragoman run submit lines.jsonl --from en --to fr",
+            f"dragoman run status {EXAMPLE_ID}",
+            f"dragoman run results {EXAMPLE_ID} -o out.jsonl",
+        ),
+    )
+    actions = run.add_subparsers(
+        dest="run_action",
+        required=True,
+        metavar="ACTION",
+        title="actions",
+        help="`dragoman run ACTION --help` for more",
+    )
+    submit = add_command(
+        actions,
+        "submit",
+        help="submit FILE.jsonl (custom_id and text per line); prints the run id",
+        description="Validate FILE.jsonl (a bad line means nothing is submitted), submit it in chunks and print "
+        "the run id. Each line: custom_id, text, and optionally source_lang, target_lang, metadata.",
+        epilog=examples("dragoman run submit lines.jsonl --from en --to fr --name nightly"),
+    )
+    submit.add_argument("file", type=Path, help="the JSONL file, one request per line")
     submit.add_argument("--from", dest="source", help="source language of lines that do not say")
     submit.add_argument("--to", dest="target", help="target language of lines that do not say")
     submit.add_argument("--name", help="a name for the run (default: the file name)")
     submit.add_argument("--callback", help="URL POSTed (signed) when the run finishes")
-    status = actions.add_parser("status", help="counts per status, percent, rate and time left")
-    status.add_argument("run_id")
+    submit.add_argument(
+        "--run-id",
+        help="the run's id (a UUID; default: a new one, printed first). Submitting the same file with the "
+        "same id again adds only the jobs a stopped submission left out",
+    )
+    status = add_command(
+        actions,
+        "status",
+        help="counts per status, percent, rate and time left",
+        epilog=examples(f"dragoman run status {EXAMPLE_ID}", f"dragoman run status {EXAMPLE_ID} --json"),
+    )
+    status.add_argument("run_id", help="the run id that run submit printed")
     status.add_argument("--json", action="store_true", help="print JSON")
-    results = actions.add_parser("results", help="one JSON line per input line, in input order")
-    results.add_argument("run_id")
+    results = add_command(
+        actions,
+        "results",
+        help="one JSON line per input line, in input order",
+        description="Write one JSON line per input line, in input order (custom_id, status, translation or "
+        "error). Refused while jobs are pending, unless --partial.",
+        epilog=examples(f"dragoman run results {EXAMPLE_ID} -o out.jsonl"),
+    )
+    results.add_argument("run_id", help="the run id that run submit printed")
     results.add_argument("-o", "--output", type=Path, help="write to this file (default: stdout)")
     results.add_argument("--partial", action="store_true", help="write what is finished even if jobs are pending")
-    cancel = actions.add_parser("cancel", help="cancel the run's jobs that have not finished")
-    cancel.add_argument("run_id")
+    cancel = add_command(
+        actions,
+        "cancel",
+        help="cancel the run's jobs that have not finished",
+        description="Cancel the run's jobs that have not finished (queued ones at once, running ones are aborted "
+        "in the engine); finished ones keep their results. Prints the run's progress.",
+        epilog=examples(f"dragoman run cancel {EXAMPLE_ID}"),
+    )
+    cancel.add_argument("run_id", help="the run id that run submit printed")
     run.set_defaults(func=cmd_run)
 
-    translate = sub.add_parser("translate", help="translate a .txt, .md or .html file, keeping its structure")
-    translate.add_argument("file", type=Path)
+    translate = add_command(
+        sub,
+        "translate",
+        help="translate a .txt, .md or .html file, keeping its structure",
+        description="Translate a .txt, .md or .html file segment by segment, keeping its structure (markup, code "
+        "and URLs untouched), and write NAME.<to>.<suffix> beside it. Needs `dragoman rq-worker` next to the "
+        "worker. Ctrl-C cancels the document.",
+        epilog=examples(
+            "dragoman translate notes.md --from en --to fr",
+            "dragoman translate page.html --to de --from en -o out.html",
+        ),
+    )
+    translate.add_argument("file", type=Path, help="the document to translate (UTF-8)")
     translate.add_argument("--from", dest="source", required=True, help="source language")
     translate.add_argument("--to", dest="target", required=True, help="target language")
     translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
@@ -57,7 +118,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     translate.add_argument("--max-segment-chars", type=int, help="cut longer prose at sentence ends")
     translate.add_argument("--callback", help="URL POSTed (signed) when the document is assembled")
     translate.add_argument("--timeout", type=float, default=3_600.0, help="seconds to wait (default 3600)")
-    translate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    translate.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     translate.set_defaults(func=cmd_translate)
 
 
@@ -67,21 +128,29 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
     with Client(settings) as client:
         if args.run_action == "submit":
+            import uuid
+
+            run_id = args.run_id or str(uuid.uuid4())
+            print(f"run {run_id} (if submitting stops, run the same command with --run-id {run_id})", file=sys.stderr)
+            line = ProgressLine(sys.stderr)
 
             def report(done: int, total: int) -> None:
                 if total > settings.submit_chunk_size:
-                    print(f"\rsubmitted {done:,}/{total:,}", end="" if done < total else "\n", file=sys.stderr)
+                    line.update(f"submitted {done:,}/{total:,}", percent=100.0 * done / total)
 
-            print(
-                client.submit_run(
+            try:
+                run_id = client.submit_run(
                     args.file,
                     source_lang=args.source,
                     target_lang=args.target,
                     name=args.name,
                     callback_url=args.callback,
                     on_chunk=report,
+                    run_id=run_id,
                 )
-            )
+            finally:
+                line.finish()
+            print(run_id)
         elif args.run_action == "status":
             status = client.get_run(args.run_id)
             print(json.dumps(status.to_dict(), indent=2) if args.json else format_progress(status))
@@ -152,7 +221,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             progress = _wait_for_document(client, document_id, args.timeout, show=not args.no_progress)
         except KeyboardInterrupt:
             client.cancel_document(document_id)
-            print(f"\ninterrupted: document {document_id} cancelled", file=sys.stderr)
+            print(f"interrupted: document {document_id} cancelled", file=sys.stderr)
             return 130
         if progress.status == "failed" and progress.error:
             print(f"error: the document could not be split: {progress.error}", file=sys.stderr)
@@ -175,40 +244,39 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _wait_for_document(client: Client, document_id: str, timeout: float, *, show: bool) -> GroupProgress:
+    """Poll the document until it is final; its progress on stderr (plain lines if stderr is no terminal)."""
     started = time.monotonic()
     hinted = False
-    while True:
-        progress = client.get_document(document_id)
-        if show:
-            _draw(progress)
-        if progress.status in FINAL_DOCUMENT_STATUSES:
+    line = ProgressLine(sys.stderr)
+    try:
+        while True:
+            progress = client.get_document(document_id)
             if show:
-                print(file=sys.stderr)
-            return progress
-        waited = time.monotonic() - started
-        if progress.status == "splitting" and waited > SPLIT_HINT_AFTER_S and not hinted:
-            print("\nstill waiting to be split: is `dragoman rq-worker` running?", file=sys.stderr)
-            hinted = True
-        if waited > timeout:
-            raise JobTimeoutError(
-                f"document {document_id} not done after {timeout:.0f}s "
-                f"({progress.counts.finished}/{progress.counts.total} segments)"
-            )
-        time.sleep(0.5)
+                text, percent = document_progress_text(progress)
+                line.update(text, percent=percent, stage=progress.status)
+            if progress.status in FINAL_DOCUMENT_STATUSES:
+                return progress
+            waited = time.monotonic() - started
+            if progress.status == "splitting" and waited > SPLIT_HINT_AFTER_S and not hinted:
+                line.note("still waiting to be split: is `dragoman rq-worker` running?")
+                hinted = True
+            if waited > timeout:
+                raise JobTimeoutError(
+                    f"document {document_id} not done after {timeout:.0f}s "
+                    f"({progress.counts.finished}/{progress.counts.total} segments)"
+                )
+            time.sleep(0.5)
+    finally:
+        line.finish()
 
 
-def _draw(progress: GroupProgress) -> None:
+def document_progress_text(progress: GroupProgress) -> tuple[str, float | None]:
+    """A document's progress as one line (a bar of 30) and its percent (None while it waits to be split)."""
     if progress.status == "splitting":
-        print("\r[waiting to be split into segments]", end="", file=sys.stderr, flush=True)
-        return
+        return "[waiting to be split into segments]", None
     c = progress.counts
     width = 30
     filled = int(width * c.percent / 100)
     left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
-    print(
-        f"\r[{'#' * filled}{'.' * (width - filled)}] {c.finished}/{c.total} segments {c.percent:5.1f}%  "
-        f"{progress.status}{left}   ",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
+    bar = f"[{'#' * filled}{'.' * (width - filled)}]"
+    return f"{bar} {c.finished}/{c.total} segments {c.percent:5.1f}%  {progress.status}{left}", c.percent

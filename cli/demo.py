@@ -16,12 +16,14 @@ from pathlib import Path
 
 import redis
 
+from cli.embedded import starts_embedded_services
 from contract.keys import RedisKeys
 from contract.schemas import Job, JobStatus, TranslationRequest
-from contract.services import EmbeddedServices, ensure_services, redact_url
+from contract.services import ServiceUrls, redact_url
 from contract.settings import Settings
 from producer.client import Client
 from storage import upgrade_database
+from storage.embedded import EmbeddedServices, ensure_services
 from worker.model import is_prepared, prepare_default_model
 
 SAMPLE: list[tuple[str, str, str]] = [
@@ -45,11 +47,22 @@ JOB_TIMEOUT_S = 600.0
 
 
 def run_demo(settings: Settings, python: str) -> int:
-    """Run the demo; return the process exit code."""
+    """Run the demo; return the process exit code.
+
+    Embedded services the demo started are stopped again however it ends (a failure included).
+    """
     embedded = EmbeddedServices(settings.data_dir)
-    started_services = not (settings.redis_url and settings.database_url) and embedded.running_urls() is None
+    started_services = starts_embedded_services(settings)
     urls = ensure_services(settings)
-    print(f"[1/5] services: redis {urls.redis_url}, postgres {redact_url(urls.database_url)}")
+    try:
+        return _run_with_services(settings, python, urls, stops_services=started_services)
+    finally:
+        if started_services:
+            embedded.down()
+
+
+def _run_with_services(settings: Settings, python: str, urls: ServiceUrls, *, stops_services: bool) -> int:
+    print(f"[1/5] services: redis {redact_url(urls.redis_url)}, postgres {redact_url(urls.database_url)}")
     upgrade_database(urls.database_url)
 
     first_time = not is_prepared(settings.model_cache_dir)
@@ -87,11 +100,9 @@ def run_demo(settings: Settings, python: str) -> int:
         code = _translate_document(python, env) or code
         _print_metrics(metrics_port)
     finally:
-        print("[5/5] stopping the workers" + (" and the embedded services" if started_services else ""))
+        print("[5/5] stopping the workers" + (" and the embedded services" if stops_services else ""))
         worker_code = _stop(worker)
         orchestrator_code = _stop(orchestrator)
-        if started_services:
-            embedded.down()
     print(f"      worker exited with code {worker_code}, rq-worker with {orchestrator_code}")
     return code or (1 if worker_code != 0 or orchestrator_code != 0 else 0)
 

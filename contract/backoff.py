@@ -82,3 +82,19 @@ class Backoff:
     def _limited(self, limit: float | None) -> float:
         delay = self.next_delay()
         return delay if limit is None else max(0.0, min(delay, limit))
+
+
+def retry_intervals(initial: float, maximum: float, *, factor: float = 2.0) -> list[int]:
+    """The whole seconds a :class:`Backoff` waits (its base, before jitter), from ``initial`` up to ``maximum``.
+
+    For schedulers that take a list of waits and repeat its last one once the retries outnumber
+    it (RQ's ``Retry``): with a practically unbounded ``max`` that is a retry without a cap,
+    backing off to one attempt every ``maximum`` seconds.
+    """
+    backoff = Backoff(initial, maximum, factor=factor)
+    waits: list[int] = []
+    while True:
+        waits.append(max(1, round(backoff.base)))
+        if backoff.base >= maximum:
+            return waits
+        backoff.next_delay()

@@ -48,6 +48,27 @@ class InvalidMetadataError(InvalidJobError):
     """Job metadata is not a JSON object with string keys."""
 
 
+class DocumentTooLargeError(InvalidJobError):
+    """A document is over ``DRAGOMAN_MAX_DOCUMENT_CHARS`` or splits into over ``DRAGOMAN_MAX_DOCUMENT_SEGMENTS``."""
+
+
+class SubmitInterruptedError(DragomanError):
+    """Writing validated jobs to Redis failed part-way (Redis went away, say); ``written`` were queued before.
+
+    Validation happens before anything is written, so this is never about a bad item. Submitting
+    again is safe where the jobs have idempotency keys (or, for runs, deterministic ids: submit
+    the same run id again and only the missing jobs are added).
+    """
+
+    def __init__(self, message: str, written: list[str]) -> None:
+        super().__init__(message)
+        self.written = written
+
+
+class RunFileMismatchError(InvalidJobError):
+    """A run was resumed with a file that does not match it (a different number of jobs)."""
+
+
 class MalformedEntryError(DragomanError, ValueError):
     """A stream entry, state record or event does not follow the wire format."""
 
@@ -76,12 +97,34 @@ class ModelError(DragomanError):
     """A model path is missing or unreadable, or the default model cannot be prepared."""
 
 
+class EngineNotInstalledError(DragomanError):
+    """A command needs the inference engine (or what builds the default model), and this install lacks it.
+
+    The base install (``pip install dragoman``) is the light producer side; the engine comes with
+    an extra. Raised before anything is started, with the extra to install in the message.
+    """
+
+
 class EngineError(DragomanError):
     """The inference engine failed for one job (the worker records it and keeps going)."""
 
 
 class InputTooLongError(EngineError):
     """The prompt does not fit in the model's context window."""
+
+
+class TruncatedTranslationError(EngineError):
+    """A generation stopped at its output budget even after the retry with all the context allows.
+
+    The job fails with this message (never succeeds with half a translation); the attributes are
+    what its row records.
+    """
+
+    def __init__(self, message: str, *, prompt_tokens: int, output_tokens: int, pieces: int) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.pieces = pieces
 
 
 class EngineUnavailableError(DragomanError):

@@ -25,6 +25,7 @@ class RedisKeys:
     completions_stream: str
     orchestration_group: str
     orchestration_queue: str
+    webhook_queue: str
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RedisKeys:
@@ -41,15 +42,26 @@ class RedisKeys:
             completions_stream=f"{prefix}:completions",
             orchestration_group="dragoman-orchestrator",
             orchestration_queue=f"{prefix}-orchestration",
+            webhook_queue=f"{prefix}-webhooks",
         )
 
     def state(self, job_id: str) -> str:
         """Hash holding a queued or running job's state record."""
         return f"{self.prefix}:job:{job_id}"
 
-    def idempotency(self, key: str) -> str:
-        """String mapping an application's idempotency key to the job id it created."""
-        return f"{self.prefix}:idem:{key}"
+    def idempotency(self, key: str, tenant: str | None = None) -> str:
+        """String mapping an application's idempotency key to the job id it created.
+
+        A tenant's keys live in a namespace of their own, so two tenants of the HTTP API never
+        share a job through the same key (a tenant name has no ``:``, see ``validate_tenant``).
+        """
+        if tenant is None:
+            return f"{self.prefix}:idem:{key}"
+        return f"{self.prefix}:tenant:{tenant}:idem:{key}"
+
+    def rate_window(self, api_key_id: str, window: int) -> str:
+        """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
+        return f"{self.prefix}:ratelimit:{api_key_id}:{window}"
 
     def worker(self, consumer_name: str) -> str:
         """Heartbeat hash of a live worker (expires when the worker stops beating)."""

@@ -1,7 +1,8 @@
 """Log output for dragoman's commands: readable text, or one JSON object per line for log pipelines.
 
-Both formats scrub passwords out of URLs, whatever logged them. Lines about a job carry its id
-as ``job_id`` (passed with ``extra={"job_id": ...}``), so a log search by id finds its story.
+Both formats scrub credentials (URL passwords, password/secret/token parameters), whatever logged
+them. Lines about a job carry its id as ``job_id`` (passed with ``extra={"job_id": ...}``), so a log
+search by id finds its story.
 """
 
 from __future__ import annotations
@@ -16,15 +17,29 @@ from typing import Literal
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 
-# user:password@ inside any scheme://... URL
-_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@")
+# user:password@ inside any scheme://... URL (up to the last '@' before the host: a password may hold one)
+_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\"']*:)[^\s/\"']+@")
+# Names whose value is a credential: URL query parameters (?password=, &sslpassword=, ?token=),
+# libpq key=value strings (password='x y'), reprs (webhook_secret='...') and dict/JSON keys.
+_SECRET_NAME = r"[\w.-]*(?:password|passwd|secret|token|signature|credential|api[_-]?key|access[_-]?key)|pwd|pass"
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+_SECRET_PARAMETER = re.compile(
+    rf"(?P<head>(?<![\w.-])(?:{_SECRET_NAME})\s*=\s*)(?:{_QUOTED}|[^\s&;#'\",)\\]+)", re.IGNORECASE
+)
+_SECRET_KEY = re.compile(rf"(?P<head>(?P<q>[\"'])(?:{_SECRET_NAME})(?P=q)\s*:\s*)(?:{_QUOTED})", re.IGNORECASE)
 # The ``extra=`` fields dragoman attaches to lines about a job (other libraries add their own, not shown).
 CONTEXT_FIELDS = ("job_id", "entry_id", "consumer")
 
 
 def scrub_secrets(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***``."""
-    return _URL_PASSWORD.sub(r"\g<head>***@", text)
+    """``text`` with every credential in it replaced by ``***``.
+
+    That is URL passwords, and the values of password, secret, token and key parameters, whether in
+    a URL's query, a libpq ``key=value`` string, a repr or a dict.
+    """
+    text = _URL_PASSWORD.sub(r"\g<head>***@", text)
+    text = _SECRET_PARAMETER.sub(r"\g<head>***", text)
+    return _SECRET_KEY.sub(r"\g<head>\g<q>***\g<q>", text)
 
 
 class TextLogFormatter(logging.Formatter):
@@ -54,7 +69,9 @@ class JsonLogFormatter(logging.Formatter):
         entry.update(_extras(record))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return scrub_secrets(json.dumps(entry, ensure_ascii=False, default=str))
+        # Scrubbed before encoding: a quoted secret is still one string then, and the line stays valid JSON.
+        scrubbed = {key: scrub_secrets(value) if isinstance(value, str) else value for key, value in entry.items()}
+        return json.dumps(scrubbed, ensure_ascii=False, default=str)
 
 
 def configure_logging(level: str = "INFO", log_format: LogFormat = "text") -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -61,6 +62,8 @@ class JobSpec(msgspec.Struct, frozen=True):
     run_id: str | None = None
     document_id: str | None = None
     sequence: int | None = None
+    tenant: str | None = None
+    generation: dict[str, Any] | None = None  # a raw-prompt job (contract/generation.py); None: a translation
 
 
 def validate_text(text: object, max_chars: int) -> str:
@@ -189,6 +192,7 @@ def build_job_spec(
     max_chars: int,
     metadata: object = None,
     created_at: float | None = None,
+    tenant: str | None = None,
 ) -> JobSpec:
     """Validate one submission and return its :class:`JobSpec`; nothing is written here."""
     source = normalize_language(source_lang)
@@ -200,7 +204,25 @@ def build_job_spec(
         target_lang=target,
         created_at=datetime.now(UTC).timestamp() if created_at is None else _as_created_at(created_at),
         metadata=validate_metadata(metadata),
+        tenant=None if tenant is None else validate_tenant(tenant),
     )
+
+
+TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""What a tenant name is: 1 to 64 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit."""
+
+
+def validate_tenant(tenant: object) -> str:
+    """Return ``tenant`` if it is a valid tenant name (:data:`TENANT_PATTERN`); raise otherwise.
+
+    Tenant names end up in Redis key names and log lines, so they are kept to a safe alphabet.
+    """
+    if not isinstance(tenant, str) or TENANT_PATTERN.fullmatch(tenant) is None:
+        raise InvalidJobError(
+            f"tenant must be 1 to 64 letters, digits, '.', '_' or '-' (starting with a letter or digit), "
+            f"got {shown(tenant)}"
+        )
+    return tenant
 
 
 LAST_TIMESTAMP = 253_402_300_799
@@ -236,6 +258,11 @@ class Job(BaseModel):
     run_id: str | None = None
     document_id: str | None = None
     sequence: int | None = None
+    tenant: str | None = None
+    finish_reason: str | None = None
+    """How the engine ended: ``stop`` (finished), ``length`` (hit its budget: the job failed), ``abort``."""
+    pieces: int | None = None
+    """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
 
     @property
     def queue_seconds(self) -> float | None:

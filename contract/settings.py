@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, IPvAnyNetwork, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -46,9 +46,22 @@ class Settings(BaseSettings):
     writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
     writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
     writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
-    max_new_tokens: int = Field(default=512, gt=0, description="cap on generated tokens per job")
+    max_new_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="cap on generated tokens per engine request (default: whatever the model's context leaves)",
+    )
     output_tokens_ratio: float = Field(
-        default=2.0, gt=0, description="output budget per source token (max_tokens = 16 + ratio x source)"
+        default=2.0,
+        gt=0,
+        description="headroom of the first output budget over the expected translation length "
+        "(max_tokens = 16 + ratio x source tokens x the language pair's expansion ratio)",
+    )
+    max_piece_chars: int = Field(
+        default=4_000,
+        ge=20,
+        description="longest piece of a job sent to the engine in one request; longer texts are cut at "
+        "paragraph, then sentence boundaries and translated as concurrent pieces",
     )
     max_attempts: int = Field(
         default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"
@@ -68,15 +81,51 @@ class Settings(BaseSettings):
     max_segment_chars: int = Field(
         default=1_500, ge=20, description="longest document segment; longer prose is cut at sentence ends"
     )
+    max_document_chars: int = Field(
+        default=2_000_000, gt=0, description="longest accepted document (characters); refused at submit and at split"
+    )
+    max_document_segments: int = Field(
+        default=50_000, gt=0, description="most segments one document may split into (the document fails beyond it)"
+    )
+    sweep_interval_seconds: float = Field(
+        default=60.0, gt=0, description="how often the orchestrator looks for runs and documents left unfinished"
+    )
     webhook_secret: str | None = Field(default=None, description="HMAC-SHA256 key that signs webhook deliveries")
     webhook_retry_seconds: list[float] = Field(
         default=[5, 30, 120, 600, 1800], description="waits between webhook retries (JSON list; one retry each)"
     )
-    webhook_timeout_seconds: float = Field(default=10.0, gt=0, description="timeout of one webhook POST")
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="total deadline of one webhook delivery (connect, send, answer)"
+    )
+    webhook_allowed_networks: list[IPvAnyNetwork] = Field(
+        default=[],
+        description="internal networks webhooks may reach although they are not public (JSON list of CIDRs)",
+    )
     metrics_port: int = Field(
         default=9464, ge=0, le=65_535, description="worker's /metrics, /healthz and /readyz port (0: any free port)"
     )
-    metrics_host: str = Field(default="0.0.0.0", description="address the worker's metrics endpoint listens on")
+    metrics_host: str = Field(
+        default="127.0.0.1", description="address the worker's metrics endpoint listens on (0.0.0.0: every interface)"
+    )
+    api_host: str = Field(
+        default="127.0.0.1", description="address `dragoman api` listens on (0.0.0.0: every interface)"
+    )
+    api_port: int = Field(
+        default=8000, ge=0, le=65_535, description="port `dragoman api` listens on (0: any free port)"
+    )
+    api_max_body_bytes: int = Field(
+        default=10 * 1024 * 1024, gt=0, description="largest request body the HTTP API accepts (413 beyond it)"
+    )
+    max_file_bytes: int = Field(
+        default=200 * 1024 * 1024, gt=0, description="largest file POST /v1/files accepts (Batch API input)"
+    )
+    api_max_jobs_per_request: int = Field(default=1_000, gt=0, description="most jobs one POST /v1/jobs may carry")
+    api_max_wait_seconds: float = Field(
+        default=60.0, ge=0, description="longest ?wait= a submit may ask for (longer ones are cut to this)"
+    )
+    api_rate_limit_per_minute: int = Field(
+        default=6_000, gt=0, description="requests per minute one API key may make (429 beyond; per-key override)"
+    )
     log_format: Literal["text", "json"] = Field(default="text", description="worker log lines: text or json")
     metrics_enabled: bool = Field(default=True, description="serve /metrics, /healthz and /readyz from the worker")
     model_cache_dir: Path = Field(

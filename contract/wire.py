@@ -8,7 +8,9 @@ Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``):
     ``id``       the job id, a UUID
     ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);
                  ``metadata`` (object), ``created_at`` (unix seconds), ``run_id``,
-                 ``document_id``, ``sequence`` (optional)
+                 ``document_id``, ``sequence``, ``tenant``, ``generation`` (optional; a raw-prompt
+                 chat or completion request, ``contract/generation.py``: then the languages are
+                 recorded as ``und`` whatever was sent)
 
 Events stream entry and Pub/Sub message: ``v``, ``id``, ``status`` and ``payload`` (JSON with
 ``job_id``, ``status``, ``error``, ``finished_at``, ``prompt_tokens``, ``output_tokens``); the
@@ -26,9 +28,17 @@ from typing import Any
 import msgspec
 
 from contract.errors import InvalidJobError, MalformedEntryError, shown
+from contract.generation import RAW_LANGUAGE, validate_generation
 from contract.ids import canonical_uuid
 from contract.languages import normalize_language
-from contract.schemas import LAST_TIMESTAMP, JobSpec, JobStatus, validate_metadata, validate_text
+from contract.schemas import (
+    LAST_TIMESTAMP,
+    JobSpec,
+    JobStatus,
+    validate_metadata,
+    validate_tenant,
+    validate_text,
+)
 
 SCHEMA_VERSION = "1"
 SUPPORTED_VERSIONS = frozenset({SCHEMA_VERSION})
@@ -53,6 +63,10 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["document_id"] = spec.document_id
     if spec.sequence is not None:
         payload["sequence"] = spec.sequence
+    if spec.tenant is not None:
+        payload["tenant"] = spec.tenant
+    if spec.generation is not None:
+        payload["generation"] = spec.generation
     return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
 
 
@@ -91,17 +105,21 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
         if name not in payload:
             raise MalformedEntryError(f"payload is missing {name!r}")
     try:
+        generation = None if payload.get("generation") is None else validate_generation(payload["generation"])
+        raw = generation is not None  # a raw-prompt job has no languages: RAW_LANGUAGE
         return JobSpec(
             job_id=job_id,
             text=validate_text(payload["text"], max_chars),
-            source_lang=normalize_language(payload["source_lang"]),
-            target_lang=normalize_language(payload["target_lang"]),
+            source_lang=RAW_LANGUAGE if raw else normalize_language(payload["source_lang"]),
+            target_lang=RAW_LANGUAGE if raw else normalize_language(payload["target_lang"]),
             created_at=_as_timestamp(payload.get("created_at")),
             metadata=validate_metadata(payload.get("metadata")),
             # "batch_id" is the name producers used before runs had one word everywhere.
             run_id=_optional_str(payload, "run_id") or _optional_str(payload, "batch_id"),
             document_id=_optional_str(payload, "document_id"),
             sequence=_optional_int(payload, "sequence"),
+            tenant=None if payload.get("tenant") is None else validate_tenant(payload["tenant"]),
+            generation=generation,
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None

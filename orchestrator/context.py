@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import redis
 
 from contract.keys import RedisKeys
-from contract.services import resolve_urls
 from contract.settings import Settings
 from storage import GroupStore, PostgresConnection
+from storage.embedded import resolve_urls
 
 
 @dataclass(frozen=True, slots=True)

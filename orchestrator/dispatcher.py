@@ -8,12 +8,10 @@ the RQ job is queued, so a crash in between queues it again (finishing is idempo
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import redis
 
-from contract.backoff import Backoff
 from contract.consumer_groups import ensure_group
 from orchestrator.context import TaskContext
 from orchestrator.tasks import enqueue_finish
@@ -22,13 +20,12 @@ log = logging.getLogger(__name__)
 
 
 class CompletionDispatcher:
-    """Moves completion entries into the RQ queue until :meth:`stop`."""
+    """Moves completion entries into the RQ queue; :meth:`step` is what its background loop repeats."""
 
     def __init__(self, ctx: TaskContext, consumer: str = "dispatcher") -> None:
         self._ctx = ctx
         self._consumer = consumer
         self._redis: redis.Redis = redis.Redis.from_url(ctx.redis_url, decode_responses=True)
-        self._stopping = threading.Event()
 
     def ensure_group(self) -> None:
         """Create the consumer group on the completions stream (from its start) if needed."""
@@ -53,22 +50,19 @@ class CompletionDispatcher:
                     self._redis.xack(keys.completions_stream, keys.orchestration_group, entry_id)
         return queued
 
-    def run(self) -> None:
-        """Dispatch until :meth:`stop`; Redis outages are waited out."""
-        self.ensure_group()
-        backoff = Backoff(0.5, 10.0)
-        while not self._stopping.is_set():
-            try:
-                self.dispatch_once(block_ms=1_000)
-                backoff.reset()
-            except redis.ConnectionError as exc:
-                delay = backoff.next_delay()
-                log.warning("completions stream unavailable (%s); retrying in %.1fs", exc, delay)
-                self._stopping.wait(delay)  # not Backoff.sleep: stop() must cut the wait short
+    def step(self) -> int:
+        """One blocking round of :meth:`dispatch_once` (for a :class:`~orchestrator.background.BackgroundLoop`).
 
-    def stop(self) -> None:
-        """Make :meth:`run` return after its current read."""
-        self._stopping.set()
+        A consumer group that vanished (the stream deleted or trimmed away) is created again.
+        """
+        try:
+            return self.dispatch_once(block_ms=1_000)
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("NOGROUP"):
+                raise
+            log.warning("the completions consumer group is gone (%s); creating it again", exc)
+            self.ensure_group()
+            return 0
 
     def close(self) -> None:
         """Close the Redis connection."""

@@ -10,12 +10,16 @@ import logging
 from typing import Any
 
 import msgspec
+import redis
 from rq import Callback, Queue, Retry
 from rq.job import Job as RqJob
 
+from contract.backoff import retry_intervals
+from contract.documents import FINISH_TASK, RETRY_MAX_SECONDS, SPLIT_TASK, SPLIT_TIMEOUT_SECONDS, UNCAPPED_RETRIES
 from contract.errors import DragomanError
 from contract.ids import job_id_for
 from contract.schemas import build_job_spec
+from orchestrator.background import OUTAGES
 from orchestrator.context import TaskContext
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import split_document as split_source
@@ -25,7 +29,8 @@ from storage import GroupStore
 
 log = logging.getLogger(__name__)
 
-FINISH_TASK = "orchestrator.tasks.finish_group"
+__all__ = ["FINISH_TASK", "SPLIT_TASK", "SPLIT_TIMEOUT_SECONDS"]
+
 WEBHOOK_TASK = "orchestrator.tasks.deliver_webhook"
 
 
@@ -34,7 +39,12 @@ class GroupNotCompleteError(DragomanError):
 
 
 def split_document(document_id: str) -> int:
-    """Cut the stored document into segments and submit one job per segment; return how many."""
+    """Cut the stored document into segments and submit one job per segment; return how many.
+
+    Whatever goes wrong fails the document with the reason (an unsplittable document, a bug in a
+    splitter), so it never stays ``splitting``; only an outage of Redis or PostgreSQL is raised,
+    for RQ to retry (without a cap) once the server is back.
+    """
     ctx = TaskContext.from_environment()
     with ctx.group_store() as store, store.locked_document(document_id) as document:
         if document is None or document.status != "splitting":
@@ -43,17 +53,28 @@ def split_document(document_id: str) -> int:
             store.cancel_unsplit_document(document_id)
             return 0
         try:
-            skeleton = split_source(document.source_text, document.format, document.max_segment_chars)
-        except DragomanError as exc:
-            store.fail_document(document_id, str(exc))
+            with store.savepoint():  # a failure here leaves the transaction usable for fail_document
+                skeleton = split_source(
+                    document.source_text,
+                    document.format,
+                    document.max_segment_chars,
+                    max_document_chars=ctx.settings.max_document_chars,
+                    max_segments=ctx.settings.max_document_segments,
+                )
+                segments = skeleton.segments
+                store.save_skeleton(document_id, skeleton.to_json(), len(segments))
+                if not segments:  # nothing to translate: the document is its own translation
+                    _assemble(store, document_id)
+                else:
+                    _submit_segments(ctx, document_id, segments, document.source_lang, document.target_lang)
+                    store.document_running(document_id)
+        except Exception as exc:
+            if isinstance(exc, OUTAGES) or isinstance(exc.__cause__, OUTAGES):
+                raise  # Redis or PostgreSQL away (a submit interrupted by one, too): RQ retries
+            reason = str(exc) if isinstance(exc, DragomanError) else f"could not be split: {type(exc).__name__}: {exc}"
+            log.exception("document %s failed: %s", document_id, reason)
+            store.fail_document(document_id, reason)
             return 0
-        segments = skeleton.segments
-        store.save_skeleton(document_id, skeleton.to_json(), len(segments))
-        if not segments:  # nothing to translate: the document is its own translation
-            _assemble(store, document_id)
-        else:
-            _submit_segments(ctx, document_id, segments, document.source_lang, document.target_lang)
-            store.document_running(document_id)
     if not segments and document.callback_url:
         enqueue_webhook(ctx, "document", document_id)
     log.info("document %s: %d segments submitted", document_id, len(segments))
@@ -78,11 +99,14 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], so
             )
             for i, segment in enumerate(segments)
         ]
-        client.submit_specs(specs)
+        client.submitter.submit_specs(specs, only_new=True)  # a second split adds nothing twice
 
 
 def finish_group(kind: str, group_id: str) -> str:
-    """Mark a run finished or assemble a document, exactly once; then queue its webhook. Returns the status."""
+    """Mark a run finished or assemble a document, exactly once; then queue its webhook. Returns the status.
+
+    The group's bookkeeping in Redis (its hash and done-set) is deleted once its row is final.
+    """
     ctx = TaskContext.from_environment()
     with ctx.group_store() as store, store.locked_group(kind, group_id) as group:
         if group is None:
@@ -91,15 +115,28 @@ def finish_group(kind: str, group_id: str) -> str:
         if group.status == "splitting":
             raise GroupNotCompleteError(f"{kind} {group_id} is still being split")
         if group.status not in ("submitting", "running"):
+            _forget_group(ctx, group_id)
             return group.status  # finished before: nothing to do
         finished = store.count_job_rows(kind, group_id)
         if group.total is None or finished < group.total:
             raise GroupNotCompleteError(f"{kind} {group_id}: {finished} of {group.total} rows; not complete yet")
         status = store.complete_run(group_id) if kind == "run" else _assemble(store, group_id)
     log.info("%s %s %s", kind, group_id, status)
+    _forget_group(ctx, group_id)
     if group.callback_url:
         enqueue_webhook(ctx, kind, group_id)
     return status
+
+
+def _forget_group(ctx: TaskContext, group_id: str) -> None:
+    """Delete a finished group's hash and done-set (they expire anyway; this frees them now)."""
+    connection = ctx.rq_connection()
+    try:
+        connection.delete(ctx.keys.group(group_id), ctx.keys.group_done(group_id))
+    except redis.RedisError as exc:  # the group is finished; the keys' TTL takes them later
+        log.warning("could not delete the bookkeeping of %s: %s", group_id, exc)
+    finally:
+        connection.close()
 
 
 def _assemble(store: GroupStore, document_id: str) -> str:
@@ -120,17 +157,34 @@ def _assemble(store: GroupStore, document_id: str) -> str:
     return status
 
 
+def uncapped_retry() -> Retry:
+    """Retry until it works, backing off to one try every ``RETRY_MAX_SECONDS`` (split and finish tasks)."""
+    return Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS))
+
+
 def enqueue_finish(ctx: TaskContext, kind: str, group_id: str) -> None:
-    """Queue :func:`finish_group` (retried while rows are missing)."""
+    """Queue :func:`finish_group`, retried without a cap (rows missing for now, PostgreSQL away)."""
     Queue(ctx.keys.orchestration_queue, connection=ctx.rq_connection()).enqueue(
-        FINISH_TASK, kind, group_id, job_id=f"finish-{kind}-{group_id}", retry=Retry(max=5, interval=[1, 2, 5, 10, 30])
+        FINISH_TASK, kind, group_id, job_id=f"finish-{kind}-{group_id}", retry=uncapped_retry()
+    )
+
+
+def enqueue_split(ctx: TaskContext, document_id: str) -> None:
+    """Queue :func:`split_document` again (the sweeper does, for a document whose split task was lost)."""
+    Queue(ctx.keys.orchestration_queue, connection=ctx.rq_connection()).enqueue(
+        SPLIT_TASK,
+        document_id,
+        job_id=f"split-{document_id}",
+        job_timeout=SPLIT_TIMEOUT_SECONDS,
+        result_ttl=3_600,
+        retry=uncapped_retry(),
     )
 
 
 def enqueue_webhook(ctx: TaskContext, kind: str, group_id: str) -> None:
-    """Queue the webhook delivery, retried with the configured backoff."""
+    """Queue the webhook delivery on its own queue (a slow receiver holds up no finish), retried with backoff."""
     intervals = [int(s) for s in ctx.settings.webhook_retry_seconds]
-    Queue(ctx.keys.orchestration_queue, connection=ctx.rq_connection()).enqueue(
+    Queue(ctx.keys.webhook_queue, connection=ctx.rq_connection()).enqueue(
         WEBHOOK_TASK,
         kind,
         group_id,
@@ -149,7 +203,13 @@ def deliver_webhook(kind: str, group_id: str) -> int:
         assert progress is not None and url and ctx.settings.webhook_secret
         body = {"event": f"{kind}.{progress.status}", kind: progress.to_dict()}
         try:
-            status = post_signed(url, body, ctx.settings.webhook_secret, ctx.settings.webhook_timeout_seconds)
+            status = post_signed(
+                url,
+                body,
+                ctx.settings.webhook_secret,
+                ctx.settings.webhook_timeout_seconds,
+                allowed_networks=ctx.settings.webhook_allowed_networks,
+            )
             outcome = "delivered"
         except WebhookDeliveryError:
             outcome = "retrying"

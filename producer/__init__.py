@@ -1,6 +1,7 @@
 """dragoman's producer side: what applications import to enqueue translations and poll them.
 
-It never imports an inference engine. ``from producer import Client`` is the entry point.
+It never imports an inference engine. ``from producer import Client`` is the entry point
+(``AsyncClient`` for asyncio applications).
 """
 
 from contract.errors import (
@@ -18,9 +19,12 @@ from contract.errors import (
 )
 from contract.schemas import Job, JobStatus, TranslationRequest
 from contract.settings import Settings
-from producer.client import Client, InvalidJobIdError
+from producer.async_client import AsyncClient
+from producer.client import Client
+from producer.requests import InvalidJobIdError
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "ConfigurationError",
     "DragomanError",

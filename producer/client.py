@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,43 +10,29 @@ from typing import Any
 import redis
 
 from contract.backoff import Backoff
-from contract.errors import (
-    InvalidJobError,
-    JobNotCancellableError,
-    JobNotFoundError,
-    JobTimeoutError,
-)
-from contract.ids import canonical_uuid
+from contract.errors import JobTimeoutError
 from contract.keys import RedisKeys
 from contract.progress import GroupProgress
-from contract.schemas import (
-    Job,
-    JobSpec,
-    JobStatus,
-    TranslationRequest,
-    build_job_spec,
-)
+from contract.schemas import Job, JobSpec, TranslationRequest
 from contract.scripts import CancelOutcome
-from contract.services import resolve_urls
 from contract.settings import Settings
-from contract.state import state_to_job
 from producer.groups import DocumentResult, Groups
+from producer.requests import (
+    InvalidJobIdError,
+    live_job,
+    parse_job_id,
+    prepare,
+    prepare_many,
+    refuse_cancel,
+    settled_job,
+)
 from producer.submitter import JobSubmitter
 from storage import GroupStore, JobStore, PostgresConnection
+from storage.embedded import resolve_urls
 
 _MAX_POLL_INTERVAL_S = 0.5  # what Client.wait's polling backs off to
 
-
-class InvalidJobIdError(InvalidJobError):
-    """The string given as a job id is not a UUID."""
-
-
-def parse_job_id(job_id: str) -> str:
-    """Canonical form of a job id; raises :class:`InvalidJobIdError` if it is not a UUID."""
-    canonical = canonical_uuid(job_id)
-    if canonical is None:
-        raise InvalidJobIdError(f"{job_id!r} is not a job id (job ids are UUIDs)")
-    return canonical
+__all__ = ["Client", "InvalidJobIdError", "parse_job_id"]  # the last two moved to producer.requests
 
 
 class Client:
@@ -110,28 +95,23 @@ class Client:
         Invalid input raises a subclass of :class:`InvalidJobError` before anything is written.
         With an ``idempotency_key``, submitting again returns the first job's id.
         """
-        spec = self._spec(text, source_lang, target_lang, metadata)
-        return self.submitter.write([(spec, _check_key(idempotency_key))])[0]
+        prepared = prepare(
+            self.settings, text, source_lang, target_lang, metadata=metadata, idempotency_key=idempotency_key
+        )
+        return self.submitter.write([prepared])[0]
 
     def submit_many(self, items: Iterable[TranslationRequest | Mapping[str, Any]]) -> list[str]:
         """Enqueue many translations, pipelined in chunks; return their ids in input order.
 
-        Every item is validated first: one bad item raises (naming its index) and nothing at
-        all is written.
+        Every item is validated first (everything Redis and PostgreSQL will store: NUL
+        characters, lone surrogates, metadata types, depth and size): one bad item raises
+        (naming its index) and nothing at all is written. Writing goes in pipelined chunks; if
+        Redis fails after a chunk was queued, :class:`~contract.errors.SubmitInterruptedError`
+        says how many were (``written``: their ids), and submitting the same items again with
+        ``idempotency_key`` set adds only the missing ones.
         """
-        prepared: list[tuple[JobSpec, str | None]] = []
-        for index, item in enumerate(items):
-            request = _as_request(item, index)
-            try:
-                spec = self._spec(request.text, request.source_lang, request.target_lang, request.metadata)
-                prepared.append((spec, _check_key(request.idempotency_key)))
-            except InvalidJobError as exc:
-                raise type(exc)(f"item {index}: {exc}") from None
-        ids: list[str] = []
-        chunk = self.settings.submit_chunk_size
-        for start in range(0, len(prepared), chunk):
-            ids.extend(self.submitter.write(prepared[start : start + chunk]))
-        return ids
+        prepared = prepare_many(self.settings, items)
+        return self.submitter.write(prepared)
 
     def submit_specs(self, specs: Sequence[JobSpec]) -> int:
         """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many."""
@@ -148,11 +128,14 @@ class Client:
         name: str | None = None,
         callback_url: str | None = None,
         on_chunk: Callable[[int, int], None] | None = None,
+        run_id: str | None = None,
     ) -> str:
         """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
 
         Every line is validated first: a bad line raises :class:`InvalidRunFileError` (listing
         the bad lines) and nothing is submitted. ``on_chunk(submitted, total)`` reports progress.
+        With ``run_id`` (a UUID of the caller's) submitting is idempotent: calling again with the
+        same file and id after a crash or an outage adds only the jobs still missing.
         """
         return self.groups.submit_run(
             Path(path),
@@ -161,6 +144,7 @@ class Client:
             name=name,
             callback_url=callback_url,
             on_chunk=on_chunk,
+            run_id=run_id,
         )
 
     def get_run(self, run_id: str) -> GroupProgress:
@@ -209,16 +193,6 @@ class Client:
         """Cancel the document's segments that have not finished."""
         return self.groups.cancel("document", document_id)
 
-    def _spec(self, text: object, source: str, target: str, metadata: object) -> JobSpec:
-        return build_job_spec(
-            str(uuid.uuid4()),
-            text,
-            source,
-            target,
-            max_chars=self.settings.max_text_chars,
-            metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
-        )
-
     # Looking up ------------------------------------------------------------------------------
 
     def get(self, job_id: str) -> Job:
@@ -229,15 +203,7 @@ class Client:
         """
         job_id = parse_job_id(job_id)
         state: dict[str, str] = self.redis.hgetall(self.keys.state(job_id))  # type: ignore[assignment]
-        status = state.get("status")
-        if status in (JobStatus.QUEUED, JobStatus.RUNNING):
-            return state_to_job(job_id, state)
-        row = self._store.get(job_id)
-        if row is not None:
-            return row
-        if state:
-            return state_to_job(job_id, state)
-        raise JobNotFoundError(f"no job with id {job_id} (it may never have existed, or expired)")
+        return live_job(job_id, state) or settled_job(job_id, state, self._store.get(job_id))
 
     def wait(self, job_id: str, timeout: float = 60.0, poll_interval: float = 0.05) -> Job:
         """Block until the job is succeeded, failed or cancelled, and return it.
@@ -273,42 +239,5 @@ class Client:
         """
         job_id = parse_job_id(job_id)
         outcome = self.submitter.cancel(job_id)
-        if outcome in (CancelOutcome.CANCELLED, CancelOutcome.CANCEL_REQUESTED):
-            return self.get(job_id)
-        status = outcome.value
-        if outcome is CancelOutcome.MISSING:
-            finished = self._store.get(job_id)
-            if finished is None:
-                raise JobNotFoundError(f"no job with id {job_id}")
-            status = finished.status.value
-        if status == JobStatus.CANCELLED:
-            return self.get(job_id)
-        raise JobNotCancellableError(f"job {job_id} already {status}; only queued or running jobs can be cancelled")
-
-
-def _check_key(key: str | None) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str) or not key.strip() or len(key) > 256:
-        raise InvalidJobError("idempotency_key must be a non-empty string of at most 256 characters")
-    return key
-
-
-def _as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> TranslationRequest:
-    if isinstance(item, TranslationRequest):
-        return item
-    if not isinstance(item, Mapping):
-        raise InvalidJobError(f"item {index}: expected a TranslationRequest or a dict, got {type(item).__name__}")
-    unknown = set(item) - {"text", "source_lang", "target_lang", "metadata", "idempotency_key"}
-    if unknown:
-        raise InvalidJobError(f"item {index}: unknown field(s) {sorted(unknown)}")
-    try:
-        return TranslationRequest(
-            text=item["text"],
-            source_lang=item["source_lang"],
-            target_lang=item["target_lang"],
-            metadata=item.get("metadata"),
-            idempotency_key=item.get("idempotency_key"),
-        )
-    except KeyError as exc:
-        raise InvalidJobError(f"item {index}: missing field {exc.args[0]!r}") from None
+        refuse_cancel(job_id, outcome, self._store.get(job_id) if outcome is CancelOutcome.MISSING else None)
+        return self.get(job_id)

@@ -10,12 +10,28 @@ from typing import Any
 
 import redis
 
-from contract.documents import FORMATS, SPLIT_TASK, SUFFIXES
-from contract.errors import ConfigurationError, InvalidJobError, JobNotFoundError, RunNotFinishedError
+from contract.backoff import retry_intervals
+from contract.documents import (
+    FINISH_TASK,
+    FORMATS,
+    RETRY_MAX_SECONDS,
+    SPLIT_TASK,
+    SPLIT_TIMEOUT_SECONDS,
+    SUFFIXES,
+    UNCAPPED_RETRIES,
+)
+from contract.errors import (
+    ConfigurationError,
+    DocumentTooLargeError,
+    InvalidJobError,
+    JobNotFoundError,
+    RunNotFinishedError,
+)
 from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
+from contract.scripts import CancelOutcome
 from producer.run_files import (
     number_jobs,
     read_run_file,
@@ -64,31 +80,66 @@ class Groups:
         name: str | None,
         callback_url: str | None,
         on_chunk: Callable[[int, int], None] | None = None,
+        run_id: str | None = None,
     ) -> str:
-        """Validate the JSONL file, then submit its lines in chunks; return the run id."""
+        """Validate the JSONL file, then submit its lines in chunks; return the run id.
+
+        With ``run_id``, submitting is idempotent and resumable: a run not known yet is created
+        under that id; a run whose submission stopped half-way (a crash, Redis gone) gets only
+        its missing jobs, from its last checkpoint on; a run fully submitted (or cancelled) gets
+        nothing more. Job ids derive from the run id and line number, so nothing is queued twice.
+        """
         settings = self._submitter.settings
         source = normalize_language(source_lang) if source_lang else None
         target = normalize_language(target_lang) if target_lang else None
         self._check_callback(callback_url)
         total = validate_run_file(path, source, target, settings.max_text_chars)
-        run_id = str(uuid.uuid4())
-        self._store.create_run(run_id, source, target, total, name or path.name, callback_url)
+        run_id = _uuid(run_id, "run") if run_id else str(uuid.uuid4())
+        existing = self._store.resume_run(run_id, total)
+        if existing is None:
+            label = _storable(name, "the run's name") or path.name.encode("utf-8", "replace").decode()
+            self._store.create_run(run_id, source, target, total, label, callback_url)
+            start = 0
+        elif existing.status != "submitting" or existing.cancel_requested:
+            if on_chunk:
+                on_chunk(existing.submitted, total)
+            return run_id  # submitted in full before, or cancelled: nothing to add
+        else:
+            start = existing.submitted
         self._submitter.register_group(run_id, "run", total)
-        submitted = 0
+        self._submit_lines(path, source, target, run_id, start, total, on_chunk)
+        return run_id
+
+    def _submit_lines(
+        self,
+        path: Path,
+        source: str | None,
+        target: str | None,
+        run_id: str,
+        start: int,
+        total: int,
+        on_chunk: Callable[[int, int], None] | None,
+    ) -> None:
+        """Queue the run's jobs from number ``start`` on, checkpointing after each chunk; stop if it is cancelled."""
+        settings = self._submitter.settings
+        submitted = start
         chunk: list[JobSpec] = []
-        for spec in number_jobs(read_run_file(path, source, target, settings.max_text_chars, run_id), run_id):
+        specs = read_run_file(path, source, target, settings.max_text_chars, run_id, start=start)
+        for spec in number_jobs(specs, run_id, start=start):
             chunk.append(spec)
             if len(chunk) >= settings.submit_chunk_size:
-                submitted += self._submitter.submit_specs(chunk)
-                self._store.run_submitted(run_id, submitted, done=False)
+                submitted += self._submitter.submit_specs(chunk, only_new=True)
+                if self._store.run_submitted(run_id, submitted, done=False):
+                    # Cancelled meanwhile: the cancel finishes the run; this chunk may have missed it.
+                    self._submitter.cancel_many([spec.job_id for spec in chunk])
+                    return
                 chunk = []
                 if on_chunk:
                     on_chunk(submitted, total)
-        submitted += self._submitter.submit_specs(chunk)
+        submitted += self._submitter.submit_specs(chunk, only_new=True)
         self._store.run_submitted(run_id, submitted, done=True)
         if on_chunk:
             on_chunk(submitted, total)
-        return run_id
 
     def progress(self, kind: str, group_id: str) -> GroupProgress:
         """Status and counts of a run or document; :class:`JobNotFoundError` if unknown."""
@@ -108,12 +159,21 @@ class Groups:
         return self._store.iter_results(status.id)
 
     def cancel(self, kind: str, group_id: str) -> GroupProgress:
-        """Cancel every job of a run or document that has not finished; return its progress."""
+        """Cancel every job of a run or document that has not finished; return its progress.
+
+        A run whose submission stopped half-way (still ``submitting``) is finished too: its jobs
+        that never reached the queue get a ``cancelled`` row, and its finish is queued.
+        """
         group_id = _uuid(group_id, kind)
         total = self._store.request_cancel(kind, group_id)
         if total is None:
             raise JobNotFoundError(f"no {kind} with id {group_id}")
-        self._submitter.cancel_many([job_id_for(group_id, sequence) for sequence in range(total)])
+        job_ids = [job_id_for(group_id, sequence) for sequence in range(total)]
+        outcomes = self._submitter.cancel_many(job_ids)
+        if kind == "run" and self.progress(kind, group_id).status == "submitting":
+            missing = [sequence for sequence, outcome in enumerate(outcomes) if outcome is CancelOutcome.MISSING]
+            self._store.cancel_unsubmitted_jobs(group_id, missing, [job_ids[sequence] for sequence in missing])
+            self._enqueue(FINISH_TASK, kind, group_id, job_id=f"finish-{kind}-{group_id}")
         return self.progress(kind, group_id)
 
     # Documents -------------------------------------------------------------------------------
@@ -137,12 +197,25 @@ class Groups:
             raise InvalidJobError("the document is empty; there is nothing to translate")
         if "\x00" in text:
             raise InvalidJobError("the document contains NUL characters; is it a binary file?")
+        if len(text) > settings.max_document_chars:
+            raise DocumentTooLargeError(
+                f"the document has {len(text):,} characters, over the limit of {settings.max_document_chars:,} "
+                "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
+            )
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError:
+                raise InvalidJobError(
+                    "the document contains a lone surrogate (half of a UTF-16 pair), which cannot be stored"
+                ) from None
         limit = max_segment_chars or settings.max_segment_chars
         if not 20 <= limit <= settings.max_text_chars:
             raise InvalidJobError(f"max segment length must be between 20 and {settings.max_text_chars} characters")
         self._check_callback(callback_url)
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
+        name = _storable(name, "the document's name")
         self._store.create_document(document_id, fmt, text, source, target, name, callback_url, limit)
         self._enqueue(SPLIT_TASK, document_id, job_id=f"split-{document_id}")
         return document_id
@@ -160,12 +233,17 @@ class Groups:
     # Shared ----------------------------------------------------------------------------------
 
     def _enqueue(self, task: str, *args: Any, job_id: str) -> None:
-        from rq import Queue
+        from rq import Queue, Retry
 
         connection = redis.Redis.from_url(self._redis_url)
         try:
             Queue(self._submitter.keys.orchestration_queue, connection=connection).enqueue(
-                task, *args, job_id=job_id, job_timeout=600, result_ttl=3_600
+                task,
+                *args,
+                job_id=job_id,
+                job_timeout=SPLIT_TIMEOUT_SECONDS,
+                result_ttl=3_600,
+                retry=Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS)),
             )
         finally:
             connection.close()
@@ -173,10 +251,27 @@ class Groups:
     def _check_callback(self, callback_url: str | None) -> None:
         if callback_url is None:
             return
+        _storable(callback_url, "the callback URL")
         if not callback_url.startswith(("http://", "https://")):
             raise InvalidJobError(f"callback URL must be http:// or https://, got {callback_url!r}")
         if not self._submitter.settings.webhook_secret:
             raise ConfigurationError("a callback URL needs DRAGOMAN_WEBHOOK_SECRET (deliveries are signed with it)")
+
+
+def _storable(value: str | None, what: str) -> str | None:
+    """``value`` if PostgreSQL can store it (no NUL, no lone surrogate), else :class:`InvalidJobError`.
+
+    Checked before anything is written, so a run or document is never created half-way.
+    """
+    if value is None:
+        return None
+    if "\x00" in value:
+        raise InvalidJobError(f"{what} contains a NUL character, which cannot be stored")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise InvalidJobError(f"{what} contains a lone surrogate, which cannot be stored") from None
+    return value
 
 
 def _uuid(value: str, kind: str) -> str:

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 import redis
 
 from contract.keys import RedisKeys
-from contract.services import redact_url, resolve_urls
+from contract.services import redact_url
 from contract.settings import Settings
 from storage import ping
+from storage.embedded import resolve_urls
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,14 +4,14 @@ Modelled on the OpenAI Batch API: each input line is ``{"custom_id": ..., "text"
 optional ``source_lang``, ``target_lang`` and ``metadata``; the run has an id, counts per status
 and an estimate of the time left; the results come back one line per input line, in input order.
 
-The file is read twice, streaming (bounded memory for any size): first every line is validated
-(nothing is submitted if one is bad), then the jobs are submitted in chunks. Job ids are derived
+The file is read twice, streaming (bounded memory for any size, duplicate ids included): first
+every line is validated (nothing is submitted if one is bad), then the jobs are submitted in
+chunks, with a checkpoint after each, so a submission that stopped half-way can be resumed. Job ids are derived
 from the run id and the line number, so a run's jobs can be cancelled without storing their ids.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -22,6 +22,7 @@ import msgspec
 from contract.errors import InvalidJobError
 from contract.ids import job_id_for
 from contract.schemas import JobSpec, build_job_spec
+from producer.duplicates import DuplicateFinder
 
 MAX_CUSTOM_ID_CHARS = 256
 MAX_REPORTED_ERRORS = 20
@@ -32,43 +33,65 @@ class InvalidRunFileError(InvalidJobError):
 
 
 def read_run_file(
-    path: Path, source_lang: str | None, target_lang: str | None, max_chars: int, group_id: str
+    path: Path, source_lang: str | None, target_lang: str | None, max_chars: int, group_id: str, *, start: int = 0
 ) -> Iterator[JobSpec]:
-    """The run's jobs, one per non-empty line, validated; raises :class:`InvalidRunFileError` on a bad line."""
-    for number, line in _lines(path):
-        yield _line_spec(number, line, source_lang, target_lang, max_chars, group_id)
+    """The run's jobs, one per non-empty line, validated; raises :class:`InvalidRunFileError` on a bad line.
+
+    ``start``: skip the first jobs (a resumed submission), without parsing their lines.
+    """
+    for index, (number, line) in enumerate(_lines(path)):
+        if index >= start:
+            yield _line_spec(number, line, source_lang, target_lang, max_chars, group_id)
 
 
 def validate_run_file(path: Path, source_lang: str | None, target_lang: str | None, max_chars: int) -> int:
-    """Check every line (streaming, nothing kept but digests of the custom ids); return the number of jobs.
+    """Check every line (streaming, in bounded memory: see :mod:`producer.duplicates`); return the number of jobs.
 
     Raises :class:`InvalidRunFileError` listing up to ``MAX_REPORTED_ERRORS`` bad lines.
     """
-    errors: list[str] = []
-    seen: dict[bytes, int] = {}
+    errors: list[tuple[int, str]] = []
     count = 0
     placeholder = str(uuid.UUID(int=0))
-    for number, line in _lines(path):
-        try:
-            spec = _line_spec(number, line, source_lang, target_lang, max_chars, placeholder, sequence=count)
-        except InvalidRunFileError as exc:
-            errors.append(str(exc))
-        else:
-            digest = hashlib.blake2b(spec.metadata["custom_id"].encode(), digest_size=16).digest()
-            if digest in seen:
-                errors.append(
-                    f"line {number}: custom_id {spec.metadata['custom_id']!r} already used on line {seen[digest]}"
-                )
-            seen[digest] = number
-        count += 1
-        if len(errors) >= MAX_REPORTED_ERRORS:
-            errors.append("... (stopped after the first errors)")
-            break
+    with DuplicateFinder() as ids:
+        for number, line in _lines(path):
+            try:
+                spec = _line_spec(number, line, source_lang, target_lang, max_chars, placeholder, sequence=count)
+            except InvalidRunFileError as exc:
+                errors.append((number, str(exc)))
+            else:
+                ids.add(spec.metadata["custom_id"], number)
+            count += 1
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                break
+        if len(errors) < MAX_REPORTED_ERRORS:
+            repeated = ids.duplicates(MAX_REPORTED_ERRORS - len(errors))
+            names = _custom_ids(path, {first for _, first in repeated})
+            errors += [
+                (line, f"line {line}: custom_id {names.get(first)!r} already used on line {first}")
+                for line, first in repeated
+            ]
     if errors:
-        raise InvalidRunFileError(f"{path}: nothing was submitted; fix these lines:\n  " + "\n  ".join(errors))
+        listed = [message for _, message in sorted(errors)]
+        if len(errors) >= MAX_REPORTED_ERRORS:
+            listed.append("... (stopped after the first errors)")
+        raise InvalidRunFileError(f"{path}: nothing was submitted; fix these lines:\n  " + "\n  ".join(listed))
     if count == 0:
         raise InvalidRunFileError(f"{path}: the file has no lines to translate")
     return count
+
+
+def _custom_ids(path: Path, line_numbers: set[int]) -> dict[int, str]:
+    """The ``custom_id`` of each of a few (valid) lines, read again for an error message."""
+    found: dict[int, str] = {}
+    if not line_numbers:
+        return found
+    last = max(line_numbers)
+    for number, line in _lines(path):
+        if number in line_numbers:
+            found[number] = str(json.loads(line)["custom_id"])
+        if number >= last:
+            break
+    return found
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -130,7 +153,7 @@ def _line_spec(
     return msgspec.structs.replace(spec, run_id=group_id, sequence=sequence)
 
 
-def number_jobs(specs: Iterator[JobSpec], group_id: str) -> Iterator[JobSpec]:
-    """Give each job its sequence number and the id derived from it."""
-    for sequence, spec in enumerate(specs):
+def number_jobs(specs: Iterator[JobSpec], group_id: str, *, start: int = 0) -> Iterator[JobSpec]:
+    """Give each job its sequence number (counting from ``start``) and the id derived from it."""
+    for sequence, spec in enumerate(specs, start=start):
         yield msgspec.structs.replace(spec, job_id=job_id_for(group_id, sequence), sequence=sequence)

@@ -1,7 +1,9 @@
 """Writing validated jobs to Redis and cancelling them: the one path every front door submits through.
 
 The :class:`~producer.client.Client` and the run and document submitters share one
-:class:`JobSubmitter`, so a job reaches the queue the same way whoever sends it.
+:class:`JobSubmitter`, so a job reaches the queue the same way whoever sends it. The asyncio
+:class:`AsyncJobSubmitter` (for :class:`~producer.AsyncClient` and the HTTP API) runs the same
+script wrappers, whose ``layout`` is the only code that knows each script's KEYS and ARGV.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import time
 from collections.abc import Sequence
 
 import redis
+import redis.asyncio as aioredis
 
+from contract.errors import SubmitInterruptedError
 from contract.keys import RedisKeys
 from contract.schemas import JobSpec
 from contract.scripts import CancelOutcome, CancelScript, SubmitScript
@@ -27,18 +31,32 @@ class JobSubmitter:
         self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
         self._cancel = CancelScript(keys)
 
-    def write(self, prepared: Sequence[tuple[JobSpec, str | None]]) -> list[str]:
-        """Submit ``(spec, idempotency key)`` pairs in one pipelined round trip; return the job ids.
+    def write(self, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False) -> list[str]:
+        """Submit ``(spec, idempotency key)`` pairs in pipelined chunks; return the job ids.
 
-        With an idempotency key already used, the id returned is the first job's.
+        With an idempotency key already used, the id returned is the first job's. With
+        ``only_new``, a job whose state record exists is left as it is (see ``submit.lua``).
+        Each chunk is one round trip. If Redis fails after earlier chunks were queued,
+        :class:`SubmitInterruptedError` carries their ids (the failed chunk's jobs may be
+        partly queued); on the first chunk, Redis's own error is raised.
         """
-        return self._submit.call_many(self.redis, prepared)
-
-    def submit_specs(self, specs: Sequence[JobSpec]) -> int:
-        """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many."""
+        ids: list[str] = []
         chunk = self.settings.submit_chunk_size
-        for start in range(0, len(specs), chunk):
-            self.write([(spec, None) for spec in specs[start : start + chunk]])
+        for start in range(0, len(prepared), chunk):
+            try:
+                ids.extend(self._submit.call_many(self.redis, prepared[start : start + chunk], only_new=only_new))
+            except redis.RedisError as exc:
+                if not ids:
+                    raise  # no earlier chunk was queued: the error as Redis gave it
+                raise _interrupted(exc, ids, len(prepared), min(chunk, len(prepared) - start)) from exc
+        return ids
+
+    def submit_specs(self, specs: Sequence[JobSpec], *, only_new: bool = False) -> int:
+        """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many.
+
+        ``only_new``: jobs already queued or running are left alone (resuming a run, splitting again).
+        """
+        self.write([(spec, None) for spec in specs], only_new=only_new)
         return len(specs)
 
     def register_group(self, group_id: str, kind: str, total: int) -> None:
@@ -57,9 +75,70 @@ class JobSubmitter:
         """Run the cancel script for one job; return its outcome."""
         return self._cancel.call(self.redis, job_id, time.time())
 
-    def cancel_many(self, job_ids: Sequence[str]) -> None:
+    def cancel_many(self, job_ids: Sequence[str]) -> list[CancelOutcome]:
+        """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are.
+
+        Returns each job's outcome, in order (``MISSING``: no state record in Redis).
+        """
+        chunk = self.settings.submit_chunk_size
+        now = time.time()
+        outcomes: list[CancelOutcome] = []
+        for start in range(0, len(job_ids), chunk):
+            outcomes.extend(self._cancel.call_many(self.redis, job_ids[start : start + chunk], now))
+        return outcomes
+
+
+class AsyncJobSubmitter:
+    """:class:`JobSubmitter`'s job operations on an asyncio Redis client (same scripts, same chunks)."""
+
+    def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys, settings: Settings) -> None:
+        self.redis = redis_client
+        self.keys = keys
+        self.settings = settings
+        self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
+        self._cancel = CancelScript(keys)
+
+    async def write(self, prepared: Sequence[tuple[JobSpec, str | None]]) -> list[str]:
+        """Submit ``(spec, idempotency key)`` pairs, one pipelined round trip per chunk; return the job ids.
+
+        A Redis failure after a chunk went in raises :class:`SubmitInterruptedError`, as :meth:`JobSubmitter.write`.
+        """
+        chunk = self.settings.submit_chunk_size
+        ids: list[str] = []
+        for start in range(0, len(prepared), chunk):
+            try:
+                ids.extend(await self._submit.call_many_async(self.redis, prepared[start : start + chunk]))
+            except redis.RedisError as exc:
+                if not ids:
+                    raise
+                raise _interrupted(exc, ids, len(prepared), min(chunk, len(prepared) - start)) from exc
+        return ids
+
+    async def register_group(self, group_id: str, kind: str, total: int) -> None:
+        """:meth:`JobSubmitter.register_group` on the asyncio client (a batch's run registers here)."""
+        key = self.keys.group(group_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping={"kind": kind, "id": group_id, "total": total})
+            pipe.expire(key, self.settings.state_ttl_seconds)
+            await pipe.execute()
+
+    async def cancel(self, job_id: str) -> CancelOutcome:
+        """Run the cancel script for one job; return its outcome."""
+        return await self._cancel.call_async(self.redis, job_id, time.time())
+
+    async def cancel_many(self, job_ids: Sequence[str]) -> None:
         """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""
         chunk = self.settings.submit_chunk_size
         now = time.time()
         for start in range(0, len(job_ids), chunk):
-            self._cancel.call_many(self.redis, job_ids[start : start + chunk], now)
+            await self._cancel.call_many_async(self.redis, job_ids[start : start + chunk], now)
+
+
+def _interrupted(exc: Exception, written: list[str], total: int, in_flight: int) -> SubmitInterruptedError:
+    """The error for a submit that Redis cut short after ``written`` were queued."""
+    return SubmitInterruptedError(
+        f"Redis failed after {len(written):,} of {total:,} jobs were queued ({exc}); up to {in_flight:,} more "
+        "may be queued. Submit again with idempotency keys (or, for a run, the same run id) to add only the "
+        "missing ones",
+        written,
+    )

@@ -8,31 +8,75 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``migrations``: :func:`upgrade_database` / :func:`downgrade_database` (Alembic).
 - ``jobs``: the ``jobs`` table: :class:`JobStore` (the client's reads) and :class:`JobRowWriter`
   (the worker's one-statement batch upsert), behind the :class:`JobRows` protocol;
-  :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses.
+  :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses;
+  :class:`AsyncJobStore` (the asyncio client's reads).
+- ``api_keys``: the ``api_keys`` table of the HTTP API: :class:`ApiKeyStore` (create, list,
+  revoke, for the CLI) and :class:`AsyncApiKeyStore` (the server's lookup by hash).
+- ``files``: Batch API files: the :class:`FileStore` protocol and :class:`PostgresFileStore`
+  (chunked rows, streamed in and out).
+- ``batches``: the ``batches`` table (:class:`AsyncBatchStore`): a batch is a run with an
+  OpenAI facade.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping).
-- ``health``: :func:`ping` and :func:`ping_async` for ``dragoman check`` and ``/readyz``.
+- ``health``: :func:`ping` for ``dragoman check``, :class:`ReadinessProbe` (one kept connection) for
+  ``/readyz``, :func:`ping_async` for a one-off async check.
+- ``embedded``: the embedded Redis and PostgreSQL servers (:class:`EmbeddedServices`),
+  :func:`resolve_urls` / :func:`ensure_services` (configured URLs win). Import it directly.
 
 Importing this package loads neither psycopg nor Alembic; they are imported on first use.
 """
 
-from storage.connection import DatabaseUnavailableError, PostgresConnection, libpq_url, sqlalchemy_url
-from storage.health import ping, ping_async
-from storage.jobs import FinalRow, JobRows, JobRowWriter, JobStore, RowRecord, UnstorableRowError, storable_failure
+from storage.api_keys import ApiKey, ApiKeyStore, AsyncApiKeyStore, hash_api_key
+from storage.batches import AsyncBatchStore, BatchRow, RunTally
+from storage.connection import (
+    AsyncConnectionPool,
+    DatabaseUnavailableError,
+    PostgresConnection,
+    libpq_url,
+    sqlalchemy_url,
+)
+from storage.files import FileStore, FileTooLargeError, PostgresFileStore, StoredFile, iter_lines
+from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping, ping_async
+from storage.jobs import (
+    AsyncJobStore,
+    FinalRow,
+    JobRows,
+    JobRowWriter,
+    JobStore,
+    RowRecord,
+    UnstorableRowError,
+    storable_failure,
+)
 from storage.migrations import downgrade_database, upgrade_database
 from storage.runs import GroupStore
 
 __all__ = [
+    "PROBE_APPLICATION_NAME",
+    "ApiKey",
+    "ApiKeyStore",
+    "AsyncApiKeyStore",
+    "AsyncBatchStore",
+    "AsyncConnectionPool",
+    "AsyncJobStore",
+    "BatchRow",
     "DatabaseUnavailableError",
+    "FileStore",
+    "FileTooLargeError",
     "FinalRow",
     "GroupStore",
     "JobRowWriter",
     "JobRows",
     "JobStore",
     "PostgresConnection",
+    "PostgresFileStore",
+    "ReadinessProbe",
     "RowRecord",
+    "RunTally",
+    "StoredFile",
     "UnstorableRowError",
     "downgrade_database",
+    "hash_api_key",
+    "iter_lines",
     "libpq_url",
     "ping",
     "ping_async",

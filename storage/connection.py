@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -99,3 +102,51 @@ class AsyncPostgresConnection:
             except psycopg.Error:
                 pass
             self._conn = None
+
+
+class AsyncConnectionPool:
+    """A few asyncio psycopg connections (autocommit) shared by concurrent tasks, opened on demand.
+
+    An HTTP server's requests look rows up at the same time; one connection would serialise them
+    and a connection per request would cost a connect each. A connection that fails is dropped
+    (the next use opens a new one); at most ``max_connections`` are open or in use at once.
+    """
+
+    def __init__(self, database_url: str, *, max_connections: int = 8) -> None:
+        self._url = database_url
+        self._idle: list[AsyncPostgresConnection] = []
+        self._slots = asyncio.Semaphore(max_connections)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection for one unit of work; raises :class:`DatabaseUnavailableError` when PostgreSQL is down."""
+        import psycopg
+
+        async with self._slots:
+            holder = self._idle.pop() if self._idle else AsyncPostgresConnection(self._url)
+            try:
+                yield await holder.get()
+            except psycopg.OperationalError as exc:
+                await holder.close()
+                raise DatabaseUnavailableError.from_driver(exc) from exc
+            except BaseException:
+                await holder.close()
+                raise
+            self._idle.append(holder)
+
+    async def close(self) -> None:
+        """Close every idle connection."""
+        idle, self._idle = self._idle, []
+        for holder in idle:
+            await holder.close()
+
+
+def create_database(admin_url: str, name: str) -> None:
+    """Create database ``name`` on the server at ``admin_url`` unless it exists (the embedded server's first start)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -12,13 +12,18 @@ import msgspec
 
 from contract.errors import DragomanError
 from contract.ids import canonical_uuid
-from contract.schemas import LAST_TIMESTAMP, Job, JobStatus, validate_metadata
-from storage.connection import AsyncPostgresConnection, DatabaseUnavailableError, PostgresConnection
+from contract.schemas import LAST_TIMESTAMP, TENANT_PATTERN, Job, JobStatus, validate_metadata
+from storage.connection import (
+    AsyncConnectionPool,
+    AsyncPostgresConnection,
+    DatabaseUnavailableError,
+    PostgresConnection,
+)
 
 JOB_COLUMNS = (
     "id, status, source_lang, target_lang, source_text, translated_text, error, attempts, model, "
     "prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata, run_id, "
-    "document_id, sequence"
+    "document_id, sequence, tenant, finish_reason, pieces"
 )
 
 # One statement per batch: the rows travel as one JSON array of objects (encoded in C by
@@ -26,16 +31,18 @@ JOB_COLUMNS = (
 UPSERT_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
-                  finished_at, metadata, run_id, document_id, sequence)
+                  finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
+                  pieces)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
-       u.document_id, u.sequence
+       u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces
 FROM json_to_recordset(%s::json)
      AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
           translated_text text, error text, attempts int, model text, prompt_tokens int,
           output_tokens int, created_at float8, started_at float8, finished_at float8,
-          metadata jsonb, run_id uuid, document_id uuid, sequence int)
+          metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
+          finish_reason text, pieces int)
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
@@ -45,7 +52,9 @@ ON CONFLICT (id) DO UPDATE SET
     prompt_tokens = EXCLUDED.prompt_tokens,
     output_tokens = EXCLUDED.output_tokens,
     started_at = EXCLUDED.started_at,
-    finished_at = EXCLUDED.finished_at
+    finished_at = EXCLUDED.finished_at,
+    finish_reason = EXCLUDED.finish_reason,
+    pieces = EXCLUDED.pieces
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING id::text
 """
@@ -78,6 +87,9 @@ class RowRecord(msgspec.Struct):
     run_id: str | None
     document_id: str | None
     sequence: int | None
+    tenant: str | None = None  # the HTTP API's tenant that submitted the job
+    finish_reason: str | None = None
+    pieces: int | None = None
 
 
 class FinalRow(NamedTuple):
@@ -231,6 +243,9 @@ def storable_failure(record: RowRecord, error: str, *, bare: bool = False) -> Ro
         run_id=canonical_uuid(record.run_id),
         document_id=canonical_uuid(record.document_id),
         sequence=record.sequence if isinstance(record.sequence, int) and 0 <= record.sequence <= _INT_MAX else None,
+        tenant=record.tenant if isinstance(record.tenant, str) and TENANT_PATTERN.fullmatch(record.tenant) else None,
+        finish_reason=_text(record.finish_reason)[:100] or None,
+        pieces=record.pieces if isinstance(record.pieces, int) and 0 <= record.pieces <= _INT_MAX else None,
     )
 
 
@@ -274,6 +289,9 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         run_id,
         document_id,
         sequence,
+        tenant,
+        finish_reason,
+        pieces,
     ) = row
     return Job(
         id=str(job_id),
@@ -294,11 +312,17 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         run_id=_str_or_none(run_id),
         document_id=_str_or_none(document_id),
         sequence=sequence,
+        tenant=tenant,
+        finish_reason=finish_reason,
+        pieces=pieces,
     )
 
 
 def _str_or_none(value: uuid.UUID | str | None) -> str | None:
     return None if value is None else str(value)
+
+
+_GET_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
 
 
 class JobStore:
@@ -309,5 +333,22 @@ class JobStore:
 
     def get(self, job_id: str) -> Job | None:
         """The job's final row, or ``None`` if it has none (yet)."""
-        row = self._connection.get().execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone()
+        row = self._connection.get().execute(_GET_SQL, (job_id,)).fetchone()
+        return None if row is None else row_to_job(row)
+
+
+class AsyncJobStore:
+    """Asyncio reads of finished jobs, for :class:`~producer.AsyncClient` (no blocking call on the loop)."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def get(self, job_id: str) -> Job | None:
+        """The job's final row, or ``None`` if it has none (yet).
+
+        Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
+        """
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_GET_SQL, (job_id,))
+            row = await cursor.fetchone()
         return None if row is None else row_to_job(row)

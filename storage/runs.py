@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from contract.errors import RunFileMismatchError
 from contract.progress import GroupProgress, RunCounts, progress
 from storage.connection import PostgresConnection
 
@@ -50,6 +51,14 @@ class LockedDocument:
     target_lang: str
     max_segment_chars: int
     callback_url: str | None
+    cancel_requested: bool
+
+
+class RunSubmission(NamedTuple):
+    """Where an existing run's submission stands: status, the jobs known queued, whether a cancel was asked."""
+
+    status: str
+    submitted: int
     cancel_requested: bool
 
 
@@ -102,13 +111,61 @@ class GroupStore:
             (run_id, source or "", target or "", total, name, callback_url),
         )
 
-    def run_submitted(self, run_id: str, submitted: int, *, done: bool) -> None:
-        """Note how many of the run's jobs are in the queue (and when the last one went in)."""
-        self._conn().execute(
-            "UPDATE runs SET submitted = %s, status = CASE WHEN %s AND status = 'submitting' THEN 'running' "
-            "ELSE status END, submitted_at = CASE WHEN %s THEN now() ELSE submitted_at END WHERE id = %s",
-            (submitted, done, done, run_id),
+    def resume_run(self, run_id: str, total: int) -> RunSubmission | None:
+        """Where the submission of an existing run stands (``None`` if there is no such run).
+
+        Raises :class:`~contract.errors.RunFileMismatchError` if the run was created for a different number of jobs.
+        """
+        row = (
+            self._conn()
+            .execute("SELECT status, total, submitted, cancel_requested FROM runs WHERE id = %s", (run_id,))
+            .fetchone()
         )
+        if row is None:
+            return None
+        status, known_total, submitted, cancel_requested = row
+        if known_total != total:
+            raise RunFileMismatchError(
+                f"run {run_id} has {known_total:,} jobs but this file has {total:,} lines; "
+                "resume a run with the file it was submitted from"
+            )
+        return RunSubmission(str(status), int(submitted or 0), bool(cancel_requested))
+
+    def run_submitted(self, run_id: str, submitted: int, *, done: bool) -> bool:
+        """Note how many of the run's jobs are in the queue (and when the last one went in).
+
+        ``submitted`` is a checkpoint: every job before it is queued, so a resumed submission
+        starts there. Returns whether a cancel was requested meanwhile (the submitter stops).
+        """
+        row = (
+            self._conn()
+            .execute(
+                "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
+                "'submitting' THEN 'running' ELSE status END, submitted_at = CASE WHEN %s THEN now() "
+                "ELSE submitted_at END WHERE id = %s RETURNING cancel_requested",
+                (submitted, done, done, run_id),
+            )
+            .fetchone()
+        )
+        return bool(row and row[0])
+
+    def cancel_unsubmitted_jobs(self, run_id: str, sequences: list[int], job_ids: list[str]) -> int:
+        """Give the run's jobs that never reached the queue a ``cancelled`` row; return how many were added.
+
+        A cancelled run whose submission stopped half-way finishes this way: every job has a row.
+        Jobs that have a row already keep it.
+        """
+        if not sequences:
+            return 0
+        cursor = self._conn().execute(
+            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, error, created_at, finished_at, "
+            "run_id, sequence) SELECT j.id, 'cancelled', r.source_lang, r.target_lang, '', "
+            "'cancelled before it was submitted', now(), now(), r.id, j.sequence "
+            "FROM runs r, unnest(%s::uuid[], %s::int[]) AS j(id, sequence) WHERE r.id = %s "
+            "ON CONFLICT (id) DO NOTHING",
+            (job_ids, sequences, run_id),
+        )
+        return int(cursor.rowcount)
 
     def create_document(
         self,
@@ -213,6 +270,15 @@ class GroupStore:
             ).fetchone()
             yield None if row is None else LockedDocument(*row)
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A savepoint inside :meth:`locked_document`'s transaction: what fails in it is undone alone.
+
+        So a split that fails (even on an error PostgreSQL raised) can still mark its document failed.
+        """
+        with self._conn().transaction():
+            yield
+
     def cancel_unsplit_document(self, document_id: str) -> None:
         """A document cancelled before it was split: final, with no jobs."""
         self._conn().execute(
@@ -292,6 +358,40 @@ class GroupStore:
             "assemblies = assemblies + 1 WHERE id = %s",
             (output_text, json.dumps(failed), status, document_id),
         )
+
+    # Orchestrator: the sweeper -----------------------------------------------------------------
+
+    def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str]]:
+        """``(kind, id)`` of runs and documents not yet finished although every one of their jobs has a row.
+
+        What the sweeper hands to the finish task, whatever became of the completion entry.
+        """
+        found: list[tuple[str, str]] = []
+        for kind, (table, column) in KINDS.items():
+            rows = (
+                self._conn()
+                .execute(
+                    f"SELECT g.id FROM {table} g WHERE g.status IN ('submitting', 'running') AND g.total IS NOT NULL "
+                    f"AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total LIMIT %s",
+                    (limit,),
+                )
+                .fetchall()
+            )
+            found.extend((kind, str(row[0])) for row in rows)
+        return found
+
+    def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[str]:
+        """Documents still ``splitting`` this long after they were stored (their split task was lost)."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT id FROM documents WHERE status = 'splitting' "
+                "AND created_at < now() - make_interval(secs => %s) LIMIT %s",
+                (older_than_seconds, limit),
+            )
+            .fetchall()
+        )
+        return [str(row[0]) for row in rows]
 
     # Orchestrator: webhooks --------------------------------------------------------------------
 

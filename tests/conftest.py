@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from contract.services import EmbeddedServices, ServiceUrls
+from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from storage import libpq_url, upgrade_database
+from storage.embedded import EmbeddedServices
 
 
 @pytest.fixture(scope="session")

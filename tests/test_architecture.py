@@ -7,6 +7,7 @@ that runs back up is still an arrow the wrong way.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,3 +129,29 @@ def test_the_rules_can_fail() -> None:
     assert "producer" not in ALLOWED["worker"]
     assert any(t.split(".")[0] not in ALLOWED["worker"] for t in graph["worker.a"])
     assert _imports("worker.x", ROOT / "cli" / "main.py") >= {"cli.bulk", "contract.settings"}
+
+
+SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|TRUNCATE|LOCK)\s")
+
+
+def test_every_sql_statement_lives_in_storage() -> None:
+    """A string that starts like an SQL statement appears only in storage/ (and migrations/)."""
+    found = sorted(
+        f"{name}:{node.lineno}: {node.value.strip()[:40]!r}"
+        for name, path in MODULES.items()
+        if name.split(".")[0] not in ("storage", "migrations", "bench")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_START.match(node.value)
+    )
+    assert not found, "SQL outside storage/:\n" + "\n".join(found)
+
+
+def test_every_lua_script_has_one_wrapper_and_a_direct_test() -> None:
+    """Each ``contract/scripts/X.lua`` is loaded by ``contract/scripts/X.py`` and exercised in test_scripts.py."""
+    scripts = ROOT / "contract" / "scripts"
+    direct_tests = (ROOT / "tests" / "contract" / "test_scripts.py").read_text(encoding="utf-8")
+    for lua in sorted(scripts.glob("*.lua")):
+        wrapper = scripts / f"{lua.stem}.py"
+        assert wrapper.exists(), f"{lua.name} has no typed wrapper {wrapper.name}"
+        assert f'"{lua.name}"' in wrapper.read_text(encoding="utf-8"), f"{wrapper.name} does not load {lua.name}"
+        assert f"def test_{lua.stem}_" in direct_tests, f"no direct test of {lua.name} in test_scripts.py"

@@ -22,14 +22,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.backoff import Backoff
 from contract.consumer_groups import ensure_group_async
-from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError
+from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError, TruncatedTranslationError
 from contract.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus
 from contract.scripts import StartOutcome, StartScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
 from worker.metrics import WorkerMetrics
-from worker.reclaim import claim_stale
+from worker.reclaim import HEARTBEAT_TTL_S, claim_orphans, claim_stale
 from worker.results import DeadLetter, JobResult, storable_text
 from worker.translator import Translator
 from worker.writer import ResultWriter
@@ -69,6 +69,7 @@ class StreamConsumer:
         self._start = StartScript(self._keys, settings.state_ttl_seconds)
         self._stopping = asyncio.Event()
         self._next_reclaim = 0.0
+        self._reclaim_start = "0-0"  # where the next scan of the pending list goes on from
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
@@ -130,14 +131,18 @@ class StreamConsumer:
                 await self.dispatch(entries)
 
     async def _claim_stale(self, count: int) -> list[tuple[str, dict[str, str]]]:
-        """Every ``reclaim_interval_seconds``, take over jobs other (dead) consumers left pending."""
+        """Every ``reclaim_interval_seconds``, take over jobs of dead workers (heartbeat gone, or idle too long)."""
         now = time.monotonic()
         if now < self._next_reclaim:
             return []
         self._next_reclaim = now + self._settings.reclaim_interval_seconds
-        entries = await claim_stale(
-            self._redis, self._keys, self.consumer_name, int(self._settings.visibility_timeout_seconds * 1000), count
-        )
+        entries = await claim_orphans(self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, count)
+        if len(entries) < count:
+            min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
+            self._reclaim_start, stale = await claim_stale(
+                self._redis, self._keys, self.consumer_name, min_idle_ms, count - len(entries), self._reclaim_start
+            )
+            entries += stale
         self.reclaimed += len(entries)
         self._metrics.record_reclaimed(len(entries))
         return entries
@@ -299,6 +304,20 @@ class StreamConsumer:
                 translation = await self._translator.translate(spec, request_id)
             except InputTooLongError as exc:
                 return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=str(exc))
+            except TruncatedTranslationError as exc:  # already retried with all the context allows
+                log.warning("job %s: %s", spec.job_id, exc, extra={"job_id": spec.job_id})
+                return self._result(
+                    entry_id,
+                    spec,
+                    attempt,
+                    started_at,
+                    JobStatus.FAILED,
+                    error=str(exc),
+                    finish_reason="length",
+                    pieces=exc.pieces,
+                    prompt_tokens=exc.prompt_tokens,
+                    output_tokens=exc.output_tokens,
+                )
             except EngineUnavailableError as exc:
                 if self.engine_failure is None:
                     log.error("engine unavailable, stopping this worker: %s", exc)
@@ -328,7 +347,9 @@ class StreamConsumer:
                 attempt += 1
                 continue
             if translation.finish_reason == "abort" or spec.job_id in self._cancelled:
-                return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED)
+                return self._result(
+                    entry_id, spec, attempt, started_at, JobStatus.CANCELLED, finish_reason=translation.finish_reason
+                )
             return self._result(
                 entry_id,
                 spec,
@@ -338,6 +359,8 @@ class StreamConsumer:
                 translation=translation.text,
                 prompt_tokens=translation.prompt_tokens,
                 output_tokens=translation.output_tokens,
+                finish_reason=translation.finish_reason,
+                pieces=translation.pieces,
             )
 
     def _result(
@@ -358,13 +381,13 @@ class StreamConsumer:
         )
 
     async def cancel_running(self, job_id: str) -> None:
-        """Abort a job in the engine if it runs here; remember the id in case it starts soon."""
+        """Abort a job in the engine (every piece of it) if it runs here; remember the id in case it starts soon."""
         self._cancelled[job_id] = None
         while len(self._cancelled) > _REMEMBERED_CANCELS:
             self._cancelled.popitem(last=False)
         request_id = self._requests.get(job_id)
         if request_id is not None:
-            await self._translator.engine.abort(request_id)
+            await self._translator.abort(request_id)
 
     async def listen_for_cancels(self) -> None:
         """Follow the control channel and abort cancelled jobs that are running here.

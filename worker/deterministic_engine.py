@@ -51,7 +51,11 @@ class CharTokenizer:
 
 
 class DeterministicEngine:
-    """Echoes each prompt (plus ``tag``), optionally after a delay; raises for prompts ``fail_if`` selects."""
+    """Echoes each prompt (plus ``tag``), optionally after a delay; raises for prompts ``fail_if`` selects.
+
+    For prompts ``endless_if`` selects it behaves like a model that never ends its answer: it
+    generates exactly ``max_tokens`` tokens and stops on ``length``, whatever the budget.
+    """
 
     def __init__(
         self,
@@ -61,11 +65,14 @@ class DeterministicEngine:
         fail_if: Callable[[str], bool] | None = None,
         delay_for: Callable[[str], float] | None = None,
         tag: str = "",
+        endless_if: Callable[[str], bool] | None = None,
     ) -> None:
         self._delay_s = delay_s
         self._delay_for = delay_for
         self._max_model_len = max_model_len
         self._fail_if = fail_if
+        self._endless_if = endless_if
+        self.budgets: list[int] = []  # max_tokens of every request, in arrival order
         self._tokenizer = ChunkTokenizer()
         self._tag = self._tokenizer.encode(tag)
         self.in_flight = 0
@@ -92,10 +99,11 @@ class DeterministicEngine:
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         """Echo the prompt's tokens (at most ``max_tokens``) once the delay has passed."""
         self.requests += 1
+        self.budgets.append(request.max_tokens)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            needs_text = self._delay_for is not None or self._fail_if is not None
+            needs_text = self._delay_for is not None or self._fail_if is not None or self._endless_if is not None
             prompt = self._tokenizer.decode(request.prompt_token_ids) if needs_text else ""
             delay = self._delay_for(prompt) if self._delay_for else self._delay_s
             if delay > 0:
@@ -111,6 +119,10 @@ class DeterministicEngine:
                     return GenerationResult(token_ids=(), finish_reason="abort")
             if self._fail_if is not None and self._fail_if(prompt):
                 raise EngineError(f"deterministic engine was told to fail on {prompt[:40]!r}")
+            if self._endless_if is not None and self._endless_if(prompt):
+                source = list(request.prompt_token_ids) or [0x20202020]
+                endless = (source * (request.max_tokens // len(source) + 1))[: request.max_tokens]
+                return GenerationResult(token_ids=endless, finish_reason="length")
             output = [*request.prompt_token_ids, *self._tag] if self._tag else request.prompt_token_ids
             tokens = output[: request.max_tokens]
             reason = "length" if len(tokens) < len(output) else "stop"

@@ -36,6 +36,9 @@ class GenerationRequest(msgspec.Struct, frozen=True):
     prompt_token_ids: list[int]
     max_tokens: int
     stop_token_ids: Sequence[int] = ()
+    temperature: float = 0.0  # greedy: translations are reproducible
+    top_p: float = 1.0
+    seed: int | None = None
 
 
 class GenerationResult(msgspec.Struct, frozen=True):

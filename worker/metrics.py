@@ -24,6 +24,7 @@ from worker.results import JobResult
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 STAGES = ("queue_wait", "engine", "write", "end_to_end")
+FINISH_REASONS = ("stop", "length", "abort")  # shown from the start; any other reason the engine gives is added
 
 
 class StageHistogram(Collector):
@@ -111,6 +112,18 @@ class WorkerMetrics:
             STAGE_BUCKETS,
             r,
         )
+        self.finish_reasons = Counter(
+            "dragoman_finish_reasons",
+            "Jobs whose final row this worker committed, by how the engine ended them: stop (finished), "
+            "length (the output budget ran out twice: the job failed), abort (cancelled)",
+            ["reason"],
+            registry=r,
+        )
+        for reason in FINISH_REASONS:
+            self.finish_reasons.labels(reason)
+        self.pieces = Counter(
+            "dragoman_job_pieces", "Engine requests of finished jobs (a long text takes several)", registry=r
+        )
         self.prompt_tokens = Counter("dragoman_prompt_tokens", "Prompt tokens of finished jobs", registry=r)
         self.output_tokens = Counter("dragoman_output_tokens", "Generated tokens of finished jobs", registry=r)
         self.writer_batch_size = Histogram(
@@ -164,6 +177,16 @@ class WorkerMetrics:
         stages.observe_many("engine", [max(0.0, r.finished_at - at) for at, r in started])
         stages.observe_many("write", [max(0.0, acked_at - r.finished_at) for r in mine])
         stages.observe_many("end_to_end", [max(0.0, acked_at - r.spec.created_at) for r in mine])
+        reasons: dict[str, int] = {}
+        pieces = 0
+        for result in mine:
+            if result.finish_reason is not None:
+                reasons[result.finish_reason] = reasons.get(result.finish_reason, 0) + 1
+            pieces += result.pieces or 0
+        for reason, count in reasons.items():
+            self.finish_reasons.labels(reason).inc(count)
+        if pieces:
+            self.pieces.inc(pieces)
         prompt = sum(r.prompt_tokens or 0 for r in mine)
         output = sum(r.output_tokens or 0 for r in mine)
         if prompt:

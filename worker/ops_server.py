@@ -3,10 +3,14 @@
 A deliberately small HTTP/1.1 server on the worker's event loop (GET only, one request per
 connection): it needs no framework, and a scrape or a probe never waits on the engine.
 
-- ``/healthz``: 200 while the process and its event loop are alive (liveness).
+- ``/healthz``: 200 while the process and its event loop are alive (liveness), with dragoman's version.
 - ``/readyz``: 200 when the engine is loaded and Redis and PostgreSQL answer; 503 with the
   reason otherwise, and while the worker drains on shutdown (readiness).
 - ``/metrics``: the Prometheus text format; the queue gauges are refreshed from Redis first.
+
+However many requests come in, Redis and PostgreSQL see at most one check at a time: the
+service checks and the queue gauges are reused for ``CHECK_CACHE_S``, and PostgreSQL is checked
+on one connection kept open (a flood of probes cannot use up the database's connections).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -24,15 +29,18 @@ from redis.exceptions import RedisError
 
 from contract.errors import ConfigurationError
 from contract.keys import RedisKeys
+from contract.log_format import scrub_secrets
 from contract.queue_stats import read_queue_stats
 from contract.services import redact_url
 from contract.settings import Settings
-from storage import DatabaseUnavailableError, ping_async
+from contract.version import dragoman_version
+from storage import DatabaseUnavailableError, ReadinessProbe
 from worker.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 2.0
+CHECK_CACHE_S = 1.0  # how long a service check or a gauge refresh is reused
 _REQUEST_TIMEOUT_S = 5.0
 _MAX_REQUEST_BYTES = 8_192
 
@@ -72,12 +80,17 @@ class OpsServer:
         self._settings = settings
         self._keys = RedisKeys.from_settings(settings)
         self._redis_url = redis_url
-        self._database_url = database_url
         self._metrics = metrics
         self._engine_state = engine_state
         self._redis: aioredis.Redis = aioredis.Redis.from_url(
             redis_url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S
         )
+        self._postgres = ReadinessProbe(database_url)
+        self._services_lock = asyncio.Lock()
+        self._services: tuple[float, dict[str, str]] | None = None  # (when checked, the checks)
+        self._gauges_lock = asyncio.Lock()
+        self._gauges_at = -CHECK_CACHE_S
+        self._last_failing: dict[str, str] = {}
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.port: int | None = None
@@ -104,22 +117,36 @@ class OpsServer:
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
+        await self._postgres.close()
         await self._redis.aclose()
 
     async def readiness(self) -> Readiness:
-        """Check the engine, Redis and PostgreSQL (each within ``PROBE_TIMEOUT_S``)."""
-        redis_state, postgres_state = await asyncio.gather(self._check_redis(), self._check_postgres())
-        return Readiness({"engine": self._engine_state(), "redis": redis_state, "postgres": postgres_state})
+        """The engine's state now; Redis and PostgreSQL as checked within the last ``CHECK_CACHE_S``."""
+        services = await self._service_checks()
+        return Readiness({"engine": self._engine_state(), **services})
+
+    async def _service_checks(self) -> dict[str, str]:
+        """Redis and PostgreSQL (each within ``PROBE_TIMEOUT_S``), one check at a time, reused a while."""
+        async with self._services_lock:
+            if self._services is not None and time.monotonic() - self._services[0] < CHECK_CACHE_S:
+                return self._services[1]
+            redis_state, postgres_state = await asyncio.gather(self._check_redis(), self._check_postgres())
+            checks = {"redis": scrub_secrets(redis_state), "postgres": scrub_secrets(postgres_state)}
+            self._services = (time.monotonic(), checks)
+            return checks
 
     async def render_metrics(self) -> bytes:
         """The Prometheus exposition, with the queue gauges refreshed (kept as they were if Redis fails)."""
-        try:
-            stats = await asyncio.wait_for(
-                read_queue_stats(self._redis, self._keys, with_workers=False), PROBE_TIMEOUT_S
-            )
-            self._metrics.update_queue(stats)
-        except (TimeoutError, RedisError, OSError) as exc:
-            log.warning("queue gauges not refreshed: Redis at %s: %s", redact_url(self._redis_url), exc)
+        async with self._gauges_lock:  # concurrent scrapes share one refresh
+            if time.monotonic() - self._gauges_at >= CHECK_CACHE_S:
+                try:
+                    stats = await asyncio.wait_for(
+                        read_queue_stats(self._redis, self._keys, with_workers=False), PROBE_TIMEOUT_S
+                    )
+                    self._metrics.update_queue(stats)
+                except (TimeoutError, RedisError, OSError) as exc:
+                    log.warning("queue gauges not refreshed: Redis at %s: %s", redact_url(self._redis_url), exc)
+                self._gauges_at = time.monotonic()
         return generate_latest(self._metrics.registry)
 
     async def _check_redis(self) -> str:
@@ -132,9 +159,9 @@ class OpsServer:
     async def _check_postgres(self) -> str:
         try:
             async with asyncio.timeout(PROBE_TIMEOUT_S):
-                await ping_async(self._database_url, connect_timeout_s=2)
+                await self._postgres.check()
             return "ok"
-        except (TimeoutError, DatabaseUnavailableError, OSError) as exc:
+        except (TimeoutError, DatabaseUnavailableError) as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return f"PostgreSQL unreachable: {message}"
 
@@ -183,12 +210,15 @@ class OpsServer:
         return 200, CONTENT_TYPE_LATEST, await self.render_metrics()
 
     async def _healthz(self) -> tuple[int, str, bytes]:
-        return 200, "application/json", b'{"alive": true}\n'
+        body = json.dumps({"alive": True, "version": dragoman_version()})
+        return 200, "application/json", body.encode() + b"\n"
 
     async def _readyz(self) -> tuple[int, str, bytes]:
         readiness = await self.readiness()
-        if not readiness.ready:
-            log.warning("not ready: %s", {k: v for k, v in readiness.checks.items() if v != "ok"})
+        failing = {k: v for k, v in readiness.checks.items() if v != "ok"}
+        if failing and failing != self._last_failing:  # once per change, not once per probe of a flood
+            log.warning("not ready: %s", failing)
+        self._last_failing = failing
         return (200 if readiness.ready else 503), "application/json", readiness.to_json().encode() + b"\n"
 
 

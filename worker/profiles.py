@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from contract.errors import ConfigurationError
 from contract.languages import language_name
@@ -42,6 +42,15 @@ class PromptProfile(ABC):
     """Turns a job into prompt tokens and the generated text into the translation."""
 
     name: ClassVar[str]
+    piece_unit: ClassVar[Literal["text", "line", "sentence"]] = "text"
+    """The largest unit the model is given in one request (the translator keeps the breaks between units).
+
+    ``text``: a whole text if it fits, else paragraphs packed into pieces that fit. ``line``: every
+    line on its own. ``sentence``: every sentence of every line on its own, for a model that answers
+    one line and was shown one-sentence examples (few-shot on a base model): a multi-paragraph text
+    keeps its paragraphs instead of being flattened into one line, and a long line does not run
+    on past its budget.
+    """
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
@@ -66,14 +75,21 @@ class PromptProfile(ABC):
 
 
 class FewShotProfile(PromptProfile):
-    """For base models: three example pairs, then the source line; stop at the end of the line."""
+    """For base models: three example pairs, then the source line; stop at the end of the line.
+
+    The model answers one line and has seen one-sentence examples, so the translator sends it
+    one sentence at a time (``piece_unit``) and puts the translations back between the source's
+    own spaces and line breaks. (Whole 150-word lines made Gemma 3 270M run on past twice its
+    budget; one sentence at a time it stops at the end of the line.)
+    """
 
     name = "few-shot"
+    piece_unit = "sentence"
 
     def build_prompt(self, spec: JobSpec) -> str:
         """``Source: example / Target: example`` three times, then ``Source: text / Target:``."""
         source, target = language_name(spec.source_lang), language_name(spec.target_lang)
-        text = " ".join(spec.text.split())  # one line: the model answers one line
+        text = " ".join(spec.text.split())  # one line (the translator sends lines one by one)
         src_examples = FEW_SHOT_EXAMPLES.get(_base(spec.source_lang))
         tgt_examples = FEW_SHOT_EXAMPLES.get(_base(spec.target_lang))
         if src_examples is None or tgt_examples is None or src_examples is tgt_examples:

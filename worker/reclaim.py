@@ -2,10 +2,18 @@
 
 Redis Streams deliver at least once: an entry stays pending until it is acknowledged. If the
 worker holding it dies, nobody acknowledges it; :func:`claim_stale` (called by the reader with
-its free slots) takes over entries idle longer than the visibility timeout with ``XAUTOCLAIM``.
-The job's attempt counter (in its state record) grows with each start, so a job that kills
-every worker that runs it is failed and dead-lettered after ``max_attempts`` instead of
-circling forever.
+its free slots) takes over entries idle longer than the visibility timeout with ``XAUTOCLAIM``,
+walking the pending list with a cursor kept between calls (``XAUTOCLAIM`` looks at no more than
+ten entries per claimable one, so starting over each time never reaches stale entries that sit
+behind many live ones). The job's attempt counter (in its state record) grows with each start,
+so a job that kills every worker that runs it is failed and dead-lettered after
+``max_attempts`` instead of circling forever.
+
+A worker that died is known sooner than that: every live worker refreshes a heartbeat key every
+:data:`HEARTBEAT_INTERVAL_S` that expires after :data:`HEARTBEAT_TTL_S`. :func:`claim_orphans`
+takes over the entries of a consumer whose heartbeat is gone as soon as they have been idle for
+one TTL, so a killed worker's jobs run again within seconds; the visibility timeout stays for
+consumers that are alive but slow.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,17 +34,31 @@ from contract.settings import Settings
 log = logging.getLogger(__name__)
 
 _MAX_CLAIM = 256
+_PENDING_PAGE = 1_000
+HEARTBEAT_INTERVAL_S = 5.0
+"""How often a worker refreshes its heartbeat key."""
+HEARTBEAT_TTL_S = 15
+"""How long a heartbeat key outlives its last refresh: a worker silent that long is taken for dead."""
+
+
+class Claimed(NamedTuple):
+    """What one :func:`claim_stale` took over, and where the next call goes on from."""
+
+    next_start: str
+    entries: list[tuple[str, dict[str, str]]]
 
 
 async def claim_stale(
-    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, min_idle_ms: int, count: int
-) -> list[tuple[str, dict[str, str]]]:
+    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, min_idle_ms: int, count: int, start: str = "0-0"
+) -> Claimed:
     """Take over up to ``count`` entries idle longer than ``min_idle_ms``, from any consumer.
 
-    Entries whose message was deleted meanwhile are acknowledged (there is nothing left to run).
+    The scan begins at ``start`` (pass the last call's ``next_start``; it is ``0-0`` again once
+    the whole pending list was walked). Entries whose message was deleted meanwhile are
+    acknowledged (there is nothing left to run).
     """
     response: Any = await redis.xautoclaim(
-        keys.jobs_stream, keys.consumer_group, consumer_name, min_idle_ms, start_id="0-0", count=count
+        keys.jobs_stream, keys.consumer_group, consumer_name, min_idle_ms, start_id=start, count=count
     )
     claimed = list(response[1])
     gone = [entry_id for entry_id, fields in claimed if not fields]
@@ -45,18 +67,101 @@ async def claim_stale(
     entries = [(entry_id, fields) for entry_id, fields in claimed if fields]
     if entries:
         log.info("reclaimed %d jobs idle for more than %.0fs", len(entries), min_idle_ms / 1000)
+    return Claimed(_text(response[0]), entries)
+
+
+async def claim_orphans(
+    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, min_idle_ms: int, count: int
+) -> list[tuple[str, dict[str, str]]]:
+    """Take over up to ``count`` entries held by consumers whose heartbeat has expired.
+
+    Such a consumer's worker is dead (killed, its host gone), so its entries need not wait for
+    the visibility timeout. ``min_idle_ms`` (one heartbeat TTL) keeps the entries a worker has
+    just read before its first heartbeat landed with it, and makes the claim itself safe: an
+    entry somebody else has claimed meanwhile has a fresh idle time and is left alone.
+    """
+    stream, group = keys.jobs_stream, keys.consumer_group
+    holders = [
+        _text(info["name"])
+        for info in await redis.xinfo_consumers(stream, group)
+        if int(info["pending"]) > 0 and _text(info["name"]) != consumer_name
+    ]
+    if not holders:
+        return []
+    async with redis.pipeline(transaction=False) as pipe:
+        for name in holders:
+            pipe.exists(keys.worker(name))
+        alive = await pipe.execute()
+    dead = [name for name, beating in zip(holders, alive, strict=True) if not beating]
+    ids: list[Any] = []
+    for name in dead:
+        page: Any = await redis.xpending_range(
+            stream, group, min="-", max="+", count=count - len(ids), consumername=name, idle=min_idle_ms
+        )
+        ids += [_text(p["message_id"]) for p in page]
+        if len(ids) >= count:
+            break
+    if not ids:
+        return []
+    claimed: Any = await redis.xclaim(stream, group, consumer_name, min_idle_ms, ids)
+    entries = [(_text(entry_id), fields) for entry_id, fields in claimed if entry_id is not None and fields]
+    returned = {entry_id for entry_id, _ in entries}
+    leftover = [entry_id for entry_id in ids if entry_id not in returned]
+    if leftover:  # deleted from the stream (claimed, but nothing to run), or claimed by another worker first
+        await _ack_deleted(redis, keys, consumer_name, leftover)
+    if entries:
+        log.info("took over %d jobs from %s, whose heartbeat expired", len(entries), ", ".join(sorted(dead)))
     return entries
 
 
-async def keep_alive(redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, entry_ids: list[str]) -> None:
-    """Reset the idle time of entries this worker still holds, so nobody reclaims them meanwhile.
+async def _ack_deleted(redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, entry_ids: list[str]) -> None:
+    """Acknowledge those of ``entry_ids`` that are pending under ``consumer_name`` now (their entry is gone)."""
+    async with redis.pipeline(transaction=False) as pipe:
+        for entry_id in entry_ids:
+            pipe.xpending_range(
+                keys.jobs_stream, keys.consumer_group, min=entry_id, max=entry_id, count=1, consumername=consumer_name
+            )
+        pages = await pipe.execute()
+    ours = [entry_id for entry_id, page in zip(entry_ids, pages, strict=True) if page]
+    if ours:
+        await redis.xack(keys.jobs_stream, keys.consumer_group, *ours)
+
+
+async def keep_alive(
+    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, entry_ids: list[str], min_idle_ms: int
+) -> list[str]:
+    """Reset the idle time of entries this worker still holds, so nobody reclaims them meanwhile; return them.
 
     A job that is still generating, or whose result waits for PostgreSQL to come back, is not
-    stale; without this, a long outage would make every other worker redo it.
+    stale; without this, a long outage would make every other worker redo it. Only entries
+    still pending under this consumer and idle for ``min_idle_ms`` are claimed, with that idle
+    check in the ``XCLAIM`` itself: after an outage longer than the visibility timeout, an
+    entry another worker has meanwhile reclaimed (its idle time reset by that claim) stays
+    with that worker instead of being taken back.
     """
-    if entry_ids:
-        ids: list[Any] = list(entry_ids)
-        await redis.xclaim(keys.jobs_stream, keys.consumer_group, consumer_name, 0, ids, justid=True)
+    held = set(entry_ids)
+    if not held:
+        return []
+    due: list[str] = []
+    start = "-"
+    while True:
+        page: Any = await redis.xpending_range(
+            keys.jobs_stream,
+            keys.consumer_group,
+            min=start,
+            max="+",
+            count=_PENDING_PAGE,
+            consumername=consumer_name,
+            idle=min_idle_ms,
+        )
+        due += [entry_id for entry_id in (_text(p["message_id"]) for p in page) if entry_id in held]
+        if len(page) < _PENDING_PAGE:
+            break
+        start = "(" + _text(page[-1]["message_id"])
+    if due:
+        ids: list[Any] = due
+        await redis.xclaim(keys.jobs_stream, keys.consumer_group, consumer_name, min_idle_ms, ids, justid=True)
+    return due
 
 
 async def forget_gone_consumers(redis: aioredis.Redis, keys: RedisKeys, own_name: str, gone_after_ms: int) -> list[str]:
@@ -126,7 +231,9 @@ class Housekeeper:
     async def tick(self) -> None:
         """One round: keep our jobs alive, forget gone consumers, trim (reclaiming is the reader's job)."""
         settings, keys = self._settings, self._keys
-        await keep_alive(self._redis, keys, self._consumer_name, list(self._held()))
+        # Refreshed at half the visibility timeout: long before anyone may reclaim them.
+        refresh_after_ms = int(settings.visibility_timeout_seconds * 1000 / 2)
+        await keep_alive(self._redis, keys, self._consumer_name, list(self._held()), refresh_after_ms)
         await forget_gone_consumers(self._redis, keys, self._consumer_name, int(settings.consumer_gone_seconds * 1000))
         self.trimmed += await trim_acknowledged(self._redis, keys)
 

@@ -21,6 +21,8 @@ class JobResult(msgspec.Struct, frozen=True):
     model: str | None = None
     prompt_tokens: int | None = None
     output_tokens: int | None = None
+    finish_reason: str | None = None  # how the engine ended: stop, length (failed), abort (cancelled)
+    pieces: int | None = None  # engine requests the translation took (a long text is cut into pieces)
     dead_letter: bool = False  # also park a copy in the dead-letter stream (a job that keeps failing)
 
 

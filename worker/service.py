@@ -21,20 +21,18 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.keys import RedisKeys
 from contract.settings import Settings
+from contract.version import dragoman_version
 from worker.consumer import StreamConsumer
 from worker.engine import TranslationEngine
 from worker.metrics import WorkerMetrics
 from worker.ops_server import OpsServer
 from worker.profiles import PromptProfile
-from worker.reclaim import Housekeeper
+from worker.reclaim import HEARTBEAT_INTERVAL_S, HEARTBEAT_TTL_S, Housekeeper
 from worker.redis_client import open_redis
 from worker.translator import Translator
 from worker.writer import ResultWriter
 
 log = logging.getLogger(__name__)
-
-HEARTBEAT_INTERVAL_S = 5.0
-HEARTBEAT_TTL_S = 15
 
 
 def new_consumer_name() -> str:
@@ -65,7 +63,13 @@ class Worker:
         self.consumer = StreamConsumer(
             settings,
             self.redis,
-            Translator(engine, profile, settings.max_new_tokens, settings.output_tokens_ratio),
+            Translator(
+                engine,
+                profile,
+                settings.max_new_tokens,
+                settings.output_tokens_ratio,
+                max_piece_chars=settings.max_piece_chars,
+            ),
             self.writer,
             consumer_name or settings.consumer_name or new_consumer_name(),
             max_in_flight,
@@ -87,6 +91,8 @@ class Worker:
         self._writer: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._heartbeat_key = self.keys.worker(self.consumer.consumer_name)
+        self._started_at = repr(time.time())
         self._stopped = False
 
     async def start(self) -> None:
@@ -94,14 +100,19 @@ class Worker:
         await self.consumer.ensure_group()
         if self.ops is not None:
             await self.ops.start()
+        # Beat before the first read: other workers take over the entries of a consumer without one.
+        self._started_at = repr(time.time())
+        with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
+            await self._write_heartbeat()
+        self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
         self._writer = asyncio.create_task(self.writer.run(), name="dragoman-writer")
         self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
-        self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         log.info(
-            "worker %s reading %s (group %s, up to %d jobs in flight)",
+            "worker %s (dragoman %s) reading %s (group %s, up to %d jobs in flight)",
             self.consumer.consumer_name,
+            dragoman_version(),
             self.keys.jobs_stream,
             self.settings.consumer_group,
             self.consumer.max_in_flight,
@@ -118,35 +129,41 @@ class Worker:
     def _held_entry_ids(self) -> list[str]:
         return [*self.consumer.held_entry_ids(), *self.writer.held_entry_ids()]
 
+    async def _write_heartbeat(self) -> None:
+        """Refresh this worker's heartbeat hash (what it does, for operators) and its expiry."""
+        down = self.writer.postgres_unavailable_since
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(
+                self._heartbeat_key,
+                mapping={
+                    "started_at": self._started_at,
+                    "pid": os.getpid(),
+                    "beat_at": repr(time.time()),
+                    "in_flight": self.consumer.in_flight,
+                    "written": self.writer.stats.rows,
+                    "reclaimed": self.consumer.reclaimed,
+                    "postgres_down_since": "" if down is None else repr(down),
+                },
+            )
+            pipe.expire(self._heartbeat_key, HEARTBEAT_TTL_S)
+            await pipe.execute()
+
     async def _beat(self) -> None:
-        """Refresh this worker's heartbeat key so operators (and the demo) see it is alive."""
-        key = self.keys.worker(self.consumer.consumer_name)
-        started = repr(time.time())
+        """Keep the heartbeat alive until the worker has flushed its last result, then delete it.
+
+        Other workers take over the jobs of a consumer whose heartbeat has expired, so it must
+        outlive the drain; deleting it at the end hands anything left over at once.
+        """
         try:
             while True:
+                await asyncio.sleep(HEARTBEAT_INTERVAL_S)
                 try:
-                    async with self.redis.pipeline(transaction=True) as pipe:
-                        down = self.writer.postgres_unavailable_since
-                        pipe.hset(
-                            key,
-                            mapping={
-                                "started_at": started,
-                                "pid": os.getpid(),
-                                "beat_at": repr(time.time()),
-                                "in_flight": self.consumer.in_flight,
-                                "written": self.writer.stats.rows,
-                                "reclaimed": self.consumer.reclaimed,
-                                "postgres_down_since": "" if down is None else repr(down),
-                            },
-                        )
-                        pipe.expire(key, HEARTBEAT_TTL_S)
-                        await pipe.execute()
+                    await self._write_heartbeat()
                 except (RedisConnectionError, RedisTimeoutError) as exc:
                     log.warning("heartbeat failed: %s", exc)
-                await asyncio.sleep(HEARTBEAT_INTERVAL_S)
         finally:
             with contextlib.suppress(RedisConnectionError, RedisTimeoutError, RuntimeError):
-                await asyncio.shield(self.redis.delete(key))
+                await asyncio.shield(self.redis.delete(self._heartbeat_key))
 
     async def serve(self, stop: asyncio.Event) -> int:
         """Run until ``stop`` is set (or the engine dies); return the process exit code."""
@@ -187,13 +204,13 @@ class Worker:
             await asyncio.wait({self._reader}, timeout=self.settings.read_block_ms / 1000 + 1)
         await _cancel(self._reader)  # still waiting for a free slot: nothing read is lost
         await _cancel(self._housekeeping)
-        await _cancel(self._heartbeat)
         unfinished = await self.consumer.drain(grace)
         if unfinished:
             log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker", unfinished, grace)
         if self._writer is not None and not self._writer.done():
             await self.writer.close()
             await asyncio.wait({self._writer})
+        await _cancel(self._heartbeat)  # only now: another worker may take over what is left
         await _cancel(self._listener)
         if self.ops is not None:
             await self.ops.close()

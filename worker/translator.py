@@ -1,77 +1,392 @@
-"""One job through the engine: prompt, context check, generation, decoding, post-processing."""
+"""One job through the engine: prompt, output budget, pieces for long texts, generation, decoding.
+
+A job whose text fits one generation (its prompt plus its output budget within the model's
+context, and the text within ``max_piece_chars``) is one engine request, as before. A longer one
+is cut inside the worker at paragraph breaks, then at sentence ends (:mod:`contract.sentences`,
+the splitter the documents use); adjacent parts are packed into pieces that each fit, the pieces
+run as concurrent engine requests, and the translations are joined with the source's own breaks
+between them. A profile that answers one line (few-shot) gets every sentence of every line on
+its own (its ``piece_unit``).
+
+A generation that stops on its output budget (finish reason ``length``) is retried once with all
+the context allows; if it stops on the budget again the job fails with
+:class:`~contract.errors.TruncatedTranslationError`: a cut-off translation never succeeds.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
+from typing import Any, NamedTuple
+
 import msgspec
 
-from contract.errors import InputTooLongError
+from contract.errors import InputTooLongError, TruncatedTranslationError
+from contract.expansion import expansion_ratio
+from contract.generation import cut_at_stop
 from contract.schemas import JobSpec
-from worker.engine import GenerationRequest, TranslationEngine
+from contract.sentences import cut_sentence, split_paragraphs, split_sentences
+from worker.engine import GenerationRequest, GenerationResult, TranslationEngine
 from worker.profiles import PromptProfile
+
+log = logging.getLogger(__name__)
+
+_BUDGET_BASE = 16  # tokens every budget gets on top of the estimate (short texts, end markers)
+# Which finish reason describes a job whose pieces ended differently (the first listed wins).
+_REASON_ORDER = ("abort", "length")
 
 
 class Translation(msgspec.Struct, frozen=True):
-    """The translated text and the token counts recorded with it."""
+    """The translated text, the token counts recorded with it, how it ended and in how many pieces."""
 
     text: str
     prompt_tokens: int
     output_tokens: int
     finish_reason: str | None
+    pieces: int = 1
+
+
+class _Piece(NamedTuple):
+    """One engine request of a job: its prompt and its first output budget."""
+
+    prompt_ids: list[int]
+    budget: int
+
+
+class _Done(NamedTuple):
+    """A piece's final generation and the budget it ran with."""
+
+    result: GenerationResult
+    prompt_tokens: int
+    budget: int
 
 
 class Translator:
     """Runs jobs on an engine with a prompt profile; one instance serves every job of a worker."""
 
     def __init__(
-        self, engine: TranslationEngine, profile: PromptProfile, max_new_tokens: int, output_ratio: float = 2.0
+        self,
+        engine: TranslationEngine,
+        profile: PromptProfile,
+        max_new_tokens: int | None,
+        output_ratio: float = 2.0,
+        *,
+        max_piece_chars: int | None = None,
     ) -> None:
         self.engine = engine
         self.profile = profile
         self._max_new_tokens = max_new_tokens
         self._ratio = output_ratio
         self._max_len = engine.max_model_len
+        self._max_piece_chars = max_piece_chars
         self._stop_ids = tuple(profile.stop_token_ids())
         self._overhead: dict[tuple[str, str], int] = {}
+        self._pair_ratio: dict[tuple[str, str], float] = {}
+        self._running: dict[str, set[str]] = {}  # a job's request id -> its pieces' engine request ids
+        self._aborted: set[str] = set()
 
     def _prompt_overhead(self, spec: JobSpec) -> int:
         """Tokens the profile adds around the text for this language pair (cached)."""
         pair = (spec.source_lang, spec.target_lang)
         overhead = self._overhead.get(pair)
         if overhead is None:
-            empty = JobSpec(
-                job_id=spec.job_id, text="", source_lang=pair[0], target_lang=pair[1], created_at=spec.created_at
-            )
-            overhead = len(self.profile.prompt_token_ids(empty))
+            overhead = len(self.profile.prompt_token_ids(msgspec.structs.replace(spec, text="")))
             self._overhead[pair] = overhead
         return overhead
 
-    def max_tokens_for(self, prompt_tokens: int, source_tokens: int) -> int:
-        """Output budget: ``output_ratio`` times the source length (+16), capped, never past the context."""
-        wanted = 16 + int(self._ratio * source_tokens)
-        return max(1, min(wanted, self._max_new_tokens, self._max_len - prompt_tokens))
+    def _expansion(self, spec: JobSpec) -> float:
+        """Headroom times the pair's expansion ratio (cached): output tokens budgeted per source token."""
+        pair = (spec.source_lang, spec.target_lang)
+        ratio = self._pair_ratio.get(pair)
+        if ratio is None:
+            ratio = self._pair_ratio[pair] = self._ratio * expansion_ratio(*pair)
+        return ratio
+
+    def room(self, prompt_tokens: int) -> int:
+        """The most tokens a generation after this prompt may have: the context left, capped by ``max_new_tokens``."""
+        room = self._max_len - prompt_tokens
+        return room if self._max_new_tokens is None else min(room, self._max_new_tokens)
+
+    def max_tokens_for(self, prompt_tokens: int, source_tokens: int, ratio: float | None = None) -> int:
+        """First output budget: ``16 + ratio x source tokens``, never past :meth:`room` (at least 1)."""
+        wanted = _BUDGET_BASE + math.ceil((self._ratio if ratio is None else ratio) * source_tokens)
+        return max(1, min(wanted, self.room(prompt_tokens)))
+
+    def _fits(self, chars: int, source_tokens: int, overhead: int, ratio: float) -> bool:
+        """Whether a text of this size fits one generation: prompt plus full budget in the context."""
+        if self._max_piece_chars is not None and chars > self._max_piece_chars:
+            return False
+        prompt = overhead + source_tokens
+        wanted = _BUDGET_BASE + math.ceil(ratio * source_tokens)
+        if self._max_new_tokens is not None and wanted > self._max_new_tokens:
+            return False
+        return prompt + wanted <= self._max_len
 
     async def translate(self, spec: JobSpec, request_id: str) -> Translation:
-        """Translate ``spec``; raises :class:`InputTooLongError` if it cannot fit the context."""
-        prompt_ids = self.profile.prompt_token_ids(spec)
-        prompt_tokens = len(prompt_ids)
+        """Translate ``spec`` whole, in as many pieces as it needs.
+
+        Raises :class:`InputTooLongError` if even a piece of a few characters cannot fit the
+        context, and :class:`TruncatedTranslationError` if a piece stops on its budget twice.
+        A raw-prompt job (a Batch API chat or completion line) runs its prompt as given instead.
+        """
+        if spec.generation is not None:
+            return await self._run_raw_prompt(spec.generation, request_id)
+        ratio = self._expansion(spec)
+        overhead = self._prompt_overhead(spec)
+        text = spec.text
+        unit = self.profile.piece_unit
+        if unit == "text" or ("\n" not in text and (unit == "line" or len(split_sentences(text.strip())) == 1)):
+            prompt_ids = self.profile.prompt_token_ids(spec)
+            source_tokens = max(1, len(prompt_ids) - overhead)
+            if self._fits(len(text), source_tokens, overhead, ratio):
+                budget = self.max_tokens_for(len(prompt_ids), source_tokens, ratio)
+                plan: list[str | _Piece] = [_Piece(prompt_ids, budget)]
+                return await self._run(spec, request_id, plan)
+        plan = self._plan(spec, overhead, ratio)
+        return await self._run(spec, request_id, plan)
+
+    # Planning ---------------------------------------------------------------------------------
+
+    def _plan(self, spec: JobSpec, overhead: int, ratio: float) -> list[str | _Piece]:
+        """The text as literal breaks and pieces that each fit one generation, in order."""
+        plan: list[str | _Piece] = []
+        parts = split_paragraphs(spec.text, lines=self.profile.piece_unit != "text")
+        texts = self._pack(spec, parts, overhead, ratio, level=0)
+        for item in texts:
+            if isinstance(item, str):
+                plan.append(item)
+                continue
+            core = item[0]
+            stripped = core.strip()
+            lead = core[: len(core) - len(core.lstrip())]
+            trail = core[len(core.rstrip()) :]
+            if lead:
+                plan.append(lead)
+            plan.append(self._piece(spec, stripped, ratio))
+            if trail:
+                plan.append(trail)
+        return plan
+
+    def _pack(self, spec: JobSpec, parts: list[str], overhead: int, ratio: float, level: int) -> list[str | tuple[str]]:
+        """Pack adjacent ``parts`` into pieces (1-tuples) that fit; breaks between pieces stay literal.
+
+        Level 0 parts are paragraphs (or lines), level 1 sentences, deeper levels halves of a
+        sentence. A part that does not fit alone is cut one level finer, down to single
+        characters if it must. Lines of a ``line`` profile and the sentences of a ``sentence``
+        profile are never packed together.
+        """
+        out: list[str | tuple[str]] = []
+        current: list[str] = []  # parts of the piece being packed (breaks inside it included)
+        current_tokens = 0
+        pending_break = ""  # a break after the current piece, not yet known to be inside it
+        unit = self.profile.piece_unit
+        pack = unit == "text" or (unit == "line" and level > 0) or level > 1
+        to_sentences = unit == "sentence" and level == 0  # every line goes down to its sentences
+
+        def flush() -> None:
+            nonlocal current, current_tokens
+            if current:
+                out.append(("".join(current),))
+            current, current_tokens = [], 0
+
+        for part in parts:
+            if not part.strip():
+                if current:
+                    pending_break += part
+                else:
+                    out.append(part)
+                continue
+            tokens = len(self.engine.tokenizer.encode(part, add_special_tokens=False))
+            chars = sum(map(len, current)) + len(pending_break) + len(part)
+            break_tokens = 1 if pending_break else 0
+            if pack and current and self._fits(chars, current_tokens + break_tokens + tokens, overhead, ratio):
+                current += [pending_break, part]
+                current_tokens += break_tokens + tokens
+                pending_break = ""
+                continue
+            flush()
+            if pending_break:
+                out.append(pending_break)
+                pending_break = ""
+            if not to_sentences and (self._fits(len(part), tokens, overhead, ratio) or len(part) <= 1):
+                current, current_tokens = [part], tokens
+            else:
+                out.extend(self._pack(spec, self._finer(part, level, to_sentences), overhead, ratio, level + 1))
+        flush()
+        if pending_break:
+            out.append(pending_break)
+        return out
+
+    @staticmethod
+    def _finer(part: str, level: int, to_sentences: bool = False) -> list[str]:
+        """``part`` cut one level finer: paragraph -> sentences -> halves of a sentence (never inside a word)."""
+        if level == 0:
+            sentences = split_sentences(part)
+            if len(sentences) > 1 or to_sentences:
+                return sentences
+        return cut_sentence(part, max(1, len(part) // 2))
+
+    def _piece(self, spec: JobSpec, text: str, ratio: float) -> _Piece:
+        """The prompt and first budget of one piece."""
+        prompt_ids = self.profile.prompt_token_ids(msgspec.structs.replace(spec, text=text))
+        if len(prompt_ids) >= self._max_len:
+            raise InputTooLongError(
+                f"input too long: a piece of {len(text)} characters makes a prompt of {len(prompt_ids)} tokens and "
+                f"the model's context is {self._max_len} tokens (max_model_len); raise --max-model-len"
+            )
+        source_tokens = max(1, len(prompt_ids) - self._prompt_overhead(spec))
+        return _Piece(prompt_ids, self.max_tokens_for(len(prompt_ids), source_tokens, ratio))
+
+    # Running ----------------------------------------------------------------------------------
+
+    async def _run(self, spec: JobSpec, request_id: str, plan: list[str | _Piece]) -> Translation:
+        """Generate every piece (concurrently), then join the translations with the literal breaks."""
+        pieces = [item for item in plan if isinstance(item, _Piece)]
+        self._running[request_id] = set()
+        try:
+            if len(pieces) == 1:
+                done = [await self._generate(request_id, request_id, pieces[0])]
+            else:
+                tasks = [
+                    asyncio.create_task(self._generate(request_id, f"{request_id}-p{i}", piece))
+                    for i, piece in enumerate(pieces)
+                ]
+                try:
+                    done = list(await asyncio.gather(*tasks))
+                except BaseException:
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
+        finally:
+            self._running.pop(request_id, None)
+            self._aborted.discard(request_id)
+        reasons = [d.result.finish_reason for d in done]
+        prompt_tokens = sum(d.prompt_tokens for d in done)
+        output_tokens = sum(len(d.result.token_ids) for d in done)
+        finish = next((r for r in _REASON_ORDER if r in reasons), None) or next(
+            (r for r in reasons if r != "stop"), "stop" if reasons else None
+        )
+        if finish == "length":
+            raise self._truncated(spec, done, prompt_tokens, output_tokens)
+        decode = self.engine.tokenizer.decode
+        translated = iter(self.profile.postprocess(decode(d.result.token_ids, skip_special_tokens=True)) for d in done)
+        text = "".join(item if isinstance(item, str) else next(translated) for item in plan)
+        return Translation(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            finish_reason=finish,
+            pieces=len(pieces),
+        )
+
+    async def _generate(self, job_request_id: str, request_id: str, piece: _Piece) -> _Done:
+        """One piece; a ``length`` stop is retried once with all the context allows."""
+        result = await self._request(job_request_id, request_id, piece.prompt_ids, piece.budget)
+        budget = piece.budget
+        if result.finish_reason == "length" and job_request_id not in self._aborted:
+            room = self.room(len(piece.prompt_ids))
+            if room > budget:
+                log.info(
+                    "request %s stopped at its output budget (%d tokens); retrying with %d",
+                    request_id,
+                    budget,
+                    room,
+                    extra={"job_id": job_request_id},
+                )
+                budget = room
+                result = await self._request(job_request_id, f"{request_id}-retry", piece.prompt_ids, room)
+        return _Done(result, len(piece.prompt_ids), budget)
+
+    async def _request(
+        self, job_request_id: str, request_id: str, prompt_ids: list[int], budget: int
+    ) -> GenerationResult:
+        running = self._running.setdefault(job_request_id, set())
+        running.add(request_id)
+        try:
+            return await self.engine.generate(
+                GenerationRequest(
+                    request_id=request_id, prompt_token_ids=prompt_ids, max_tokens=budget, stop_token_ids=self._stop_ids
+                )
+            )
+        finally:
+            running.discard(request_id)
+
+    async def abort(self, request_id: str) -> None:
+        """Abort every engine request of the job running under ``request_id`` (its pieces, its retries)."""
+        running = self._running.get(request_id)
+        if running is None:
+            await self.engine.abort(request_id)
+            return
+        self._aborted.add(request_id)
+        for piece_request in list(running):
+            await self.engine.abort(piece_request)
+
+    def _truncated(
+        self, spec: JobSpec, done: list[_Done], prompt_tokens: int, output_tokens: int
+    ) -> TruncatedTranslationError:
+        """The error that fails a job whose translation stopped on its budget twice: numbers and what to change."""
+        index, stopped = next((i, d) for i, d in enumerate(done) if d.result.finish_reason == "length")
+        used = len(stopped.result.token_ids)
+        where = f"piece {index + 1} of {len(done)}" if len(done) > 1 else "the translation"
+        capped = self._max_new_tokens is not None and stopped.budget >= self._max_new_tokens
+        advice = (
+            "raise DRAGOMAN_MAX_NEW_TOKENS (or unset it to let the context decide)"
+            if capped
+            else "raise the worker's --max-model-len, or lower DRAGOMAN_MAX_PIECE_CHARS so long texts are cut "
+            "into smaller pieces; a model that never ends its answer needs another prompt profile or model"
+        )
+        return TruncatedTranslationError(
+            f"translation cut off: {where} stopped at its output budget ({used} tokens used of a budget of "
+            f"{stopped.budget}, after a {stopped.prompt_tokens}-token prompt in a {self._max_len}-token context), "
+            f"also when retried with all the context allows; {advice}",
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            pieces=len(done),
+        )
+
+    def _check_fits(self, prompt_tokens: int) -> None:
         if prompt_tokens >= self._max_len:
             raise InputTooLongError(
                 f"input too long: the prompt is {prompt_tokens} tokens and the model's context is "
-                f"{self._max_len} tokens (max_model_len); split the text into smaller jobs"
+                f"{self._max_len} tokens (max_model_len); shorten the prompt or raise --max-model-len"
             )
-        source_tokens = max(1, prompt_tokens - self._prompt_overhead(spec))
+
+    async def _run_raw_prompt(self, generation: dict[str, Any], request_id: str) -> Translation:
+        """A raw-prompt job: the chat template or the prompt as given, the request's sampling, no profile."""
+        tokenizer = self.engine.tokenizer
+        if generation["kind"] == "chat":
+            prompt_ids = tokenizer.encode(chat_prompt(tokenizer, generation["messages"]), add_special_tokens=False)
+        else:
+            prompt_ids = tokenizer.encode(generation["prompt"])
+        prompt_tokens = len(prompt_ids)
+        self._check_fits(prompt_tokens)
+        room = self.room(prompt_tokens)
+        wanted = generation.get("max_tokens") or room
         result = await self.engine.generate(
             GenerationRequest(
                 request_id=request_id,
                 prompt_token_ids=prompt_ids,
-                max_tokens=self.max_tokens_for(prompt_tokens, source_tokens),
-                stop_token_ids=self._stop_ids,
+                max_tokens=max(1, min(wanted, room)),
+                temperature=generation.get("temperature", 0.0),
+                top_p=generation.get("top_p", 1.0),
+                seed=generation.get("seed"),
             )
         )
-        generated = self.engine.tokenizer.decode(result.token_ids, skip_special_tokens=True)
+        text, stopped = cut_at_stop(
+            tokenizer.decode(result.token_ids, skip_special_tokens=True), generation.get("stop")
+        )
         return Translation(
-            text=self.profile.postprocess(generated),
+            text=text,
             prompt_tokens=prompt_tokens,
             output_tokens=len(result.token_ids),
-            finish_reason=result.finish_reason,
+            finish_reason="stop" if stopped else result.finish_reason,
         )
+
+
+def chat_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> str:
+    """The messages through the tokenizer's chat template, or plain ``role: content`` lines without one."""
+    if getattr(tokenizer, "chat_template", None):
+        return str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"

@@ -11,8 +11,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from contract.errors import EngineError, EngineUnavailableError, ModelError
+from contract.errors import EngineError, EngineNotInstalledError, EngineUnavailableError, ModelError
 from worker.engine import EngineOptions, GenerationRequest, GenerationResult, Tokenizer
+from worker.extras import INSTALL_HINT
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,11 @@ class VllmEngine:
     def start(cls, model_path: Path, options: EngineOptions) -> VllmEngine:
         """Build the engine (blocking: tens of seconds on a CPU) for the model at ``model_path``."""
         check_model_path(model_path)
-        from vllm import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
+        try:
+            from vllm import AsyncEngineArgs
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError as exc:  # the CLI checked first; a library caller, or a broken install, lands here
+            raise EngineNotInstalledError(f"the vLLM engine cannot be imported ({exc}): {INSTALL_HINT}") from exc
 
         args = AsyncEngineArgs(**engine_arguments(model_path, options))
         llm = AsyncLLM.from_engine_args(args)
@@ -72,9 +76,11 @@ class VllmEngine:
         return self._llm
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
-        """Greedy-decode one request and return its final token ids."""
+        """Decode one request (greedy unless it asks for sampling) and return its final token ids."""
         params = self._sampling_params(
-            temperature=0.0,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            seed=request.seed,
             max_tokens=request.max_tokens,
             stop_token_ids=list(request.stop_token_ids),
             output_kind=self._final_only,

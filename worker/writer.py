@@ -396,6 +396,9 @@ def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]
             s.run_id,
             s.document_id,
             s.sequence,
+            s.tenant,
+            r.finish_reason,
+            r.pieces,
         )
         for r in rows
         for s in (r.spec,)

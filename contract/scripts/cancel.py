@@ -11,6 +11,8 @@ from contract.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
     import redis
+    import redis.asyncio as aioredis
+    from redis.asyncio.client import Pipeline as AsyncPipeline
     from redis.client import Pipeline
 
 _LUA = LuaScript("cancel.lua")
@@ -61,3 +63,17 @@ class CancelScript:
                 _LUA.queue_on(pipe, *self.layout(job_id, now))
 
         return [CancelOutcome(reply) for reply in _LUA.run_pipelined(client, queue)]
+
+    async def call_async(self, client: aioredis.Redis, job_id: str, now: float) -> CancelOutcome:
+        """:meth:`call` on an asyncio client."""
+        return CancelOutcome(await _LUA.run_async(client, *self.layout(job_id, now)))
+
+    async def call_many_async(self, client: aioredis.Redis, job_ids: Sequence[str], now: float) -> list[CancelOutcome]:
+        """:meth:`call_many` on an asyncio client."""
+
+        def queue(pipe: AsyncPipeline) -> None:
+            for job_id in job_ids:
+                keys, args = self.layout(job_id, now)
+                pipe.evalsha(_LUA.sha, len(keys), *keys, *args)
+
+        return [CancelOutcome(reply) for reply in await _LUA.run_pipelined_async(client, queue)]

@@ -2,7 +2,8 @@
 -- append the events and publish them, count them in the current second's counter, and note
 -- the jobs of runs and documents; all in one atomic call. The job that completes a run or
 -- document (its set of finished jobs reaches the total) appends one entry to the completions
--- stream: exactly once, however often a job is delivered.
+-- stream: exactly once, however often a job is delivered. The done-set expires with the group's
+-- hash; the finish task deletes both once the group is final.
 -- KEYS: jobs stream, events stream, this second's finished counter, completions stream, then
 --       the state record of each event
 -- ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
@@ -22,9 +23,15 @@ for k = 5, #KEYS do
              'status', ARGV[j + 2], 'payload', ARGV[j + 5])
   redis.call('PUBLISH', ARGV[2], ARGV[j + 5])
   local group, done = ARGV[j + 6], ARGV[j + 7]
-  if group ~= '' and redis.call('SADD', done, ARGV[j + 1]) == 1 then
+  -- A group's hash is gone once it finished (or expired): its done-set is not recreated then.
+  if group ~= '' and redis.call('EXISTS', group) == 1 and redis.call('SADD', done, ARGV[j + 1]) == 1 then
     local info = redis.call('HMGET', group, 'total', 'kind', 'id')
-    if info[1] and redis.call('SCARD', done) == tonumber(info[1]) then
+    local count = redis.call('SCARD', done)
+    if count == 1 then  -- a new done-set expires with its group's hash
+      local ttl = redis.call('PTTL', group)
+      if ttl > 0 then redis.call('PEXPIRE', done, ttl) end
+    end
+    if info[1] and count == tonumber(info[1]) then
       redis.call('XADD', KEYS[4], '*', 'kind', info[2], 'id', info[3])
     end
   end

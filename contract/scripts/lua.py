@@ -79,6 +79,22 @@ class LuaScript:
             self.load(client)
         raise AssertionError("unreachable")
 
+    async def run_pipelined_async(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
+        """:meth:`run_pipelined` on an asyncio client: one round trip, sent again once after NOSCRIPT.
+
+        ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``).
+        """
+        for attempt in (1, 2):
+            async with client.pipeline(transaction=False) as pipe:
+                queue(pipe)
+                try:
+                    return await pipe.execute()
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+            await client.script_load(self.source)
+        raise AssertionError("unreachable")
+
     def queue_on_async(self, pipe: AsyncPipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).
 

@@ -52,7 +52,7 @@ class StartScript:
         state = self._keys.state
         args: list[Arg] = [repr(now), consumer, self._state_ttl]
         for spec in specs:
-            args += (repr(spec.created_at), spec.source_lang, spec.target_lang)
+            args += (repr(spec.created_at), spec.source_lang, spec.target_lang, spec.tenant or "")
         return [state(spec.job_id) for spec in specs], args
 
     def call(self, client: redis.Redis, consumer: str, now: float, specs: Sequence[JobSpec]) -> list[StartOutcome]:

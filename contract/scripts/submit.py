@@ -12,6 +12,8 @@ from contract.wire import encode_job_entry
 
 if TYPE_CHECKING:
     import redis
+    import redis.asyncio as aioredis
+    from redis.asyncio.client import Pipeline as AsyncPipeline
     from redis.client import Pipeline
 
 _LUA = LuaScript("submit.lua")
@@ -25,8 +27,13 @@ class SubmitScript:
         self._state_ttl = state_ttl
         self._idempotency_ttl = idempotency_ttl
 
-    def layout(self, spec: JobSpec, idempotency_key: str | None) -> tuple[tuple[str, ...], tuple[Arg, ...]]:
-        """KEYS and ARGV that queue ``spec`` (under the application's ``idempotency_key``, if any)."""
+    def layout(
+        self, spec: JobSpec, idempotency_key: str | None, only_new: bool = False
+    ) -> tuple[tuple[str, ...], tuple[Arg, ...]]:
+        """KEYS and ARGV that queue ``spec`` (under the application's ``idempotency_key``, if any).
+
+        ``only_new``: leave the job as it is if its state record exists (a resumed submission).
+        """
         keys = self._keys
         fields = encode_job_entry(spec)
         # Tuples, built in one go: this runs once per job on the 20k jobs/s submit path.
@@ -39,24 +46,40 @@ class SubmitScript:
             self._state_ttl,
             self._idempotency_ttl,
             fields["v"],
+            spec.tenant or "",
+            "1" if only_new else "0",
         )
         if idempotency_key is None:
             return (keys.jobs_stream, keys.state(spec.job_id)), args
-        return (keys.jobs_stream, keys.state(spec.job_id), keys.idempotency(idempotency_key)), args
+        return (keys.jobs_stream, keys.state(spec.job_id), keys.idempotency(idempotency_key, spec.tenant)), args
 
-    def add_to(self, pipe: Pipeline, spec: JobSpec, idempotency_key: str | None) -> None:
+    def add_to(self, pipe: Pipeline, spec: JobSpec, idempotency_key: str | None, only_new: bool = False) -> None:
         """Queue the submit of ``spec`` on a pipeline; its reply is the job id (see :meth:`call_many`)."""
-        _LUA.queue_on(pipe, *self.layout(spec, idempotency_key))
+        _LUA.queue_on(pipe, *self.layout(spec, idempotency_key, only_new))
 
     def call(self, client: redis.Redis, spec: JobSpec, idempotency_key: str | None = None) -> str:
         """Queue one job; return its id, or the id of the job first submitted under ``idempotency_key``."""
         return str(_LUA.run(client, *self.layout(spec, idempotency_key)))
 
-    def call_many(self, client: redis.Redis, prepared: Sequence[tuple[JobSpec, str | None]]) -> list[str]:
+    def call_many(
+        self, client: redis.Redis, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False
+    ) -> list[str]:
         """Queue ``(spec, idempotency key)`` pairs in one pipelined round trip; return the job ids (as :meth:`call`)."""
 
         def queue(pipe: Pipeline) -> None:
             for spec, idempotency_key in prepared:
-                self.add_to(pipe, spec, idempotency_key)
+                self.add_to(pipe, spec, idempotency_key, only_new)
 
         return [str(job_id) for job_id in _LUA.run_pipelined(client, queue)]
+
+    async def call_many_async(
+        self, client: aioredis.Redis, prepared: Sequence[tuple[JobSpec, str | None]]
+    ) -> list[str]:
+        """:meth:`call_many` on an asyncio client (the same KEYS and ARGV, from :meth:`layout`)."""
+
+        def queue(pipe: AsyncPipeline) -> None:
+            for spec, idempotency_key in prepared:
+                keys, args = self.layout(spec, idempotency_key)
+                pipe.evalsha(_LUA.sha, len(keys), *keys, *args)
+
+        return [str(job_id) for job_id in await _LUA.run_pipelined_async(client, queue)]

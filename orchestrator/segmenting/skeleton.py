@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contract.errors import DocumentTooLargeError
+from contract.sentences import cut_prose
+
 Escape = Literal["", "html"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;:。！？])(\s+)")
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter: otherwise nothing to translate
 
 
@@ -31,23 +33,36 @@ class Segment:
 
 @dataclass(slots=True)
 class Skeleton:
-    """Literal strings and segments in document order."""
+    """Literal strings and segments in document order.
+
+    With ``max_segments``, adding one segment more raises :class:`DocumentTooLargeError` at once,
+    so a huge document is refused before it has used the memory of millions of segments.
+    """
 
     pieces: list[str | Segment] = field(default_factory=list)
+    max_segments: int | None = None
+    _count: int = 0
+    _tail: list[str] = field(default_factory=list)  # literals since the last segment, joined once
 
     @property
     def segments(self) -> list[Segment]:
         """The segments, in order (their index is the job's ``sequence``)."""
+        self._flush()
         return [p for p in self.pieces if isinstance(p, Segment)]
 
     def literal(self, text: str) -> None:
-        """Append text kept as it is (merged with a literal before it)."""
-        if not text:
-            return
-        if self.pieces and isinstance(self.pieces[-1], str):
-            self.pieces[-1] += text
-        else:
-            self.pieces.append(text)
+        """Append text kept as it is (merged with the literals around it, in linear time)."""
+        if text:
+            self._tail.append(text)
+
+    def _flush(self) -> None:
+        if self._tail:
+            last = self.pieces[-1] if self.pieces else None
+            if isinstance(last, str):
+                self.pieces.pop()
+                self._tail.insert(0, last)
+            self.pieces.append("".join(self._tail))
+            self._tail.clear()
 
     def prose(self, raw: str, max_chars: int, *, escape: Escape = "") -> None:
         """Append prose: surrounding whitespace stays literal, long text is cut at sentence ends."""
@@ -55,21 +70,32 @@ class Skeleton:
         if not stripped:
             self.literal(raw)
             return
-        start = raw.index(stripped)
+        start = len(raw) - len(raw.lstrip())
         self.literal(raw[:start])
         if not _HAS_WORDS.search(stripped):
             self.literal(stripped)
         else:
-            for part in _cut(stripped, max_chars):
+            for part in cut_prose(stripped, max_chars):
                 if part.isspace():
                     self.literal(part)
                 else:
                     text = html.unescape(part) if escape == "html" else part
-                    self.pieces.append(Segment(text=text, raw=part, escape=escape))
+                    self._add(Segment(text=text, raw=part, escape=escape))
         self.literal(raw[start + len(stripped) :])
+
+    def _add(self, segment: Segment) -> None:
+        if self.max_segments is not None and self._count >= self.max_segments:
+            raise DocumentTooLargeError(
+                f"the document splits into more than {self.max_segments:,} segments "
+                "(DRAGOMAN_MAX_DOCUMENT_SEGMENTS); split it into smaller documents or raise the segment length"
+            )
+        self._count += 1
+        self._flush()
+        self.pieces.append(segment)
 
     def assemble(self, translations: Sequence[str | None]) -> str:
         """The document with segment ``i`` replaced by ``translations[i]`` (``None``: keep the source)."""
+        self._flush()
         out: list[str] = []
         index = 0
         for piece in self.pieces:
@@ -88,50 +114,10 @@ class Skeleton:
 
     def to_json(self) -> list[Any]:
         """A JSON-ready form (stored with the document until it is assembled)."""
+        self._flush()
         return [p if isinstance(p, str) else [p.text, p.raw, p.escape] for p in self.pieces]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> Skeleton:
         """The skeleton :meth:`to_json` produced."""
         return cls([p if isinstance(p, str) else Segment(text=p[0], raw=p[1], escape=p[2]) for p in data])
-
-
-def _cut(text: str, max_chars: int) -> list[str]:
-    """``text`` in pieces of at most ``max_chars``: at sentence ends, else at spaces, else anywhere."""
-    if len(text) <= max_chars:
-        return [text]
-    parts: list[str] = []
-    current = ""
-    for piece in _SENTENCE_END.split(text):
-        if piece.isspace():
-            if current:
-                parts.append(current)
-                current = ""
-            parts.append(piece)
-        elif len(current) + len(piece) <= max_chars:
-            current += piece
-        else:
-            if current:
-                parts.append(current)
-            current = ""
-            parts.extend(_hard_cut(piece, max_chars))
-    if current:
-        parts.append(current)
-    return parts
-
-
-def _hard_cut(text: str, max_chars: int) -> list[str]:
-    """A sentence longer than ``max_chars``: cut at the last space before the limit (whitespace kept)."""
-    parts: list[str] = []
-    while len(text) > max_chars:
-        cut = text.rfind(" ", 1, max_chars)
-        cut = cut if cut > 0 else max_chars
-        parts.append(text[:cut])
-        rest = text[cut:]
-        spaces = len(rest) - len(rest.lstrip())
-        if spaces:
-            parts.append(rest[:spaces])
-        text = rest[spaces:]
-    if text:
-        parts.append(text)
-    return parts

@@ -5,21 +5,43 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from contract.documents import FORMATS
-from contract.errors import InvalidJobError
+from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.markdown_format import split_markdown
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.text_format import split_text
 
 
-def split_document(source: str, fmt: str, max_chars: int) -> Skeleton:
-    """Cut ``source`` (a ``txt``, ``md`` or ``html`` document) into literals and segments."""
-    splitters: dict[str, Callable[[str, int], Skeleton]] = {"txt": split_text, "md": split_markdown, "html": split_html}
+def split_document(
+    source: str,
+    fmt: str,
+    max_chars: int,
+    *,
+    max_document_chars: int | None = None,
+    max_segments: int | None = None,
+) -> Skeleton:
+    """Cut ``source`` (a ``txt``, ``md`` or ``html`` document) into literals and segments.
+
+    Every splitter is linear in the document's length and recursion-free, so no input can make it
+    run for minutes or overflow the stack. Over ``max_document_chars`` characters or
+    ``max_segments`` segments raises :class:`DocumentTooLargeError`.
+    """
+    splitters: dict[str, Callable[[str, int, Skeleton], None]] = {
+        "txt": split_text,
+        "md": split_markdown,
+        "html": split_html,
+    }
     if fmt not in splitters:
         raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
     if max_chars < 20:
         raise InvalidJobError("max segment length must be at least 20 characters")
-    skeleton = splitters[fmt](source, max_chars)
+    if max_document_chars is not None and len(source) > max_document_chars:
+        raise DocumentTooLargeError(
+            f"the document has {len(source):,} characters, over the limit of {max_document_chars:,} "
+            "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
+        )
+    skeleton = Skeleton(max_segments=max_segments)
+    splitters[fmt](source, max_chars, skeleton)
     if skeleton.source() != source:  # an invariant; a bug here must never change a user's document
         raise InvalidJobError(f"this {fmt} document could not be split without changing it (a dragoman bug)")
     return skeleton

@@ -99,3 +99,10 @@ async def test_sleep_async_waits_without_blocking_the_loop(monkeypatch: pytest.M
 def test_nonsense_settings_are_refused(arguments: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Backoff(**arguments)  # type: ignore[arg-type]
+
+
+def test_retry_intervals_grow_to_the_maximum_and_stop() -> None:
+    from contract.backoff import retry_intervals
+
+    assert retry_intervals(1, 60) == [1, 2, 4, 8, 16, 32, 60]
+    assert retry_intervals(5, 5) == [5]

@@ -52,10 +52,37 @@ def test_text_line_appends_job_fields_only() -> None:
         ),
         ("unix:///tmp/redis.sock?db=0", "unix:///tmp/redis.sock?db=0"),
         ("postgresql://user@host/db", "postgresql://user@host/db"),
+        ("redis://u:p@ss@host/0 left", "redis://u:***@host/0 left"),  # an unescaped '@' in the password
+        # Query parameters: redis-py and libpq both take the password from the query too.
+        ("redis://host:6379/0?password=s3cret", "redis://host:6379/0?password=***"),
+        ("postgresql://u@h/db?sslmode=require&password=s3cret", "postgresql://u@h/db?sslmode=require&password=***"),
+        ("postgresql://h/db?sslpassword=s3cret&x=1", "postgresql://h/db?sslpassword=***&x=1"),
+        ("https://hooks/x?token=abc&X-Amz-Signature=def&id=7", "https://hooks/x?token=***&X-Amz-Signature=***&id=7"),
+        # libpq key=value strings, reprs and dict keys.
+        ("host=db password=s3cret dbname=x", "host=db password=*** dbname=x"),
+        ("host=db password = 'two words' dbname=x", "host=db password = *** dbname=x"),
+        ("Settings(webhook_secret='s3cret', max_new_tokens=5)", "Settings(webhook_secret=***, max_new_tokens=5)"),
+        ("{'password': 's3cret', \"api_key\": \"k\"}", "{'password': '***', \"api_key\": \"***\"}"),
+        # Words that only look alike are left alone.
+        ("max_tokens=16 prompt_tokens=3 bypass=1 password authentication failed", None),
     ],
 )
-def test_scrub_secrets(raw: str, scrubbed: str) -> None:
-    assert scrub_secrets(raw) == scrubbed
+def test_scrub_secrets(raw: str, scrubbed: str | None) -> None:
+    assert scrub_secrets(raw) == (raw if scrubbed is None else scrubbed)
+
+
+def test_json_line_stays_valid_with_a_quoted_secret() -> None:
+    record = _record('connect failed: host=db password="two words" dbname=x')
+    entry = json.loads(JsonLogFormatter().format(record))
+    assert entry["message"] == "connect failed: host=db password=*** dbname=x"
+
+
+def test_a_startup_line_with_a_query_password_is_scrubbed() -> None:
+    """The worker logged its URLs at start; a password given as ``?password=`` went out as it was."""
+    record = _record("redis %s, postgres %s", "redis://cache:6379/0?password=s3cret", "postgresql://h/db?password=pw2")
+    for formatter in (TextLogFormatter(), JsonLogFormatter()):
+        line = formatter.format(record)
+        assert "s3cret" not in line and "pw2" not in line and "password=***" in line
 
 
 def test_configure_logging_rejects_unknown_formats() -> None:

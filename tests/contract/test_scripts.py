@@ -143,6 +143,17 @@ def test_submit_writes_the_entry_and_the_state_record(raw_redis: redis.Redis, ke
     assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)
 
 
+def test_start_recreates_a_missing_record_with_the_entry_s_tenant(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    # The record of a tenant's queued job expired (or was never written): recreated without the
+    # tenant, the job would answer 404 to its own owner over the HTTP API.
+    owned, unowned = _spec(tenant="acme"), _spec()
+    outcomes = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [owned, unowned])
+    assert outcomes == [StartOutcome(MISSING, 1), StartOutcome(MISSING, 1)]
+    assert raw_redis.hget(keys.state(owned.job_id), "tenant") == "acme"
+    assert raw_redis.hget(keys.state(owned.job_id), "source_lang") == "en"
+    assert "tenant" not in _record(raw_redis, keys.state(unowned.job_id))
+
+
 def test_submit_with_a_used_idempotency_key_returns_the_first_id(raw_redis: redis.Redis, keys: RedisKeys) -> None:
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
     first, second = _spec(), _spec(text="Hello again")
@@ -473,3 +484,54 @@ async def test_count_after_counts_later_entries_up_to_the_limit(
     assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[1], 2) == 2
     assert await script.call_async(async_redis, keys.jobs_stream, "0-0", 100) == 5
     assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[-1], 100) == 0
+
+
+async def test_finish_keeps_a_done_set_only_while_its_group_lives(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    """The done-set expires with the group's hash, and is not recreated once the group is gone."""
+    run_id = str(uuid.uuid4())
+    raw_redis.hset(keys.group(run_id), mapping={"kind": "run", "id": run_id, "total": "3"})
+    raw_redis.expire(keys.group(run_id), 1_000)
+    script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
+    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())), run_id)], NOW)
+    assert 0 < raw_redis.ttl(keys.group_done(run_id)) <= 1_000
+    raw_redis.delete(keys.group(run_id), keys.group_done(run_id))  # finished: the finish task deletes both
+    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())), run_id)], NOW)  # a late duplicate
+    assert not raw_redis.exists(keys.group_done(run_id))
+
+
+# Tenants and the asyncio paths ----------------------------------------------------------------
+
+
+def test_submit_records_the_tenant_and_keeps_its_idempotency_keys_apart(
+    raw_redis: redis.Redis, keys: RedisKeys
+) -> None:
+    script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+    acme = script.call(raw_redis, _spec(tenant="acme"), "order-1")
+    assert _record(raw_redis, keys.state(acme))["tenant"] == "acme"
+    assert "tenant" not in _record(raw_redis, keys.state(script.call(raw_redis, _spec())))
+    # The same key: a tenant-less submit and another tenant each get a job of their own.
+    plain = script.call(raw_redis, _spec(), "order-1")
+    globex = script.call(raw_redis, _spec(tenant="globex"), "order-1")
+    assert len({acme, plain, globex}) == 3
+    assert script.call(raw_redis, _spec(tenant="acme"), "order-1") == acme
+    assert keys.idempotency("order-1", "acme") != keys.idempotency("acme:idem:order-1")
+
+
+async def test_the_async_paths_write_what_the_sync_ones_do(
+    raw_redis: redis.Redis, keys: RedisKeys, service_urls: ServiceUrls
+) -> None:
+    client = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    try:
+        submit_script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+        specs = [_spec(tenant="acme"), _spec()]
+        await client.script_flush()  # the async pipeline loads the script after NOSCRIPT too
+        assert await submit_script.call_many_async(client, [(s, None) for s in specs]) == [s.job_id for s in specs]
+        assert _entries(raw_redis, keys.jobs_stream) == [encode_job_entry(s) for s in specs]
+        cancel_script = CancelScript(keys)
+        assert await cancel_script.call_async(client, specs[0].job_id, time.time()) is CancelOutcome.CANCELLED
+        outcomes = await cancel_script.call_many_async(client, [specs[1].job_id, str(uuid.uuid4())], time.time())
+        assert outcomes == [CancelOutcome.CANCELLED, CancelOutcome.MISSING]
+    finally:
+        await client.aclose()

@@ -1,54 +1,18 @@
-"""Embedded servers start, are found, and stop; configured URLs win over them."""
+"""Every credential form in a URL is redacted before it is printed or logged."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import psycopg
-import pytest
-import redis
-
-from contract.errors import ConfigurationError
-from contract.services import EmbeddedServices, ServiceUrls, redact_url, resolve_urls
-from contract.settings import Settings
-from producer.client import Client
-
-
-def test_embedded_services_up_find_down(tmp_path: Path) -> None:
-    services = EmbeddedServices(tmp_path / "data")
-    assert services.running_urls() is None
-    urls = services.up()
-    try:
-        assert urls.redis_url.startswith("unix://")
-        assert redis.Redis.from_url(urls.redis_url).ping()
-        with psycopg.connect(urls.database_url) as conn:
-            assert conn.execute("SELECT current_database()").fetchone() == ("dragoman",)
-        assert services.up() == urls  # idempotent: already running
-        assert services.running_urls() == urls
-        assert resolve_urls(Settings(redis_url=None, database_url=None, data_dir=tmp_path / "data")) == urls
-    finally:
-        assert services.down() is True
-    assert services.running_urls() is None
-    assert services.down() is False
-
-
-def test_missing_configuration_says_what_to_do(tmp_path: Path) -> None:
-    settings = Settings(redis_url=None, database_url=None, data_dir=tmp_path / "nothing-here")
-    with pytest.raises(ConfigurationError, match="dragoman services up"):
-        resolve_urls(settings)
-    with pytest.raises(ConfigurationError, match="DRAGOMAN_REDIS_URL and DRAGOMAN_DATABASE_URL"):
-        Client(settings)
-
-
-def test_configured_urls_are_used_without_embedded_servers(settings: Settings, service_urls: ServiceUrls) -> None:
-    assert EmbeddedServices(settings.data_dir).running_urls() is None
-    assert resolve_urls(settings) == service_urls
-    with Client(settings) as client:
-        job_id = client.submit("Hello", "en", "fr")
-        assert client.get(job_id).id == job_id
+from contract.services import redact_url
 
 
 def test_passwords_are_redacted() -> None:
     assert redact_url("postgresql://app:s3cret@db:5432/x") == "postgresql://app:***@db:5432/x"
     assert redact_url("rediss://:s3cret@cache:6380/0") == "rediss://:***@cache:6380/0"
     assert redact_url("unix:///tmp/redis.sock") == "unix:///tmp/redis.sock"
+    assert redact_url("redis://cache:6379/0?password=s3cret") == "redis://cache:6379/0?password=***"
+    assert redact_url("postgresql://app@db/x?sslmode=require&password=s3cret") == (
+        "postgresql://app@db/x?sslmode=require&password=***"
+    )
+    assert redact_url("postgresql://app:p@ss@db/x") == "postgresql://app:***@db/x"
+    assert redact_url("host=db user=app password=s3cret") == "host=db user=app password=***"
+    assert redact_url("http://[::1") == "http://[::1"  # not a URL: returned as it is

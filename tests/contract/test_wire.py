@@ -195,3 +195,57 @@ def test_nesting_past_any_stack_is_malformed_not_a_recursion_error() -> None:
     for payload in (deep, f'{{"text": "x", "source_lang": "en", "target_lang": "fr", "metadata": {{"k": {deep}}}}}'):
         with pytest.raises(MalformedEntryError, match="nested"):
             decode_job_entry({"v": "1", "id": str(uuid.uuid4()), "payload": payload}, max_chars=10)
+
+
+def test_the_tenant_travels_and_is_checked() -> None:
+    spec = JobSpec(
+        job_id=str(uuid.uuid4()), text="Hi", source_lang="en", target_lang="fr", created_at=1.0, tenant="acme"
+    )
+    fields = encode_job_entry(spec)
+    assert json.loads(fields["payload"])["tenant"] == "acme"
+    assert decode_job_entry(fields, max_chars=100).tenant == "acme"
+    untenanted = encode_job_entry(
+        JobSpec(job_id=spec.job_id, text="Hi", source_lang="en", target_lang="fr", created_at=1.0)
+    )
+    assert "tenant" not in json.loads(untenanted["payload"])
+    for bad in ("", "a:b", "x" * 65, 7):
+        payload = {**json.loads(fields["payload"]), "tenant": bad}
+        with pytest.raises(MalformedEntryError, match="tenant"):
+            decode_job_entry({**fields, "payload": json.dumps(payload)}, max_chars=100)
+
+
+def test_a_raw_prompt_job_round_trips_and_records_no_languages() -> None:
+    generation = {"kind": "chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stop": ["x"]}
+    spec = JobSpec(
+        job_id=str(uuid.uuid4()),
+        text='[{"role": "user", "content": "Hi"}]',
+        source_lang="und",
+        target_lang="und",
+        created_at=1_700_000_000.0,
+        generation=generation,
+    )
+    assert decode_job_entry(encode_job_entry(spec), max_chars=100) == spec
+    fields = encode_job_entry(spec)
+    payload = json.loads(fields["payload"])
+    payload["source_lang"] = "en"  # whatever a producer sends, a raw-prompt job has no languages
+    decoded = decode_job_entry({**fields, "payload": json.dumps(payload)}, max_chars=100)
+    assert decoded.source_lang == "und" and decoded.generation == generation
+
+
+@pytest.mark.parametrize(
+    ("generation", "reason"),
+    [
+        ({"kind": "image"}, "generation kind must be one of chat, completion"),
+        ({"kind": "completion", "prompt": ""}, "prompt must be a non-empty string"),
+        ({"kind": "chat", "messages": [{"role": "user", "content": 1}]}, "messages[0].content"),
+        ({"kind": "completion", "prompt": "p", "max_tokens": 0}, "max_tokens"),
+        ({"kind": "completion", "prompt": "p", "top_p": 1.5}, "top_p"),
+        ("chat", "generation must be an object"),
+    ],
+)
+def test_a_bad_raw_prompt_request_is_a_malformed_entry(generation: object, reason: str) -> None:
+    payload = {"text": "t", "source_lang": "und", "target_lang": "und", "generation": generation}
+    fields = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}
+    with pytest.raises(MalformedEntryError) as raised:
+        decode_job_entry(fields, max_chars=100)
+    assert reason in str(raised.value)

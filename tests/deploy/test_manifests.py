@@ -3,23 +3,36 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 import yaml
+from psycopg import sql
 
 from contract.keys import RedisKeys
+from contract.services import ServiceUrls
 from contract.settings import Settings
+from storage import libpq_url
 from worker.metrics import WorkerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 DEFAULTS = Settings.model_construct()  # the defaults, whatever DRAGOMAN_* variables this shell has
+
+
+CREDENTIALS = {"REDIS_PASSWORD": "r3dis", "POSTGRES_PASSWORD": "p0stgres", "GRAFANA_ADMIN_PASSWORD": "gr4fana"}
 
 
 def _docker_compose() -> str:
@@ -28,6 +41,48 @@ def _docker_compose() -> str:
     found = str(local) if local.exists() else shutil.which("docker-compose")
     assert found, "docker-compose is missing: `make install` installs it with the dev extras"
     return found
+
+
+@dataclass(frozen=True)
+class Dockerfile:
+    """What deploy/Dockerfile does that the tests check: its WORKDIR, COPYs, ENV, USER and command."""
+
+    workdir: str
+    copies: list[tuple[list[str], str]]  # (sources in the repository, destination in the image)
+    env: dict[str, str]
+    user: str
+    entrypoint: list[str]
+    cmd: list[str]
+
+    @classmethod
+    def parse(cls, path: Path) -> Dockerfile:
+        """Read the instructions this project's Dockerfile uses (continuation lines joined)."""
+        text = re.sub(r"\\\n", " ", path.read_text())
+        workdir, user, copies, env = "/", "root", [], {}
+        entrypoint: list[str] = []
+        cmd: list[str] = []
+        for line in text.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            instruction, _, rest = line.strip().partition(" ")
+            instruction = instruction.upper()
+            if instruction == "WORKDIR":
+                workdir = rest.strip()
+            elif instruction == "COPY":
+                words = [w for w in shlex.split(rest) if not w.startswith("--")]
+                copies.append((words[:-1], words[-1]))
+            elif instruction == "ENV":
+                env.update(word.split("=", 1) for word in shlex.split(rest))
+            elif instruction == "USER":
+                user = rest.strip()
+            elif instruction == "ENTRYPOINT":
+                entrypoint = json.loads(rest)
+            elif instruction == "CMD":
+                cmd = json.loads(rest)
+        return cls(workdir, copies, env, user, entrypoint, cmd)
+
+
+DOCKERFILE = Dockerfile.parse(ROOT / "deploy" / "Dockerfile")
 
 
 def _k8s_documents() -> dict[str, dict[str, Any]]:
@@ -60,16 +115,21 @@ def _metric_names(expr: str) -> set[str]:
 # docker compose --------------------------------------------------------------------------------
 
 
-def test_compose_file_is_accepted_by_docker_compose() -> None:
+def _compose_config(env: dict[str, str]) -> dict[str, Any]:
     result = subprocess.run(
         [_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--format", "json"],
         capture_output=True,
         text=True,
-        env={"DRAGOMAN_MODEL": "some-model", "PATH": "/usr/bin"},
+        env={"PATH": "/usr/bin", **env},
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    config = json.loads(result.stdout)
+    config: dict[str, Any] = json.loads(result.stdout)
+    return config
+
+
+def test_compose_file_is_accepted_by_docker_compose() -> None:
+    config = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})
     services = config["services"]
     assert set(services) >= {"redis", "postgres", "migrate", "worker", "rq-worker", "prometheus", "grafana"}
     assert services["rq-worker"]["command"] == ["rq-worker"]
@@ -85,6 +145,68 @@ def test_compose_file_is_accepted_by_docker_compose() -> None:
     for service in services.values():
         _assert_known_settings(service.get("environment", {}))
     assert services["migrate"]["command"] == ["db", "upgrade"]
+    assert worker["environment"]["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # set explicitly: the default is loopback
+
+
+def test_compose_requires_credentials_and_uses_them() -> None:
+    services = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
+    redis_command = services["redis"]["command"]
+    assert redis_command[redis_command.index("--requirepass") + 1] == "r3dis"
+    assert services["redis"]["environment"]["REDISCLI_AUTH"] == "r3dis"  # the health check authenticates
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == "p0stgres"
+    assert services["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "gr4fana"
+    for name in ("migrate", "worker", "rq-worker"):
+        env = services[name]["environment"]
+        assert env["DRAGOMAN_REDIS_URL"] == "redis://:r3dis@redis:6379/0"
+        assert env["DRAGOMAN_DATABASE_URL"] == "postgresql://dragoman:p0stgres@postgres:5432/dragoman"
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert not re.search(r"\$\{\w*(PASSWORD|SECRET)\w*:-[^}]", text), "a credential with a default value"
+
+
+@pytest.mark.parametrize("missing", sorted(CREDENTIALS))
+def test_compose_refuses_to_start_without_each_credential(missing: str) -> None:
+    env = {"DRAGOMAN_MODEL": "some-model", **CREDENTIALS, "PATH": "/usr/bin"}
+    del env[missing]
+    result = subprocess.run(
+        [_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert missing in result.stderr and "make compose-env" in result.stderr
+
+
+def test_make_compose_env_generates_credentials_compose_accepts(tmp_path: Path) -> None:
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    subprocess.run([make, "-s", "-C", str(tmp_path), "-f", str(ROOT / "Makefile"), "compose-env"], check=True)
+    env_file = tmp_path / ".env"
+    assert env_file.stat().st_mode & 0o077 == 0  # readable by its owner only
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
+    assert set(values) == {*CREDENTIALS, "DRAGOMAN_WEBHOOK_SECRET"}
+    assert all(re.fullmatch(r"[0-9a-f]{48}", value) for value in values.values())  # URL-safe, long
+    result = subprocess.run(
+        [_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "--env-file", str(env_file), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin", "DRAGOMAN_MODEL": "some-model"},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_dragoman_containers_in_compose_are_locked_down() -> None:
+    services = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
+    for name in ("migrate", "worker", "rq-worker"):
+        service = services[name]
+        assert service["read_only"] is True and service["cap_drop"] == ["ALL"], name
+        assert "no-new-privileges:true" in service["security_opt"], name
+        assert any(mount.split(":")[0] == "/tmp" for mount in service["tmpfs"]), name
+    home = DOCKERFILE.env["HOME"]
+    assert any(volume["target"] == home for volume in services["worker"]["volumes"])  # the engine's caches
 
 
 def test_compose_refuses_to_start_without_a_model() -> None:
@@ -208,13 +330,17 @@ def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
     scaled = k8s["ScaledObject/dragoman-worker"]
     assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
-    [trigger] = scaled["spec"]["triggers"]
+    lag, pending = scaled["spec"]["triggers"]
     keys = RedisKeys.from_settings(DEFAULTS)
-    assert trigger["type"] == "redis-streams"
-    assert trigger["metadata"]["stream"] == keys.jobs_stream
-    assert trigger["metadata"]["consumerGroup"] == keys.consumer_group
-    assert int(trigger["metadata"]["lagCount"]) > 0  # lag mode (Redis 7+), the only one that scales to zero
-    assert trigger["authenticationRef"]["name"] in {n.split("/")[1] for n in k8s if n.startswith("Trigger")}
+    for trigger in (lag, pending):
+        assert trigger["type"] == "redis-streams"
+        assert trigger["metadata"]["stream"] == keys.jobs_stream
+        assert trigger["metadata"]["consumerGroup"] == keys.consumer_group
+        assert trigger["metadata"]["activationLagCount"] == "0"  # one entry wakes a pod from zero
+        assert trigger["authenticationRef"]["name"] in {n.split("/")[1] for n in k8s if n.startswith("Trigger")}
+    assert int(lag["metadata"]["lagCount"]) > 0  # lag mode (Redis 7+): entries nobody has read
+    # Pending mode: entries read but never acknowledged (a pod killed mid-drain at zero replicas) wake one too.
+    assert "lagCount" not in pending["metadata"] and int(pending["metadata"]["pendingEntriesCount"]) > 0
 
 
 def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> None:
@@ -229,3 +355,168 @@ def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> 
     for secret, key in refs:  # the README's `kubectl create secret` line creates every key used
         assert secret == "dragoman-connections"
         assert f"--from-literal={key}=" in readme, f"README does not say how to create {secret}/{key}"
+
+
+def test_every_pod_runs_as_the_images_non_root_user_with_a_read_only_root(k8s: dict[str, dict[str, Any]]) -> None:
+    uid, _, gid = DOCKERFILE.user.partition(":")
+    assert int(uid) > 0, "the image runs as root"
+    for name in ("Deployment/dragoman-worker", "Deployment/dragoman-rq-worker", "Job/dragoman-migrate"):
+        pod = k8s[name]["spec"]["template"]["spec"]
+        security = pod["securityContext"]
+        assert security["runAsNonRoot"] is True and security["runAsUser"] == int(uid), name
+        assert security["runAsGroup"] == int(gid) and security["seccompProfile"]["type"] == "RuntimeDefault", name
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        for container in pod["containers"]:
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False and context["readOnlyRootFilesystem"] is True, name
+            assert context["capabilities"]["drop"] == ["ALL"], name
+            writable = {m["mountPath"] for m in container["volumeMounts"] if "emptyDir" in volumes[m["name"]]}
+            assert "/tmp" in writable, name
+            if container["args"][0] == "worker":  # the engine's caches live under HOME
+                assert DOCKERFILE.env["HOME"] in writable
+
+
+def test_the_ops_port_listens_on_every_interface_where_it_must_be_reached(k8s: dict[str, dict[str, Any]]) -> None:
+    assert DEFAULTS.metrics_host == "127.0.0.1"  # a bare `dragoman worker` keeps it to this host
+    assert DOCKERFILE.env["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"
+    [container] = k8s["Deployment/dragoman-worker"]["spec"]["template"]["spec"]["containers"]
+    assert _env(container)["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # the kubelet's probes come from outside
+
+
+# The image's contents ----------------------------------------------------------------------------
+
+
+def _project_packages() -> list[str]:
+    """The top-level packages pyproject.toml installs."""
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    prefixes = [pattern.rstrip("*") for pattern in patterns["include"]]
+    return sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").exists() and p.name in prefixes)
+
+
+@pytest.fixture(scope="module")
+def image_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """dragoman as the image installs it: exactly what deploy/Dockerfile COPYs, pip-installed into a folder."""
+    base = tmp_path_factory.mktemp("image")
+    workdir = base / DOCKERFILE.workdir.lstrip("/")
+    for sources, destination in DOCKERFILE.copies:
+        target = workdir / destination
+        for source in sources:
+            path = ROOT / source
+            into = target / path.name if destination.endswith("/") or len(sources) > 1 else target
+            into.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir():
+                shutil.copytree(path, into, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(path, into)
+    site = base / "site"
+    offline = ["--quiet", "--disable-pip-version-check", "--no-index", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", *offline, "--target", str(site), str(workdir)],
+        check=True,
+        cwd=base,
+        timeout=300,
+    )
+    return site
+
+
+def _in_image(
+    site: Path, args: list[str], tmp_path: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Python with only the image's dragoman files and the dependencies (no site hooks: no editable install)."""
+    dependencies = [p for p in sys.path if p.endswith("site-packages")]
+    return subprocess.run(
+        [sys.executable, "-S", *args],
+        cwd=tmp_path,  # an empty folder: nothing of the repository on the path
+        env={
+            "PATH": "/usr/bin:/bin",
+            **DOCKERFILE.env,
+            "HOME": str(tmp_path),  # the image's HOME is not on this machine
+            "DRAGOMAN_DATA_DIR": str(tmp_path / "data"),
+            **(env or {}),
+            "PYTHONPATH": os.pathsep.join([str(site), *dependencies]),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_image_holds_every_package_file(image_files: Path, tmp_path: Path) -> None:
+    packages = _project_packages()
+    assert {"contract", "storage", "producer", "worker", "orchestrator", "cli", "migrations"} <= set(packages)
+    for package in packages:
+        for path in (ROOT / package).rglob("*.py"):
+            relative = path.relative_to(ROOT)
+            assert (image_files / relative).exists(), f"{relative} is not in the image: COPY {package} is missing"
+    assert (image_files / "migrations" / "script.py.mako").exists()
+    assert (image_files / "bin" / "dragoman").exists()  # the ENTRYPOINT
+    assert DOCKERFILE.entrypoint == ["dragoman"]
+    imports = (
+        "; ".join(f"import {p}" for p in packages)
+        + "; print("
+        + " + ".join(f"{p}.__file__" for p in packages[:1])
+        + ")"
+    )
+    result = _in_image(image_files, ["-c", imports], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(str(image_files)), "the test imported dragoman from somewhere else"
+
+
+def _commands_the_manifests_run(k8s: dict[str, dict[str, Any]]) -> list[list[str]]:
+    services = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
+    commands = [s["command"] for s in services.values() if str(s.get("image", "")).startswith("dragoman-worker")]
+    for doc in k8s.values():
+        pod = doc.get("spec", {}).get("template", {}).get("spec", {})
+        commands += [c["args"] for c in pod.get("containers", []) if c["image"].startswith("dragoman-worker")]
+    return [*commands, DOCKERFILE.cmd]
+
+
+def test_every_command_the_manifests_run_exists_in_the_image(
+    image_files: Path, k8s: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    commands = _commands_the_manifests_run(k8s)
+    assert {command[0] for command in commands} == {"db", "worker", "rq-worker"}
+    for command in commands:
+        result = _in_image(image_files, ["-m", "cli.main", *command, "--help"], tmp_path)
+        assert result.returncode == 0, f"dragoman {' '.join(command)}: {result.stderr}"
+        assert result.stdout.startswith(f"usage: dragoman {command[0]}"), result.stdout
+
+
+@pytest.fixture
+def fresh_database(service_urls: ServiceUrls, pg: Any) -> Iterator[str]:
+    name = f"image_{uuid.uuid4().hex[:12]}"
+    pg.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    parts = urlsplit(libpq_url(service_urls.database_url))
+    yield urlunsplit(parts._replace(path=f"/{name}"))
+    pg.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _manifest_env(container: dict[str, Any], values: dict[str, str]) -> dict[str, str]:
+    """The container's variables: secrets replaced by the test servers' values, plain ones as they are."""
+    env = {}
+    for name, value in _env(container).items():
+        if isinstance(value, str):
+            env[name] = value
+        elif name in values:
+            env[name] = values[name]
+        elif not value.get("secretKeyRef", {}).get("optional"):
+            raise AssertionError(f"no test value for {name}")
+    return env
+
+
+def test_the_images_migrate_and_rq_worker_commands_run_with_the_manifests_variables(
+    image_files: Path, k8s: dict[str, dict[str, Any]], tmp_path: Path, fresh_database: str, service_urls: ServiceUrls
+) -> None:
+    """What the Kubernetes Job and Deployment run, with only the variables they set, from the image's files."""
+    values = {"DRAGOMAN_REDIS_URL": service_urls.redis_url, "DRAGOMAN_DATABASE_URL": fresh_database}
+    [migrate] = k8s["Job/dragoman-migrate"]["spec"]["template"]["spec"]["containers"]
+    result = _in_image(image_files, ["-m", "cli.main", *migrate["args"]], tmp_path, _manifest_env(migrate, values))
+    assert result.returncode == 0, result.stderr
+    with psycopg.connect(fresh_database) as conn:
+        assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+    [rq_worker] = k8s["Deployment/dragoman-rq-worker"]["spec"]["template"]["spec"]["containers"]
+    env = {**_manifest_env(rq_worker, values), "DRAGOMAN_KEY_PREFIX": f"image-{uuid.uuid4().hex[:8]}"}
+    result = _in_image(image_files, ["-m", "cli.main", *rq_worker["args"], "--burst"], tmp_path, env)
+    assert result.returncode == 0, result.stderr

@@ -20,6 +20,7 @@ from contract.errors import RunNotFinishedError
 from contract.settings import Settings
 from orchestrator.context import TaskContext
 from orchestrator.dispatcher import CompletionDispatcher
+from orchestrator.sweeper import GroupSweeper
 from orchestrator.tasks import finish_group
 from producer.client import Client
 from producer.run_files import InvalidRunFileError
@@ -38,14 +39,16 @@ def _env(settings_env: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run_orchestrator() -> int:
-    """What `dragoman rq-worker --burst` does: dispatch completions, then run every queued task."""
+    """What `dragoman rq-worker --burst` does: dispatch completions, sweep, then run every queued task."""
     ctx = TaskContext.from_environment()
     dispatcher = CompletionDispatcher(ctx)
     dispatcher.ensure_group()
     queued = dispatcher.dispatch_once()
     dispatcher.close()
+    GroupSweeper(ctx).sweep_once()
     connection = ctx.rq_connection()
-    SimpleWorker([Queue(ctx.keys.orchestration_queue, connection=connection)], connection=connection).work(burst=True)
+    queues = [Queue(name, connection=connection) for name in (ctx.keys.orchestration_queue, ctx.keys.webhook_queue)]
+    SimpleWorker(queues, connection=connection).work(burst=True)
     connection.close()
     return queued
 
@@ -207,7 +210,9 @@ class _Receiver(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def receiver() -> Iterator[tuple[str, type[_Receiver]]]:
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, type[_Receiver]]]:
+    """A receiver on loopback: deliveries may go there only because its network is allowed."""
+    monkeypatch.setenv("DRAGOMAN_WEBHOOK_ALLOWED_NETWORKS", '["127.0.0.0/8"]')
     handler = type("Receiver", (_Receiver,), {"answers": [500, 503], "received": []})
     server = HTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

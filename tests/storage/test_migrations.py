@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from importlib.resources import files
+from pathlib import Path
+
 import psycopg
 import pytest
+from alembic.script import ScriptDirectory
 
+from contract.services import ServiceUrls
 from storage import downgrade_database, upgrade_database
 
 
@@ -18,8 +27,9 @@ def _tables_and_indexes(url: str) -> tuple[set[str], set[str]]:
 def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
     upgrade_database(fresh_database)
     tables, indexes = _tables_and_indexes(fresh_database)
-    assert {"jobs", "alembic_version"} <= tables
+    assert {"jobs", "alembic_version", "api_keys"} <= tables
     assert {"jobs_pkey", "jobs_status_created_at", "jobs_run_status", "jobs_document_sequence"} <= indexes
+    assert {"jobs_tenant_created_at", "api_keys_key_hash_key"} <= indexes
 
     with psycopg.connect(fresh_database) as conn:
         columns = {
@@ -46,8 +56,21 @@ def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
         "run_id",
         "document_id",
         "sequence",
+        "tenant",
+        "finish_reason",
+        "pieces",
     ):
         assert name in columns
+
+    tables, _ = _tables_and_indexes(fresh_database)
+    assert {"files", "file_chunks", "batches"} <= tables
+    downgrade_database(fresh_database, "0005")  # 0006 alone: the Batch API's tables go, the rest stays
+    tables, _ = _tables_and_indexes(fresh_database)
+    assert not {"files", "file_chunks", "batches"} & tables and "api_keys" in tables
+
+    downgrade_database(fresh_database, "0004")  # 0005 alone: api_keys and jobs.tenant go, the rest stays
+    tables, indexes = _tables_and_indexes(fresh_database)
+    assert "api_keys" not in tables and "jobs" in tables and "jobs_tenant_created_at" not in indexes
 
     downgrade_database(fresh_database)
     tables, _ = _tables_and_indexes(fresh_database)
@@ -65,3 +88,42 @@ def test_status_is_constrained(fresh_database: str) -> None:
             "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at)"
             " VALUES (gen_random_uuid(), 'exploded', 'en', 'fr', 'x', now())"
         )
+
+
+_MIGRATE_AT_THE_SIGNAL = """
+import sys, time
+from pathlib import Path
+import alembic.command, alembic.script, psycopg, sqlalchemy  # loaded before the signal: the upgrades overlap
+from cli.main import main
+
+folder, name = Path(sys.argv[1]), sys.argv[2]
+(folder / f"ready-{name}").touch()
+while not (folder / "go").exists():
+    time.sleep(0.01)
+sys.exit(main(["db", "upgrade"]))
+"""
+
+
+def test_workers_starting_together_migrate_one_at_a_time(
+    fresh_database: str, service_urls: ServiceUrls, tmp_path: Path
+) -> None:
+    """Every worker migrates at start; three at once used to collide (a unique violation)."""
+    env = {**os.environ, "DRAGOMAN_DATABASE_URL": fresh_database, "DRAGOMAN_REDIS_URL": service_urls.redis_url}
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _MIGRATE_AT_THE_SIGNAL, str(tmp_path), str(i)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(3)
+    ]
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("ready-*"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (tmp_path / "go").touch()  # all three start migrating together
+    outcomes = [(p.wait(timeout=120), p.stdout.read().decode() if p.stdout else "") for p in processes]
+    assert [code for code, _ in outcomes] == [0, 0, 0], "\n".join(output for _, output in outcomes)
+    with psycopg.connect(fresh_database) as conn:
+        [(version,)] = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    assert version == ScriptDirectory(str(files("migrations"))).get_current_head()

@@ -20,10 +20,10 @@ import pytest
 import redis
 
 from contract.schemas import TranslationRequest
-from contract.services import EmbeddedServices
 from contract.settings import Settings
 from producer.client import Client
 from storage import upgrade_database
+from storage.embedded import EmbeddedServices
 
 pytestmark = pytest.mark.timeout(300)
 

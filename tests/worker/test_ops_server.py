@@ -8,17 +8,22 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from contract.errors import ConfigurationError
 from contract.schemas import JobStatus, TranslationRequest
-from contract.services import EmbeddedServices, ServiceUrls
+from contract.services import ServiceUrls
 from contract.settings import Settings
+from contract.version import dragoman_version
 from producer.client import Client
-from storage import upgrade_database
+from storage import health, upgrade_database
+from storage.embedded import EmbeddedServices
+from worker import ops_server
 from worker.deterministic_engine import DeterministicEngine
 from worker.metrics import WorkerMetrics
+from worker.ops_server import OpsServer
 from worker.service import Worker
 
 from .conftest import WorkerFactory, identity_worker, wait_all
@@ -109,7 +114,9 @@ async def test_queue_gauges_show_a_backlog(start_worker: WorkerFactory, client: 
 async def test_health_endpoints_and_http_errors(start_worker: WorkerFactory) -> None:
     async with start_worker(DeterministicEngine()) as worker:
         port = port_of(worker)
-        assert await http_get(port, "/healthz") == (200, '{"alive": true}\n')
+        status, body = await http_get(port, "/healthz")
+        assert status == 200 and body.endswith("\n")
+        assert json.loads(body) == {"alive": True, "version": dragoman_version()}
         status, body = await http_get(port, "/readyz?verbose=1")
         assert status == 200
         assert json.loads(body) == {"ready": True, "checks": {"engine": "ok", "redis": "ok", "postgres": "ok"}}
@@ -164,7 +171,11 @@ async def test_readyz_follows_redis_going_away_and_coming_back(tmp_path: Path) -
         port = port_of(worker)
         assert (await http_get(port, "/readyz"))[0] == 200
         services._stop_redis()
-        status, body = await http_get(port, "/readyz")
+        for _ in range(50):  # a check is reused for CHECK_CACHE_S
+            status, body = await http_get(port, "/readyz")
+            if status == 503:
+                break
+            await asyncio.sleep(0.1)
         assert status == 503
         checks = json.loads(body)["checks"]
         assert checks["redis"].startswith("Redis at") and checks["postgres"] == "ok" and checks["engine"] == "ok"
@@ -183,6 +194,100 @@ async def test_readyz_follows_redis_going_away_and_coming_back(tmp_path: Path) -
     finally:
         await worker.stop(grace_seconds=5)
         services.down()
+
+
+def _ops(settings: Settings, redis_url: str, database_url: str) -> OpsServer:
+    return OpsServer(
+        settings, redis_url=redis_url, database_url=database_url, metrics=WorkerMetrics(), engine_state=lambda: "ok"
+    )
+
+
+async def test_a_flood_of_probes_uses_one_postgres_connection(
+    settings: Settings, service_urls: ServiceUrls, pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each /readyz opened a PostgreSQL connection of its own: a flood of probes used up the server's."""
+    name = f"readyz-{uuid.uuid4().hex[:8]}"  # this test's sessions only, in pg_stat_activity
+    monkeypatch.setattr(health, "PROBE_APPLICATION_NAME", name)
+    opened: list[str] = []
+    connect = psycopg.AsyncConnection.connect
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        opened.append(str(kwargs.get("application_name")))
+        return await connect(*args, **kwargs)
+
+    def sessions() -> int:
+        return int(
+            pg.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchone()[0]
+        )
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", counted)
+    monkeypatch.setattr(ops_server, "PROBE_TIMEOUT_S", 30.0)  # about connections, not speed: a loaded CI host is slow
+    ops = _ops(settings, service_urls.redis_url, service_urls.database_url)
+    await ops.start()
+    try:
+        assert ops.port is not None
+        answers = await asyncio.gather(*(http_get(ops.port, "/readyz") for _ in range(100)))
+        assert {status for status, _ in answers} == {200}
+        assert opened == [name] and sessions() == 1  # one connection for the whole flood
+        monkeypatch.setattr(ops_server, "CHECK_CACHE_S", 0.0)  # every probe checks again from here on
+        for _ in range(3):
+            assert (await http_get(ops.port, "/readyz"))[0] == 200
+        assert len(opened) == 1  # and it is kept between checks
+        # A kept connection that dies (a PostgreSQL restart, a proxy's idle timeout) is replaced, not reported.
+        pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,))
+        assert (await ops.readiness()).checks["postgres"] == "ok"
+        assert len(opened) == 2
+    finally:
+        await ops.close()
+    for _ in range(100):  # the server ends a closed session's backend a moment later
+        if sessions() == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert sessions() == 0
+
+
+async def test_concurrent_scrapes_share_one_queue_refresh(
+    settings: Settings, service_urls: ServiceUrls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[int] = []
+    read = ops_server.read_queue_stats
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return await read(*args, **kwargs)
+
+    monkeypatch.setattr(ops_server, "read_queue_stats", counted)
+    # One refresh for the whole burst even when a loaded host spreads it over more than a second.
+    monkeypatch.setattr(ops_server, "CHECK_CACHE_S", 60.0)
+    ops = _ops(settings, service_urls.redis_url, service_urls.database_url)
+    await ops.start()
+    try:
+        assert ops.port is not None
+        answers = await asyncio.gather(*(http_get(ops.port, "/metrics") for _ in range(50)))
+        assert {status for status, _ in answers} == {200}
+        assert reads == [1]
+    finally:
+        await ops.close()
+
+
+async def test_readyz_shows_no_credentials(settings: Settings) -> None:
+    """Passwords given as query parameters were shown by /readyz's failing checks."""
+    ops = _ops(
+        settings,
+        "redis://127.0.0.1:1/0?password=hunter2",
+        "postgresql://app:hunter2@127.0.0.1:1/x?sslpassword=hunter2&password=hunter2",
+    )
+    try:
+        readiness = await ops.readiness()
+    finally:
+        await ops.close()
+    assert not readiness.ready
+    assert readiness.checks["redis"].startswith("Redis at redis://127.0.0.1:1/0?password=*** unreachable")
+    assert "hunter2" not in readiness.to_json()
+
+
+def test_the_ops_server_listens_on_loopback_unless_told_otherwise() -> None:
+    assert Settings.model_construct().metrics_host == "127.0.0.1"
 
 
 def test_stage_histogram_buckets_are_cumulative_and_inclusive() -> None:

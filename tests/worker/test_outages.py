@@ -9,10 +9,10 @@ from pathlib import Path
 import redis
 
 from contract.schemas import JobStatus, TranslationRequest
-from contract.services import EmbeddedServices
 from contract.settings import Settings
 from producer.client import Client
 from storage import upgrade_database
+from storage.embedded import EmbeddedServices
 from worker.deterministic_engine import DeterministicEngine
 
 from .conftest import identity_worker, wait_all

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 import redis
 import redis.asyncio as aioredis
 
@@ -15,7 +16,7 @@ from contract.settings import Settings
 from producer.client import Client
 from producer.dead_letters import DeadLetters
 from worker.deterministic_engine import DeterministicEngine
-from worker.reclaim import forget_gone_consumers, trim_acknowledged
+from worker.reclaim import claim_orphans, claim_stale, forget_gone_consumers, keep_alive, trim_acknowledged
 from worker.service import Worker
 
 from .conftest import identity_worker, wait_all
@@ -172,3 +173,155 @@ async def test_gone_consumers_are_forgotten_and_acknowledged_entries_trimmed(
         await connection.aclose()
     [(_, fields)] = raw_redis.xrange(keys.jobs_stream)  # the undelivered job is kept
     assert fields["id"] == later
+
+
+def _owner(raw_redis: redis.Redis, keys: RedisKeys, entry_id: str) -> tuple[str, int]:
+    """Who holds a pending entry, and for how long it has been idle (ms)."""
+    [pending] = raw_redis.xpending_range(keys.jobs_stream, keys.consumer_group, entry_id, entry_id, 1)
+    return str(pending["consumer"]), int(pending["time_since_delivered"])
+
+
+async def test_keep_alive_after_a_long_outage_does_not_take_back_a_reclaimed_entry(
+    settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
+) -> None:
+    """Worker a loses Redis for longer than the visibility timeout; b reclaims a's job meanwhile."""
+    keys = RedisKeys.from_settings(settings)
+    visibility_ms = 60_000
+    client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(2))
+    raw_redis.xgroup_create(keys.jobs_stream, keys.consumer_group, id="0")
+    [(_, entries)] = raw_redis.xreadgroup(keys.consumer_group, "a", {keys.jobs_stream: ">"})
+    taken, kept = (entry_id for entry_id, _ in entries)
+    # The outage: both entries look as idle as they would after it.
+    raw_redis.xclaim(
+        keys.jobs_stream, keys.consumer_group, "a", 0, [taken, kept], idle=visibility_ms + 5_000, justid=True
+    )
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    try:
+        claimed = await claim_stale(connection, keys, "b", visibility_ms, count=1)
+        assert [entry_id for entry_id, _ in claimed.entries] == [taken]
+        # a is back and keeps alive what it still holds, at half the visibility timeout.
+        refreshed = await keep_alive(connection, keys, "a", [taken, kept], min_idle_ms=visibility_ms // 2)
+    finally:
+        await connection.aclose()
+    assert refreshed == [kept]
+    assert _owner(raw_redis, keys, taken)[0] == "b"  # b's, as reclaimed
+    owner, idle_ms = _owner(raw_redis, keys, kept)
+    assert owner == "a" and idle_ms < visibility_ms // 2  # a's own, fresh again: nobody reclaims it now
+
+
+async def test_reclaim_goes_on_where_it_stopped_to_reach_stale_entries_behind_live_ones(
+    settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
+) -> None:
+    """XAUTOCLAIM looks at ten entries per claimable one; restarted at 0-0, it never got past live ones."""
+    settings = settings.model_copy(update={"visibility_timeout_seconds": 60, "reclaim_interval_seconds": 0.02})
+    keys = RedisKeys.from_settings(settings)
+    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(100))
+    raw_redis.xgroup_create(keys.jobs_stream, keys.consumer_group, id="0")
+    [(_, entries)] = raw_redis.xreadgroup(keys.consumer_group, "live", {keys.jobs_stream: ">"})
+    assert len(entries) == 100  # held by a live worker, fresh, except the last: its worker died
+    stale_entry = entries[-1][0]
+    raw_redis.xclaim(keys.jobs_stream, keys.consumer_group, "dead", 0, [stale_entry], idle=120_000, justid=True)
+
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    try:
+        start, claimed = "0-0", []
+        for _ in range(20):
+            start, entries_now = await claim_stale(connection, keys, "survivor", 60_000, count=1, start=start)
+            claimed += [entry_id for entry_id, _ in entries_now]
+        assert claimed == [stale_entry]
+    finally:
+        await connection.aclose()
+    # And the worker's reader keeps its cursor between rounds (one free slot: a scan of ten per round).
+    # Both holders still beat, so this is the visibility timeout's case, not a dead worker's.
+    raw_redis.xclaim(keys.jobs_stream, keys.consumer_group, "dead", 0, [stale_entry], idle=120_000, justid=True)
+    for holder in ("live", "dead"):
+        raw_redis.set(keys.worker(holder), "beating", ex=60)
+    worker = identity_worker(settings, service_urls, DeterministicEngine(), max_in_flight=1)
+    await worker.start()
+    try:
+        [job] = await wait_all(client, [ids[-1]], within=30)
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert job.status is JobStatus.SUCCEEDED and worker.consumer.reclaimed == 1
+    assert _owner(raw_redis, keys, entries[0][0])[0] == "live"  # live workers' entries are left alone
+
+
+async def test_entries_of_a_consumer_whose_heartbeat_expired_are_claimed_without_the_visibility_timeout(
+    settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
+) -> None:
+    """Held 20 s by a consumer with no heartbeat: taken; by a beating one, or read a moment ago: left."""
+    keys = RedisKeys.from_settings(settings)
+    client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(5))
+    raw_redis.xgroup_create(keys.jobs_stream, keys.consumer_group, id="0")
+    dead = [e for e, _ in raw_redis.xreadgroup(keys.consumer_group, "dead", {keys.jobs_stream: ">"}, count=2)[0][1]]
+    alive = [e for e, _ in raw_redis.xreadgroup(keys.consumer_group, "alive", {keys.jobs_stream: ">"}, count=1)[0][1]]
+    gone = [e for e, _ in raw_redis.xreadgroup(keys.consumer_group, "gone", {keys.jobs_stream: ">"}, count=1)[0][1]]
+    just_read = [e for e, _ in raw_redis.xreadgroup(keys.consumer_group, "new", {keys.jobs_stream: ">"})[0][1]]
+    raw_redis.set(keys.worker("alive"), "beating", ex=60)
+    for holder, ids in (("dead", dead), ("alive", alive), ("gone", gone)):
+        raw_redis.xclaim(keys.jobs_stream, keys.consumer_group, holder, 0, ids, idle=20_000, justid=True)
+    raw_redis.xdel(keys.jobs_stream, *gone)  # deleted from the stream meanwhile: nothing to run
+
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    try:
+        claimed = await claim_orphans(connection, keys, "survivor", min_idle_ms=15_000, count=10)
+        again = await claim_orphans(connection, keys, "other", min_idle_ms=15_000, count=10)
+    finally:
+        await connection.aclose()
+    assert [entry_id for entry_id, _ in claimed] == dead
+    assert all(fields for _, fields in claimed)  # the entries themselves, to run
+    assert again == []  # just claimed by the survivor: idle again, nobody else takes them
+    assert [_owner(raw_redis, keys, e)[0] for e in dead] == ["survivor", "survivor"]
+    assert _owner(raw_redis, keys, alive[0])[0] == "alive"
+    assert _owner(raw_redis, keys, just_read[0])[0] == "new"
+    pending = raw_redis.xpending_range(keys.jobs_stream, keys.consumer_group, "-", "+", 10)
+    assert gone[0] not in {p["message_id"] for p in pending}
+
+
+async def test_a_killed_workers_jobs_run_again_once_its_heartbeat_expires(
+    settings: Settings,
+    service_urls: ServiceUrls,
+    client: Client,
+    raw_redis: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a 300 s visibility timeout, a kill -9 used to leave its jobs waiting five minutes."""
+    monkeypatch.setattr("worker.consumer.HEARTBEAT_TTL_S", 1)  # what the key's expiry stands for here
+    settings = settings.model_copy(update={"visibility_timeout_seconds": 300, "reclaim_interval_seconds": 0.1})
+    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(20))
+    doomed_engine = DeterministicEngine(delay_s=60)
+    doomed = _worker(settings, service_urls, doomed_engine, name="doomed")
+    await doomed.start()
+    while doomed_engine.in_flight < 8:
+        await asyncio.sleep(0.01)
+    assert raw_redis.exists(client.keys.worker("doomed"))
+    await _abandon(doomed)
+    raw_redis.delete(client.keys.worker("doomed"))  # as its expiry would, TTL seconds after the kill
+
+    survivor = _worker(settings, service_urls, DeterministicEngine())
+    await survivor.start()
+    try:
+        jobs = await wait_all(client, ids, within=30)
+    finally:
+        await survivor.stop(grace_seconds=5)
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 20
+    assert survivor.consumer.reclaimed == 8
+    assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
+
+
+async def test_a_draining_worker_keeps_its_heartbeat_until_its_results_are_written(
+    settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
+) -> None:
+    """Others take over a consumer's jobs once its heartbeat is gone, so it must outlive the drain."""
+    client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(4))
+    engine = DeterministicEngine(delay_s=1.0)
+    worker = _worker(settings, service_urls, engine, name="draining")
+    await worker.start()
+    while engine.in_flight < 4:
+        await asyncio.sleep(0.01)
+    stopping = asyncio.create_task(worker.stop(grace_seconds=10))
+    await asyncio.sleep(0.3)
+    assert not stopping.done()
+    assert raw_redis.exists(client.keys.worker("draining"))  # still draining: still beating
+    assert await stopping == 0
+    assert not raw_redis.exists(client.keys.worker("draining"))  # gone: nothing left to take over

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from cli.main import EXIT_OK
 from contract.schemas import JobStatus, TranslationRequest
 from contract.settings import Settings
+from contract.version import dragoman_version
 from producer.client import Client
 from tests.deploy.test_manifests import VLLM_METRICS_USED
 
@@ -93,6 +94,7 @@ def test_worker_process_translates_and_exits_cleanly_on_sigterm(
         )
         metrics = _get(port, "/metrics")
         ready = _get(port, "/readyz")
+        alive = json.loads(_get(port, "/healthz"))
         # A whole Markdown document, through the orchestrator, as the README shows it.
         with open(tmp_path / "rq-worker.log", "w") as rq_out:
             orchestrator = subprocess.Popen(_dragoman("rq-worker"), stdout=rq_out, stderr=subprocess.STDOUT, env=env)
@@ -129,6 +131,8 @@ def test_worker_process_translates_and_exits_cleanly_on_sigterm(
     assert done.returncode == EXIT_OK and done.stdout.strip(), done.stderr
     records = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     assert any(r["message"].startswith("engine ready: gemma-3-270m, profile few-shot") for r in records)
+    assert records[0]["message"] == f"dragoman {dragoman_version()} worker starting"  # the version, first thing
+    assert alive == {"alive": True, "version": dragoman_version()}
     assert not [r for r in records if r["level"] in ("ERROR", "CRITICAL")], output[-3000:]
     assert "Traceback" not in output
     assert ready == '{"ready": true, "checks": {"engine": "ok", "redis": "ok", "postgres": "ok"}}\n'
@@ -203,3 +207,72 @@ def test_kill_dash_nine_of_the_real_worker_then_restart_loses_nothing(
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * len(ids)
     assert all(j.translation for j in jobs)
     assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
+
+
+def _live_workers(raw_redis: redis.Redis, client: Client) -> dict[str, dict[str, str]]:
+    """Heartbeats of the live workers: consumer name -> its hash (pid, in_flight, ...)."""
+    found: dict[str, dict[str, str]] = {}
+    for key in raw_redis.scan_iter(match=client.keys.worker_pattern):
+        beat: dict[str, str] = raw_redis.hgetall(key)  # type: ignore[assignment]
+        if beat:
+            found[str(key).rsplit(":", 1)[-1]] = beat
+    return found
+
+
+def _until(condition: object, within: float, what: str) -> None:
+    assert callable(condition)
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_an_engine_group_runs_two_engines_and_restarts_a_killed_one_losing_nothing(
+    settings: Settings, client: Client, raw_redis: redis.Redis, tmp_path: Path
+) -> None:
+    """``--engines 2``: two worker processes under one command; kill -9 of one mid-job loses nothing."""
+    assert settings.redis_url and settings.database_url
+    port = free_port()
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": settings.redis_url,
+        "DRAGOMAN_DATABASE_URL": settings.database_url,
+        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+        "DRAGOMAN_DATA_DIR": str(settings.data_dir),
+        "DRAGOMAN_METRICS_PORT": str(port),
+    }
+    log = tmp_path / "group.log"
+    with open(log, "w") as out:
+        group = subprocess.Popen(
+            _dragoman("worker", "--engines", "2", "--max-num-seqs", "4", "--log-format", "json"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        _until(lambda: len(_live_workers(raw_redis, client)) == 2, 600, "two engines")
+        ids = client.submit_many(TranslationRequest(f"Sentence number {i} is short.", "en", "fr") for i in range(8))
+        _until(lambda: any(int(b["in_flight"]) > 0 for b in _live_workers(raw_redis, client).values()), 300, "work")
+        victim_name, victim = next(
+            (name, beat) for name, beat in _live_workers(raw_redis, client).items() if int(beat["in_flight"]) > 0
+        )
+        os.kill(int(victim["pid"]), signal.SIGKILL)
+        jobs = [client.wait(job_id, timeout=600) for job_id in ids]
+        # The killed engine came back as a new process with a new consumer name.
+        _until(
+            lambda: len(_live_workers(raw_redis, client)) == 2 and victim_name not in _live_workers(raw_redis, client),
+            600,
+            "the restarted engine",
+        )
+        ports_answer = [json.loads(_get(port + i, "/healthz"))["alive"] for i in (1, 2)]
+    finally:
+        group.send_signal(signal.SIGTERM)
+        code = group.wait(timeout=180)
+    output = log.read_text()
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 8, output[-3000:]
+    assert code == 0, output[-3000:]
+    assert ports_answer == [True, True]  # each engine serves its own port, after the group's
+    records = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert any("restarting it in" in r["message"] for r in records)
+    assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
+    assert not _live_workers(raw_redis, client)  # every engine stopped and removed its heartbeat

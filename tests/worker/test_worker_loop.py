@@ -152,14 +152,17 @@ async def test_an_engine_error_fails_only_its_job(client: Client, pg: Any, start
     assert [j.status for j in jobs[:4] + jobs[5:]] == [JobStatus.SUCCEEDED] * 9
 
 
-async def test_input_longer_than_the_context_fails_with_the_reason(client: Client, start_worker: WorkerFactory) -> None:
+async def test_input_longer_than_the_context_is_translated_in_pieces(
+    client: Client, start_worker: WorkerFactory
+) -> None:
+    """It used to fail ("prompt is 80 tokens, context is 64"); now it is cut, even inside one long word."""
     ids = client.submit_many([TranslationRequest("x" * 320, "en", "fr"), TranslationRequest("short", "en", "fr")])
     async with start_worker(DeterministicEngine(max_model_len=64)):
-        too_long, fine = await wait_all(client, ids)
-    assert too_long.status is JobStatus.FAILED
-    assert too_long.error and "prompt is 80 tokens" in too_long.error and "context is 64 tokens" in too_long.error
-    assert too_long.attempts == 1  # not retried: it can never fit
-    assert fine.status is JobStatus.SUCCEEDED
+        long, fine = await wait_all(client, ids)
+    assert long.status is JobStatus.SUCCEEDED and long.translation == "x" * 320
+    assert long.pieces and long.pieces > 1 and long.finish_reason == "stop"
+    assert long.attempts == 1
+    assert fine.status is JobStatus.SUCCEEDED and fine.pieces == 1 and fine.finish_reason == "stop"
 
 
 async def test_a_job_cancelled_while_queued_is_skipped(client: Client, start_worker: WorkerFactory) -> None:

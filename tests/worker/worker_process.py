@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 
-from contract.services import resolve_urls
 from contract.settings import Settings
+from storage.embedded import resolve_urls
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 from worker.service import Worker

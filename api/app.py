@@ -1,0 +1,71 @@
+"""The application factory: ``create_app(settings)`` builds the API that ``dragoman api`` serves."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.errors import install_error_handlers
+from api.limits import BodySizeLimit
+from api.ratelimit import RateLimiter
+from api.routes import batches, files, health, jobs
+from api.services import ApiServices
+from contract.errors import ConfigurationError
+from contract.settings import Settings
+from producer import AsyncClient
+from producer.batches import BatchService
+from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+
+DESCRIPTION = """\
+Translation jobs over HTTP: submit one or many, look them up by id, wait for them, cancel them.
+
+Every route but `/healthz` needs `Authorization: Bearer <key>` (`dragoman api-key create`).
+Errors are `{"error": {"code": ..., "message": ...}}`.
+
+`/v1/files` and `/v1/batches` are OpenAI's Batch API (point the `openai` SDK at `<this server>/v1`);
+their errors are OpenAI's shape.
+"""
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The FastAPI application on the services ``settings`` names (both URLs must be set).
+
+    Nothing is connected until the application starts (its lifespan opens one
+    :class:`~producer.AsyncClient` and closes it at shutdown); the process keeps no other state.
+    """
+    if not settings.redis_url or not settings.database_url:
+        raise ConfigurationError(
+            "the API needs DRAGOMAN_REDIS_URL and DRAGOMAN_DATABASE_URL (or resolved embedded URLs)"
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        client = AsyncClient(settings)
+        pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
+        file_store = PostgresFileStore(pool)
+        app.state.services = ApiServices(
+            settings=settings,
+            client=client,
+            api_keys=AsyncApiKeyStore(pool),
+            limiter=RateLimiter(client.redis, client.keys),
+            files=file_store,
+            batches=BatchService(client, file_store, AsyncBatchStore(pool)),
+        )
+        try:
+            yield
+        finally:
+            await client.close()
+            await pool.close()
+
+    app = FastAPI(title="dragoman", version="1", description=DESCRIPTION, lifespan=lifespan)
+    install_error_handlers(app)
+    # A multipart upload carries its form fields and boundaries around the file: 64 KiB of room.
+    uploads = {"/v1/files": settings.max_file_bytes + 64 * 1024}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
+    app.include_router(health.router)
+    app.include_router(jobs.router)
+    app.include_router(files.router)
+    app.include_router(batches.router)
+    return app

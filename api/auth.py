@@ -1,0 +1,53 @@
+"""``Authorization: Bearer <key>`` on every route but health: the key names its tenant, and is rate limited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.errors import ApiError
+from api.services import ApiServices, services
+
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who made a request: the API key's id and the tenant whose jobs it sees."""
+
+    key_id: str
+    tenant: str
+
+
+async def authenticate(request: Request, api: Annotated[ApiServices, Depends(services)]) -> Caller:
+    """The request's :class:`Caller`; 401 without a valid, unrevoked key, 429 past the key's rate.
+
+    The key is looked up by its SHA-256 on every request, so a revoked key is refused at once,
+    by every server.
+    """
+    header = request.headers.get("authorization")
+    if not header:
+        raise ApiError(401, "missing_api_key", "send an API key: `Authorization: Bearer <key>`", _CHALLENGE)
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise ApiError(401, "invalid_api_key", "the Authorization header must be `Bearer <key>`", _CHALLENGE)
+    key = await api.api_keys.find(token)
+    if key is None:
+        raise ApiError(401, "invalid_api_key", "this API key is not valid (unknown or revoked)", _CHALLENGE)
+    limit = key.rate_limit_per_minute or api.settings.api_rate_limit_per_minute
+    decision = await api.limiter.hit(key.id, limit)
+    if not decision.allowed:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"this API key may make {limit} requests per minute; retry in {decision.retry_after}s",
+            {"Retry-After": str(decision.retry_after)},
+        )
+    return Caller(key_id=key.id, tenant=key.tenant)
+
+
+CallerDep = Annotated[Caller, Depends(authenticate)]
+"""A route parameter of this type requires a valid key."""

@@ -1,0 +1,219 @@
+"""Every error the API answers is ``{"error": {"code": ..., "message": ...}}``, never a stack trace.
+
+On the OpenAI-compatible routes (``/v1/files``, ``/v1/batches``) the object is OpenAI's error
+shape, ``{"error": {"message", "type", "param", "code"}}``: the same code and message, plus the
+``type`` (``invalid_request_error``, ``authentication_error``, ...) and ``param`` OpenAI's SDKs read.
+
+The codes are stable (clients branch on them); the messages are for people. dragoman's own
+typed errors map to codes here, FastAPI's and Starlette's (validation, unknown route, wrong
+method) are reshaped, and anything unexpected is logged and answered as ``internal_error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from contract.errors import (
+    DragomanError,
+    EmptyTextError,
+    InvalidJobError,
+    InvalidMetadataError,
+    JobNotCancellableError,
+    JobNotFoundError,
+    TextTooLongError,
+    UnsupportedLanguageError,
+)
+from producer.batches import (
+    BatchFileNotFoundError,
+    BatchNotCancellableError,
+    BatchNotFoundError,
+    InvalidBatchError,
+)
+from producer.requests import InvalidJobIdError
+from storage import DatabaseUnavailableError, FileTooLargeError
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error answer: HTTP status, stable code, message and extra headers (``Retry-After``, say)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+        self.param = param
+
+
+# Most specific first: the first class an error is an instance of decides.
+_DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
+    (InvalidJobIdError, 404, "job_not_found"),  # a malformed id cannot name a job: the same answer as an unknown one
+    (EmptyTextError, 422, "empty_text"),
+    (TextTooLongError, 422, "text_too_long"),
+    (UnsupportedLanguageError, 422, "unsupported_language"),
+    (InvalidMetadataError, 422, "invalid_metadata"),
+    (InvalidJobError, 422, "invalid_job"),
+    (JobNotFoundError, 404, "job_not_found"),
+    (JobNotCancellableError, 409, "job_not_cancellable"),
+    (DatabaseUnavailableError, 503, "service_unavailable"),
+    (BatchNotFoundError, 404, "batch_not_found"),
+    (BatchFileNotFoundError, 404, "file_not_found"),
+    (InvalidBatchError, 400, "invalid_batch"),
+    (BatchNotCancellableError, 409, "batch_not_cancellable"),
+    (FileTooLargeError, 413, "file_too_large"),
+)
+
+OPENAI_PREFIXES = ("/v1/files", "/v1/batches")
+"""Routes whose errors take OpenAI's shape."""
+
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    request: Request | None = None,
+    param: str | None = None,
+) -> JSONResponse:
+    """The JSON error body every failure uses (OpenAI's shape on the OpenAI routes of ``request``)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if request is not None and request.url.path.startswith(OPENAI_PREFIXES):
+        kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+        error = {"message": message, "type": kind, "param": param, "code": code}
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+def dragoman_error_status(exc: DragomanError) -> tuple[int, str]:
+    """The HTTP status and code a dragoman error is answered with."""
+    for cls, status, code in _DRAGOMAN_CODES:
+        if isinstance(exc, cls):
+            return status, code
+    return 500, "internal_error"
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
+    errors = exc.errors()
+    if any(error.get("type") == "json_invalid" for error in errors):
+        detail = next(e for e in errors if e.get("type") == "json_invalid")
+        where = detail.get("loc", ("body", "?"))[-1]
+        reason = (detail.get("ctx") or {}).get("error", "invalid JSON")
+        return 400, "invalid_json", f"the request body is not valid JSON: {reason} at character {where}"
+    errors = _matching_branch(errors, exc.body)
+    if not errors:
+        return 422, "invalid_request", "the body must be a JSON object (one job) or a list of them"
+    parts = []
+    for error in errors[:10]:
+        parts.append(f"{_location(error.get('loc', ()))}: {error.get('msg', 'invalid')}")
+    more = f" (and {len(errors) - 10} more)" if len(errors) > 10 else ""
+    return 422, "invalid_request", "; ".join(parts) + more
+
+
+# pydantic names the branch of a union body in an error's location: a model's class name or
+# ``list[...]``. Field names are snake_case, so they never look like one.
+_BRANCH = re.compile(r"^(?:[A-Z]\w*|list\[.*\])$")
+
+
+def _matching_branch(errors: Sequence[Any], body: object) -> list[Any]:
+    """The errors of the union branch the body's JSON type chose (a list: ``list[...]``), its tag dropped.
+
+    A body that is neither an object nor a list matches no branch: an empty list.
+    """
+    kept = []
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        if len(loc) >= 2 and loc[0] == "body" and isinstance(loc[1], str) and _BRANCH.match(loc[1]):
+            is_list_branch = loc[1].startswith("list[")
+            if not isinstance(body, dict | list) or is_list_branch != isinstance(body, list):
+                continue
+            error = {**error, "loc": ("body", *loc[2:])}
+        kept.append(error)
+    return kept
+
+
+def _location(loc: Sequence[object]) -> str:
+    """``text``, ``item 3: text`` (an item of a list body), ``query.wait``: where an error is."""
+    parts = [part for part in loc if part != "body"] if loc[:1] == ("body",) else list(loc)
+    if loc[:1] == ("body",) and parts and isinstance(parts[0], int):
+        rest = ".".join(str(part) for part in parts[1:])
+        return f"item {parts[0]}" + (f": {rest}" if rest else "")
+    return ".".join(str(part) for part in parts) or "body"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error in the one JSON shape."""
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, exc.headers, request=request, param=exc.param)
+
+    @app.exception_handler(DragomanError)
+    async def dragoman_error(request: Request, exc: DragomanError) -> JSONResponse:
+        status, code = dragoman_error_status(exc)
+        if status >= 500:
+            log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+            return error_response(status, code, "a backing service is unavailable; retry shortly", request=request)
+        return error_response(status, code, str(exc), request=request, param=getattr(exc, "param", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        status, code, message = _validation_message(exc)
+        return error_response(status, code, message, request=request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no route {request.url.path}; see /docs"
+        if exc.status_code == 405 and message == "Method Not Allowed":
+            message = f"{request.method} is not allowed on {request.url.path}; see /docs"
+        return error_response(exc.status_code, code, message, exc.headers, request=request)
+
+    @app.exception_handler(RedisConnectionError)
+    @app.exception_handler(RedisTimeoutError)
+    async def redis_down(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed: Redis unavailable: %s", request.method, request.url.path, exc)
+        return error_response(
+            503, "service_unavailable", "a backing service is unavailable; retry shortly", request=request
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error_response(500, "internal_error", "internal error; the server log has the details", request=request)

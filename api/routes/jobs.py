@@ -1,0 +1,95 @@
+"""Native jobs: ``POST /v1/jobs`` (one or a list, optional bounded wait), ``GET /v1/jobs/{id}``, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Query, Response, status
+
+from api.auth import CallerDep
+from api.errors import ApiError
+from api.schemas import ErrorBody, JobAccepted, JobRequest, JobsAccepted, JobView
+from api.services import ApiServices, services
+from contract.errors import JobTimeoutError
+from contract.schemas import JobStatus, TranslationRequest
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+ServicesDep = Annotated[ApiServices, Depends(services)]
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 429, 503)
+}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=JobAccepted | JobsAccepted | JobView,
+    responses={200: {"model": JobView, "description": "finished within ?wait="}, **_ERRORS},
+)
+async def submit_jobs(
+    caller: CallerDep,
+    api: ServicesDep,
+    response: Response,
+    body: Annotated[JobRequest | list[JobRequest], Body()],
+    wait: Annotated[
+        float | None,
+        Query(ge=0, description="seconds to wait for one job to finish (capped by DRAGOMAN_API_MAX_WAIT_SECONDS)"),
+    ] = None,
+) -> JobAccepted | JobsAccepted | JobView:
+    """Enqueue one job (an object) or several (a list, pipelined): ``202`` with the id(s).
+
+    Every job is validated before anything is written; one bad item refuses the whole list,
+    naming its index. With ``?wait=SECONDS`` (one job only), the answer is ``200`` with the
+    finished job if it finishes in time, else the same ``202``.
+    """
+    client = api.client
+    if isinstance(body, list):
+        if wait is not None:
+            raise ApiError(422, "invalid_request", "wait= applies to one job; poll GET /v1/jobs/{id} for a list")
+        if not body:
+            raise ApiError(422, "invalid_request", "the list of jobs is empty")
+        limit = api.settings.api_max_jobs_per_request
+        if len(body) > limit:
+            raise ApiError(422, "too_many_jobs", f"{len(body):,} jobs in one request, over the limit of {limit:,}")
+        requests = [TranslationRequest(**item.model_dump()) for item in body]
+        return JobsAccepted(ids=await client.submit_many(requests, tenant=caller.tenant))
+    job_id = await client.submit(
+        body.text,
+        body.source_lang,
+        body.target_lang,
+        metadata=body.metadata,
+        idempotency_key=body.idempotency_key,
+        tenant=caller.tenant,
+    )
+    if wait:
+        try:
+            job = await client.wait(job_id, timeout=min(wait, api.settings.api_max_wait_seconds), tenant=caller.tenant)
+        except JobTimeoutError:
+            pass
+        else:
+            response.status_code = status.HTTP_200_OK
+            return JobView.of(job)
+    if body.idempotency_key is None:
+        return JobAccepted(id=job_id, status=JobStatus.QUEUED)
+    job = await client.get(job_id, tenant=caller.tenant)  # the key may name an earlier job, maybe finished
+    if job.status.is_final:
+        response.status_code = status.HTTP_200_OK
+        return JobView.of(job)
+    return JobAccepted(id=job_id, status=job.status)
+
+
+@router.get("/{job_id}", response_model=JobView, responses=_ERRORS)
+async def get_job(job_id: str, caller: CallerDep, api: ServicesDep) -> JobView:
+    """A job: status, translation or error, attempts, timings, tokens, model. Another tenant's id is 404."""
+    return JobView.of(await api.client.get(job_id, tenant=caller.tenant))
+
+
+@router.post("/{job_id}/cancel", response_model=JobView, responses=_ERRORS)
+async def cancel_job(job_id: str, caller: CallerDep, api: ServicesDep) -> JobView:
+    """Cancel a queued job (at once) or a running one (its worker aborts it; it shows ``running`` until then).
+
+    ``409 job_not_cancellable`` for a job that already succeeded or failed; cancelling a
+    cancelled job is a no-op.
+    """
+    return JobView.of(await api.client.cancel(job_id, tenant=caller.tenant))

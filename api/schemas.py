@@ -1,0 +1,115 @@
+"""The request and response bodies of the native job endpoints (and so the OpenAPI schema).
+
+Request models check only the shape (types, unknown fields); the content rules (text length,
+language codes, metadata bounds, idempotency keys) are the ones :class:`~producer.Client`
+applies, run by ``producer.requests`` before anything is written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contract.schemas import Job, JobStatus
+
+
+class JobRequest(BaseModel):
+    """One translation to enqueue."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"text": "Good morning.", "source_lang": "en", "target_lang": "fr"}]},
+    )
+
+    text: str = Field(description="the text to translate (at most DRAGOMAN_MAX_TEXT_CHARS characters)")
+    source_lang: str = Field(description="BCP-47 / ISO 639 code of the text's language (en, pt-BR, eng...)")
+    target_lang: str = Field(description="code of the language to translate into")
+    metadata: dict[str, Any] | None = Field(default=None, description="any JSON object, kept with the job")
+    idempotency_key: str | None = Field(
+        default=None, description="submitting again with the same key (within a day) returns the first job's id"
+    )
+
+
+class JobAccepted(BaseModel):
+    """The answer to a submit of one job that is not finished (yet)."""
+
+    id: str
+    status: JobStatus
+
+
+class JobsAccepted(BaseModel):
+    """The answer to a submit of a list: the job ids, in the order of the list."""
+
+    ids: list[str]
+
+
+class JobView(BaseModel):
+    """A job: status, result or error, attempts, timings, tokens and model."""
+
+    id: str
+    status: JobStatus
+    source_lang: str | None
+    target_lang: str | None
+    translation: str | None
+    error: str | None
+    attempts: int
+    model: str | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    queue_seconds: float | None = Field(description="submit to start")
+    run_seconds: float | None = Field(description="start to final status")
+    total_seconds: float | None = Field(description="submit to final status")
+    finish_reason: str | None = Field(
+        default=None, description="how the engine ended: stop (finished), length (cut off: the job failed), abort"
+    )
+    pieces: int | None = Field(default=None, description="engine requests it took (more than 1: a long text in pieces)")
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, job: Job) -> JobView:
+        """The public view of ``job``."""
+        return cls(
+            id=job.id,
+            status=job.status,
+            source_lang=job.source_lang,
+            target_lang=job.target_lang,
+            translation=job.translation,
+            error=job.error,
+            attempts=job.attempts,
+            model=job.model,
+            prompt_tokens=job.prompt_tokens,
+            output_tokens=job.output_tokens,
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            queue_seconds=job.queue_seconds,
+            run_seconds=job.run_seconds,
+            total_seconds=job.total_seconds,
+            finish_reason=job.finish_reason,
+            pieces=job.pieces,
+            metadata=job.metadata,
+        )
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a stable ``code`` to branch on and a ``message`` for people."""
+
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer."""
+
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    """The answer of ``/healthz``."""
+
+    status: str

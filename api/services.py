@@ -1,0 +1,31 @@
+"""What every request handler shares: the settings, one asyncio client, the key store, the limiter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from api.ratelimit import RateLimiter
+from contract.settings import Settings
+from producer import AsyncClient
+from producer.batches import BatchService
+from storage import AsyncApiKeyStore, FileStore
+
+
+@dataclass(frozen=True, slots=True)
+class ApiServices:
+    """Owned by the application's lifespan: opened at start-up, closed at shutdown."""
+
+    settings: Settings
+    client: AsyncClient
+    api_keys: AsyncApiKeyStore
+    limiter: RateLimiter
+    files: FileStore
+    batches: BatchService
+
+
+def services(request: Request) -> ApiServices:
+    """The application's :class:`ApiServices` (a FastAPI dependency)."""
+    found: ApiServices = request.app.state.services
+    return found

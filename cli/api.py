@@ -1,0 +1,123 @@
+"""``dragoman api`` (the HTTP API on uvicorn) and ``dragoman api-key create|list|revoke``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from cli.help import EXAMPLE_ID, add_command, choices, examples
+from contract.log_format import LOG_FORMATS, configure_logging
+from contract.settings import Settings
+
+if TYPE_CHECKING:
+    from storage import ApiKey
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``api`` and ``api-key`` on the ``dragoman`` parser."""
+    api = add_command(
+        sub,
+        "api",
+        help="serve the HTTP API (DRAGOMAN_API_HOST:DRAGOMAN_API_PORT, default 127.0.0.1:8000)",
+        description=(
+            "Serve the HTTP API on uvicorn: submit, look up and cancel jobs with an API key "
+            "(`dragoman api-key create`). Stateless: run several behind a load balancer. It connects to "
+            "DRAGOMAN_REDIS_URL / DRAGOMAN_DATABASE_URL, or to the running embedded servers."
+        ),
+        epilog=examples("dragoman api", "dragoman api --host 0.0.0.0 --port 8080 --log-format json"),
+    )
+    api.add_argument("--host", help="address to listen on (default DRAGOMAN_API_HOST)")
+    api.add_argument("--port", type=int, help="port to listen on (default DRAGOMAN_API_PORT)")
+    api.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
+    api.set_defaults(func=cmd_api)
+
+    keys = add_command(
+        sub,
+        "api-key",
+        help="API keys of the HTTP API: create NAME, list, revoke ID",
+        description=choices(
+            "Manage the HTTP API's keys. Each key is a tenant's: it sees and cancels only that tenant's jobs.",
+            ("create", "make a key named NAME and print it (shown once; only its hash is stored)"),
+            ("list", "show the keys (id, name, tenant, created, revoked), never the secrets"),
+            ("revoke", "stop the key with id ID from working, at once; its jobs are kept"),
+        ),
+        epilog=examples(
+            "dragoman api-key create billing-service --tenant billing",
+            "dragoman api-key list --all",
+            f"dragoman api-key revoke {EXAMPLE_ID}",
+        ),
+    )
+    keys.add_argument("action", choices=["create", "list", "revoke"], help="what to do (see above)")
+    keys.add_argument("ident", nargs="?", help="create: the key's name; revoke: the key's id")
+    keys.add_argument("--tenant", help="create: the tenant whose jobs the key sees (default: the name)")
+    keys.add_argument("--rate-limit", type=int, help="create: requests per minute (default DRAGOMAN_API_RATE_LIMIT...)")
+    keys.add_argument("--all", action="store_true", help="list: revoked keys too")
+    keys.add_argument("--json", action="store_true", help="print JSON")
+    keys.set_defaults(func=cmd_api_key)
+
+
+def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    """Resolve the services (embedded ones if no URLs are set), then serve the API until SIGTERM/SIGINT."""
+    import uvicorn
+
+    from api import create_app
+    from storage.embedded import resolve_urls
+
+    configure_logging("INFO", args.log_format or settings.log_format)
+    urls = resolve_urls(settings)
+    settings = settings.model_copy(update={"redis_url": urls.redis_url, "database_url": urls.database_url})
+    host = args.host or settings.api_host
+    port = settings.api_port if args.port is None else args.port
+    uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+    return 0
+
+
+def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
+    """Create (printing the key once), list or revoke API keys."""
+    from storage import ApiKeyStore, PostgresConnection
+    from storage.embedded import resolve_urls
+
+    with PostgresConnection(resolve_urls(settings).database_url) as connection:
+        store = ApiKeyStore(connection)
+        if args.action == "create":
+            if not args.ident:
+                raise ValueError("api-key create needs a name: dragoman api-key create NAME [--tenant T]")
+            key, secret = store.create(args.ident, tenant=args.tenant, rate_limit_per_minute=args.rate_limit)
+            if args.json:
+                print(json.dumps({"id": key.id, "name": key.name, "tenant": key.tenant, "key": secret}))
+            else:
+                print(secret)
+                print(f"(id {key.id}, tenant {key.tenant}; the key is shown this once and stored only hashed)")
+            return 0
+        if args.action == "revoke":
+            if not args.ident:
+                raise ValueError("api-key revoke needs the key's id (see `dragoman api-key list`)")
+            key = store.revoke(args.ident)
+            print(f"revoked {key.id} ({key.name}, tenant {key.tenant})")
+            return 0
+        keys = store.list(include_revoked=args.all)
+        if args.json:
+            print(json.dumps([_key_json(key) for key in keys]))
+            return 0
+        print(f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  created")
+        for key in keys:
+            rate = str(key.rate_limit_per_minute or "default")
+            revoked = "" if key.active else f"  revoked {key.revoked_at:%Y-%m-%d %H:%M}"
+            print(
+                f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  "
+                f"{key.created_at:%Y-%m-%d %H:%M}{revoked}"
+            )
+        return 0
+
+
+def _key_json(key: ApiKey) -> dict[str, object]:
+    return {
+        "id": key.id,
+        "name": key.name,
+        "tenant": key.tenant,
+        "prefix": key.prefix,
+        "rate_limit_per_minute": key.rate_limit_per_minute,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": None if key.revoked_at is None else key.revoked_at.isoformat(),
+    }

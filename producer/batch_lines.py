@@ -1,0 +1,207 @@
+"""The lines of an OpenAI Batch API input file, and the lines of its output and error files.
+
+An input line is ``{"custom_id", "method": "POST", "url", "body"}``. ``/v1/translations`` lines
+(dragoman's extension) are native translation jobs; ``/v1/chat/completions`` and
+``/v1/completions`` lines are raw-prompt jobs (``contract/generation.py``): the messages through
+the model's chat template, or the prompt as given, with the request's sampling fields. Output
+lines follow OpenAI's shape: ``id``, ``custom_id``, ``response`` with ``status_code`` and
+``body``, and ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import msgspec
+
+from contract.errors import DragomanError
+from contract.generation import RAW_LANGUAGE, generation_text, validate_generation
+from contract.ids import job_id_for
+from contract.schemas import Job, JobSpec, JobStatus, build_job_spec, validate_text
+
+TRANSLATIONS = "/v1/translations"
+CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+ENDPOINTS = (TRANSLATIONS, CHAT, COMPLETIONS)
+"""What a batch's ``endpoint`` may be (OpenAI's names, and dragoman's translation extension)."""
+SUPPORTED_ENDPOINTS = frozenset(ENDPOINTS)
+"""What the worker runs; a line for another endpoint fails validation, saying so."""
+_SAMPLING_FIELDS = {"model", "max_tokens", "temperature", "top_p", "stop", "seed", "n", "user", "stream"}
+_GENERATION_FIELDS = {
+    CHAT: _SAMPLING_FIELDS | {"messages", "max_completion_tokens"},
+    COMPLETIONS: _SAMPLING_FIELDS | {"prompt"},
+}
+
+MAX_CUSTOM_ID_CHARS = 512
+_BODY_FIELDS = {"text", "source_lang", "target_lang", "metadata"}
+_LINE_FIELDS = {"custom_id", "method", "url", "body"}
+
+
+class BadLineError(DragomanError, ValueError):
+    """One input line cannot run; the message says why (the caller adds the line number)."""
+
+
+def parse_line(raw: bytes, endpoint: str, *, max_chars: int) -> tuple[str, JobSpec]:
+    """``(custom_id, job)`` of one input line (the job's ids and group fields are the caller's to set).
+
+    Raises :class:`BadLineError` with the reason the line cannot run.
+    """
+    try:
+        item = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise BadLineError(f"not JSON ({reason})") from None
+    if not isinstance(item, dict):
+        raise BadLineError("must be a JSON object with custom_id, method, url and body")
+    unknown = set(item) - _LINE_FIELDS
+    if unknown:
+        raise BadLineError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    custom_id = item.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id.strip() or len(custom_id) > MAX_CUSTOM_ID_CHARS:
+        raise BadLineError(f"custom_id must be a non-empty string of at most {MAX_CUSTOM_ID_CHARS} characters")
+    if item.get("method") != "POST":
+        raise BadLineError(f'method must be "POST", got {json.dumps(item.get("method"))}')
+    url = item.get("url")
+    if url != endpoint:
+        raise BadLineError(f"url {json.dumps(url)} is not the batch's endpoint {endpoint!r}")
+    if url not in SUPPORTED_ENDPOINTS:
+        raise BadLineError(f"endpoint {url} not supported yet; dragoman runs {', '.join(ENDPOINTS)} lines")
+    body = item.get("body")
+    if not isinstance(body, dict):
+        raise BadLineError("body must be a JSON object")
+    if url != TRANSLATIONS:
+        return custom_id, _generation_spec(custom_id, url, body, max_chars)
+    unknown = set(body) - _BODY_FIELDS
+    if unknown:
+        raise BadLineError(f"unknown body field(s) {', '.join(sorted(unknown))}")
+    for name in ("source_lang", "target_lang"):
+        if not isinstance(body.get(name), str):
+            raise BadLineError(f"body.{name} must be a language code string")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise BadLineError("body.metadata must be a JSON object")
+    try:
+        spec = build_job_spec(
+            "",
+            body.get("text"),
+            body["source_lang"],
+            body["target_lang"],
+            max_chars=max_chars,
+            metadata={**metadata, "custom_id": custom_id},
+        )
+    except DragomanError as exc:
+        raise BadLineError(str(exc)) from None
+    return custom_id, spec
+
+
+def _generation_spec(custom_id: str, url: str, body: dict[str, Any], max_chars: int) -> JobSpec:
+    """A chat or completion line as a raw-prompt job (``model`` is the worker's: it is not checked)."""
+    unknown = set(body) - _GENERATION_FIELDS[url]
+    if unknown:
+        raise BadLineError(f"unsupported body field(s) {', '.join(sorted(unknown))}")
+    if body.get("n", 1) != 1:
+        raise BadLineError("body.n must be 1 (one choice per request)")
+    if body.get("stream"):
+        raise BadLineError("body.stream must be false in a batch")
+    request: dict[str, Any] = {
+        "kind": "chat" if url == CHAT else "completion",
+        "max_tokens": body.get("max_completion_tokens", body.get("max_tokens")),
+        **{name: body.get(name) for name in ("temperature", "top_p", "stop", "seed")},
+    }
+    if url == CHAT:
+        request["messages"] = body.get("messages")
+    else:
+        request["prompt"] = body.get("prompt")
+    try:
+        generation = validate_generation(request)
+        text = validate_text(generation_text(generation), max_chars)
+    except DragomanError as exc:
+        raise BadLineError(f"body: {exc}") from None
+    return JobSpec(
+        job_id="",
+        text=text,
+        source_lang=RAW_LANGUAGE,
+        target_lang=RAW_LANGUAGE,
+        created_at=time.time(),
+        metadata={"custom_id": custom_id},
+        generation=generation,
+    )
+
+
+def numbered(spec: JobSpec, run_id: str, sequence: int, tenant: str) -> JobSpec:
+    """The job of line ``sequence`` of the batch's run: its id is derived, so a resubmission is idempotent."""
+    return msgspec.structs.replace(
+        spec, job_id=job_id_for(run_id, sequence), run_id=run_id, sequence=sequence, tenant=tenant
+    )
+
+
+def request_id(job: Job) -> str:
+    """The output line's ``id`` (``batch_req_`` and the job id's hex digits)."""
+    return "batch_req_" + job.id.replace("-", "")
+
+
+def output_line(job: Job, endpoint: str = TRANSLATIONS, finish_reason: str | None = None) -> dict[str, Any]:
+    """A succeeded job as an output-file line: ``response.body`` as ``endpoint`` answers, with its usage.
+
+    ``finish_reason`` is the engine's (``stop`` when a row has none: one written before it was recorded).
+    """
+    finish = "length" if finish_reason == "length" else "stop"
+    metadata = {k: v for k, v in job.metadata.items() if k != "custom_id"}
+    prompt, completion = job.prompt_tokens or 0, job.output_tokens or 0
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    created = int(job.finished_at.timestamp()) if job.finished_at else None
+    body: dict[str, Any]
+    if endpoint == CHAT:
+        message = {"role": "assistant", "content": job.translation}
+        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+        body = {"id": "chatcmpl-" + job.id, "object": "chat.completion", "created": created, "model": job.model}
+        body |= {"choices": [choice], "usage": usage}
+    elif endpoint == COMPLETIONS:
+        choice = {"index": 0, "text": job.translation, "finish_reason": finish, "logprobs": None}
+        body = {"id": "cmpl-" + job.id, "object": "text_completion", "created": created, "model": job.model}
+        body |= {"choices": [choice], "usage": usage}
+    else:
+        body = _translation_body(job, created, usage, metadata)
+    return {
+        "id": request_id(job),
+        "custom_id": job.metadata.get("custom_id"),
+        "response": {"status_code": 200, "request_id": job.id, "body": body},
+        "error": None,
+    }
+
+
+def _translation_body(job: Job, created: int | None, usage: dict[str, int], metadata: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": job.id,
+        "object": "translation",
+        "created": created,
+        "model": job.model,
+        "source_lang": job.source_lang,
+        "target_lang": job.target_lang,
+        "translation": job.translation,
+        "usage": usage,
+    }
+    if metadata:
+        body["metadata"] = metadata
+    return body
+
+
+def error_line(job: Job, expired: bool = False) -> dict[str, Any]:
+    """A failed or cancelled job as an error-file line: ``error`` has a code and the reason.
+
+    The cancelled jobs of an ``expired`` batch are ``batch_expired`` (they had not run in its window).
+    """
+    if job.status is not JobStatus.CANCELLED:
+        code, message = "request_failed", job.error or "the job failed"
+    elif expired:
+        code, message = "batch_expired", "the batch's completion window ended before this request ran"
+    else:
+        code, message = "request_cancelled", job.error or "cancelled before it ran"
+    return {
+        "id": request_id(job),
+        "custom_id": job.metadata.get("custom_id"),
+        "response": None,
+        "error": {"code": code, "message": message},
+    }

@@ -1,0 +1,322 @@
+"""OpenAI-compatible batches over dragoman runs: create (validate, then enqueue), follow, finalize, cancel.
+
+A batch is a run with an OpenAI facade. Creating one validates every line of the input file
+first (streaming, nothing enqueued if one is bad: the batch is ``failed`` with every bad line
+listed), then writes the run and enqueues one job per line through the same scripts as any
+other job, ids derived from the run id and the line's position. Its status is read from the
+run's job rows; the first reader that sees every job finished writes the output and error
+files (``finalizing``) and completes the batch, so no background process is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from contract.errors import DragomanError
+from contract.ids import job_id_for
+from contract.schemas import Job, JobSpec, JobStatus
+from producer.async_client import AsyncClient
+from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
+from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, iter_lines
+
+MAX_LISTED_ERRORS = 1_000
+"""Bad lines listed in a failed batch's ``errors`` (the last entry says how many more there were)."""
+MAX_METADATA_KEYS = 16
+_WINDOW = re.compile(r"([1-9][0-9]{0,5})([smh])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3_600}
+MAX_WINDOW_SECONDS = 7 * 24 * 3_600
+_ACTIVE = ("in_progress", "cancelling", "finalizing")
+VALIDATING_TIMEOUT_SECONDS = 1_800
+"""A batch ``validating`` this long was being created by a server that died: the next read resumes it."""
+
+
+class BatchNotFoundError(DragomanError, LookupError):
+    """No batch with this id for this tenant."""
+
+
+class BatchFileNotFoundError(DragomanError, LookupError):
+    """No file with this id for this tenant."""
+
+
+class InvalidBatchError(DragomanError, ValueError):
+    """A batch cannot be created as asked (endpoint, window, metadata or input file); ``param`` names the field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class BatchNotCancellableError(DragomanError):
+    """The batch already finished (completed, failed or expired)."""
+
+
+def batch_id_for(run_id: str) -> str:
+    """The batch id of a run: ``batch_`` and the run id's hex digits."""
+    return "batch_" + uuid.UUID(run_id).hex
+
+
+def _window_seconds(window: str) -> int:
+    """``24h`` (OpenAI's value), or any duration up to 7 days in ``s``, ``m`` or ``h`` (dragoman's extension)."""
+    match = _WINDOW.fullmatch(window)
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)] if match else 0
+    if not 0 < seconds <= MAX_WINDOW_SECONDS:
+        raise InvalidBatchError(
+            f'completion_window must be a duration like "24h" (at most 7 days), got {json.dumps(window)}',
+            "completion_window",
+        )
+    return seconds
+
+
+def _check_metadata(metadata: dict[str, Any] | None) -> dict[str, str] | None:
+    if metadata is None:
+        return None
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise InvalidBatchError(f"metadata has {len(metadata)} keys, over the limit of {MAX_METADATA_KEYS}", "metadata")
+    for key, value in metadata.items():
+        if len(key) > 64 or not isinstance(value, str) or len(value) > 512:
+            raise InvalidBatchError(
+                "metadata keys must be at most 64 characters and values strings of at most 512", "metadata"
+            )
+    return metadata
+
+
+class BatchService:
+    """The Batch API's operations for one tenant at a time, on the API's client and stores."""
+
+    def __init__(self, client: AsyncClient, files: FileStore, batches: AsyncBatchStore) -> None:
+        self._client = client
+        self._files = files
+        self._batches = batches
+
+    # Creating --------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        tenant: str,
+        *,
+        input_file_id: str,
+        endpoint: str,
+        completion_window: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> BatchRow:
+        """Validate the input file and enqueue its lines; the batch (``in_progress``, or ``failed`` with its errors)."""
+        if endpoint not in ENDPOINTS:
+            raise InvalidBatchError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {endpoint!r}", "endpoint")
+        window = _window_seconds(completion_window)
+        checked = _check_metadata(metadata)
+        source = await self._files.get(tenant, input_file_id)
+        if source is None:
+            raise BatchFileNotFoundError(f"no file with id {input_file_id!r}")
+        if source.purpose != "batch":
+            raise InvalidBatchError(
+                f'file {input_file_id} has purpose {source.purpose!r}; upload the input with purpose "batch"',
+                "input_file_id",
+            )
+        run_id = str(uuid.uuid4())
+        row = await self._batches.create(
+            batch_id_for(run_id), tenant, run_id, endpoint, input_file_id, completion_window, window, checked
+        )
+        return await self._enqueue(row, source)
+
+    async def _enqueue(self, row: BatchRow, source: StoredFile) -> BatchRow:
+        """Validate every line, then enqueue one job per line; the batch ``in_progress`` (or ``failed``).
+
+        Each job goes in under the idempotency key ``<batch id>:<line>``, so enqueueing a batch
+        again (resuming one whose server died) writes only the jobs that are not queued yet.
+        """
+        errors, total = await self._validate(source, row.endpoint)
+        if errors:
+            return await self._batches.fail_validation(row.id, errors)
+        run_id = row.run_id
+        await self._batches.create_run(row.id, run_id, total)
+        submitter = self._client.submitter
+        await submitter.register_group(run_id, "run", total)
+        chunk: list[tuple[JobSpec, str | None]] = []
+        try:
+            async for spec in self._jobs(source, row.endpoint, run_id, row.tenant):
+                chunk.append((spec, f"{row.id}:{spec.sequence}"))
+                if len(chunk) >= self._client.settings.submit_chunk_size:
+                    await submitter.write(chunk)
+                    chunk = []
+            await submitter.write(chunk)
+        except Exception:
+            with contextlib.suppress(Exception):  # best effort: the services may be what failed
+                await self._batches.fail_validation(
+                    row.id,
+                    [{"code": "submission_failed", "line": None, "message": "enqueueing failed; create it again"}],
+                )
+                await submitter.cancel_many([job_id_for(run_id, sequence) for sequence in range(total)])
+            raise
+        started = await self._batches.started(row.id, run_id, total)
+        if started.status == "cancelling":  # cancelled while it was validating: its jobs exist only now
+            await submitter.cancel_many([job_id_for(run_id, sequence) for sequence in range(total)])
+        return started
+
+    async def _validate(self, source: StoredFile, endpoint: str) -> tuple[list[dict[str, Any]], int]:
+        """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass."""
+        max_chars = self._client.settings.max_text_chars
+        errors: list[dict[str, Any]] = []
+        bad = 0
+        seen: dict[bytes, int] = {}
+        count = 0
+        async for number, raw in _numbered_lines(self._files, source.id):
+            count += 1
+            try:
+                custom_id, _ = parse_line(raw, endpoint, max_chars=max_chars)
+                digest = hashlib.blake2b(custom_id.encode(), digest_size=16).digest()
+                if digest in seen:
+                    raise BadLineError(f"custom_id {custom_id!r} already used on line {seen[digest]}")
+                seen[digest] = number
+            except BadLineError as exc:
+                bad += 1
+                if len(errors) < MAX_LISTED_ERRORS:
+                    errors.append({"code": "invalid_request", "line": number, "message": f"line {number}: {exc}"})
+        if bad > len(errors):
+            errors.append({"code": "too_many_errors", "line": None, "message": f"{bad - len(errors)} more bad lines"})
+        if count == 0 and not errors:
+            errors.append({"code": "empty_file", "line": None, "message": "the input file has no requests"})
+        return errors, count
+
+    async def _jobs(self, source: StoredFile, endpoint: str, run_id: str, tenant: str) -> AsyncIterator[JobSpec]:
+        max_chars = self._client.settings.max_text_chars
+        sequence = 0
+        async for _, raw in _numbered_lines(self._files, source.id):
+            _, spec = parse_line(raw, endpoint, max_chars=max_chars)
+            yield numbered(spec, run_id, sequence, tenant)
+            sequence += 1
+
+    # Following -------------------------------------------------------------------------------
+
+    async def get(self, tenant: str, batch_id: str) -> BatchRow:
+        """The tenant's batch as it is now (finalized here if its last job just finished)."""
+        row = await self._batches.get(tenant, batch_id)
+        if row is None:
+            raise BatchNotFoundError(f"no batch with id {batch_id!r}")
+        return await self._refresh(row)
+
+    async def list(self, tenant: str, *, after: str | None, limit: int) -> list[BatchRow]:
+        """Up to ``limit`` of the tenant's batches, newest first, each as it is now."""
+        return [await self._refresh(row) for row in await self._batches.list(tenant, after=after, limit=limit)]
+
+    async def cancel(self, tenant: str, batch_id: str) -> BatchRow:
+        """Cancel the batch's unfinished jobs: ``cancelling`` until they are, then ``cancelled``.
+
+        Cancelling a cancelling or cancelled batch changes nothing; a finished one raises
+        :class:`BatchNotCancellableError`.
+        """
+        row = await self._batches.request_cancel(tenant, batch_id)
+        if row is None:
+            raise BatchNotFoundError(f"no batch with id {batch_id!r}")
+        if row.status in ("completed", "failed", "expired"):
+            raise BatchNotCancellableError(f"batch {batch_id} is already {row.status}")
+        if row.status == "cancelling" and row.total:
+            await self._client.submitter.cancel_many([job_id_for(row.run_id, n) for n in range(row.total)])
+        return await self._refresh(row)
+
+    async def _refresh(self, row: BatchRow) -> BatchRow:
+        if row.status == "validating":
+            return await self._resume_if_stale(row)
+        if row.status not in _ACTIVE:
+            return row
+        tally = await self._batches.tally(row.run_id)
+        if tally.finished < row.total:
+            if row.status == "in_progress" and row.expired_at is None and datetime.now(UTC) >= row.expires_at:
+                row = await self._expire(row)
+            return replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
+        claimed = await self._batches.claim_finalizing(row.id)
+        if claimed is None:  # another reader is writing the output
+            return replace(row, status="finalizing", completed=tally.succeeded, failed=tally.failed + tally.cancelled)
+        return await self._finalize(claimed)
+
+    async def _resume_if_stale(self, row: BatchRow) -> BatchRow:
+        """A batch ``validating`` past :data:`VALIDATING_TIMEOUT_SECONDS`: its server died; enqueue it here."""
+        claimed = await self._batches.reclaim_validation(row.id, VALIDATING_TIMEOUT_SECONDS)
+        if claimed is None:
+            return row
+        source = await self._files.get(row.tenant, row.input_file_id)
+        if source is None:
+            error = {"code": "creation_interrupted", "line": None, "message": "the input file was deleted"}
+            return await self._batches.fail_validation(row.id, [error])
+        return await self._enqueue(claimed, source)
+
+    async def _expire(self, row: BatchRow) -> BatchRow:
+        """Past its window: cancel what has not run; the batch ends ``expired`` once they are drained."""
+        expired = await self._batches.expire(row.id)
+        if expired is None:  # another reader expired it first
+            return row
+        await self._client.submitter.cancel_many([job_id_for(row.run_id, n) for n in range(row.total)])
+        return expired
+
+    async def _finalize(self, row: BatchRow) -> BatchRow:
+        """Write the output file (succeeded lines) and the error file (the others), in input order."""
+        tally = await self._batches.tally(row.run_id)
+        failed = tally.failed + tally.cancelled
+        output_id = error_id = None
+        if tally.succeeded:
+            output_id = await self._write_file(
+                row, "output", True, lambda job, finish: output_line(job, row.endpoint, finish)
+            )
+        if failed:
+            expired = row.expired_at is not None
+            error_id = await self._write_file(row, "errors", False, lambda job, _: error_line(job, expired))
+        status = "expired" if row.expired_at else "cancelled" if row.cancelling_at else "completed"
+        return await self._batches.finish(
+            row.id,
+            status=status,
+            output_file_id=output_id,
+            error_file_id=error_id,
+            completed=tally.succeeded,
+            failed=failed,
+        )
+
+    async def _write_file(
+        self,
+        row: BatchRow,
+        kind: str,
+        succeeded: bool,
+        render: Callable[[Job, str | None], dict[str, Any]],
+    ) -> str:
+        """A file of the run's succeeded jobs (or of the others), one rendered line each, in input order."""
+
+        async def lines() -> AsyncIterator[bytes]:
+            async for job, finish_reason in self._batches.iter_jobs(row.run_id):
+                if (job.status is JobStatus.SUCCEEDED) == succeeded:
+                    yield json.dumps(render(job, finish_reason), ensure_ascii=False).encode() + b"\n"
+
+        stored = await self._files.create(
+            row.tenant, "batch_output", f"{row.id}_{kind}.jsonl", lines(), max_bytes=2**62
+        )
+        return stored.id
+
+
+async def _numbered_lines(files: FileStore, file_id: str) -> AsyncIterator[tuple[int, bytes]]:
+    """The non-blank lines of a stored file with their (1-based) line numbers."""
+    number = 0
+    async for line in iter_lines(files.read(file_id)):
+        number += 1
+        if line.strip():
+            yield number, line
+
+
+def unix(moment: datetime | None) -> int | None:
+    """A timestamp as OpenAI's integer Unix seconds."""
+    return None if moment is None else int(moment.astimezone(UTC).timestamp())
+
+
+__all__ = [
+    "BatchFileNotFoundError",
+    "BatchNotCancellableError",
+    "BatchNotFoundError",
+    "BatchService",
+    "InvalidBatchError",
+    "batch_id_for",
+    "unix",
+]

@@ -1,0 +1,125 @@
+"""The ``api_keys`` table: the HTTP API's keys, each one a tenant's, stored as SHA-256 hashes only.
+
+A key is 32 random bytes (``dgm_`` + URL-safe base64), so one unsalted SHA-256 is enough to make
+the stored hash useless to whoever reads the table: there is nothing to guess. The key itself is
+shown once, by ``dragoman api-key create``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from contract.errors import DragomanError
+from contract.ids import canonical_uuid
+from contract.schemas import validate_tenant
+from storage.connection import AsyncConnectionPool, PostgresConnection
+
+KEY_PREFIX = "dgm_"
+_COLUMNS = "id::text, name, tenant, prefix, rate_limit_per_minute, created_at, revoked_at"
+
+
+class ApiKeyNotFoundError(DragomanError, LookupError):
+    """No API key with this id (or it is already revoked, where that matters)."""
+
+
+def hash_api_key(key: str) -> str:
+    """The hex SHA-256 of ``key``: what the table stores and what a request's key is looked up by."""
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """One API key as stored (never the key itself): its id, label, tenant and limits."""
+
+    id: str
+    name: str
+    tenant: str
+    prefix: str
+    rate_limit_per_minute: int | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @property
+    def active(self) -> bool:
+        """Whether requests with this key are accepted."""
+        return self.revoked_at is None
+
+
+def _row(row: tuple[Any, ...]) -> ApiKey:
+    return ApiKey(*row)
+
+
+class ApiKeyStore:
+    """The operator's side (``dragoman api-key``): create, list and revoke keys, synchronously."""
+
+    def __init__(self, connection: PostgresConnection) -> None:
+        self._connection = connection
+
+    def create(
+        self, name: str, *, tenant: str | None = None, rate_limit_per_minute: int | None = None
+    ) -> tuple[ApiKey, str]:
+        """Create a key; return it and the secret key string (shown once, never stored).
+
+        ``tenant`` defaults to ``name``: a key of its own tenant. Give several keys the same
+        tenant to rotate one (create the new key, move the callers, revoke the old one).
+        """
+        tenant = validate_tenant(tenant if tenant is not None else name)
+        if not name.strip():
+            raise ValueError("an API key needs a non-empty name")
+        if rate_limit_per_minute is not None and rate_limit_per_minute <= 0:
+            raise ValueError("rate_limit_per_minute must be positive")
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        row = (
+            self._connection.get()
+            .execute(
+                f"INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute) "
+                f"VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+                (str(uuid.uuid4()), name, tenant, hash_api_key(secret), secret[:12], rate_limit_per_minute),
+            )
+            .fetchone()
+        )
+        return _row(row), secret
+
+    def list(self, *, include_revoked: bool = False) -> list[ApiKey]:
+        """Every key (the active ones unless ``include_revoked``), oldest first."""
+        where = "" if include_revoked else " WHERE revoked_at IS NULL"
+        rows = self._connection.get().execute(f"SELECT {_COLUMNS} FROM api_keys{where} ORDER BY created_at, id")
+        return [_row(row) for row in rows.fetchall()]
+
+    def revoke(self, key_id: str) -> ApiKey:
+        """Revoke a key by id (its requests are refused from now on); raises if there is no such active key."""
+        canonical = canonical_uuid(key_id)
+        if canonical is None:
+            raise ApiKeyNotFoundError(f"{key_id!r} is not an API key id (ids are UUIDs; see `dragoman api-key list`)")
+        row = (
+            self._connection.get()
+            .execute(
+                f"UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL RETURNING {_COLUMNS}",
+                (canonical,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise ApiKeyNotFoundError(f"no active API key with id {canonical} (see `dragoman api-key list`)")
+        return _row(row)
+
+
+class AsyncApiKeyStore:
+    """The server's side: find the key a request presents, by its hash, without blocking the loop."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def find(self, key: str) -> ApiKey | None:
+        """The active key whose hash matches ``key``, or ``None`` (unknown or revoked)."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_COLUMNS} FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL", (hash_api_key(key),)
+            )
+            row = await cursor.fetchone()
+        return None if row is None else _row(row)

@@ -1,0 +1,280 @@
+"""The ``batches`` table of the OpenAI-compatible Batch API, and the job rows of a batch's run.
+
+A batch is a run with an OpenAI facade: creating one writes a ``batches`` row and a ``runs`` row
+(``runs.id`` = ``batches.run_id``), so the run's jobs, counts and completion are the runs
+machinery's. The batch's own status (``validating`` ... ``completed``) and its output files are
+kept here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from contract.schemas import Job
+from storage.connection import AsyncConnectionPool
+from storage.jobs import JOB_COLUMNS, row_to_job
+
+_COLUMNS = (
+    "id, tenant, run_id::text, endpoint, input_file_id, completion_window, status, total, completed, failed, "
+    "output_file_id, error_file_id, errors, metadata, created_at, expires_at, in_progress_at, finalizing_at, "
+    "completed_at, failed_at, expired_at, cancelling_at, cancelled_at"
+)
+
+FINALIZING_TIMEOUT_SECONDS = 300
+"""A batch left ``finalizing`` this long (its server died while writing the output) may be finalized again."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRow:
+    """One ``batches`` row."""
+
+    id: str
+    tenant: str
+    run_id: str
+    endpoint: str
+    input_file_id: str
+    completion_window: str
+    status: str
+    total: int
+    completed: int
+    failed: int
+    output_file_id: str | None
+    error_file_id: str | None
+    errors: list[dict[str, Any]] | None
+    metadata: dict[str, str] | None
+    created_at: datetime
+    expires_at: datetime
+    in_progress_at: datetime | None
+    finalizing_at: datetime | None
+    completed_at: datetime | None
+    failed_at: datetime | None
+    expired_at: datetime | None
+    cancelling_at: datetime | None
+    cancelled_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunTally:
+    """How many of a run's jobs have a row, by final status."""
+
+    succeeded: int
+    failed: int
+    cancelled: int
+
+    @property
+    def finished(self) -> int:
+        """Jobs in a final status."""
+        return self.succeeded + self.failed + self.cancelled
+
+
+def _batch(row: tuple[Any, ...]) -> BatchRow:
+    return BatchRow(*row)
+
+
+class AsyncBatchStore:
+    """Asyncio reads and writes of batches (the HTTP API's), scoped to a tenant where a caller looks one up."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def _one(self, sql: str, params: tuple[Any, ...]) -> BatchRow | None:
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(sql, params)
+            row = await cursor.fetchone()
+        return None if row is None else _batch(row)
+
+    async def create(
+        self,
+        batch_id: str,
+        tenant: str,
+        run_id: str,
+        endpoint: str,
+        input_file_id: str,
+        completion_window: str,
+        window_seconds: int,
+        metadata: dict[str, str] | None,
+    ) -> BatchRow:
+        """Record a new batch, ``validating``."""
+        row = await self._one(
+            "INSERT INTO batches (id, tenant, run_id, endpoint, input_file_id, completion_window, status, metadata, "
+            "expires_at) VALUES (%s, %s, %s, %s, %s, %s, 'validating', %s, now() + make_interval(secs => %s)) "
+            f"RETURNING {_COLUMNS}",
+            (
+                batch_id,
+                tenant,
+                run_id,
+                endpoint,
+                input_file_id,
+                completion_window,
+                None if metadata is None else json.dumps(metadata),
+                window_seconds,
+            ),
+        )
+        assert row is not None
+        return row
+
+    async def fail_validation(self, batch_id: str, errors: list[dict[str, Any]]) -> BatchRow:
+        """The input file has bad lines: the batch is ``failed`` with them, nothing was enqueued."""
+        row = await self._one(
+            f"UPDATE batches SET status = 'failed', failed_at = now(), errors = %s WHERE id = %s RETURNING {_COLUMNS}",
+            (json.dumps(errors), batch_id),
+        )
+        assert row is not None
+        return row
+
+    async def create_run(self, batch_id: str, run_id: str, total: int) -> None:
+        """Write the batch's run (``submitting``, ``total`` jobs) and its total before its jobs are enqueued."""
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO runs (id, status, source_lang, target_lang, total, name) "
+                "VALUES (%s, 'submitting', '', '', %s, %s) ON CONFLICT (id) DO NOTHING",
+                (run_id, total, f"batch {batch_id}"),
+            )
+            await conn.execute("UPDATE batches SET total = %s WHERE id = %s", (total, batch_id))
+
+    async def reclaim_validation(self, batch_id: str, older_than_seconds: int) -> BatchRow | None:
+        """Take up a batch left ``validating`` longer than ``older_than_seconds`` (its server died creating it).
+
+        The row if this caller took it (its claim renewed), else ``None``: one reader resumes it.
+        """
+        return await self._one(
+            "UPDATE batches SET claimed_at = now() WHERE id = %s AND status = 'validating' "
+            f"AND claimed_at < now() - make_interval(secs => %s) RETURNING {_COLUMNS}",
+            (batch_id, older_than_seconds),
+        )
+
+    async def started(self, batch_id: str, run_id: str, total: int) -> BatchRow:
+        """Every job is enqueued: the run is ``running`` and the batch ``in_progress`` (unless cancelled meanwhile)."""
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "UPDATE runs SET submitted = %s, submitted_at = now(), "
+                "status = CASE WHEN status = 'submitting' THEN 'running' ELSE status END WHERE id = %s",
+                (total, run_id),
+            )
+            cursor = await conn.execute(
+                "UPDATE batches SET total = %s, in_progress_at = now(), "
+                "status = CASE WHEN status = 'validating' THEN 'in_progress' ELSE status END "
+                f"WHERE id = %s RETURNING {_COLUMNS}",
+                (total, batch_id),
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return _batch(row)
+
+    async def get(self, tenant: str, batch_id: str) -> BatchRow | None:
+        """The tenant's batch, or ``None`` (unknown, or another tenant's)."""
+        return await self._one(f"SELECT {_COLUMNS} FROM batches WHERE id = %s AND tenant = %s", (batch_id, tenant))
+
+    async def list(self, tenant: str, *, after: str | None, limit: int) -> list[BatchRow]:
+        """Up to ``limit`` of the tenant's batches, newest first, after the batch ``after``."""
+        where, params = "tenant = %s", [tenant]
+        if after:
+            where += " AND (created_at, id) < (SELECT created_at, id FROM batches WHERE id = %s AND tenant = %s)"
+            params += [after, tenant]
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_COLUMNS} FROM batches WHERE {where} ORDER BY created_at DESC, id DESC LIMIT %s",
+                (*params, limit),
+            )
+            rows = await cursor.fetchall()
+        return [_batch(row) for row in rows]
+
+    async def tally(self, run_id: str) -> RunTally:
+        """How many of the run's jobs finished, by status."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT status, count(*) FROM jobs WHERE run_id = %s GROUP BY status", (run_id,)
+            )
+            counts = {str(status): int(count) for status, count in await cursor.fetchall()}
+        return RunTally(counts.get("succeeded", 0), counts.get("failed", 0), counts.get("cancelled", 0))
+
+    async def request_cancel(self, tenant: str, batch_id: str) -> BatchRow | None:
+        """Mark a ``validating`` or ``in_progress`` batch ``cancelling`` (and its run cancel-requested).
+
+        Returns the batch as it is now (unchanged if it was past cancelling), ``None`` if unknown.
+        """
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "UPDATE batches SET status = 'cancelling', cancelling_at = now() "
+                "WHERE id = %s AND tenant = %s AND status IN ('validating', 'in_progress') RETURNING run_id",
+                (batch_id, tenant),
+            )
+            row = await cursor.fetchone()
+            if row is not None:
+                await conn.execute("UPDATE runs SET cancel_requested = true WHERE id = %s", (row[0],))
+        return await self.get(tenant, batch_id)
+
+    async def expire(self, batch_id: str) -> BatchRow | None:
+        """Note that an ``in_progress`` batch's window ended (once: ``None`` if it was already noted)."""
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "UPDATE batches SET expired_at = now() WHERE id = %s AND status = 'in_progress' AND expired_at IS NULL "
+                f"RETURNING {_COLUMNS}",
+                (batch_id,),
+            )
+            row = await cursor.fetchone()
+            if row is not None:
+                await conn.execute("UPDATE runs SET cancel_requested = true WHERE id = %s", (row[2],))
+        return None if row is None else _batch(row)
+
+    async def claim_finalizing(self, batch_id: str) -> BatchRow | None:
+        """Move a batch whose jobs all finished to ``finalizing``; the row if this caller won it, else ``None``.
+
+        Several API servers may see the batch finished at once: one ``UPDATE`` decides which of them
+        writes the output. A batch stuck ``finalizing`` (its server died) can be claimed again after
+        :data:`FINALIZING_TIMEOUT_SECONDS`.
+        """
+        return await self._one(
+            "UPDATE batches SET status = 'finalizing', finalizing_at = now() WHERE id = %s AND "
+            "(status IN ('in_progress', 'cancelling') OR (status = 'finalizing' AND "
+            f"finalizing_at < now() - make_interval(secs => %s))) RETURNING {_COLUMNS}",
+            (batch_id, FINALIZING_TIMEOUT_SECONDS),
+        )
+
+    async def finish(
+        self,
+        batch_id: str,
+        *,
+        status: str,
+        output_file_id: str | None,
+        error_file_id: str | None,
+        completed: int,
+        failed: int,
+    ) -> BatchRow:
+        """The output is written: the batch is ``completed``, ``cancelled`` or ``expired``, and its run final.
+
+        An expired batch keeps the ``expired_at`` it was given when its window ended.
+        """
+        stamp = {"completed": "completed_at", "cancelled": "cancelled_at", "expired": "expired_at"}[status]
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                f"UPDATE batches SET status = %s, {stamp} = coalesce({stamp}, now()), output_file_id = %s, "
+                f"error_file_id = %s, completed = %s, failed = %s WHERE id = %s RETURNING {_COLUMNS}",
+                (status, output_file_id, error_file_id, completed, failed, batch_id),
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            await conn.execute(
+                "UPDATE runs SET status = %s, completed_at = coalesce(completed_at, now()) "
+                "WHERE id = %s AND status IN ('submitting', 'running')",
+                ("completed" if status == "completed" else "cancelled", row[2]),
+            )
+        return _batch(row)
+
+    async def iter_jobs(self, run_id: str) -> AsyncIterator[tuple[Job, str | None]]:
+        """The run's finished jobs in input order with their finish reasons, read with a server-side cursor."""
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = conn.cursor(name=f"batch-jobs-{run_id}")
+            try:
+                await cursor.execute(
+                    f"SELECT {JOB_COLUMNS}, finish_reason FROM jobs WHERE run_id = %s ORDER BY sequence", (run_id,)
+                )
+                while rows := await cursor.fetchmany(1_000):
+                    for row in rows:
+                        yield row_to_job(row[:-1]), row[-1]
+            finally:
+                await cursor.close()

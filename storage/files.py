@@ -1,0 +1,183 @@
+"""Files of the OpenAI-compatible Batch API: a :class:`FileStore` protocol and its PostgreSQL store.
+
+A file's bytes are kept in chunks (``file_chunks``, at most :data:`CHUNK_BYTES` a row), written
+as they arrive and read back one chunk at a time, so neither an upload nor a download is ever
+held whole in memory. An S3-compatible store can implement :class:`FileStore` later; nothing
+outside this module knows how the bytes are kept.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from contract.errors import DragomanError
+from storage.connection import AsyncConnectionPool
+
+CHUNK_BYTES = 1024 * 1024
+_COLUMNS = "id, tenant, purpose, filename, bytes, created_at"
+
+
+class FileTooLargeError(DragomanError):
+    """An upload passed the size limit (``DRAGOMAN_MAX_FILE_BYTES``); nothing of it was kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """One stored file: its id, owner, purpose, name, size and creation time."""
+
+    id: str
+    tenant: str
+    purpose: str
+    filename: str
+    bytes: int
+    created_at: datetime
+
+
+def new_file_id() -> str:
+    """A new file id in OpenAI's form (``file-`` and 24 random hex digits)."""
+    return "file-" + secrets.token_hex(12)
+
+
+class FileStore(Protocol):
+    """Where Batch API files live: create (streamed in), look up, list, read (streamed out), delete.
+
+    Every lookup is scoped to a tenant: another tenant's file is ``None``, as if it did not exist.
+    """
+
+    async def create(
+        self, tenant: str, purpose: str, filename: str, data: AsyncIterable[bytes], *, max_bytes: int
+    ) -> StoredFile:
+        """Store ``data`` as a new file; :class:`FileTooLargeError` (nothing kept) past ``max_bytes``."""
+        ...
+
+    async def get(self, tenant: str, file_id: str) -> StoredFile | None:
+        """The tenant's file, or ``None``."""
+        ...
+
+    async def list(
+        self, tenant: str, *, purpose: str | None, after: str | None, limit: int, descending: bool
+    ) -> list[StoredFile]:
+        """Up to ``limit`` of the tenant's files, by creation time, after the file ``after``."""
+        ...
+
+    def read(self, file_id: str) -> AsyncIterator[bytes]:
+        """The file's bytes, chunk by chunk (the caller checked ownership)."""
+        ...
+
+    async def delete(self, tenant: str, file_id: str) -> bool:
+        """Delete the tenant's file and its bytes; whether there was one."""
+        ...
+
+
+def _file(row: tuple[Any, ...]) -> StoredFile:
+    return StoredFile(*row)
+
+
+class PostgresFileStore:
+    """:class:`FileStore` in PostgreSQL: a ``files`` row and ``file_chunks`` rows of the bytes."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def create(
+        self, tenant: str, purpose: str, filename: str, data: AsyncIterable[bytes], *, max_bytes: int
+    ) -> StoredFile:
+        """Store ``data`` chunk by chunk in one transaction (so a failed upload leaves nothing)."""
+        file_id = new_file_id()
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO files (id, tenant, purpose, filename) VALUES (%s, %s, %s, %s)",
+                (file_id, tenant, purpose, filename),
+            )
+            size, seq, pending = 0, 0, bytearray()
+            async for piece in data:
+                size += len(piece)
+                if size > max_bytes:
+                    raise FileTooLargeError(
+                        f"the file is over the limit of {max_bytes:,} bytes (DRAGOMAN_MAX_FILE_BYTES)"
+                    )
+                pending += piece
+                while len(pending) >= CHUNK_BYTES:
+                    await _insert_chunk(conn, file_id, seq, bytes(pending[:CHUNK_BYTES]))
+                    del pending[:CHUNK_BYTES]
+                    seq += 1
+            if pending:
+                await _insert_chunk(conn, file_id, seq, bytes(pending))
+            cursor = await conn.execute(
+                f"UPDATE files SET bytes = %s, complete = true WHERE id = %s RETURNING {_COLUMNS}", (size, file_id)
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return _file(row)
+
+    async def get(self, tenant: str, file_id: str) -> StoredFile | None:
+        """The tenant's (complete) file, or ``None``."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_COLUMNS} FROM files WHERE id = %s AND tenant = %s AND complete", (file_id, tenant)
+            )
+            row = await cursor.fetchone()
+        return None if row is None else _file(row)
+
+    async def list(
+        self, tenant: str, *, purpose: str | None, after: str | None, limit: int, descending: bool
+    ) -> list[StoredFile]:
+        """Up to ``limit`` of the tenant's files in creation order (newest first if ``descending``)."""
+        op, order = ("<", "DESC") if descending else (">", "ASC")
+        where = ["tenant = %s", "complete"]
+        params: list[Any] = [tenant]
+        if purpose:
+            where.append("purpose = %s")
+            params.append(purpose)
+        if after:
+            where.append(f"(created_at, id) {op} (SELECT created_at, id FROM files WHERE id = %s AND tenant = %s)")
+            params += [after, tenant]
+        params.append(limit)
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_COLUMNS} FROM files WHERE {' AND '.join(where)} "
+                f"ORDER BY created_at {order}, id {order} LIMIT %s",
+                params,
+            )
+            rows = await cursor.fetchall()
+        return [_file(row) for row in rows]
+
+    async def read(self, file_id: str) -> AsyncIterator[bytes]:
+        """The file's chunks in order, one query each (no connection is held between chunks)."""
+        seq = 0
+        while True:
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(
+                    "SELECT data FROM file_chunks WHERE file_id = %s AND seq = %s", (file_id, seq)
+                )
+                row = await cursor.fetchone()
+            if row is None:
+                return
+            yield bytes(row[0])
+            seq += 1
+
+    async def delete(self, tenant: str, file_id: str) -> bool:
+        """Delete the tenant's file (its chunks go with it)."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute("DELETE FROM files WHERE id = %s AND tenant = %s", (file_id, tenant))
+            return cursor.rowcount > 0
+
+
+async def _insert_chunk(conn: Any, file_id: str, seq: int, data: bytes) -> None:
+    await conn.execute("INSERT INTO file_chunks (file_id, seq, data) VALUES (%s, %s, %s)", (file_id, seq, data))
+
+
+async def iter_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """The lines of a chunked file (without their line ends), however the chunks cut them."""
+    pending = b""
+    async for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.rstrip(b"\r")
+    if pending:
+        yield pending.rstrip(b"\r")

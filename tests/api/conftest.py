@@ -1,0 +1,90 @@
+"""Fixtures of the HTTP API tests: the app on the test servers, an ASGI client, API keys, a worker."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from api import create_app
+from contract.settings import Settings
+from storage import ApiKeyStore, PostgresConnection
+from tests.worker.conftest import start_worker
+
+__all__ = ["start_worker"]
+
+KeyMaker = Callable[..., str]
+
+
+@pytest.fixture
+def make_key(settings: Settings) -> Iterator[KeyMaker]:
+    """``make_key(tenant, rate_limit_per_minute=None)`` creates an API key and returns the secret."""
+    assert settings.database_url
+    with PostgresConnection(settings.database_url) as connection:
+        store = ApiKeyStore(connection)
+
+        def make(tenant: str, rate_limit_per_minute: int | None = None) -> str:
+            return store.create(
+                f"{tenant}-{settings.key_prefix}", tenant=tenant, rate_limit_per_minute=rate_limit_per_minute
+            )[1]
+
+        yield make
+
+
+@pytest.fixture
+def app(settings: Settings) -> FastAPI:
+    """The API application on the test servers (this test's key prefix)."""
+    return create_app(settings)
+
+
+@pytest.fixture
+async def http(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client talking to ``app`` in-process (its lifespan run around the test)."""
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api.test") as client:
+            yield client
+
+
+def bearer(key: str) -> dict[str, str]:
+    """The Authorization header for ``key``."""
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def api_url(settings: Settings) -> Iterator[str]:
+    """The API served by uvicorn in a thread (a small file limit, to test it); its base URL."""
+    app = create_app(settings.model_copy(update={"max_file_bytes": 64 * 1024}))
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
+        time.sleep(0.02)
+    yield url
+    server.should_exit = True
+    thread.join(timeout=20)
+
+
+@pytest.fixture
+def tenant_key(make_key: KeyMaker) -> KeyMaker:
+    """``tenant_key(name)``: a key of a tenant of this test's own (the database outlives tests)."""
+    suffix = uuid.uuid4().hex[:8]
+    return lambda name, **kwargs: make_key(f"{name}-{suffix}", **kwargs)

@@ -1,0 +1,36 @@
+"""The fixed-window rate limit on the real Redis: per key, per minute, Retry-After to the window's end."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from api.ratelimit import WINDOW_SECONDS, RateLimiter
+from contract.keys import RedisKeys
+from contract.services import ServiceUrls
+from contract.settings import Settings
+
+
+@pytest.fixture
+async def limiter(service_urls: ServiceUrls, settings: Settings) -> AsyncIterator[tuple[RateLimiter, aioredis.Redis]]:
+    client = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    yield RateLimiter(client, RedisKeys.from_settings(settings)), client
+    await client.aclose()
+
+
+async def test_a_window_counts_to_its_limit_then_refuses_until_it_ends(
+    limiter: tuple[RateLimiter, aioredis.Redis], settings: Settings
+) -> None:
+    rate, client = limiter
+    start = 1_800_000_000 - 1_800_000_000 % WINDOW_SECONDS  # the first second of a window
+    assert [(await rate.hit("k1", 3, now=start + 10)).allowed for _ in range(3)] == [True] * 3
+    refused = await rate.hit("k1", 3, now=start + 10.5)
+    assert not refused.allowed and refused.retry_after == WINDOW_SECONDS - 10
+    assert (await rate.hit("k2", 3, now=start + 10)).allowed  # another key has its own count
+    assert (await rate.hit("k1", 3, now=start + WINDOW_SECONDS)).allowed  # the next window starts afresh
+    last = await rate.hit("k1", 1, now=start + WINDOW_SECONDS + 59.9)
+    assert not last.allowed and last.retry_after == 1  # never 0: a client must wait at least a second
+    key = RedisKeys.from_settings(settings).rate_window("k1", start // WINDOW_SECONDS)
+    assert 0 < await client.ttl(key) <= WINDOW_SECONDS + 1  # windows do not pile up in Redis

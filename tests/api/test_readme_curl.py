@@ -1,0 +1,129 @@
+"""The README's ``curl`` examples, run as they are written against a real ``dragoman api`` process.
+
+The block after the ``api-curl-examples`` marker is parsed out of README.md and run by bash, so
+the documentation cannot drift from what the server answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from contract.settings import Settings
+from storage import ApiKeyStore, PostgresConnection
+from tests.worker.conftest import WorkerFactory
+from worker.deterministic_engine import DeterministicEngine
+
+ROOT = Path(__file__).resolve().parents[2]
+README_API = "http://127.0.0.1:8000"
+
+
+def readme_curl_block() -> str:
+    """The fenced bash block right after the ``api-curl-examples`` marker in README.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- api-curl-examples:[^>]*-->\n```bash\n(.*?)\n```", text, re.DOTALL)
+    assert match, "README.md lost its api-curl-examples block"
+    return match.group(1)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def api_server(settings_env: Settings) -> Iterator[str]:
+    """A real ``dragoman api`` process on a free port; its base URL."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "api", "--port", str(port)],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"dragoman api did not start:\n{process.communicate()[0]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            output = process.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output = process.communicate()[0]
+        assert "Traceback" not in output, output
+
+
+def _json_values(output: str) -> list[Any]:
+    """Every JSON value printed one after another (curl prints no newline after a body)."""
+    decoder = json.JSONDecoder()
+    values, index = [], 0
+    while True:
+        while index < len(output) and output[index].isspace():
+            index += 1
+        if index == len(output):
+            return values
+        value, index = decoder.raw_decode(output, index)
+        values.append(value)
+
+
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("jq") is None, reason="needs curl and jq")
+async def test_readme_curl_examples_run(api_server: str, settings: Settings, start_worker: WorkerFactory) -> None:
+    block = readme_curl_block()
+    assert README_API in block
+    script = block.replace(README_API, api_server)
+    assert settings.database_url
+    with PostgresConnection(settings.database_url) as connection:
+        _, key = ApiKeyStore(connection).create(f"readme-{settings.key_prefix}")
+    env = {**os.environ, "DRAGOMAN_API_KEY": key}
+    async with start_worker(DeterministicEngine(delay_s=0.3)):
+        process = await asyncio.create_subprocess_exec(
+            "bash",
+            "-euo",
+            "pipefail",
+            "-c",
+            script,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    printed = _json_values(out.decode())
+    # The GET, the waited submit, the list, the cancel and the keyless GET print one body each.
+    assert len(printed) == 5, printed
+    looked_up, waited, listed, cancelled, keyless = printed
+    assert looked_up["status"] in ("queued", "running", "succeeded") and looked_up["source_lang"] == "en"
+    assert waited["status"] == "succeeded" and waited["translation"] == "Thank you."
+    assert waited["metadata"] == {"doc": "a.txt"}
+    assert len(listed["ids"]) == 2
+    assert cancelled.get("id") == looked_up["id"] or cancelled["error"]["code"] == "job_not_cancellable"
+    assert keyless["error"]["code"] == "missing_api_key"

@@ -1,0 +1,83 @@
+"""``dragoman worker --engines N --gpus ...``: what each engine's worker process is told."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cli.engine_group import child_specs, gpu_groups
+from cli.main import build_parser
+from cli.worker import engine_options
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from worker.engine import EngineOptions
+from worker.supervisor import ChildSpec
+
+URLS = ServiceUrls("redis://cache:6379/0", "postgresql://app@db/dragoman")
+
+
+def _specs(
+    argv: list[str], settings: Settings, groups: list[list[str]], engines: int, environ: dict[str, str]
+) -> tuple[argparse.Namespace, EngineOptions, list[ChildSpec]]:
+    args = build_parser().parse_args(["worker", *argv])
+    options = engine_options(args)
+    specs = child_specs(args, settings, options, Path("/models/m"), URLS, groups, engines, environ)
+    return args, options, specs
+
+
+def test_each_engine_runs_the_parents_options_with_its_share_of_the_memory() -> None:
+    argv = ["--max-num-seqs", "128", "--no-enforce-eager", "--gpu-memory-utilization", "0.8", "--log-format", "json"]
+    _, options, specs = _specs(argv, Settings(), [["0"], ["1"]], 4, {})
+    assert len(specs) == 8
+    for spec in specs:
+        assert list(spec.argv[1:4]) == ["-m", "cli.main", "worker"]
+        child = build_parser().parse_args(list(spec.argv[3:]))
+        assert child.engines == 1 and child.gpus is None and child.log_format == "json"
+        expected = dataclasses.replace(options, model="/models/m", gpu_memory_utilization=0.2)
+        assert engine_options(child) == expected
+
+
+def test_engines_get_their_gpu_their_own_port_and_consumer_name_and_the_services() -> None:
+    settings = Settings(consumer_name="pod-0", metrics_port=9464)
+    _, _, specs = _specs([], settings, [["0"], ["1"]], 2, {})
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["0", "0", "1", "1"]
+    assert [s.env["DRAGOMAN_METRICS_PORT"] for s in specs] == ["9465", "9466", "9467", "9468"]
+    assert [s.env["DRAGOMAN_CONSUMER_NAME"] for s in specs] == [
+        "pod-0-gpu0-e0",
+        "pod-0-gpu0-e1",
+        "pod-0-gpu1-e0",
+        "pod-0-gpu1-e1",
+    ]
+    assert all(s.env["DRAGOMAN_REDIS_URL"] == URLS.redis_url for s in specs)
+    assert all(s.env["DRAGOMAN_DATABASE_URL"] == URLS.database_url for s in specs)
+
+
+def test_gpu_numbers_are_the_ones_this_process_sees() -> None:
+    """With CUDA_VISIBLE_DEVICES=4,5 set, --gpus 1 means physical GPU 5."""
+    _, _, specs = _specs([], Settings(), [["1"]], 1, {"CUDA_VISIBLE_DEVICES": "4,5"})
+    assert specs[0].env["CUDA_VISIBLE_DEVICES"] == "5"
+
+
+def test_without_gpus_or_a_consumer_name_the_engines_leave_them_alone() -> None:
+    _, _, specs = _specs([], Settings(metrics_port=0), [[]], 3, {})
+    assert [s.name for s in specs] == ["e0", "e1", "e2"]
+    assert all("CUDA_VISIBLE_DEVICES" not in s.env and "DRAGOMAN_CONSUMER_NAME" not in s.env for s in specs)
+    assert {s.env["DRAGOMAN_METRICS_PORT"] for s in specs} == {"0"}  # any free port each
+
+
+def test_tensor_parallel_groups_span_several_gpus() -> None:
+    assert gpu_groups(["0", "1", "2", "3"], 2) == [["0", "1"], ["2", "3"]]
+    assert gpu_groups(None, 2) == [[]]
+    with pytest.raises(ValueError, match="groups of --tensor-parallel-size 2"):
+        gpu_groups(["0", "1", "2"], 2)
+
+
+def test_engines_is_auto_or_a_positive_number() -> None:
+    assert build_parser().parse_args(["worker", "--engines", "auto"]).engines == "auto"
+    assert build_parser().parse_args(["worker", "--engines", "3"]).engines == 3
+    for bad in ("0", "many"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["worker", "--engines", bad])

@@ -1,0 +1,62 @@
+"""Hostile documents: every splitter is linear and recursion-free, and sizes are capped with clear errors.
+
+Each case reproduces a way the old splitters hung or crashed the only orchestrator: ``> `` nested
+tens of thousands deep overflowed the recursive Markdown splitter; unclosed comments, tags and
+quotes made the HTML regex read to the end of the document from every ``<`` (200 kB took
+minutes); a heading padded with spaces did the same to the heading regex. The bound below is
+about a hundred times what the linear splitters need, and a hundredth of what the old ones took.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from contract.errors import DocumentTooLargeError
+from orchestrator.segmenting import split_document
+
+SIZE = 200_000
+GENEROUS_SECONDS = 20.0
+
+HOSTILE = {
+    "html: unclosed comments": ("<!--x" * (SIZE // 5), "html"),
+    "html: unclosed tags": ("<a x" * (SIZE // 4), "html"),
+    "html: unclosed quotes in tags": ('<a "' * (SIZE // 4), "html"),
+    "html: unclosed processing instructions": ("<?x" * (SIZE // 3), "html"),
+    "html: untranslated elements never closed": ("<pre>" * (SIZE // 10) + "</pre>" * (SIZE // 12), "html"),
+    "md: quotes nested deep": ("> " * (SIZE // 2) + "text\n", "md"),
+    "md: list items nested deep": ("- " * (SIZE // 2) + "text\n", "md"),
+    "md: heading padded with spaces": ("# a" + " " * SIZE + "x\n", "md"),
+    "md: unclosed tags and link targets": ("w <a w ](" * (SIZE // 9), "md"),
+    "md: backtick runs never closed": ("".join("`" * (i % 50 + 1) + " w " for i in range(SIZE // 30)), "md"),
+    "txt: one sentence without punctuation": ("word " * (SIZE // 5), "txt"),
+    "html: one tag per character": ("<b>" * (SIZE // 3), "html"),
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_documents_split_in_linear_time(case: str) -> None:
+    source, fmt = HOSTILE[case]
+    started = time.monotonic()
+    skeleton = split_document(source, fmt, 1_500)
+    elapsed = time.monotonic() - started
+    assert skeleton.source() == source
+    assert elapsed < GENEROUS_SECONDS, f"{case}: {elapsed:.1f}s for {len(source):,} characters"
+
+
+def test_a_document_over_the_size_limit_is_refused_with_the_setting_named() -> None:
+    with pytest.raises(DocumentTooLargeError, match="DRAGOMAN_MAX_DOCUMENT_CHARS"):
+        split_document("word. " * 1_000, "txt", 100, max_document_chars=5_000)
+
+
+def test_a_document_over_the_segment_limit_stops_at_the_limit() -> None:
+    with pytest.raises(DocumentTooLargeError, match="DRAGOMAN_MAX_DOCUMENT_SEGMENTS"):
+        split_document("line\n" * 1_000_000, "txt", 100, max_segments=1_000)
+    assert len(split_document("line\n" * 1_000, "txt", 100, max_segments=1_000).segments) == 1_000
+
+
+def test_code_spans_close_on_a_run_of_the_same_length() -> None:
+    skeleton = split_document("Use ``a ` b`` here and `c` there, ``` not closed\n", "md", 200)
+    assert [s.text for s in skeleton.segments] == ["Use", "here and", "there, ``` not closed"]

@@ -1,0 +1,89 @@
+"""An engine group: a crashed engine is restarted on its own, a misconfigured one stops the group, stop drains."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from contract.backoff import Backoff
+from worker.supervisor import ChildSpec, EngineSupervisor
+
+# A worker-like child: exits 0 on SIGTERM (after draining), else runs until killed.
+SERVES = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); time.sleep(600)"
+
+
+def _child(name: str, code: str) -> ChildSpec:
+    return ChildSpec(name=name, argv=[sys.executable, "-c", code], env={"DRAGOMAN_TEST_CHILD": name})
+
+
+def _supervise(children: list[ChildSpec], **kwargs: float) -> tuple[EngineSupervisor, threading.Thread, list[int]]:
+    supervisor = EngineSupervisor(
+        children, stop_timeout=kwargs.get("stop_timeout", 10.0), backoff=lambda: Backoff(0.05, 0.1), poll_interval=0.02
+    )
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(supervisor.run(install_signal_handlers=False)))
+    thread.start()
+    return supervisor, thread, result
+
+
+def _until(condition: Callable[[], bool], within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_crashing_engine_is_restarted_and_the_others_keep_running() -> None:
+    crashes = "import sys, time; time.sleep(0.2); sys.exit(1)"
+    supervisor, thread, result = _supervise([_child("steady", SERVES), _child("crashy", crashes)])
+    _until(lambda: supervisor.pids()["steady"] is not None)
+    steady_pid = supervisor.pids()["steady"]
+    _until(lambda: supervisor.restarts["crashy"] >= 2)
+    assert supervisor.pids()["steady"] == steady_pid  # untouched by its neighbour's crashes
+    assert supervisor.restarts["steady"] == 0
+    supervisor.request_stop()
+    thread.join(30)
+    assert result and result[0] in (0, 1)  # crashy may be mid-crash when the stop lands
+
+
+def test_a_killed_engine_comes_back_with_a_new_process() -> None:
+    supervisor, thread, result = _supervise([_child("a", SERVES), _child("b", SERVES)])
+    _until(lambda: all(supervisor.pids().values()))
+    first = supervisor.pids()["b"]
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    _until(lambda: supervisor.restarts["b"] == 1 and supervisor.pids()["b"] not in (None, first))
+    time.sleep(0.5)  # the new process installs its SIGTERM handler
+    supervisor.request_stop()
+    thread.join(30)
+    assert result == [0]  # both drained and exited cleanly on SIGTERM
+
+
+def test_a_misconfigured_engine_stops_the_group_with_exit_2() -> None:
+    supervisor, thread, result = _supervise([_child("ok", SERVES), _child("bad", "import sys; sys.exit(2)")])
+    thread.join(30)
+    assert result == [2]
+    assert supervisor.restarts == {"ok": 0, "bad": 0}
+
+
+def test_an_engine_that_ignores_sigterm_is_killed_after_the_timeout() -> None:
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    supervisor, thread, result = _supervise([_child("stubborn", stubborn)], stop_timeout=0.5)
+    _until(lambda: supervisor.pids()["stubborn"] is not None)
+    time.sleep(0.3)  # let it install its handler
+    supervisor.request_stop()
+    thread.join(30)
+    assert result == [1]
+
+
+def test_children_get_their_own_environment() -> None:
+    checks = "import os, sys; os.environ['DRAGOMAN_TEST_CHILD'] == 'mine' or sys.exit(2); " + SERVES
+    supervisor, thread, result = _supervise([_child("mine", checks)])
+    time.sleep(1.0)
+    supervisor.request_stop()
+    thread.join(30)
+    assert result == [0] and supervisor.restarts == {"mine": 0}

@@ -1,0 +1,102 @@
+"""How many engines one GPU should run for a model: ``--engines auto``.
+
+One vLLM engine's core runs on one CPU thread, and for small models that thread, not the GPU,
+is the limit: measured on an H100 with real ``dragoman worker`` processes (bench/RESULTS.md,
+issue 15), K processes on one GPU gave 135M: 3.7x at K=4, 1B (Llama-3.2-1B shape): 2.1x at K=2
+(2.4x at K=4), 3B: 1.5x at K=2, 8B: 0.93x at K=2. So the count follows the size of the weights,
+and is then capped by what the GPU's memory holds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ENGINES_BY_WEIGHT_GB: tuple[tuple[float, int], ...] = ((1.0, 4), (8.0, 2))
+"""(weights below this many GB, engines per GPU); anything larger gets one engine."""
+
+BYTES_PER_PARAMETER = 2  # bf16 / fp16 weights
+MEMORY_PER_WEIGHT = 3.0  # an engine needs its weights plus at least twice that for KV cache and activations
+
+
+def estimate_parameters(model_path: Path) -> int | None:
+    """The model's parameter count, from its ``config.json`` (None when it cannot be read).
+
+    Counted from the shapes rather than the weight files, so that a folder with a config and
+    dummy weights (the GPU benchmarks) gives the real model's size.
+    """
+    try:
+        config: dict[str, Any] = json.loads((model_path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    config = config.get("text_config", config)  # multimodal configs nest the language model's
+    try:
+        hidden = int(config["hidden_size"])
+        layers = int(config["num_hidden_layers"])
+        vocab = int(config["vocab_size"])
+        intermediate = int(config.get("intermediate_size", 4 * hidden))
+        heads = int(config.get("num_attention_heads", 1))
+        kv_heads = int(config.get("num_key_value_heads", heads))
+        head_dim = int(config.get("head_dim", hidden // heads))
+    except (KeyError, TypeError, ValueError):
+        return None
+    attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2  # q, o; k, v
+    mlp = 3 * hidden * intermediate  # gate, up, down
+    embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings", True) else 2)
+    return embeddings + layers * (attention + mlp)
+
+
+def choose_engine_count(parameters: int | None, gpu_memory_bytes: int | None, memory_fraction: float) -> int:
+    """Engines per GPU for a model of ``parameters`` on a GPU of ``gpu_memory_bytes`` (None: no GPU).
+
+    One engine when there is no GPU or the size is unknown; never more than the memory holds
+    with room for each engine's KV cache; never more than one for a model whose single engine
+    already keeps the GPU busy.
+    """
+    if gpu_memory_bytes is None or parameters is None:
+        return 1
+    weight_bytes = parameters * BYTES_PER_PARAMETER
+    by_size = next((count for limit, count in ENGINES_BY_WEIGHT_GB if weight_bytes < limit * 1e9), 1)
+    by_memory = int(gpu_memory_bytes * memory_fraction // (weight_bytes * MEMORY_PER_WEIGHT))
+    return max(1, min(by_size, by_memory))
+
+
+def gpu_ids(spec: str | None) -> list[str] | None:
+    """The GPUs ``--gpus`` names: ``all`` (every visible one), or a comma-separated list of ids; None if not given.
+
+    Raises ``ValueError`` with the reason for an empty or malformed list, or ``all`` without a GPU.
+    """
+    if spec is None:
+        return None
+    if spec.strip() == "all":
+        count = _visible_gpu_count()
+        if count == 0:
+            raise ValueError("--gpus all: no GPU is visible to this process (is CUDA_VISIBLE_DEVICES empty?)")
+        return [str(i) for i in range(count)]
+    ids = [part.strip() for part in spec.split(",")]
+    if not ids or any(not part.isdigit() for part in ids) or len(set(ids)) != len(ids):
+        raise ValueError(f"--gpus takes 'all' or distinct GPU numbers separated by commas (0,1), got {spec!r}")
+    return ids
+
+
+def gpu_memory_bytes(device: str | None) -> int | None:
+    """Total memory of GPU ``device`` (the first visible one for None); None where there is no GPU."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return int(torch.cuda.get_device_properties(int(device or 0)).total_memory)
+
+
+def _visible_gpu_count() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0

@@ -1,0 +1,175 @@
+"""Several engines under one command: one worker process per engine, each restarted on its own.
+
+``dragoman worker --engines N --gpus 0,1`` runs N worker processes per GPU (measured faster than
+one engine for models up to a few billion parameters: see :mod:`worker.engine_count`). Each
+child is a whole ``dragoman worker`` with its own consumer, writer and engine, so a crash takes
+down one engine's share only: the supervisor restarts that child (with a growing, jittered
+delay while it keeps crashing) and the others go on; the dead child's in-flight jobs are taken
+over by the live workers as soon as its heartbeat expires (:func:`worker.reclaim.claim_orphans`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+
+from contract.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+EXIT_BAD_INPUT = 2
+"""A child that exits with this was misconfigured: restarting it cannot help, so the group stops."""
+
+STABLE_AFTER_S = 60.0
+"""A child that ran this long before it died starts again at once; quicker deaths back off."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSpec:
+    """One engine's worker process: a name for the logs, its command line, what it adds to the environment."""
+
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class _Child:
+    """A running (or waiting to restart) child and its restart state."""
+
+    def __init__(self, spec: ChildSpec, backoff: Backoff) -> None:
+        self.spec = spec
+        self.backoff = backoff
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.restart_at: float | None = None
+        self.restarts = 0
+
+
+class EngineSupervisor:
+    """Runs one process per :class:`ChildSpec` until asked to stop; returns the group's exit code.
+
+    SIGTERM or SIGINT (or :meth:`request_stop`) is passed to every child, which drains its jobs;
+    children still running ``stop_timeout`` seconds later are killed. The exit code is 0 when
+    every child stopped cleanly, 2 when a child said its configuration is wrong, else 1.
+    """
+
+    def __init__(
+        self,
+        children: Sequence[ChildSpec],
+        *,
+        stop_timeout: float,
+        backoff: Callable[[], Backoff] = lambda: Backoff(1.0, 60.0),
+        poll_interval: float = 0.2,
+    ) -> None:
+        if not children:
+            raise ValueError("an engine group needs at least one child")
+        self._children = [_Child(spec, backoff()) for spec in children]
+        self._stop_timeout = stop_timeout
+        self._poll = poll_interval
+        self._stopping = False
+        self._fatal = False
+
+    @property
+    def restarts(self) -> dict[str, int]:
+        """How often each child was restarted, by name."""
+        return {child.spec.name: child.restarts for child in self._children}
+
+    def pids(self) -> dict[str, int | None]:
+        """Each child's current process id (None while it waits to restart)."""
+        return {c.spec.name: (c.process.pid if c.process is not None else None) for c in self._children}
+
+    def request_stop(self, *_: object) -> None:
+        """Stop the group: every child drains and exits (safe to call from a signal handler)."""
+        self._stopping = True
+
+    def run(self, *, install_signal_handlers: bool = True) -> int:
+        """Start every child, keep them running until asked to stop, then stop them; the exit code."""
+        if install_signal_handlers:
+            previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            for child in self._children:
+                self._start(child)
+            while not self._stopping:
+                self._check_children()
+                time.sleep(self._poll)
+            return self._stop_all()
+        finally:
+            if install_signal_handlers:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.request_stop()
+
+    def _start(self, child: _Child) -> None:
+        env = {**os.environ, **child.spec.env}
+        child.process = subprocess.Popen(list(child.spec.argv), env=env)
+        child.started_at = time.monotonic()
+        child.restart_at = None
+        log.info("engine %s started (pid %d)", child.spec.name, child.process.pid)
+
+    def _check_children(self) -> None:
+        now = time.monotonic()
+        for child in self._children:
+            if child.process is None:
+                if child.restart_at is not None and now >= child.restart_at:
+                    child.restarts += 1
+                    self._start(child)
+                continue
+            code = child.process.poll()
+            if code is None:
+                continue
+            child.process = None
+            if code == EXIT_BAD_INPUT:
+                log.error("engine %s exited with %d (bad configuration): stopping the group", child.spec.name, code)
+                self._fatal = True
+                self._stopping = True
+                return
+            if now - child.started_at >= STABLE_AFTER_S:
+                child.backoff.reset()
+            delay = child.backoff.next_delay()
+            log.warning(
+                "engine %s exited with %s after %.0fs; restarting it in %.1fs (the other engines go on)",
+                child.spec.name,
+                _describe(code),
+                now - child.started_at,
+                delay,
+            )
+            child.restart_at = now + delay
+
+    def _stop_all(self) -> int:
+        running = [c for c in self._children if c.process is not None]
+        for child in running:
+            assert child.process is not None
+            child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self._stop_timeout
+        clean = True
+        for child in running:
+            assert child.process is not None
+            try:
+                code = child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.error("engine %s did not stop within %.0fs; killing it", child.spec.name, self._stop_timeout)
+                child.process.kill()
+                code = child.process.wait()
+            clean = clean and code == 0
+            log.info("engine %s stopped (%s)", child.spec.name, _describe(code))
+        if self._fatal:
+            return EXIT_BAD_INPUT
+        return 0 if clean else 1
+
+
+def _describe(code: int) -> str:
+    """``code 1`` or ``signal SIGKILL`` for a ``Popen.returncode``."""
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
