@@ -28,7 +28,9 @@ from .conftest import wait_all
 from .long_text_sample import FIVE_PARAGRAPHS
 from .workload import varied_texts
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
+# One event loop for the module: vLLM's AsyncLLM serves the loop that first used it, and the
+# engine below is shared by every test here.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(loop_scope="module")]
 
 
 @pytest.fixture(scope="module")
