@@ -89,6 +89,7 @@ def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: 
         f"--model={model_path}",
         f"--max-num-seqs={options.max_num_seqs}",
         f"--gpu-memory-utilization={fraction}",
+        f"--cpu-kv-cache-gib={options.cpu_kv_cache_gib}",
         f"--dtype={options.dtype}",
         f"--tensor-parallel-size={options.tensor_parallel_size}",
         "--enforce-eager" if options.enforce_eager else "--no-enforce-eager",

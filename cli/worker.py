@@ -118,9 +118,20 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--gpu-memory-utilization",
         type=float,
         default=defaults.gpu_memory_utilization,
-        help="GPU memory fraction (on a CPU: fraction of RAM for the KV cache; default %(default)s)",
+        help="fraction of each GPU's memory the engine takes (default %(default)s; on a CPU see --cpu-kv-cache-gib)",
     )
-    parser.add_argument("--dtype", default=defaults.dtype, help="weights' data type: auto, bfloat16, float16, ...")
+    parser.add_argument(
+        "--cpu-kv-cache-gib",
+        type=_positive_gib,
+        default=defaults.cpu_kv_cache_gib,
+        help="KV cache of an engine on a CPU, in GiB (default %(default)s; unused on a GPU)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default=defaults.dtype,
+        help="weights' data type: auto (the model's; on a CPU without bfloat16 instructions float32), "
+        "bfloat16, float16, float32",
+    )
     parser.add_argument(
         "--tensor-parallel-size",
         type=int,
@@ -151,6 +162,17 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_gib(value: str) -> float:
+    """A memory size in GiB for the command line: a number above 0 (argparse shows the error)."""
+    try:
+        gib = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in GiB such as 1 or 0.5, got {value!r}") from None
+    if not gib > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 GiB, got {value}")
+    return gib
+
+
 def _tokens_or_zero(value: str) -> int:
     """A token count for the command line: a whole number, 0 or more (argparse shows the error)."""
     try:
@@ -170,6 +192,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         max_num_batched_tokens=args.max_num_batched_tokens,
         max_model_len=args.max_model_len,
         gpu_memory_utilization=args.gpu_memory_utilization,
+        cpu_kv_cache_gib=args.cpu_kv_cache_gib,
         dtype=args.dtype,
         tensor_parallel_size=args.tensor_parallel_size,
         enforce_eager=args.enforce_eager,

@@ -95,6 +95,9 @@ class EngineOptions:
     # matters with enforce_eager off; vLLM caps it at max_num_batched_tokens.
     max_cudagraph_capture_size: int | None = 2048
     load_format: str = "auto"
+    # On a CPU vLLM sizes the KV cache as a fraction of RAM minus everything the process already
+    # holds, which fails or starves on a shared machine; a fixed size is predictable.
+    cpu_kv_cache_gib: float = 1.0
     log_stats: bool = True  # vLLM's engine metrics (vllm:* on /metrics) and its periodic throughput log line
     ignore_eos: bool = False  # benchmarks with dummy weights: output lengths come from max_tokens alone
     extra: dict[str, object] = field(default_factory=dict)
