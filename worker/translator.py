@@ -246,16 +246,14 @@ class Translator:
         """
         self._running[request_id] = set()
         try:
-            result = await self._request(request_id, request_id, piece.prompt_ids, piece.budget)
-            if result.finish_reason == "length":
-                done = await self._retry_cut(request_id, request_id, piece, result)
-                if done.result.finish_reason == "length":
-                    raise self._truncated(spec, [done], done.prompt_tokens, len(done.result.token_ids))
-                result = done.result
+            done = await self._generate(request_id, request_id, piece)
         finally:
             self._running.pop(request_id, None)
             self._aborted.discard(request_id)
+        result = done.result
         output_tokens = len(result.token_ids)
+        if result.finish_reason == "length":
+            raise self._truncated(spec, [done], done.prompt_tokens, output_tokens)
         text = self.profile.postprocess(self.engine.tokenizer.decode(result.token_ids, skip_special_tokens=True))
         return Translation(
             text=text,
@@ -309,14 +307,8 @@ class Translator:
     async def _generate(self, job_request_id: str, request_id: str, piece: _Piece) -> _Done:
         """One piece; a ``length`` stop is retried once with all the context allows."""
         result = await self._request(job_request_id, request_id, piece.prompt_ids, piece.budget)
-        if result.finish_reason == "length":
-            return await self._retry_cut(job_request_id, request_id, piece, result)
-        return _Done(result, len(piece.prompt_ids), piece.budget)
-
-    async def _retry_cut(self, job_request_id: str, request_id: str, piece: _Piece, result: GenerationResult) -> _Done:
-        """A piece that stopped on its budget, run again with all the context allows (unless aborted)."""
         budget = piece.budget
-        if job_request_id not in self._aborted:
+        if result.finish_reason == "length" and job_request_id not in self._aborted:
             room = self.room(len(piece.prompt_ids))
             if room > budget:
                 log.info(
