@@ -109,7 +109,8 @@ class EngineSupervisor:
 
     def _start(self, child: _Child) -> None:
         env = {**os.environ, **child.spec.env}
-        child.process = subprocess.Popen(list(child.spec.argv), env=env)
+        # Its own process group, so that the engine processes vLLM spawns can be killed with it.
+        child.process = subprocess.Popen(list(child.spec.argv), env=env, start_new_session=True)
         child.started_at = time.monotonic()
         child.restart_at = None
         log.info("engine %s started (pid %d)", child.spec.name, child.process.pid)
@@ -125,6 +126,7 @@ class EngineSupervisor:
             code = child.process.poll()
             if code is None:
                 continue
+            _kill_leftovers(child.process.pid)
             child.process = None
             if code == EXIT_BAD_INPUT:
                 log.error("engine %s exited with %d (bad configuration): stopping the group", child.spec.name, code)
@@ -158,11 +160,25 @@ class EngineSupervisor:
                 log.error("engine %s did not stop within %.0fs; killing it", child.spec.name, self._stop_timeout)
                 child.process.kill()
                 code = child.process.wait()
+            _kill_leftovers(child.process.pid)
             clean = clean and code == 0
             log.info("engine %s stopped (%s)", child.spec.name, _describe(code))
         if self._fatal:
             return EXIT_BAD_INPUT
         return 0 if clean else 1
+
+
+def _kill_leftovers(group: int) -> None:
+    """Kill what is left of a dead child's process group.
+
+    A worker killed with SIGKILL leaves vLLM's engine-core processes behind, holding the
+    engine's memory (RAM, or the GPU's) while its replacement starts: on a CPU they ran the
+    machine out of memory.
+    """
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing left
 
 
 def _describe(code: int) -> str:

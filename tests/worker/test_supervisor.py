@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from contract.backoff import Backoff
 from worker.supervisor import ChildSpec, EngineSupervisor
@@ -87,3 +88,34 @@ def test_children_get_their_own_environment() -> None:
     supervisor.request_stop()
     thread.join(30)
     assert result == [0] and supervisor.restarts == {"mine": 0}
+
+
+def test_a_killed_engine_takes_its_own_child_processes_with_it(tmp_path: Path) -> None:
+    # Like vLLM's engine core: a grandchild that outlives its parent's SIGKILL unless someone kills it.
+    pid_file = tmp_path / "grandchild.pid"
+    spawns = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); "
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(600)"
+    )
+    supervisor, thread, result = _supervise([_child("engine", spawns)])
+    _until(lambda: pid_file.exists() and pid_file.read_text() != "")
+    grandchild = int(pid_file.read_text())
+    first = supervisor.pids()["engine"]
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    _until(lambda: supervisor.restarts["engine"] == 1)
+    _until(lambda: not _alive(grandchild))
+    _until(lambda: pid_file.read_text() not in ("", str(grandchild)))  # the new one is up, its handler set
+    supervisor.request_stop()
+    thread.join(30)
+    assert result == [0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie (killed, not yet reaped by init) counts as gone
+        return stat.read().split(") ")[-1][0] != "Z"

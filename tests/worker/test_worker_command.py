@@ -244,7 +244,23 @@ def test_an_engine_group_runs_two_engines_and_restarts_a_killed_one_losing_nothi
     log = tmp_path / "group.log"
     with open(log, "w") as out:
         group = subprocess.Popen(
-            _dragoman("worker", "--engines", "2", "--max-num-seqs", "4", "--log-format", "json"),
+            # Small engines: this 24 GB machine also runs the suite, and the replacement starts while the
+            # supervisor is still killing the dead engine's vLLM processes.
+            _dragoman(
+                "worker",
+                "--engines",
+                "2",
+                "--max-num-seqs",
+                "4",
+                "--max-model-len",
+                "512",
+                "--cpu-kv-cache-gib",
+                "0.25",
+                "--dtype",
+                "bfloat16",
+                "--log-format",
+                "json",
+            ),
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
