@@ -24,12 +24,15 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contract.errors import (
+    ConfigurationError,
+    DocumentTooLargeError,
     DragomanError,
     EmptyTextError,
     InvalidJobError,
     InvalidMetadataError,
     JobNotCancellableError,
     JobNotFoundError,
+    RunNotFinishedError,
     TextTooLongError,
     UnsupportedLanguageError,
 )
@@ -40,6 +43,7 @@ from producer.batches import (
     InvalidBatchError,
 )
 from producer.requests import InvalidJobIdError
+from producer.run_files import InvalidRunFileError
 from storage import DatabaseUnavailableError, FileTooLargeError
 
 log = logging.getLogger(__name__)
@@ -71,7 +75,11 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (TextTooLongError, 422, "text_too_long"),
     (UnsupportedLanguageError, 422, "unsupported_language"),
     (InvalidMetadataError, 422, "invalid_metadata"),
+    (InvalidRunFileError, 422, "invalid_run_file"),
+    (DocumentTooLargeError, 413, "document_too_large"),
     (InvalidJobError, 422, "invalid_job"),
+    (RunNotFinishedError, 409, "not_finished"),
+    (ConfigurationError, 400, "not_configured"),  # from a request: a callback URL without a webhook secret
     (JobNotFoundError, 404, "job_not_found"),
     (JobNotCancellableError, 409, "job_not_cancellable"),
     (DatabaseUnavailableError, 503, "service_unavailable"),

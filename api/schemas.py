@@ -1,4 +1,4 @@
-"""The request and response bodies of the native job endpoints (and so the OpenAPI schema).
+"""The request and response bodies of the native endpoints (jobs, runs, documents) (and so the OpenAPI schema).
 
 Request models check only the shape (types, unknown fields); the content rules (text length,
 language codes, metadata bounds, idempotency keys) are the ones :class:`~producer.Client`
@@ -7,11 +7,12 @@ applies, run by ``producer.requests`` before anything is written.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contract.progress import GroupProgress
 from contract.schemas import Job, JobStatus
 
 
@@ -113,3 +114,65 @@ class Health(BaseModel):
     """The answer of ``/healthz``."""
 
     status: str
+
+
+class GroupCounts(BaseModel):
+    """A run's or document's jobs by status; ``pending`` are queued or running."""
+
+    total: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    pending: int
+    percent: float
+
+
+class GroupView(BaseModel):
+    """A run or document: status, counts, rate and the estimated time left.
+
+    ``status``: ``submitting`` (a run being queued) or ``splitting`` (a document being cut into
+    jobs), ``running``, ``finishing`` (every job is final; the orchestrator is closing it), then
+    ``completed``, ``failed`` or ``cancelled``.
+    """
+
+    id: str
+    kind: str
+    status: str
+    name: str | None
+    counts: GroupCounts
+    jobs_per_second: float | None
+    seconds_left: float | None
+    created_at: datetime
+    completed_at: datetime | None
+    error: str | None
+
+    @classmethod
+    def of(cls, progress: GroupProgress) -> GroupView:
+        """The view of a :class:`~contract.progress.GroupProgress`."""
+        counts = progress.counts
+        return cls(
+            id=progress.id,
+            kind=progress.kind,
+            status=progress.status,
+            name=progress.name,
+            counts=GroupCounts(
+                total=counts.total,
+                succeeded=counts.succeeded,
+                failed=counts.failed,
+                cancelled=counts.cancelled,
+                pending=counts.pending,
+                percent=round(counts.percent, 2),
+            ),
+            jobs_per_second=progress.jobs_per_second,
+            seconds_left=progress.seconds_left,
+            created_at=datetime.fromtimestamp(progress.created_at, UTC),
+            completed_at=None if progress.completed_at is None else datetime.fromtimestamp(progress.completed_at, UTC),
+            error=progress.error,
+        )
+
+
+class DocumentView(GroupView):
+    """A document: its progress and, once assembled, the segments that failed (kept in the source language)."""
+
+    format: str | None = None
+    failed_segments: list[dict[str, Any]] | None = None

@@ -1,4 +1,4 @@
-"""What every request handler shares: the settings, one asyncio client, the key store, the limiter."""
+"""What every request handler shares: the settings, one asyncio client, the stores, the limiter."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from api.event_feed import EventFeed
 from api.ratelimit import RateLimiter
 from contract.settings import Settings
 from producer import AsyncClient
 from producer.batches import BatchService
+from producer.tenant_groups import TenantGroups
 from storage import AsyncApiKeyStore, FileStore
 
 
@@ -23,6 +25,8 @@ class ApiServices:
     limiter: RateLimiter
     files: FileStore
     batches: BatchService
+    groups: TenantGroups
+    events: EventFeed
 
 
 def services(request: Request) -> ApiServices:

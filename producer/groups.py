@@ -32,6 +32,7 @@ from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
 from contract.scripts import CancelOutcome
+from contract.settings import Settings
 from producer.run_files import (
     number_jobs,
     read_run_file,
@@ -92,12 +93,12 @@ class Groups:
         settings = self._submitter.settings
         source = normalize_language(source_lang) if source_lang else None
         target = normalize_language(target_lang) if target_lang else None
-        self._check_callback(callback_url)
+        check_callback(callback_url, settings)
         total = validate_run_file(path, source, target, settings.max_text_chars)
-        run_id = _uuid(run_id, "run") if run_id else str(uuid.uuid4())
+        run_id = group_uuid(run_id, "run") if run_id else str(uuid.uuid4())
         existing = self._store.resume_run(run_id, total)
         if existing is None:
-            label = _storable(name, "the run's name") or path.name.encode("utf-8", "replace").decode()
+            label = storable(name, "the run's name") or path.name.encode("utf-8", "replace").decode()
             self._store.create_run(run_id, source, target, total, label, callback_url)
             start = 0
         elif existing.status != "submitting" or existing.cancel_requested:
@@ -143,7 +144,7 @@ class Groups:
 
     def progress(self, kind: str, group_id: str) -> GroupProgress:
         """Status and counts of a run or document; :class:`JobNotFoundError` if unknown."""
-        found = self._store.progress(kind, _uuid(group_id, kind))
+        found = self._store.progress(kind, group_uuid(group_id, kind))
         if found is None:
             raise JobNotFoundError(f"no {kind} with id {group_id}")
         return found
@@ -164,7 +165,7 @@ class Groups:
         A run whose submission stopped half-way (still ``submitting``) is finished too: its jobs
         that never reached the queue get a ``cancelled`` row, and its finish is queued.
         """
-        group_id = _uuid(group_id, kind)
+        group_id = group_uuid(group_id, kind)
         total = self._store.request_cancel(kind, group_id)
         if total is None:
             raise JobNotFoundError(f"no {kind} with id {group_id}")
@@ -190,39 +191,18 @@ class Groups:
         max_segment_chars: int | None,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it."""
-        settings = self._submitter.settings
-        if fmt not in FORMATS:
-            raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
-        if not text.strip():
-            raise InvalidJobError("the document is empty; there is nothing to translate")
-        if "\x00" in text:
-            raise InvalidJobError("the document contains NUL characters; is it a binary file?")
-        if len(text) > settings.max_document_chars:
-            raise DocumentTooLargeError(
-                f"the document has {len(text):,} characters, over the limit of {settings.max_document_chars:,} "
-                "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
-            )
-        if not text.isascii():
-            try:
-                text.encode()
-            except UnicodeEncodeError:
-                raise InvalidJobError(
-                    "the document contains a lone surrogate (half of a UTF-16 pair), which cannot be stored"
-                ) from None
-        limit = max_segment_chars or settings.max_segment_chars
-        if not 20 <= limit <= settings.max_text_chars:
-            raise InvalidJobError(f"max segment length must be between 20 and {settings.max_text_chars} characters")
-        self._check_callback(callback_url)
+        limit = check_document(text, fmt, self._submitter.settings, max_segment_chars)
+        check_callback(callback_url, self._submitter.settings)
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
-        name = _storable(name, "the document's name")
+        name = storable(name, "the document's name")
         self._store.create_document(document_id, fmt, text, source, target, name, callback_url, limit)
         self._enqueue(SPLIT_TASK, document_id, job_id=f"split-{document_id}")
         return document_id
 
     def document_result(self, document_id: str) -> DocumentResult:
         """The assembled document; :class:`RunNotFinishedError` until it is assembled."""
-        found = self._store.document_output(_uuid(document_id, "document"))
+        found = self._store.document_output(group_uuid(document_id, "document"))
         if found is None:
             raise JobNotFoundError(f"no document with id {document_id}")
         status, text, failed = found
@@ -233,32 +213,71 @@ class Groups:
     # Shared ----------------------------------------------------------------------------------
 
     def _enqueue(self, task: str, *args: Any, job_id: str) -> None:
-        from rq import Queue, Retry
+        enqueue_orchestration(self._redis_url, self._submitter.keys.orchestration_queue, task, *args, job_id=job_id)
 
-        connection = redis.Redis.from_url(self._redis_url)
+
+def enqueue_orchestration(redis_url: str, queue: str, task: str, *args: Any, job_id: str) -> None:
+    """Ask the orchestrator (an RQ worker) to run ``task``; retried with backoff, idempotent by ``job_id``.
+
+    Synchronous (RQ is): an asyncio caller runs it in a thread.
+    """
+    from rq import Queue, Retry
+
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        Queue(queue, connection=connection).enqueue(
+            task,
+            *args,
+            job_id=job_id,
+            job_timeout=SPLIT_TIMEOUT_SECONDS,
+            result_ttl=3_600,
+            retry=Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS)),
+        )
+    finally:
+        connection.close()
+
+
+def check_callback(callback_url: str | None, settings: Settings) -> None:
+    """Refuse a callback URL that is not http(s), or that cannot be signed (no webhook secret)."""
+    if callback_url is None:
+        return
+    storable(callback_url, "the callback URL")
+    if not callback_url.startswith(("http://", "https://")):
+        raise InvalidJobError(f"callback URL must be http:// or https://, got {callback_url!r}")
+    if not settings.webhook_secret:
+        raise ConfigurationError("a callback URL needs DRAGOMAN_WEBHOOK_SECRET (deliveries are signed with it)")
+
+
+def check_document(text: str, fmt: str, settings: Settings, max_segment_chars: int | None) -> int:
+    """Refuse a document that cannot be translated as given; return its segment length limit.
+
+    Checked before anything is written, by every front door (the client, the CLI, the HTTP API).
+    """
+    if fmt not in FORMATS:
+        raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if not text.strip():
+        raise InvalidJobError("the document is empty; there is nothing to translate")
+    if "\x00" in text:
+        raise InvalidJobError("the document contains NUL characters; is it a binary file?")
+    if len(text) > settings.max_document_chars:
+        raise DocumentTooLargeError(
+            f"the document has {len(text):,} characters, over the limit of {settings.max_document_chars:,} "
+            "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
+        )
+    if not text.isascii():
         try:
-            Queue(self._submitter.keys.orchestration_queue, connection=connection).enqueue(
-                task,
-                *args,
-                job_id=job_id,
-                job_timeout=SPLIT_TIMEOUT_SECONDS,
-                result_ttl=3_600,
-                retry=Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS)),
-            )
-        finally:
-            connection.close()
-
-    def _check_callback(self, callback_url: str | None) -> None:
-        if callback_url is None:
-            return
-        _storable(callback_url, "the callback URL")
-        if not callback_url.startswith(("http://", "https://")):
-            raise InvalidJobError(f"callback URL must be http:// or https://, got {callback_url!r}")
-        if not self._submitter.settings.webhook_secret:
-            raise ConfigurationError("a callback URL needs DRAGOMAN_WEBHOOK_SECRET (deliveries are signed with it)")
+            text.encode()
+        except UnicodeEncodeError:
+            raise InvalidJobError(
+                "the document contains a lone surrogate (half of a UTF-16 pair), which cannot be stored"
+            ) from None
+    limit = max_segment_chars or settings.max_segment_chars
+    if not 20 <= limit <= settings.max_text_chars:
+        raise InvalidJobError(f"max segment length must be between 20 and {settings.max_text_chars} characters")
+    return limit
 
 
-def _storable(value: str | None, what: str) -> str | None:
+def storable(value: str | None, what: str) -> str | None:
     """``value`` if PostgreSQL can store it (no NUL, no lone surrogate), else :class:`InvalidJobError`.
 
     Checked before anything is written, so a run or document is never created half-way.
@@ -274,7 +293,8 @@ def _storable(value: str | None, what: str) -> str | None:
     return value
 
 
-def _uuid(value: str, kind: str) -> str:
+def group_uuid(value: str, kind: str) -> str:
+    """The canonical form of a run or document id; :class:`JobNotFoundError` if it is not a UUID."""
     canonical = canonical_uuid(value)
     if canonical is None:
         raise JobNotFoundError(f"{value!r} is not a {kind} id (ids are UUIDs)")

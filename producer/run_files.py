@@ -41,7 +41,7 @@ def read_run_file(
     """
     for index, (number, line) in enumerate(_lines(path)):
         if index >= start:
-            yield _line_spec(number, line, source_lang, target_lang, max_chars, group_id)
+            yield parse_run_line(number, line, source_lang, target_lang, max_chars, group_id)
 
 
 def validate_run_file(path: Path, source_lang: str | None, target_lang: str | None, max_chars: int) -> int:
@@ -55,7 +55,7 @@ def validate_run_file(path: Path, source_lang: str | None, target_lang: str | No
     with DuplicateFinder() as ids:
         for number, line in _lines(path):
             try:
-                spec = _line_spec(number, line, source_lang, target_lang, max_chars, placeholder, sequence=count)
+                spec = parse_run_line(number, line, source_lang, target_lang, max_chars, placeholder, sequence=count)
             except InvalidRunFileError as exc:
                 errors.append((number, str(exc)))
             else:
@@ -106,7 +106,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InvalidRunFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def _line_spec(
+def parse_run_line(
     number: int,
     line: str,
     source_lang: str | None,

@@ -126,12 +126,14 @@ class AsyncJobSubmitter:
         """Run the cancel script for one job; return its outcome."""
         return await self._cancel.call_async(self.redis, job_id, time.time())
 
-    async def cancel_many(self, job_ids: Sequence[str]) -> None:
-        """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""
+    async def cancel_many(self, job_ids: Sequence[str]) -> list[CancelOutcome]:
+        """Cancel many jobs, pipelined; each job's outcome, in order (as :meth:`JobSubmitter.cancel_many`)."""
         chunk = self.settings.submit_chunk_size
         now = time.time()
+        outcomes: list[CancelOutcome] = []
         for start in range(0, len(job_ids), chunk):
-            await self._cancel.call_many_async(self.redis, job_ids[start : start + chunk], now)
+            outcomes.extend(await self._cancel.call_many_async(self.redis, job_ids[start : start + chunk], now))
+        return outcomes
 
 
 def _interrupted(exc: Exception, written: list[str], total: int, in_flight: int) -> SubmitInterruptedError:

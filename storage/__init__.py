@@ -18,6 +18,7 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   OpenAI facade.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping).
+- ``groups_async``: :class:`AsyncGroupStore`, the HTTP API's tenant-scoped runs and documents.
 - ``health``: :func:`ping` for ``dragoman check``, :class:`ReadinessProbe` (one kept connection) for
   ``/readyz``, :func:`ping_async` for a one-off async check.
 - ``embedded``: the embedded Redis and PostgreSQL servers (:class:`EmbeddedServices`),
@@ -36,6 +37,7 @@ from storage.connection import (
     sqlalchemy_url,
 )
 from storage.files import FileStore, FileTooLargeError, PostgresFileStore, StoredFile, iter_lines
+from storage.groups_async import AsyncGroupStore
 from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping, ping_async
 from storage.jobs import (
     AsyncJobStore,
@@ -57,6 +59,7 @@ __all__ = [
     "AsyncApiKeyStore",
     "AsyncBatchStore",
     "AsyncConnectionPool",
+    "AsyncGroupStore",
     "AsyncJobStore",
     "BatchRow",
     "DatabaseUnavailableError",

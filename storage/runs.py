@@ -9,7 +9,7 @@ the ``jobs`` column that points at it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -20,15 +20,76 @@ from storage.connection import PostgresConnection
 
 KINDS = {"run": ("runs", "run_id"), "document": ("documents", "document_id")}
 
-_PROGRESS_SQL = """
+PROGRESS_SQL = """
 SELECT g.id, g.status, g.name, extract(epoch FROM g.created_at), extract(epoch FROM g.completed_at), g.error,
        g.total
 FROM {table} g WHERE g.id = %s
 """
-_COUNTS_SQL = """
+COUNTS_SQL = """
 SELECT status, count(*), extract(epoch FROM min(created_at)), extract(epoch FROM max(finished_at))
 FROM jobs WHERE {column} = %s GROUP BY status
 """
+
+
+def group_progress(kind: str, row: tuple[Any, ...], count_rows: Iterable[tuple[Any, ...]]) -> GroupProgress:
+    """The progress of a group from its :data:`PROGRESS_SQL` row and its :data:`COUNTS_SQL` rows."""
+    by_status: dict[str, int] = {}
+    first: float | None = None
+    last: float | None = None
+    for status, count, created, finished in count_rows:
+        by_status[status] = int(count)
+        first = float(created) if first is None else min(first, float(created))
+        if finished is not None:
+            last = float(finished) if last is None else max(last, float(finished))
+    counts = RunCounts(
+        total=int(row[6] or 0),
+        succeeded=by_status.get("succeeded", 0),
+        failed=by_status.get("failed", 0),
+        cancelled=by_status.get("cancelled", 0),
+    )
+    return progress(kind, row[:6], counts, first, last)
+
+
+CREATE_RUN_SQL = (
+    "INSERT INTO runs (id, status, source_lang, target_lang, total, name, callback_url, tenant) "
+    "VALUES (%s, 'submitting', %s, %s, %s, %s, %s, %s)"
+)
+CREATE_DOCUMENT_SQL = (
+    "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
+    "max_segment_chars, tenant) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+RUN_SUBMITTED_SQL = (
+    "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
+    "'submitting' THEN 'running' ELSE status END, submitted_at = CASE WHEN %s THEN now() "
+    "ELSE submitted_at END WHERE id = %s RETURNING cancel_requested"
+)
+REQUEST_CANCEL_SQL = "UPDATE {table} SET cancel_requested = true WHERE id = %s RETURNING coalesce(total, 0)"
+CANCEL_UNSUBMITTED_SQL = (
+    "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, error, created_at, finished_at, "
+    "run_id, sequence) SELECT j.id, 'cancelled', r.source_lang, r.target_lang, '', "
+    "'cancelled before it was submitted', now(), now(), r.id, j.sequence "
+    "FROM runs r, unnest(%s::uuid[], %s::int[]) AS j(id, sequence) WHERE r.id = %s "
+    "ON CONFLICT (id) DO NOTHING"
+)
+RESULTS_SQL = (
+    "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
+    "FROM jobs WHERE run_id = %s ORDER BY sequence"
+)
+"""A run's job rows in input order, as :func:`result_line` reads them."""
+
+
+def result_line(row: tuple[Any, ...]) -> dict[str, Any]:
+    """One line of a run's results: ``custom_id``, ``status``, the translation or the error, extra metadata."""
+    _, custom_id, status, translation, error, metadata = row
+    line: dict[str, Any] = {"custom_id": custom_id, "status": status}
+    if status == "succeeded":
+        line["translation"] = translation
+    else:
+        line["error"] = error or status
+    extra = {k: v for k, v in (metadata or {}).items() if k != "custom_id"}
+    if extra:
+        line["metadata"] = extra
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +166,7 @@ class GroupStore:
         callback_url: str | None,
     ) -> None:
         """Record a run about to be submitted."""
-        self._conn().execute(
-            "INSERT INTO runs (id, status, source_lang, target_lang, total, name, callback_url) "
-            "VALUES (%s, 'submitting', %s, %s, %s, %s, %s)",
-            (run_id, source or "", target or "", total, name, callback_url),
-        )
+        self._conn().execute(CREATE_RUN_SQL, (run_id, source or "", target or "", total, name, callback_url, None))
 
     def resume_run(self, run_id: str, total: int) -> RunSubmission | None:
         """Where the submission of an existing run stands (``None`` if there is no such run).
@@ -137,16 +194,7 @@ class GroupStore:
         ``submitted`` is a checkpoint: every job before it is queued, so a resumed submission
         starts there. Returns whether a cancel was requested meanwhile (the submitter stops).
         """
-        row = (
-            self._conn()
-            .execute(
-                "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
-                "'submitting' THEN 'running' ELSE status END, submitted_at = CASE WHEN %s THEN now() "
-                "ELSE submitted_at END WHERE id = %s RETURNING cancel_requested",
-                (submitted, done, done, run_id),
-            )
-            .fetchone()
-        )
+        row = self._conn().execute(RUN_SUBMITTED_SQL, (submitted, done, done, run_id)).fetchone()
         return bool(row and row[0])
 
     def cancel_unsubmitted_jobs(self, run_id: str, sequences: list[int], job_ids: list[str]) -> int:
@@ -157,14 +205,7 @@ class GroupStore:
         """
         if not sequences:
             return 0
-        cursor = self._conn().execute(
-            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, error, created_at, finished_at, "
-            "run_id, sequence) SELECT j.id, 'cancelled', r.source_lang, r.target_lang, '', "
-            "'cancelled before it was submitted', now(), now(), r.id, j.sequence "
-            "FROM runs r, unnest(%s::uuid[], %s::int[]) AS j(id, sequence) WHERE r.id = %s "
-            "ON CONFLICT (id) DO NOTHING",
-            (job_ids, sequences, run_id),
-        )
+        cursor = self._conn().execute(CANCEL_UNSUBMITTED_SQL, (job_ids, sequences, run_id))
         return int(cursor.rowcount)
 
     def create_document(
@@ -180,66 +221,33 @@ class GroupStore:
     ) -> None:
         """Record a document waiting to be split."""
         self._conn().execute(
-            "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
-            "max_segment_chars) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s)",
-            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars),
+            CREATE_DOCUMENT_SQL,
+            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars, None),
         )
 
     def request_cancel(self, kind: str, group_id: str) -> int | None:
         """Mark a run or document cancelled-on-request; return its number of jobs (``None`` if unknown)."""
         table, _ = KINDS[kind]
-        row = (
-            self._conn()
-            .execute(
-                f"UPDATE {table} SET cancel_requested = true WHERE id = %s RETURNING coalesce(total, 0)", (group_id,)
-            )
-            .fetchone()
-        )
+        row = self._conn().execute(REQUEST_CANCEL_SQL.format(table=table), (group_id,)).fetchone()
         return None if row is None else int(row[0])
 
     def progress(self, kind: str, group_id: str) -> GroupProgress | None:
         """Status, counts, rate and time left of a run or document (``None`` if there is no such id)."""
         table, column = KINDS[kind]
         conn = self._conn()
-        row = conn.execute(_PROGRESS_SQL.format(table=table), (group_id,)).fetchone()
+        row = conn.execute(PROGRESS_SQL.format(table=table), (group_id,)).fetchone()
         if row is None:
             return None
-        by_status: dict[str, int] = {}
-        first: float | None = None
-        last: float | None = None
-        for status, count, created, finished in conn.execute(_COUNTS_SQL.format(column=column), (group_id,)):
-            by_status[status] = int(count)
-            first = float(created) if first is None else min(first, float(created))
-            if finished is not None:
-                last = float(finished) if last is None else max(last, float(finished))
-        counts = RunCounts(
-            total=int(row[6] or 0),
-            succeeded=by_status.get("succeeded", 0),
-            failed=by_status.get("failed", 0),
-            cancelled=by_status.get("cancelled", 0),
-        )
-        return progress(kind, row[:6], counts, first, last)
+        return group_progress(kind, row, conn.execute(COUNTS_SQL.format(column=column), (group_id,)).fetchall())
 
     def iter_results(self, run_id: str) -> Iterator[dict[str, Any]]:
         """One dict per job of the run in input order, read with a server-side cursor (bounded memory)."""
         conn = self._conn()
         with conn.transaction(), conn.cursor(name=f"run-results-{run_id}") as cursor:
             cursor.itersize = 2_000
-            cursor.execute(
-                "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
-                "FROM jobs WHERE run_id = %s ORDER BY sequence",
-                (run_id,),
-            )
-            for _, custom_id, status, translation, error, metadata in cursor:
-                line: dict[str, Any] = {"custom_id": custom_id, "status": status}
-                if status == "succeeded":
-                    line["translation"] = translation
-                else:
-                    line["error"] = error or status
-                extra = {k: v for k, v in (metadata or {}).items() if k != "custom_id"}
-                if extra:
-                    line["metadata"] = extra
-                yield line
+            cursor.execute(RESULTS_SQL, (run_id,))
+            for row in cursor:
+                yield result_line(row)
 
     def document_output(self, document_id: str) -> tuple[str, str | None, list[dict[str, Any]]] | None:
         """``(status, assembled text, failed segments)`` of a document, ``None`` if unknown."""

@@ -1,0 +1,129 @@
+"""Native documents: upload a ``.txt``/``.md``/``.html`` file, follow it, download the translation, cancel it."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response, status
+
+from api.auth import CallerDep
+from api.errors import ApiError
+from api.schemas import DocumentView, ErrorBody, GroupView
+from api.services import ApiServices, services
+from contract.documents import FORMATS, SUFFIXES
+from contract.errors import RunNotFinishedError
+
+router = APIRouter(prefix="/v1/documents", tags=["documents"])
+
+ServicesDep = Annotated[ApiServices, Depends(services)]
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 415, 422, 429, 503)
+}
+MEDIA_TYPES = {"txt": "text/plain", "md": "text/markdown", "html": "text/html"}
+"""The content type of each format, both ways: an upload's type names its format, a download's says it."""
+_BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}
+_FILE_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "the document, UTF-8",
+        "content": {media: {"schema": {"type": "string"}} for media in MEDIA_TYPES.values()},
+    }
+}
+
+
+def _format(request: Request, fmt: str | None, filename: str | None) -> str:
+    """The document's format: ``?format=``, else the filename's suffix, else the Content-Type."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise ApiError(422, "unsupported_format", f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        return fmt
+    if filename:
+        by_suffix = SUFFIXES.get(PurePath(filename).suffix.lower())
+        if by_suffix:
+            return by_suffix
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media in _BY_MEDIA_TYPE:
+        return _BY_MEDIA_TYPE[media]
+    raise ApiError(
+        415,
+        "unsupported_media_type",
+        f"cannot tell the document's format from Content-Type {media or 'none'!r}; send text/plain, "
+        "text/markdown or text/html, a filename= with its suffix, or format=txt|md|html",
+    )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=GroupView,
+    responses=_ERRORS,
+    openapi_extra=_FILE_BODY,
+)
+async def submit_document(
+    request: Request,
+    caller: CallerDep,
+    api: ServicesDep,
+    source_lang: Annotated[str, Query(description="the document's language")],
+    target_lang: Annotated[str, Query(description="the language to translate it into")],
+    format: Annotated[str | None, Query(description="txt, md or html (else from filename or Content-Type)")] = None,
+    filename: Annotated[str | None, Query(max_length=256, description="the file's name (its label)")] = None,
+    max_segment_chars: Annotated[int | None, Query(description="longest segment sent as one job")] = None,
+    callback_url: Annotated[str | None, Query(description="POSTed (signed) when the document is assembled")] = None,
+) -> GroupView:
+    """Queue a document: ``202`` with it, ``splitting`` until the orchestrator has cut it into jobs.
+
+    The body is the file itself (UTF-8; at most ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters).
+    Its structure (Markdown, HTML tags, blank lines) comes back unchanged around the translated text.
+    """
+    fmt = _format(request, format, filename)
+    raw = await request.body()
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as exc:
+        raise ApiError(
+            422, "invalid_document", f"the document is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    document_id = await api.groups.submit_document(
+        caller.tenant,
+        text,
+        fmt,
+        source_lang=source_lang,
+        target_lang=target_lang,
+        name=filename,
+        callback_url=callback_url,
+        max_segment_chars=max_segment_chars,
+    )
+    return GroupView.of(await api.groups.progress(caller.tenant, "document", document_id))
+
+
+@router.get("/{document_id}", response_model=DocumentView, responses=_ERRORS)
+async def get_document(document_id: str, caller: CallerDep, api: ServicesDep) -> DocumentView:
+    """The document's progress; once assembled, its format and the segments that failed."""
+    progress = await api.groups.progress(caller.tenant, "document", document_id)
+    view = DocumentView(**GroupView.of(progress).model_dump())
+    try:
+        fmt, result = await api.groups.document_result(caller.tenant, document_id)
+    except RunNotFinishedError:
+        return view
+    return view.model_copy(update={"format": fmt, "failed_segments": result.failed_segments})
+
+
+@router.get(
+    "/{document_id}/content",
+    responses={200: {"content": {m: {} for m in MEDIA_TYPES.values()}, "description": "the translation"}, **_ERRORS},
+    response_class=Response,
+)
+async def document_content(document_id: str, caller: CallerDep, api: ServicesDep) -> Response:
+    """The translated document, in its format; ``409 not_finished`` until it is assembled.
+
+    Segments that failed are kept in the source language (``GET /v1/documents/{id}`` lists them).
+    """
+    fmt, result = await api.groups.document_result(caller.tenant, document_id)
+    return Response(result.text, media_type=f"{MEDIA_TYPES.get(fmt, 'text/plain')}; charset=utf-8")
+
+
+@router.post("/{document_id}/cancel", response_model=GroupView, responses=_ERRORS)
+async def cancel_document(document_id: str, caller: CallerDep, api: ServicesDep) -> GroupView:
+    """Cancel every job of the document that has not finished; it ends ``cancelled``."""
+    return GroupView.of(await api.groups.cancel(caller.tenant, "document", document_id))

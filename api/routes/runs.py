@@ -1,0 +1,94 @@
+"""Native runs: upload a JSONL run (streamed), follow it, stream its results in input order, cancel it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi.responses import StreamingResponse
+
+from api.auth import CallerDep
+from api.schemas import ErrorBody, GroupView
+from api.services import ApiServices, services
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+
+ServicesDep = Annotated[ApiServices, Depends(services)]
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 429, 503)
+}
+_JSONL_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": 'one JSON object a line: {"custom_id": ..., "text": ...} and optionally source_lang, '
+        "target_lang (else the query's) and metadata",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.post(
+    "", status_code=status.HTTP_202_ACCEPTED, response_model=GroupView, responses=_ERRORS, openapi_extra=_JSONL_BODY
+)
+async def submit_run(
+    request: Request,
+    caller: CallerDep,
+    api: ServicesDep,
+    source_lang: Annotated[str | None, Query(description="language of lines that name none")] = None,
+    target_lang: Annotated[str | None, Query(description="target of lines that name none")] = None,
+    name: Annotated[str | None, Query(max_length=256, description="a label for the run")] = None,
+    callback_url: Annotated[str | None, Query(description="POSTed (signed) when the run finishes")] = None,
+) -> GroupView:
+    """Queue a JSONL run: ``202`` with the run once every line is queued.
+
+    The body streams into storage (at most ``DRAGOMAN_MAX_FILE_BYTES``); every line is checked
+    before any is queued, and a bad file is refused with each bad line named (``422
+    invalid_run_file``). Job ids derive from the run id and the line's position.
+    """
+    progress = await api.groups.submit_run(
+        caller.tenant,
+        request.stream(),
+        source_lang=source_lang,
+        target_lang=target_lang,
+        name=name,
+        callback_url=callback_url,
+    )
+    return GroupView.of(progress)
+
+
+@router.get("/{run_id}", response_model=GroupView, responses=_ERRORS)
+async def get_run(run_id: str, caller: CallerDep, api: ServicesDep) -> GroupView:
+    """The run: status, counts per status, percent done, jobs per second and seconds left."""
+    return GroupView.of(await api.groups.progress(caller.tenant, "run", run_id))
+
+
+@router.get(
+    "/{run_id}/results",
+    responses={200: {"content": {"application/x-ndjson": {}}, "description": "one line per input line"}, **_ERRORS},
+    response_class=StreamingResponse,
+)
+async def run_results(
+    run_id: str,
+    caller: CallerDep,
+    api: ServicesDep,
+    partial: Annotated[bool, Query(description="stream the lines of finished jobs while others are pending")] = False,
+) -> StreamingResponse:
+    """The results as JSONL in input order: ``custom_id``, ``status``, ``translation`` or ``error``, ``metadata``.
+
+    ``409 run_not_finished`` while jobs are pending, unless ``?partial=true``.
+    """
+    lines = await api.groups.iter_results(caller.tenant, run_id, allow_partial=partial)
+
+    async def body() -> AsyncIterator[bytes]:
+        async for line in lines:
+            yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
+
+    return StreamingResponse(body(), media_type="application/x-ndjson")
+
+
+@router.post("/{run_id}/cancel", response_model=GroupView, responses=_ERRORS)
+async def cancel_run(run_id: str, caller: CallerDep, api: ServicesDep) -> GroupView:
+    """Cancel every job of the run that has not finished; the run ends ``cancelled``."""
+    return GroupView.of(await api.groups.cancel(caller.tenant, "run", run_id))
