@@ -8,18 +8,23 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.event_feed import EventFeed
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, files, health, jobs
+from api.routes import batches, documents, events, files, health, jobs, runs
 from api.services import ApiServices
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
 from producer.batches import BatchService
-from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from producer.tenant_groups import TenantGroups
+from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, AsyncGroupStore, PostgresFileStore
 
 DESCRIPTION = """\
-Translation jobs over HTTP: submit one or many, look them up by id, wait for them, cancel them.
+Translation jobs over HTTP: submit one or many, look them up by id, wait for them, cancel them;
+JSONL runs (results streamed back in input order) and documents (`.txt`, `.md`, `.html`, returned
+with their structure); completion events as Server-Sent Events (`/v1/events`, resumable with
+`Last-Event-ID`).
 
 Every route but `/healthz` needs `Authorization: Bearer <key>` (`dragoman api-key create`).
 Errors are `{"error": {"code": ..., "message": ...}}`.
@@ -45,6 +50,7 @@ def create_app(settings: Settings) -> FastAPI:
         client = AsyncClient(settings)
         pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
         file_store = PostgresFileStore(pool)
+        feed = EventFeed(settings.redis_url or "", client.keys, settings.api_max_event_streams)
         app.state.services = ApiServices(
             settings=settings,
             client=client,
@@ -52,20 +58,31 @@ def create_app(settings: Settings) -> FastAPI:
             limiter=RateLimiter(client.redis, client.keys),
             files=file_store,
             batches=BatchService(client, file_store, AsyncBatchStore(pool)),
+            groups=TenantGroups(client.submitter, file_store, AsyncGroupStore(pool), settings.redis_url or ""),
+            events=feed,
         )
         try:
             yield
         finally:
+            await feed.close()
             await client.close()
             await pool.close()
 
     app = FastAPI(title="dragoman", version="1", description=DESCRIPTION, lifespan=lifespan)
     install_error_handlers(app)
     # A multipart upload carries its form fields and boundaries around the file: 64 KiB of room.
-    uploads = {"/v1/files": settings.max_file_bytes + 64 * 1024}
+    # A document is at most DRAGOMAN_MAX_DOCUMENT_CHARS characters: up to 4 bytes each in UTF-8.
+    uploads = {
+        "/v1/files": settings.max_file_bytes + 64 * 1024,
+        "/v1/runs": settings.max_file_bytes,
+        "/v1/documents": settings.max_document_chars * 4,
+    }
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
     app.include_router(health.router)
     app.include_router(jobs.router)
+    app.include_router(runs.router)
+    app.include_router(documents.router)
+    app.include_router(events.router)
     app.include_router(files.router)
     app.include_router(batches.router)
     return app

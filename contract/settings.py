@@ -117,7 +117,7 @@ class Settings(BaseSettings):
         default=10 * 1024 * 1024, gt=0, description="largest request body the HTTP API accepts (413 beyond it)"
     )
     max_file_bytes: int = Field(
-        default=200 * 1024 * 1024, gt=0, description="largest file POST /v1/files accepts (Batch API input)"
+        default=200 * 1024 * 1024, gt=0, description="largest file POST /v1/files or POST /v1/runs accepts"
     )
     api_max_jobs_per_request: int = Field(default=1_000, gt=0, description="most jobs one POST /v1/jobs may carry")
     api_max_wait_seconds: float = Field(
@@ -125,6 +125,9 @@ class Settings(BaseSettings):
     )
     api_rate_limit_per_minute: int = Field(
         default=6_000, gt=0, description="requests per minute one API key may make (429 beyond; per-key override)"
+    )
+    api_max_event_streams: int = Field(
+        default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )
     log_format: Literal["text", "json"] = Field(default="text", description="worker log lines: text or json")
     metrics_enabled: bool = Field(default=True, description="serve /metrics, /healthz and /readyz from the worker")

@@ -58,9 +58,20 @@ class BatchNotCancellableError(DragomanError):
     """The batch already finished (completed, failed or expired)."""
 
 
+BATCH_PREFIX = "batch_"
+
+
 def batch_id_for(run_id: str) -> str:
     """The batch id of a run: ``batch_`` and the run id's hex digits."""
-    return "batch_" + uuid.UUID(run_id).hex
+    return BATCH_PREFIX + uuid.UUID(run_id).hex
+
+
+def run_id_of_batch(batch_id: str) -> str:
+    """The run id behind a batch id; :class:`BatchNotFoundError` if it is not one."""
+    try:
+        return str(uuid.UUID(batch_id.removeprefix(BATCH_PREFIX)))
+    except ValueError:
+        raise BatchNotFoundError(f"no batch with id {batch_id!r}") from None
 
 
 def _window_seconds(window: str) -> int:
@@ -312,11 +323,13 @@ def unix(moment: datetime | None) -> int | None:
 
 
 __all__ = [
+    "BATCH_PREFIX",
     "BatchFileNotFoundError",
     "BatchNotCancellableError",
     "BatchNotFoundError",
     "BatchService",
     "InvalidBatchError",
     "batch_id_for",
+    "run_id_of_batch",
     "unix",
 ]

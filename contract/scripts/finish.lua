@@ -7,8 +7,10 @@
 -- KEYS: jobs stream, events stream, this second's finished counter, completions stream, then
 --       the state record of each event
 -- ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
---       entry ids, then for each event: job id, status, finished_at, error, payload JSON, and
---       the hash and done-set keys of its run/document ("" when it has none)
+--       entry ids, then for each event: job id, status, finished_at, error, payload JSON, the
+--       hash and done-set keys of its run/document and its id ("" when it has none)
+-- An events-stream entry also names the job's tenant (from its state record) and run/document,
+-- when it has them, so that a reader can follow one tenant's or one group's jobs.
 -- Returns the number of entry ids.
 local n_entries = tonumber(ARGV[6])
 for i = 7, 6 + n_entries, 500 do
@@ -16,11 +18,20 @@ for i = 7, 6 + n_entries, 500 do
 end
 local base = 6 + n_entries
 for k = 5, #KEYS do
-  local j = base + (k - 5) * 7
+  local j = base + (k - 5) * 8
   redis.call('HSET', KEYS[k], 'status', ARGV[j + 2], 'finished_at', ARGV[j + 3], 'error', ARGV[j + 4])
   redis.call('EXPIRE', KEYS[k], ARGV[3])
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'v', ARGV[5], 'id', ARGV[j + 1],
-             'status', ARGV[j + 2], 'payload', ARGV[j + 5])
+  local fields = {'v', ARGV[5], 'id', ARGV[j + 1], 'status', ARGV[j + 2], 'payload', ARGV[j + 5]}
+  local tenant = redis.call('HGET', KEYS[k], 'tenant')
+  if tenant then
+    fields[#fields + 1] = 'tenant'
+    fields[#fields + 1] = tenant
+  end
+  if ARGV[j + 8] ~= '' then
+    fields[#fields + 1] = 'group'
+    fields[#fields + 1] = ARGV[j + 8]
+  end
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', unpack(fields))
   redis.call('PUBLISH', ARGV[2], ARGV[j + 5])
   local group, done = ARGV[j + 6], ARGV[j + 7]
   -- A group's hash is gone once it finished (or expired): its done-set is not recreated then.

@@ -63,6 +63,7 @@ class FinishScript:
                 event.to_json(),
                 keys.group(group) if group else "",
                 keys.group_done(group) if group else "",
+                group or "",
             )
         return script_keys, args
 

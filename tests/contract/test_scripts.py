@@ -535,3 +535,17 @@ async def test_the_async_paths_write_what_the_sync_ones_do(
         assert outcomes == [CancelOutcome.CANCELLED, CancelOutcome.MISSING]
     finally:
         await client.aclose()
+
+
+def test_finish_names_the_tenant_and_group_in_the_events_stream(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    """What ``GET /v1/events`` filters on: the tenant from the state record, the run or document given."""
+    script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+    tenant_job = script.call(raw_redis, _spec(tenant="acme"))
+    plain_job = script.call(raw_redis, _spec())
+    run_id = str(uuid.uuid4())
+    FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(
+        raw_redis, [], [FinishedJob(_event(tenant_job), run_id), FinishedJob(_event(plain_job))], NOW
+    )
+    tenant_entry, plain_entry = _entries(raw_redis, keys.events_stream)
+    assert tenant_entry == {**_event(tenant_job).to_fields(), "tenant": "acme", "group": run_id}
+    assert plain_entry == _event(plain_job).to_fields()

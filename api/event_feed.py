@@ -1,0 +1,124 @@
+"""Completion events for ``GET /v1/events``: one tenant's entries of the events stream, resumable by entry id.
+
+Each open stream blocks on ``XREAD`` on a connection of its own, so the feed has its own Redis
+connection pool, sized to ``DRAGOMAN_API_MAX_EVENT_STREAMS``: event streams never starve the
+request handlers' connections, and a stream past the limit is refused instead of waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from contract.keys import RedisKeys
+
+BLOCK_MS = 15_000
+"""How long one read waits for new entries; a keep-alive comment goes out after each empty wait."""
+READ_COUNT = 500
+_ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+
+
+@dataclass(frozen=True, slots=True)
+class FeedItem:
+    """One server-sent event: a job's completion (``id`` is its stream entry id), a gap, or a keep-alive."""
+
+    kind: str  # "event", "gap" or "keepalive"
+    entry_id: str = ""
+    data: str = ""
+
+    def encode(self) -> bytes:
+        """The event in the ``text/event-stream`` format."""
+        if self.kind == "keepalive":
+            return b": keep-alive\n\n"
+        event = "job.finished" if self.kind == "event" else self.kind
+        head = f"id: {self.entry_id}\n" if self.entry_id else ""
+        return f"{head}event: {event}\ndata: {self.data}\n\n".encode()
+
+
+def valid_entry_id(value: str) -> bool:
+    """Whether ``value`` looks like a stream entry id (``<ms>-<seq>``), as ``Last-Event-ID`` must."""
+    return _ENTRY_ID.fullmatch(value) is not None
+
+
+def _after(a: str, b: str) -> bool:
+    """Whether entry id ``a`` comes after ``b``."""
+    ams, _, aseq = a.partition("-")
+    bms, _, bseq = b.partition("-")
+    return (int(ams), int(aseq)) > (int(bms), int(bseq))
+
+
+class EventFeed:
+    """Reads the events stream for API callers; owns the Redis pool their blocking reads use."""
+
+    def __init__(self, redis_url: str, keys: RedisKeys, max_streams: int) -> None:
+        self._keys = keys
+        self.max_streams = max_streams
+        self.open_streams = 0
+        self._redis: aioredis.Redis = aioredis.Redis.from_url(
+            redis_url,
+            decode_responses=True,
+            max_connections=max_streams + 1,
+            socket_timeout=BLOCK_MS / 1000 + 10,
+        )
+
+    async def close(self) -> None:
+        """Close the pool (the application's shutdown)."""
+        await self._redis.aclose()
+
+    async def start_id(self, last_event_id: str | None) -> str:
+        """Where a stream starts: after ``last_event_id``, else after the newest entry now."""
+        if last_event_id:
+            return last_event_id
+        newest: Any = await self._redis.xrevrange(self._keys.events_stream, count=1)
+        return str(newest[0][0]) if newest else "0-0"
+
+    async def follow(
+        self, tenant: str, after: str, *, job_ids: frozenset[str], group_ids: frozenset[str]
+    ) -> AsyncIterator[FeedItem]:
+        """The tenant's completion events after entry ``after``, for ever (the caller stops reading).
+
+        With ``job_ids`` or ``group_ids``, only those jobs' events, or those runs', documents' or
+        batches'. If the stream was trimmed past ``after``, a ``gap`` item comes first: events were
+        missed, and the client should look the jobs up instead.
+        """
+        stream = self._keys.events_stream
+        if after != "0-0":
+            oldest: Any = await self._redis.xrange(stream, count=1)
+            if oldest and _after(str(oldest[0][0]), _next(after)):
+                message = "events before the oldest kept one were trimmed; look missed jobs up by id"
+                yield FeedItem("gap", data=json.dumps({"oldest": str(oldest[0][0]), "message": message}))
+        while True:
+            reply: Any = await self._redis.xread({stream: after}, count=READ_COUNT, block=BLOCK_MS)
+            if not reply:
+                yield FeedItem("keepalive")
+                continue
+            entries: list[tuple[str, dict[str, str]]] = reply[0][1]
+            for entry_id, fields in entries:
+                after = str(entry_id)
+                if fields.get("tenant") != tenant:
+                    continue
+                group = fields.get("group")
+                if (job_ids or group_ids) and fields.get("id") not in job_ids and group not in group_ids:
+                    continue
+                yield FeedItem("event", after, _data(fields.get("payload", "{}"), group))
+
+
+def _next(entry_id: str) -> str:
+    """The entry id right after ``entry_id``."""
+    ms, _, seq = entry_id.partition("-")
+    return f"{ms}-{int(seq) + 1}"
+
+
+def _data(payload: str, group: str | None) -> str:
+    """The event's JSON: the job's completion payload, with the run or document it belongs to."""
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        event = {}
+    event["group_id"] = group
+    return json.dumps(event, separators=(",", ":"))

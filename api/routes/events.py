@@ -1,0 +1,85 @@
+"""``GET /v1/events``: the caller's completion events as Server-Sent Events, resumable with ``Last-Event-ID``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import StreamingResponse
+
+from api.auth import CallerDep
+from api.errors import ApiError
+from api.event_feed import valid_entry_id
+from api.schemas import ErrorBody
+from api.services import ApiServices, services
+from producer.batches import BATCH_PREFIX, run_id_of_batch
+from producer.groups import group_uuid
+
+router = APIRouter(prefix="/v1/events", tags=["events"])
+ServicesDep = Annotated[ApiServices, Depends(services)]
+_ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorBody} for code in (400, 401, 429, 503)}
+MAX_FILTER_IDS = 100
+
+
+def _groups(run_ids: list[str]) -> frozenset[str]:
+    """Run, document or batch ids as the run/document ids events carry (a batch's is its run's)."""
+    found = set()
+    for value in run_ids:
+        found.add(run_id_of_batch(value) if value.startswith(BATCH_PREFIX) else group_uuid(value, "run"))
+    return frozenset(found)
+
+
+@router.get(
+    "",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "job.finished events"}, **_ERRORS},
+)
+async def events(
+    caller: CallerDep,
+    api: ServicesDep,
+    job_id: Annotated[list[str], Query(description="only these jobs (repeatable)")] = [],  # noqa: B006
+    run_id: Annotated[
+        list[str], Query(description="only the jobs of these runs, documents or batches (repeatable)")
+    ] = [],  # noqa: B006
+    last_event_id: Annotated[str | None, Header(description="resume after this event's id")] = None,
+    after: Annotated[str | None, Query(description="resume after this event id (for clients without headers)")] = None,
+) -> StreamingResponse:
+    """Each of the caller's jobs that finishes, as ``event: job.finished`` with the event's JSON.
+
+    Every event's ``id:`` is its entry in the events stream: reconnect with ``Last-Event-ID`` (as
+    browsers' ``EventSource`` does by itself) and the stream goes on after it, so nothing
+    finished in between is missed while the stream still holds it (``DRAGOMAN_EVENTS_MAXLEN``
+    entries); past that, an ``event: gap`` says events were trimmed. Without one, it starts
+    with the jobs that finish from now on. A comment line every 15 s keeps proxies from closing it.
+    """
+    resume = last_event_id or after
+    if resume is not None and not valid_entry_id(resume):
+        raise ApiError(
+            400, "invalid_event_id", f"Last-Event-ID must be an event id like 1700000000000-0, got {resume!r}"
+        )
+    if len(job_id) + len(run_id) > MAX_FILTER_IDS:
+        raise ApiError(400, "too_many_filters", f"filter on at most {MAX_FILTER_IDS} job and run ids")
+    feed = api.events
+    if feed.open_streams >= feed.max_streams:
+        raise ApiError(
+            503,
+            "too_many_streams",
+            f"this server holds {feed.max_streams} event streams (DRAGOMAN_API_MAX_EVENT_STREAMS); retry shortly",
+            {"Retry-After": "5"},
+        )
+    jobs = frozenset(job_id)
+    groups = _groups(run_id)
+    start = await feed.start_id(resume)
+
+    async def body() -> AsyncIterator[bytes]:
+        feed.open_streams += 1
+        try:
+            yield b"retry: 2000\n\n"
+            async for item in feed.follow(caller.tenant, start, job_ids=jobs, group_ids=groups):
+                yield item.encode()
+        finally:
+            feed.open_streams -= 1
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
