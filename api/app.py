@@ -17,6 +17,7 @@ from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
 from producer.batches import BatchService
+from producer.queued_limit import QueuedJobLimit
 from producer.tenant_groups import TenantGroups
 from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, AsyncGroupStore, PostgresFileStore
 
@@ -50,6 +51,7 @@ def create_app(settings: Settings) -> FastAPI:
         client = AsyncClient(settings)
         pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
         file_store = PostgresFileStore(pool)
+        queued = QueuedJobLimit(client.redis, client.keys, settings.state_ttl_seconds)
         feed = EventFeed(settings.redis_url or "", client.keys, settings.api_max_event_streams)
         app.state.services = ApiServices(
             settings=settings,
@@ -57,9 +59,10 @@ def create_app(settings: Settings) -> FastAPI:
             api_keys=AsyncApiKeyStore(pool),
             limiter=RateLimiter(client.redis, client.keys),
             files=file_store,
-            batches=BatchService(client, file_store, AsyncBatchStore(pool)),
-            groups=TenantGroups(client.submitter, file_store, AsyncGroupStore(pool), settings.redis_url or ""),
+            batches=BatchService(client, file_store, AsyncBatchStore(pool), queued),
+            groups=TenantGroups(client.submitter, file_store, AsyncGroupStore(pool), queued, settings.redis_url or ""),
             events=feed,
+            queued=queued,
         )
         try:
             yield

@@ -15,10 +15,11 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made a request: the API key's id and the tenant whose jobs it sees."""
+    """Who made a request: the API key's id, the tenant whose jobs it sees, and its queued-job limit."""
 
     key_id: str
     tenant: str
+    max_queued_jobs: int
 
 
 async def authenticate(request: Request, api: Annotated[ApiServices, Depends(services)]) -> Caller:
@@ -46,7 +47,9 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
             f"this API key may make {limit} requests per minute; retry in {decision.retry_after}s",
             {"Retry-After": str(decision.retry_after)},
         )
-    return Caller(key_id=key.id, tenant=key.tenant)
+    return Caller(
+        key_id=key.id, tenant=key.tenant, max_queued_jobs=key.max_queued_jobs or api.settings.api_max_queued_jobs
+    )
 
 
 CallerDep = Annotated[Caller, Depends(authenticate)]

@@ -42,6 +42,7 @@ from producer.batches import (
     BatchNotFoundError,
     InvalidBatchError,
 )
+from producer.queued_limit import TooManyQueuedJobsError
 from producer.requests import InvalidJobIdError
 from producer.run_files import InvalidRunFileError
 from storage import DatabaseUnavailableError, FileTooLargeError
@@ -89,6 +90,15 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (BatchNotCancellableError, 409, "batch_not_cancellable"),
     (FileTooLargeError, 413, "file_too_large"),
 )
+
+
+def _queued_limit_response(request: Request, exc: TooManyQueuedJobsError) -> JSONResponse:
+    """429 with ``Retry-After`` while the tenant's jobs drain; 422 for a submission larger than the limit."""
+    if exc.retry_after is None:
+        return error_response(422, "over_queued_job_limit", str(exc), request=request)
+    headers = {"Retry-After": str(exc.retry_after)}
+    return error_response(429, "too_many_queued_jobs", str(exc), headers, request=request)
+
 
 OPENAI_PREFIXES = ("/v1/files", "/v1/batches")
 """Routes whose errors take OpenAI's shape."""
@@ -192,6 +202,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DragomanError)
     async def dragoman_error(request: Request, exc: DragomanError) -> JSONResponse:
+        if isinstance(exc, TooManyQueuedJobsError):
+            return _queued_limit_response(request, exc)
         status, code = dragoman_error_status(exc)
         if status >= 500:
             log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)

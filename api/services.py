@@ -11,6 +11,7 @@ from api.ratelimit import RateLimiter
 from contract.settings import Settings
 from producer import AsyncClient
 from producer.batches import BatchService
+from producer.queued_limit import QueuedJobLimit
 from producer.tenant_groups import TenantGroups
 from storage import AsyncApiKeyStore, FileStore
 
@@ -27,6 +28,7 @@ class ApiServices:
     batches: BatchService
     groups: TenantGroups
     events: EventFeed
+    queued: QueuedJobLimit
 
 
 def services(request: Request) -> ApiServices:

@@ -52,6 +52,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     keys.add_argument("ident", nargs="?", help="create: the key's name; revoke: the key's id")
     keys.add_argument("--tenant", help="create: the tenant whose jobs the key sees (default: the name)")
     keys.add_argument("--rate-limit", type=int, help="create: requests per minute (default DRAGOMAN_API_RATE_LIMIT...)")
+    keys.add_argument(
+        "--max-queued-jobs",
+        type=int,
+        help="create: unfinished jobs the key's tenant may have (default DRAGOMAN_API_MAX_QUEUED_JOBS)",
+    )
     keys.add_argument("--all", action="store_true", help="list: revoked keys too")
     keys.add_argument("--json", action="store_true", help="print JSON")
     keys.set_defaults(func=cmd_api_key)
@@ -83,7 +88,12 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
         if args.action == "create":
             if not args.ident:
                 raise ValueError("api-key create needs a name: dragoman api-key create NAME [--tenant T]")
-            key, secret = store.create(args.ident, tenant=args.tenant, rate_limit_per_minute=args.rate_limit)
+            key, secret = store.create(
+                args.ident,
+                tenant=args.tenant,
+                rate_limit_per_minute=args.rate_limit,
+                max_queued_jobs=args.max_queued_jobs,
+            )
             if args.json:
                 print(json.dumps({"id": key.id, "name": key.name, "tenant": key.tenant, "key": secret}))
             else:
@@ -100,12 +110,13 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print(json.dumps([_key_json(key) for key in keys]))
             return 0
-        print(f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  created")
+        print(f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  {'queued':>9}  created")
         for key in keys:
             rate = str(key.rate_limit_per_minute or "default")
+            queued = str(key.max_queued_jobs or "default")
             revoked = "" if key.active else f"  revoked {key.revoked_at:%Y-%m-%d %H:%M}"
             print(
-                f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  "
+                f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  {queued:>9}  "
                 f"{key.created_at:%Y-%m-%d %H:%M}{revoked}"
             )
         return 0
@@ -118,6 +129,7 @@ def _key_json(key: ApiKey) -> dict[str, object]:
         "tenant": key.tenant,
         "prefix": key.prefix,
         "rate_limit_per_minute": key.rate_limit_per_minute,
+        "max_queued_jobs": key.max_queued_jobs,
         "created_at": key.created_at.isoformat(),
         "revoked_at": None if key.revoked_at is None else key.revoked_at.isoformat(),
     }

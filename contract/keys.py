@@ -59,6 +59,19 @@ class RedisKeys:
             return f"{self.prefix}:idem:{key}"
         return f"{self.prefix}:tenant:{tenant}:idem:{key}"
 
+    def tenant_queued(self, tenant: str) -> str:
+        """Sorted set of a tenant's unfinished jobs (scored by submit time): its queued-job count.
+
+        Written by SUBMIT, emptied by FINISH (which builds the name from :attr:`tenant_queued_parts`).
+        """
+        head, tail = self.tenant_queued_parts
+        return f"{head}{tenant}{tail}"
+
+    @property
+    def tenant_queued_parts(self) -> tuple[str, str]:
+        """What goes before and after the tenant's name in :meth:`tenant_queued`."""
+        return f"{self.prefix}:tenant:", ":queued"
+
     def rate_window(self, api_key_id: str, window: int) -> str:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
         return f"{self.prefix}:ratelimit:{api_key_id}:{window}"

@@ -126,6 +126,11 @@ class Settings(BaseSettings):
     api_rate_limit_per_minute: int = Field(
         default=6_000, gt=0, description="requests per minute one API key may make (429 beyond; per-key override)"
     )
+    api_max_queued_jobs: int = Field(
+        default=1_000_000,
+        gt=0,
+        description="unfinished jobs one API key may have (429 beyond; per-key override)",
+    )
     api_max_event_streams: int = Field(
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )

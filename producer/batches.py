@@ -25,6 +25,7 @@ from contract.ids import job_id_for
 from contract.schemas import Job, JobSpec, JobStatus
 from producer.async_client import AsyncClient
 from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
+from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, iter_lines
 
 MAX_LISTED_ERRORS = 1_000
@@ -102,10 +103,11 @@ def _check_metadata(metadata: dict[str, Any] | None) -> dict[str, str] | None:
 class BatchService:
     """The Batch API's operations for one tenant at a time, on the API's client and stores."""
 
-    def __init__(self, client: AsyncClient, files: FileStore, batches: AsyncBatchStore) -> None:
+    def __init__(self, client: AsyncClient, files: FileStore, batches: AsyncBatchStore, limit: QueuedJobLimit) -> None:
         self._client = client
         self._files = files
         self._batches = batches
+        self._limit = limit
 
     # Creating --------------------------------------------------------------------------------
 
@@ -117,8 +119,13 @@ class BatchService:
         endpoint: str,
         completion_window: str,
         metadata: dict[str, Any] | None = None,
+        max_queued_jobs: int | None = None,
     ) -> BatchRow:
-        """Validate the input file and enqueue its lines; the batch (``in_progress``, or ``failed`` with its errors)."""
+        """Validate the input file and enqueue its lines; the batch (``in_progress``, or ``failed`` with its errors).
+
+        With ``max_queued_jobs``, a batch whose lines would take the tenant past that many
+        unfinished jobs fails instead (``queued_job_limit_exceeded``), nothing enqueued.
+        """
         if endpoint not in ENDPOINTS:
             raise InvalidBatchError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {endpoint!r}", "endpoint")
         window = _window_seconds(completion_window)
@@ -135,9 +142,9 @@ class BatchService:
         row = await self._batches.create(
             batch_id_for(run_id), tenant, run_id, endpoint, input_file_id, completion_window, window, checked
         )
-        return await self._enqueue(row, source)
+        return await self._enqueue(row, source, max_queued_jobs)
 
-    async def _enqueue(self, row: BatchRow, source: StoredFile) -> BatchRow:
+    async def _enqueue(self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None = None) -> BatchRow:
         """Validate every line, then enqueue one job per line; the batch ``in_progress`` (or ``failed``).
 
         Each job goes in under the idempotency key ``<batch id>:<line>``, so enqueueing a batch
@@ -146,6 +153,12 @@ class BatchService:
         errors, total = await self._validate(source, row.endpoint)
         if errors:
             return await self._batches.fail_validation(row.id, errors)
+        if max_queued_jobs is not None:
+            try:
+                await self._limit.admit(row.tenant, max_queued_jobs, total)
+            except TooManyQueuedJobsError as exc:
+                error = {"code": "queued_job_limit_exceeded", "line": None, "message": str(exc)}
+                return await self._batches.fail_validation(row.id, [error])
         run_id = row.run_id
         await self._batches.create_run(row.id, run_id, total)
         submitter = self._client.submitter

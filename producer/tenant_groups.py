@@ -31,6 +31,7 @@ from producer.groups import (
     group_uuid,
     storable,
 )
+from producer.queued_limit import QueuedJobLimit
 from producer.run_files import MAX_REPORTED_ERRORS, InvalidRunFileError, parse_run_line
 from producer.submitter import AsyncJobSubmitter
 from storage import AsyncGroupStore, FileStore, iter_lines
@@ -42,8 +43,16 @@ RUN_UPLOAD_PURPOSE = "run_input"
 class TenantGroups:
     """One API server's runs and documents; every call names the tenant it acts for."""
 
-    def __init__(self, submitter: AsyncJobSubmitter, files: FileStore, store: AsyncGroupStore, redis_url: str) -> None:
+    def __init__(
+        self,
+        submitter: AsyncJobSubmitter,
+        files: FileStore,
+        store: AsyncGroupStore,
+        limit: QueuedJobLimit,
+        redis_url: str,
+    ) -> None:
         self._submitter = submitter
+        self._limit = limit
         self._files = files
         self._store = store
         self._redis_url = redis_url
@@ -59,11 +68,14 @@ class TenantGroups:
         target_lang: str | None,
         name: str | None,
         callback_url: str | None,
+        max_queued_jobs: int,
     ) -> GroupProgress:
         """Store, validate and queue a JSONL run; its progress once every job is queued.
 
         Raises :class:`~producer.run_files.InvalidRunFileError` listing the bad lines (nothing
-        queued) and :class:`~storage.FileTooLargeError` past ``DRAGOMAN_MAX_FILE_BYTES``.
+        queued), :class:`~storage.FileTooLargeError` past ``DRAGOMAN_MAX_FILE_BYTES`` and
+        :class:`~producer.queued_limit.TooManyQueuedJobsError` if its lines would take the
+        tenant past ``max_queued_jobs`` unfinished jobs.
         """
         settings = self._submitter.settings
         source = normalize_language(source_lang) if source_lang else None
@@ -73,6 +85,7 @@ class TenantGroups:
         upload = await self._files.create(tenant, RUN_UPLOAD_PURPOSE, label, body, max_bytes=settings.max_file_bytes)
         try:
             total = await self._validate(upload.id, source, target)
+            await self._limit.admit(tenant, max_queued_jobs, total)
             run_id = str(uuid.uuid4())
             await self._store.create_run(tenant, run_id, source, target, total, label, callback_url)
             await self._submitter.register_group(run_id, "run", total)
@@ -195,11 +208,17 @@ class TenantGroups:
         name: str | None,
         callback_url: str | None,
         max_segment_chars: int | None,
+        max_queued_jobs: int,
     ) -> str:
-        """Store the document and ask the orchestrator to split and queue it; its id."""
+        """Store the document and ask the orchestrator to split and queue it; its id.
+
+        Its number of jobs is known only once it is split, so it is refused (``TooManyQueuedJobsError``)
+        only when the tenant is at ``max_queued_jobs`` already.
+        """
         settings = self._submitter.settings
         limit = check_document(text, fmt, settings, max_segment_chars)
         check_callback(callback_url, settings)
+        await self._limit.admit(tenant, max_queued_jobs, 1)
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
         label = storable(name, "the document's name")

@@ -20,7 +20,7 @@ from contract.schemas import validate_tenant
 from storage.connection import AsyncConnectionPool, PostgresConnection
 
 KEY_PREFIX = "dgm_"
-_COLUMNS = "id::text, name, tenant, prefix, rate_limit_per_minute, created_at, revoked_at"
+_COLUMNS = "id::text, name, tenant, prefix, rate_limit_per_minute, created_at, revoked_at, max_queued_jobs"
 
 
 class ApiKeyNotFoundError(DragomanError, LookupError):
@@ -43,6 +43,7 @@ class ApiKey:
     rate_limit_per_minute: int | None
     created_at: datetime
     revoked_at: datetime | None
+    max_queued_jobs: int | None = None
 
     @property
     def active(self) -> bool:
@@ -61,7 +62,12 @@ class ApiKeyStore:
         self._connection = connection
 
     def create(
-        self, name: str, *, tenant: str | None = None, rate_limit_per_minute: int | None = None
+        self,
+        name: str,
+        *,
+        tenant: str | None = None,
+        rate_limit_per_minute: int | None = None,
+        max_queued_jobs: int | None = None,
     ) -> tuple[ApiKey, str]:
         """Create a key; return it and the secret key string (shown once, never stored).
 
@@ -73,13 +79,23 @@ class ApiKeyStore:
             raise ValueError("an API key needs a non-empty name")
         if rate_limit_per_minute is not None and rate_limit_per_minute <= 0:
             raise ValueError("rate_limit_per_minute must be positive")
+        if max_queued_jobs is not None and max_queued_jobs <= 0:
+            raise ValueError("max_queued_jobs must be positive")
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         row = (
             self._connection.get()
             .execute(
-                f"INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute) "
-                f"VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
-                (str(uuid.uuid4()), name, tenant, hash_api_key(secret), secret[:12], rate_limit_per_minute),
+                "INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute, max_queued_jobs) "
+                f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+                (
+                    str(uuid.uuid4()),
+                    name,
+                    tenant,
+                    hash_api_key(secret),
+                    secret[:12],
+                    rate_limit_per_minute,
+                    max_queued_jobs,
+                ),
             )
             .fetchone()
         )

@@ -19,7 +19,8 @@ async def create_batch(body: BatchCreate, caller: CallerDep, api: ServicesDep) -
     """Validate the input file's every line, then enqueue one job per line.
 
     The answer is the batch ``in_progress``, or ``failed`` with every bad line in ``errors``
-    (nothing enqueued then).
+    (nothing enqueued then), or if its lines would take the key past its limit of unfinished
+    jobs (``queued_job_limit_exceeded``, as OpenAI fails a batch past its enqueued-token limit).
     """
     row = await api.batches.create(
         caller.tenant,
@@ -27,6 +28,7 @@ async def create_batch(body: BatchCreate, caller: CallerDep, api: ServicesDep) -
         endpoint=body.endpoint,
         completion_window=body.completion_window,
         metadata=body.metadata,
+        max_queued_jobs=caller.max_queued_jobs,
     )
     return BatchObject.of(row)
 

@@ -93,6 +93,7 @@ async def submit_document(
         name=filename,
         callback_url=callback_url,
         max_segment_chars=max_segment_chars,
+        max_queued_jobs=caller.max_queued_jobs,
     )
     return GroupView.of(await api.groups.progress(caller.tenant, "document", document_id))
 

@@ -40,7 +40,8 @@ async def submit_jobs(
     """Enqueue one job (an object) or several (a list, pipelined): ``202`` with the id(s).
 
     Every job is validated before anything is written; one bad item refuses the whole list,
-    naming its index. With ``?wait=SECONDS`` (one job only), the answer is ``200`` with the
+    naming its index. Jobs that would take the key past its limit of unfinished jobs are ``429
+    too_many_queued_jobs`` with ``Retry-After``. With ``?wait=SECONDS`` (one job only), the answer is ``200`` with the
     finished job if it finishes in time, else the same ``202``.
     """
     client = api.client
@@ -53,7 +54,9 @@ async def submit_jobs(
         if len(body) > limit:
             raise ApiError(422, "too_many_jobs", f"{len(body):,} jobs in one request, over the limit of {limit:,}")
         requests = [TranslationRequest(**item.model_dump()) for item in body]
+        await api.queued.admit(caller.tenant, caller.max_queued_jobs, len(requests))
         return JobsAccepted(ids=await client.submit_many(requests, tenant=caller.tenant))
+    await api.queued.admit(caller.tenant, caller.max_queued_jobs, 1)
     job_id = await client.submit(
         body.text,
         body.source_lang,

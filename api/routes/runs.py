@@ -45,7 +45,8 @@ async def submit_run(
 
     The body streams into storage (at most ``DRAGOMAN_MAX_FILE_BYTES``); every line is checked
     before any is queued, and a bad file is refused with each bad line named (``422
-    invalid_run_file``). Job ids derive from the run id and the line's position.
+    invalid_run_file``); a run that would take the key past its limit of unfinished jobs is
+    ``429 too_many_queued_jobs`` (``Retry-After``). Job ids derive from the run id and the line's position.
     """
     progress = await api.groups.submit_run(
         caller.tenant,
@@ -54,6 +55,7 @@ async def submit_run(
         target_lang=target_lang,
         name=name,
         callback_url=callback_url,
+        max_queued_jobs=caller.max_queued_jobs,
     )
     return GroupView.of(progress)
 

@@ -8,7 +8,8 @@
 --       the state record of each event
 -- ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
 --       entry ids, then for each event: job id, status, finished_at, error, payload JSON, the
---       hash and done-set keys of its run/document and its id ("" when it has none)
+--       hash and done-set keys of its run/document and its id ("" when it has none); the
+--       last two ARGV are the parts of a tenant's unfinished-jobs set name around the tenant
 -- An events-stream entry also names the job's tenant (from its state record) and run/document,
 -- when it has them, so that a reader can follow one tenant's or one group's jobs.
 -- Returns the number of entry ids.
@@ -26,6 +27,7 @@ for k = 5, #KEYS do
   if tenant then
     fields[#fields + 1] = 'tenant'
     fields[#fields + 1] = tenant
+    redis.call('ZREM', ARGV[#ARGV - 1] .. tenant .. ARGV[#ARGV], ARGV[j + 1])
   end
   if ARGV[j + 8] ~= '' then
     fields[#fields + 1] = 'group'

@@ -65,6 +65,7 @@ class FinishScript:
                 keys.group_done(group) if group else "",
                 group or "",
             )
+        args += keys.tenant_queued_parts
         return script_keys, args
 
     def queue_on_async(

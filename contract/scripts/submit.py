@@ -48,10 +48,14 @@ class SubmitScript:
             fields["v"],
             spec.tenant or "",
             "1" if only_new else "0",
+            "0" if idempotency_key is None else "1",
         )
-        if idempotency_key is None:
-            return (keys.jobs_stream, keys.state(spec.job_id)), args
-        return (keys.jobs_stream, keys.state(spec.job_id), keys.idempotency(idempotency_key, spec.tenant)), args
+        script_keys: tuple[str, ...] = (keys.jobs_stream, keys.state(spec.job_id))
+        if idempotency_key is not None:
+            script_keys += (keys.idempotency(idempotency_key, spec.tenant),)
+        if spec.tenant:
+            script_keys += (keys.tenant_queued(spec.tenant),)
+        return script_keys, args
 
     def add_to(self, pipe: Pipeline, spec: JobSpec, idempotency_key: str | None, only_new: bool = False) -> None:
         """Queue the submit of ``spec`` on a pipeline; its reply is the job id (see :meth:`call_many`)."""

@@ -1,4 +1,4 @@
-"""The tenant (API key) that submitted each run and document.
+"""The tenant (API key) that submitted each run and document, and each key's queued-job limit.
 
 Revision ID: 0007
 Revises: 0006
@@ -6,7 +6,8 @@ Create Date: 2026-11-23
 
 Runs and documents submitted over the HTTP API belong to the caller's tenant, like their jobs
 (``jobs.tenant``, 0005): another tenant's run or document id answers "not found". Null means it
-came from the Python client or the CLI, which see every group.
+came from the Python client or the CLI, which see every group. ``api_keys.max_queued_jobs``
+overrides ``DRAGOMAN_API_MAX_QUEUED_JOBS`` for one key.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Add ``runs.tenant`` and ``documents.tenant`` (nullable: a catalogue change, no rewrite)."""
+    """Add ``runs.tenant``, ``documents.tenant`` and ``api_keys.max_queued_jobs`` (nullable: no rewrite)."""
     op.add_column("runs", sa.Column("tenant", sa.Text(), nullable=True))
     op.add_column("documents", sa.Column("tenant", sa.Text(), nullable=True))
+    op.add_column("api_keys", sa.Column("max_queued_jobs", sa.Integer(), nullable=True))
+    op.create_check_constraint("api_keys_queued_positive", "api_keys", "max_queued_jobs IS NULL OR max_queued_jobs > 0")
 
 
 def downgrade() -> None:
-    """Drop ``runs.tenant`` and ``documents.tenant``."""
+    """Drop ``api_keys.max_queued_jobs``, ``runs.tenant`` and ``documents.tenant``."""
+    op.drop_constraint("api_keys_queued_positive", "api_keys")
+    op.drop_column("api_keys", "max_queued_jobs")
     op.drop_column("documents", "tenant")
     op.drop_column("runs", "tenant")

@@ -25,14 +25,17 @@ KeyMaker = Callable[..., str]
 
 @pytest.fixture
 def make_key(settings: Settings) -> Iterator[KeyMaker]:
-    """``make_key(tenant, rate_limit_per_minute=None)`` creates an API key and returns the secret."""
+    """``make_key(tenant, rate_limit_per_minute=None, max_queued_jobs=None)`` creates a key; returns the secret."""
     assert settings.database_url
     with PostgresConnection(settings.database_url) as connection:
         store = ApiKeyStore(connection)
 
-        def make(tenant: str, rate_limit_per_minute: int | None = None) -> str:
+        def make(tenant: str, rate_limit_per_minute: int | None = None, max_queued_jobs: int | None = None) -> str:
             return store.create(
-                f"{tenant}-{settings.key_prefix}", tenant=tenant, rate_limit_per_minute=rate_limit_per_minute
+                f"{tenant}-{settings.key_prefix}",
+                tenant=tenant,
+                rate_limit_per_minute=rate_limit_per_minute,
+                max_queued_jobs=max_queued_jobs,
             )[1]
 
         yield make

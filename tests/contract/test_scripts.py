@@ -537,11 +537,13 @@ async def test_the_async_paths_write_what_the_sync_ones_do(
         await client.aclose()
 
 
-def test_finish_names_the_tenant_and_group_in_the_events_stream(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+def test_finish_names_the_tenant_and_group_and_uncounts_the_job(raw_redis: redis.Redis, keys: RedisKeys) -> None:
     """What ``GET /v1/events`` filters on: the tenant from the state record, the run or document given."""
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
     tenant_job = script.call(raw_redis, _spec(tenant="acme"))
     plain_job = script.call(raw_redis, _spec())
+    assert raw_redis.zrange(keys.tenant_queued("acme"), 0, -1) == [tenant_job]  # the tenant's unfinished jobs
+    assert _ttl_within(raw_redis, keys.tenant_queued("acme"), STATE_TTL)
     run_id = str(uuid.uuid4())
     FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(
         raw_redis, [], [FinishedJob(_event(tenant_job), run_id), FinishedJob(_event(plain_job))], NOW
@@ -549,3 +551,4 @@ def test_finish_names_the_tenant_and_group_in_the_events_stream(raw_redis: redis
     tenant_entry, plain_entry = _entries(raw_redis, keys.events_stream)
     assert tenant_entry == {**_event(tenant_job).to_fields(), "tenant": "acme", "group": run_id}
     assert plain_entry == _event(plain_job).to_fields()
+    assert raw_redis.zcard(keys.tenant_queued("acme")) == 0  # finished: no longer counted
