@@ -1,15 +1,37 @@
-"""``/healthz``: the process answers (no key needed, touches neither Redis nor PostgreSQL)."""
+"""``/healthz`` (the process answers) and ``/readyz`` (it can reach Redis and PostgreSQL); no key needed."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+from typing import Annotated
 
-from api.schemas import Health
+from fastapi import APIRouter, Depends
+
+from api.errors import ApiError
+from api.schemas import ErrorBody, Health
+from api.services import ApiServices, services
+from storage import ping_async
 
 router = APIRouter(tags=["health"])
+READY_TIMEOUT_SECONDS = 3.0
 
 
 @router.get("/healthz", response_model=Health)
 async def healthz() -> Health:
-    """Liveness: 200 while the server's event loop answers."""
+    """Liveness: 200 while the server's event loop answers (touches neither Redis nor PostgreSQL)."""
     return Health(status="ok")
+
+
+@router.get("/readyz", response_model=Health, responses={503: {"model": ErrorBody}})
+async def readyz(api: Annotated[ApiServices, Depends(services)]) -> Health:
+    """Readiness: 200 when Redis answers ``PING`` and PostgreSQL ``SELECT 1`` within 3 s, else 503.
+
+    A load balancer sends no requests to a server that cannot reach its services.
+    """
+    try:
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+            await api.client.redis.ping()
+            await ping_async(api.settings.database_url or "")
+    except Exception as exc:  # any failure to answer in time means "not ready"; the message says which
+        raise ApiError(503, "not_ready", f"a backing service does not answer: {type(exc).__name__}: {exc}") from None
+    return Health(status="ready")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 
@@ -309,3 +310,12 @@ async def test_cancel_a_running_job(http: httpx.AsyncClient, make_key: KeyMaker,
                 break
             await asyncio.sleep(0.05)
     assert job["status"] == "cancelled"
+
+
+async def test_readyz_checks_both_services(http: httpx.AsyncClient, app: FastAPI) -> None:
+    response = await http.get("/readyz")
+    assert response.status_code == 200 and response.json() == {"status": "ready"}
+    broken = app.state.services.settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
+    app.state.services = dataclasses.replace(app.state.services, settings=broken)
+    response = await http.get("/readyz")
+    assert response.status_code == 503 and response.json()["error"]["code"] == "not_ready"

@@ -131,7 +131,7 @@ def _compose_config(env: dict[str, str]) -> dict[str, Any]:
 def test_compose_file_is_accepted_by_docker_compose() -> None:
     config = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})
     services = config["services"]
-    assert set(services) >= {"redis", "postgres", "migrate", "worker", "rq-worker", "prometheus", "grafana"}
+    assert set(services) >= {"redis", "postgres", "migrate", "worker", "rq-worker", "api", "prometheus", "grafana"}
     assert services["rq-worker"]["command"] == ["rq-worker"]
     assert "--appendonly" in services["redis"]["command"] and "yes" in services["redis"]["command"]
     worker = services["worker"]
@@ -155,7 +155,7 @@ def test_compose_requires_credentials_and_uses_them() -> None:
     assert services["redis"]["environment"]["REDISCLI_AUTH"] == "r3dis"  # the health check authenticates
     assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == "p0stgres"
     assert services["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "gr4fana"
-    for name in ("migrate", "worker", "rq-worker"):
+    for name in ("migrate", "worker", "rq-worker", "api"):
         env = services[name]["environment"]
         assert env["DRAGOMAN_REDIS_URL"] == "redis://:r3dis@redis:6379/0"
         assert env["DRAGOMAN_DATABASE_URL"] == "postgresql://dragoman:p0stgres@postgres:5432/dragoman"
@@ -200,7 +200,7 @@ def test_make_compose_env_generates_credentials_compose_accepts(tmp_path: Path) 
 
 def test_dragoman_containers_in_compose_are_locked_down() -> None:
     services = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
-    for name in ("migrate", "worker", "rq-worker"):
+    for name in ("migrate", "worker", "rq-worker", "api"):
         service = services[name]
         assert service["read_only"] is True and service["cap_drop"] == ["ALL"], name
         assert "no-new-privileges:true" in service["security_opt"], name
@@ -296,6 +296,9 @@ def test_every_manifest_is_listed_in_the_kustomization(k8s: dict[str, dict[str, 
         "ScaledObject/dragoman-worker",
         "TriggerAuthentication/dragoman-redis",
         "Deployment/dragoman-rq-worker",
+        "Deployment/dragoman-api",
+        "Service/dragoman-api",
+        "HorizontalPodAutoscaler/dragoman-api",
     }
     rq_worker = k8s["Deployment/dragoman-rq-worker"]["spec"]
     assert rq_worker["selector"]["matchLabels"].items() <= rq_worker["template"]["metadata"]["labels"].items()
@@ -323,6 +326,30 @@ def test_worker_deployment_matches_the_code(k8s: dict[str, dict[str, Any]]) -> N
     assert pod["spec"]["terminationGracePeriodSeconds"] > grace + 15  # drain, then the writer's flush
 
 
+def test_api_deployment_service_and_autoscaler_match_the_code(k8s: dict[str, dict[str, Any]]) -> None:
+    deployment = k8s["Deployment/dragoman-api"]
+    pod = deployment["spec"]["template"]
+    labels = pod["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    [container] = pod["spec"]["containers"]
+    assert container["args"][0] == "api"
+    [port] = container["ports"]
+    assert container["args"][container["args"].index("--port") + 1] == str(port["containerPort"])
+    assert container["args"][container["args"].index("--host") + 1] == "0.0.0.0"  # the kubelet and Service reach it
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
+    _assert_known_settings(_env(container))
+    service = k8s["Service/dragoman-api"]["spec"]
+    assert service["selector"].items() <= labels.items()
+    assert service["ports"][0]["targetPort"] == port["name"]
+    hpa = k8s["HorizontalPodAutoscaler/dragoman-api"]["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "dragoman-api"}
+    assert hpa["metrics"][0]["resource"]["name"] == "cpu"
+    assert container["resources"]["requests"]["cpu"]  # utilization is measured against the request
+    compose = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]["api"]
+    assert compose["command"][0] == "api" and "/readyz" in " ".join(compose["healthcheck"]["test"])
+
+
 def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
     deployment = k8s["Deployment/dragoman-worker"]
     labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -345,7 +372,12 @@ def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
 
 def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> None:
     refs = set()
-    for name in ("Deployment/dragoman-worker", "Job/dragoman-migrate", "Deployment/dragoman-rq-worker"):
+    for name in (
+        "Deployment/dragoman-worker",
+        "Job/dragoman-migrate",
+        "Deployment/dragoman-rq-worker",
+        "Deployment/dragoman-api",
+    ):
         for container in k8s[name]["spec"]["template"]["spec"]["containers"]:
             for value in _env(container).values():
                 if isinstance(value, dict) and "secretKeyRef" in value:
@@ -360,7 +392,12 @@ def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> 
 def test_every_pod_runs_as_the_images_non_root_user_with_a_read_only_root(k8s: dict[str, dict[str, Any]]) -> None:
     uid, _, gid = DOCKERFILE.user.partition(":")
     assert int(uid) > 0, "the image runs as root"
-    for name in ("Deployment/dragoman-worker", "Deployment/dragoman-rq-worker", "Job/dragoman-migrate"):
+    for name in (
+        "Deployment/dragoman-worker",
+        "Deployment/dragoman-rq-worker",
+        "Job/dragoman-migrate",
+        "Deployment/dragoman-api",
+    ):
         pod = k8s[name]["spec"]["template"]["spec"]
         security = pod["securityContext"]
         assert security["runAsNonRoot"] is True and security["runAsUser"] == int(uid), name
@@ -477,7 +514,7 @@ def test_every_command_the_manifests_run_exists_in_the_image(
     image_files: Path, k8s: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
     commands = _commands_the_manifests_run(k8s)
-    assert {command[0] for command in commands} == {"db", "worker", "rq-worker"}
+    assert {command[0] for command in commands} == {"db", "worker", "rq-worker", "api"}
     for command in commands:
         result = _in_image(image_files, ["-m", "cli.main", *command, "--help"], tmp_path)
         assert result.returncode == 0, f"dragoman {' '.join(command)}: {result.stderr}"
