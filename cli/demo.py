@@ -16,6 +16,7 @@ from pathlib import Path
 
 import redis
 
+from cli.demo_api import show_curl_round_trip
 from cli.embedded import starts_embedded_services
 from contract.keys import RedisKeys
 from contract.schemas import Job, JobStatus, TranslationRequest
@@ -98,6 +99,8 @@ def _run_with_services(settings: Settings, python: str, urls: ServiceUrls, *, st
         _wait_for_worker(settings, urls.redis_url, worker, log_path)
         code = _translate_sample(settings, urls.redis_url, urls.database_url)
         code = _translate_document(python, env) or code
+        print("      the same over HTTP, with curl:")
+        code = show_curl_round_trip(python, env, _free_port(), settings.data_dir / "demo-api.log") or code
         _print_metrics(metrics_port)
     finally:
         print("[5/5] stopping the workers" + (" and the embedded services" if stops_services else ""))
