@@ -95,8 +95,29 @@ def _json_values(output: str) -> list[Any]:
         values.append(value)
 
 
+@pytest.fixture
+def rq_worker(settings_env: Settings, tmp_path: Path) -> Iterator[None]:
+    """A real ``dragoman rq-worker`` process (the README's document example needs one)."""
+    log = open(tmp_path / "rq-worker.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "rq-worker"], cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=log
+    )
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.mark.timeout(180)
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("jq") is None, reason="needs curl and jq")
-async def test_readme_curl_examples_run(api_server: str, settings: Settings, start_worker: WorkerFactory) -> None:
+async def test_readme_curl_examples_run(
+    api_server: str, rq_worker: None, settings: Settings, start_worker: WorkerFactory, tmp_path: Path
+) -> None:
     block = readme_curl_block()
     assert README_API in block
     script = block.replace(README_API, api_server)
@@ -104,6 +125,8 @@ async def test_readme_curl_examples_run(api_server: str, settings: Settings, sta
     with PostgresConnection(settings.database_url) as connection:
         _, key = ApiKeyStore(connection).create(f"readme-{settings.key_prefix}")
     env = {**os.environ, "DRAGOMAN_API_KEY": key}
+    workdir = tmp_path / "shell"
+    workdir.mkdir()
     async with start_worker(DeterministicEngine(delay_s=0.3)):
         process = await asyncio.create_subprocess_exec(
             "bash",
@@ -112,18 +135,28 @@ async def test_readme_curl_examples_run(api_server: str, settings: Settings, sta
             "-c",
             script,
             env=env,
+            cwd=workdir,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    printed = _json_values(out.decode())
-    # The GET, the waited submit, the list, the cancel and the keyless GET print one body each.
-    assert len(printed) == 5, printed
-    looked_up, waited, listed, cancelled, keyless = printed
+    assert process.returncode == 0, err.decode() + (tmp_path / "rq-worker.log").read_text()
+    bodies, _, events = out.decode().partition("retry: ")
+    printed = _json_values(bodies)
+    # The GET, the waited submit, the list, the cancel, the keyless GET and the run's two result lines.
+    assert len(printed) == 7, printed
+    looked_up, waited, listed, cancelled, keyless, first, second = printed
     assert looked_up["status"] in ("queued", "running", "succeeded") and looked_up["source_lang"] == "en"
     assert waited["status"] == "succeeded" and waited["translation"] == "Thank you."
     assert waited["metadata"] == {"doc": "a.txt"}
     assert len(listed["ids"]) == 2
     assert cancelled.get("id") == looked_up["id"] or cancelled["error"]["code"] == "job_not_cancellable"
     assert keyless["error"]["code"] == "missing_api_key"
+    assert first == {"custom_id": "a", "status": "succeeded", "translation": "One."}
+    assert second["custom_id"] == "b" and second["translation"] == "Two."
+    assert (workdir / "hello.fr.md").read_text() == "# Hello\n\nGood morning, *world*.\n"
+    # The events stream from its start: the run's two jobs, each with its stream entry id.
+    data = [json.loads(line.removeprefix("data: ")) for line in events.splitlines() if line.startswith("data: ")]
+    assert sorted(event["status"] for event in data) == ["succeeded", "succeeded"]
+    assert len({event["group_id"] for event in data}) == 1
+    assert events.count("event: job.finished") == 2 and events.count("\nid: ") == 2
