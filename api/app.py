@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
+from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
 from api.routes import batches, documents, events, files, health, jobs, runs
@@ -56,7 +57,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.services = ApiServices(
             settings=settings,
             client=client,
-            api_keys=AsyncApiKeyStore(pool),
+            api_keys=ApiKeyCache(AsyncApiKeyStore(pool)),
             limiter=RateLimiter(client.redis, client.keys),
             files=file_store,
             batches=BatchService(client, file_store, AsyncBatchStore(pool), queued),

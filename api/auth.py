@@ -15,18 +15,23 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made a request: the API key's id, the tenant whose jobs it sees, and its queued-job limit."""
+    """Who made a request: the API key's id, the tenant whose jobs it sees, its queued-job limit and count.
+
+    ``queued`` is the tenant's unfinished jobs as read with the rate limit (may include stale
+    members: :meth:`~producer.queued_limit.QueuedJobLimit.admit` recounts before refusing).
+    """
 
     key_id: str
     tenant: str
     max_queued_jobs: int
+    queued: int | None = None
 
 
 async def authenticate(request: Request, api: Annotated[ApiServices, Depends(services)]) -> Caller:
     """The request's :class:`Caller`; 401 without a valid, unrevoked key, 429 past the key's rate.
 
-    The key is looked up by its SHA-256 on every request, so a revoked key is refused at once,
-    by every server.
+    The key is looked up by its SHA-256 (kept for half a minute, :mod:`api.key_cache`); a revoked
+    key is refused at once by every server, through the marker its revocation leaves in Redis.
     """
     header = request.headers.get("authorization")
     if not header:
@@ -39,7 +44,10 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
     if key is None:
         raise ApiError(401, "invalid_api_key", "this API key is not valid (unknown or revoked)", _CHALLENGE)
     limit = key.rate_limit_per_minute or api.settings.api_rate_limit_per_minute
-    decision = await api.limiter.hit(key.id, limit)
+    decision = await api.limiter.hit(key.id, limit, tenant=key.tenant)
+    if decision.revoked:
+        api.api_keys.forget(token)
+        raise ApiError(401, "invalid_api_key", "this API key is not valid (unknown or revoked)", _CHALLENGE)
     if not decision.allowed:
         raise ApiError(
             429,
@@ -48,7 +56,10 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
             {"Retry-After": str(decision.retry_after)},
         )
     return Caller(
-        key_id=key.id, tenant=key.tenant, max_queued_jobs=key.max_queued_jobs or api.settings.api_max_queued_jobs
+        key_id=key.id,
+        tenant=key.tenant,
+        max_queued_jobs=key.max_queued_jobs or api.settings.api_max_queued_jobs,
+        queued=decision.queued,
     )
 
 

@@ -1,6 +1,6 @@
 """Per-key request rate limit: a fixed-window counter in Redis, shared by every API server.
 
-One ``INCR`` and ``EXPIRE`` per request, in one round trip. A
+One ``INCR`` and ``EXPIRE`` per request (and the key's revocation marker), in one round trip. A
 fixed window lets a key make up to twice its limit across a window boundary; that is the price
 of one counter per key and window instead of a sorted set per key.
 """
@@ -20,10 +20,15 @@ WINDOW_SECONDS = 60
 
 @dataclass(frozen=True, slots=True)
 class RateDecision:
-    """Whether one request may go ahead, and if not, how many seconds until the window resets."""
+    """Whether one request may go ahead (if not, the seconds until the window resets, or that its key was revoked).
+
+    ``queued``: the tenant's unfinished jobs as counted in the same round trip (when asked for).
+    """
 
     allowed: bool
     retry_after: int
+    revoked: bool = False
+    queued: int | None = None
 
 
 class RateLimiter:
@@ -33,8 +38,15 @@ class RateLimiter:
         self._redis = redis_client
         self._keys = keys
 
-    async def hit(self, api_key_id: str, limit_per_minute: int, now: float | None = None) -> RateDecision:
-        """Count one request of ``api_key_id``; refuse it once the window holds more than ``limit_per_minute``."""
+    async def hit(
+        self, api_key_id: str, limit_per_minute: int, now: float | None = None, *, tenant: str | None = None
+    ) -> RateDecision:
+        """Count one request of ``api_key_id``; refuse it once the window holds more than ``limit_per_minute``.
+
+        The same round trip reads the key's revocation marker (``api.key_cache``) and, given its
+        ``tenant``, the tenant's unfinished-job count (which spares a submit its own round trip:
+        ``producer.queued_limit``).
+        """
         now = time.time() if now is None else now
         window = int(now // WINDOW_SECONDS)
         key = self._keys.rate_window(api_key_id, window)
@@ -43,7 +55,13 @@ class RateLimiter:
             # Refreshed on every hit (EXPIRE NX needs Redis 7; the embedded server is 6.2): the
             # window's key is never used after the window, so it goes at most a minute later.
             pipe.expire(key, WINDOW_SECONDS + 1)
-            count, _ = await pipe.execute()
+            pipe.exists(self._keys.revoked_api_key(api_key_id))
+            if tenant is not None:
+                pipe.zcard(self._keys.tenant_queued(tenant))
+            count, _, revoked, *queued = await pipe.execute()
+        tenant_queued = int(queued[0]) if queued else None
+        if revoked:
+            return RateDecision(False, 0, revoked=True)
         if int(count) <= limit_per_minute:
-            return RateDecision(True, 0)
-        return RateDecision(False, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now)))
+            return RateDecision(True, 0, queued=tenant_queued)
+        return RateDecision(False, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now)), queued=tenant_queued)

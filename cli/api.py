@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from cli.help import EXAMPLE_ID, add_command, choices, examples
@@ -105,6 +106,7 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
                 raise ValueError("api-key revoke needs the key's id (see `dragoman api-key list`)")
             key = store.revoke(args.ident)
             print(f"revoked {key.id} ({key.name}, tenant {key.tenant})")
+            _announce_revocation(settings, key.id)
             return 0
         keys = store.list(include_revoked=args.all)
         if args.json:
@@ -120,6 +122,28 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
                 f"{key.created_at:%Y-%m-%d %H:%M}{revoked}"
             )
         return 0
+
+
+def _announce_revocation(settings: Settings, key_id: str) -> None:
+    """Tell the API servers at once; without Redis they refuse the key once their cache expires."""
+    import redis
+
+    from api.key_cache import CACHE_SECONDS, announce_revocation
+    from contract.keys import RedisKeys
+    from storage.embedded import resolve_urls
+
+    try:
+        client = redis.Redis.from_url(resolve_urls(settings).redis_url, socket_timeout=5)
+        try:
+            announce_revocation(client, RedisKeys.from_settings(settings), key_id)
+        finally:
+            client.close()
+    except redis.RedisError as exc:
+        print(
+            f"warning: Redis is unreachable ({exc}); API servers that used this key lately accept it "
+            f"for up to {CACHE_SECONDS:.0f} s more",
+            file=sys.stderr,
+        )
 
 
 def _key_json(key: ApiKey) -> dict[str, object]:

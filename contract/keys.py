@@ -72,6 +72,10 @@ class RedisKeys:
         """What goes before and after the tenant's name in :meth:`tenant_queued`."""
         return f"{self.prefix}:tenant:", ":queued"
 
+    def revoked_api_key(self, api_key_id: str) -> str:
+        """Marker of a just-revoked API key: API servers refuse a key they still hold in their cache."""
+        return f"{self.prefix}:revoked-key:{api_key_id}"
+
     def rate_window(self, api_key_id: str, window: int) -> str:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
         return f"{self.prefix}:ratelimit:{api_key_id}:{window}"

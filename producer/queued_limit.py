@@ -46,9 +46,11 @@ class QueuedJobLimit:
             _, count = await pipe.execute()
         return int(count)
 
-    async def admit(self, tenant: str, limit: int, adding: int) -> None:
+    async def admit(self, tenant: str, limit: int, adding: int, *, counted: int | None = None) -> None:
         """Raise :class:`TooManyQueuedJobsError` unless ``adding`` more jobs keep the tenant within ``limit``.
 
+        ``counted``: the tenant's count read moments ago (with the request's rate limit); when it
+        leaves room, no round trip is made. Otherwise the set is pruned and counted again first.
         A submission larger than the limit itself can never go in: its error carries no retry time.
         """
         if adding > limit:
@@ -57,6 +59,8 @@ class QueuedJobLimit:
                 "split it, or ask for a higher limit (dragoman api-key create --max-queued-jobs)",
                 None,
             )
+        if counted is not None and counted + adding <= limit:
+            return
         queued = await self.count(tenant)
         if queued + adding > limit:
             raise TooManyQueuedJobsError(

@@ -54,9 +54,9 @@ async def submit_jobs(
         if len(body) > limit:
             raise ApiError(422, "too_many_jobs", f"{len(body):,} jobs in one request, over the limit of {limit:,}")
         requests = [TranslationRequest(**item.model_dump()) for item in body]
-        await api.queued.admit(caller.tenant, caller.max_queued_jobs, len(requests))
+        await api.queued.admit(caller.tenant, caller.max_queued_jobs, len(requests), counted=caller.queued)
         return JobsAccepted(ids=await client.submit_many(requests, tenant=caller.tenant))
-    await api.queued.admit(caller.tenant, caller.max_queued_jobs, 1)
+    await api.queued.admit(caller.tenant, caller.max_queued_jobs, 1, counted=caller.queued)
     job_id = await client.submit(
         body.text,
         body.source_lang,

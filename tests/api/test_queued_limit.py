@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from contract.keys import RedisKeys
 from contract.settings import Settings
-from producer.queued_limit import QueuedJobLimit
+from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from tests.api.conftest import KeyMaker, bearer
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -92,5 +92,21 @@ async def test_members_older_than_the_state_records_are_dropped(service_urls: ob
         await client.zadd(keys.tenant_queued("t"), {"lost": now - 1_000, "live": now - 10})
         assert await QueuedJobLimit(client, keys, state_ttl_seconds=100).count("t", now=now) == 1
         assert await client.zrange(keys.tenant_queued("t"), 0, -1) == ["live"]
+    finally:
+        await client.aclose()
+
+
+async def test_a_count_read_with_the_rate_limit_spares_a_round_trip_and_is_rechecked_before_refusing(
+    service_urls: object, settings: Settings
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    client = aioredis.Redis.from_url(settings.redis_url or "", decode_responses=True)
+    limit = QueuedJobLimit(client, keys, state_ttl_seconds=100)
+    try:
+        await client.zadd(keys.tenant_queued("t"), {"live": time.time()})
+        await limit.admit("t", 1, 1, counted=0)  # room by the earlier count: no recount (a race may pass by one)
+        await limit.admit("t", 2, 1, counted=5)  # the earlier count says full: recounted, and there is room
+        with pytest.raises(TooManyQueuedJobsError):
+            await limit.admit("t", 1, 1, counted=5)
     finally:
         await client.aclose()

@@ -1,0 +1,52 @@
+"""API keys are cached per server, yet a revoked key is refused by the next request."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from api.key_cache import ApiKeyCache
+from cli.main import EXIT_OK, main
+from contract.settings import Settings
+from storage import ApiKey, ApiKeyStore, PostgresConnection
+from tests.api.conftest import bearer
+
+
+class CountingStore:
+    """An AsyncApiKeyStore stand-in that counts its lookups."""
+
+    def __init__(self) -> None:
+        self.lookups = 0
+        self.key = ApiKey("id", "name", "tenant", "dgm_x", None, datetime.now(UTC), None)
+
+    async def find(self, token: str) -> ApiKey | None:
+        self.lookups += 1
+        return self.key if token == "good" else None
+
+
+async def test_a_known_key_is_looked_up_once_an_unknown_one_every_time() -> None:
+    store = CountingStore()
+    cache = ApiKeyCache(store)  # type: ignore[arg-type]
+    assert [await cache.find("good") for _ in range(3)] == [store.key] * 3
+    assert store.lookups == 1
+    assert [await cache.find("bad") for _ in range(3)] == [None] * 3
+    assert store.lookups == 4
+    cache.forget("good")
+    await cache.find("good")
+    assert store.lookups == 5
+
+
+async def test_revoking_a_key_in_use_refuses_its_next_request(
+    http: httpx.AsyncClient, settings_env: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert settings_env.database_url
+    with PostgresConnection(settings_env.database_url) as connection:
+        record, key = ApiKeyStore(connection).create(f"cached-{settings_env.key_prefix}")
+    missing = "/v1/jobs/00000000-0000-0000-0000-000000000000"
+    assert (await http.get(missing, headers=bearer(key))).json()["error"]["code"] == "job_not_found"  # now cached
+    assert main(["api-key", "revoke", record.id]) == EXIT_OK
+    refused = await http.get(missing, headers=bearer(key))
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+    assert "warning" not in capsys.readouterr().err
