@@ -144,11 +144,15 @@ class BatchService:
         )
         return await self._enqueue(row, source, max_queued_jobs)
 
-    async def _enqueue(self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None = None) -> BatchRow:
+    async def _enqueue(
+        self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None = None, *, resuming: bool = False
+    ) -> BatchRow:
         """Validate every line, then enqueue one job per line; the batch ``in_progress`` (or ``failed``).
 
-        Each job goes in under the idempotency key ``<batch id>:<line>``, so enqueueing a batch
-        again (resuming one whose server died) writes only the jobs that are not queued yet.
+        Job ids derive from the run id and the line, and a job whose state record exists is left
+        as it is (``only_new``), so enqueueing a batch again (``resuming`` one whose server died)
+        writes only the jobs that are not queued yet; a resume also skips the lines whose job
+        already has its row (its state record may have expired since).
         """
         errors, total = await self._validate(source, row.endpoint)
         if errors:
@@ -163,14 +167,9 @@ class BatchService:
         await self._batches.create_run(row.id, run_id, total)
         submitter = self._client.submitter
         await submitter.register_group(run_id, "run", total)
-        chunk: list[tuple[JobSpec, str | None]] = []
+        finished = await self._batches.sequences_with_rows(run_id) if resuming else frozenset[int]()
         try:
-            async for spec in self._jobs(source, row.endpoint, run_id, row.tenant):
-                chunk.append((spec, f"{row.id}:{spec.sequence}"))
-                if len(chunk) >= self._client.settings.submit_chunk_size:
-                    await submitter.write(chunk)
-                    chunk = []
-            await submitter.write(chunk)
+            await self._write_jobs(row, source, finished)
         except Exception:
             with contextlib.suppress(Exception):  # best effort: the services may be what failed
                 await self._batches.fail_validation(
@@ -183,6 +182,19 @@ class BatchService:
         if started.status == "cancelling":  # cancelled while it was validating: its jobs exist only now
             await submitter.cancel_many([job_id_for(run_id, sequence) for sequence in range(total)])
         return started
+
+    async def _write_jobs(self, row: BatchRow, source: StoredFile, skip: frozenset[int]) -> None:
+        """Queue a job for every line not in ``skip``, a chunk at a time (``only_new``: see :meth:`_enqueue`)."""
+        submitter = self._client.submitter
+        chunk: list[tuple[JobSpec, str | None]] = []
+        async for spec in self._jobs(source, row.endpoint, row.run_id, row.tenant):
+            if spec.sequence in skip:
+                continue
+            chunk.append((spec, None))
+            if len(chunk) >= self._client.settings.submit_chunk_size:
+                await submitter.write(chunk, only_new=True)
+                chunk = []
+        await submitter.write(chunk, only_new=True)
 
     async def _validate(self, source: StoredFile, endpoint: str) -> tuple[list[dict[str, Any]], int]:
         """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass."""
@@ -269,7 +281,7 @@ class BatchService:
         if source is None:
             error = {"code": "creation_interrupted", "line": None, "message": "the input file was deleted"}
             return await self._batches.fail_validation(row.id, [error])
-        return await self._enqueue(claimed, source)
+        return await self._enqueue(claimed, source, resuming=True)
 
     async def _expire(self, row: BatchRow) -> BatchRow:
         """Past its window: cancel what has not run; the batch ends ``expired`` once they are drained."""

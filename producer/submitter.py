@@ -98,16 +98,18 @@ class AsyncJobSubmitter:
         self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
         self._cancel = CancelScript(keys)
 
-    async def write(self, prepared: Sequence[tuple[JobSpec, str | None]]) -> list[str]:
+    async def write(self, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False) -> list[str]:
         """Submit ``(spec, idempotency key)`` pairs, one pipelined round trip per chunk; return the job ids.
 
-        A Redis failure after a chunk went in raises :class:`SubmitInterruptedError`, as :meth:`JobSubmitter.write`.
+        A Redis failure after a chunk went in raises :class:`SubmitInterruptedError`, as :meth:`JobSubmitter.write`;
+        ``only_new`` as there.
         """
         chunk = self.settings.submit_chunk_size
         ids: list[str] = []
         for start in range(0, len(prepared), chunk):
             try:
-                ids.extend(await self._submit.call_many_async(self.redis, prepared[start : start + chunk]))
+                batch = prepared[start : start + chunk]
+                ids.extend(await self._submit.call_many_async(self.redis, batch, only_new=only_new))
             except redis.RedisError as exc:
                 if not ids:
                     raise

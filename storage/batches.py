@@ -192,6 +192,12 @@ class AsyncBatchStore:
             counts = {str(status): int(count) for status, count in await cursor.fetchall()}
         return RunTally(counts.get("succeeded", 0), counts.get("failed", 0), counts.get("cancelled", 0))
 
+    async def sequences_with_rows(self, run_id: str) -> frozenset[int]:
+        """The line numbers of the run's jobs that have a row (resuming a batch skips them)."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute("SELECT sequence FROM jobs WHERE run_id = %s", (run_id,))
+            return frozenset(int(row[0]) for row in await cursor.fetchall())
+
     async def request_cancel(self, tenant: str, batch_id: str) -> BatchRow | None:
         """Mark a ``validating`` or ``in_progress`` batch ``cancelling`` (and its run cancel-requested).
 

@@ -77,13 +77,13 @@ class SubmitScript:
         return [str(job_id) for job_id in _LUA.run_pipelined(client, queue)]
 
     async def call_many_async(
-        self, client: aioredis.Redis, prepared: Sequence[tuple[JobSpec, str | None]]
+        self, client: aioredis.Redis, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False
     ) -> list[str]:
         """:meth:`call_many` on an asyncio client (the same KEYS and ARGV, from :meth:`layout`)."""
 
         def queue(pipe: AsyncPipeline) -> None:
             for spec, idempotency_key in prepared:
-                keys, args = self.layout(spec, idempotency_key)
+                keys, args = self.layout(spec, idempotency_key, only_new)
                 pipe.evalsha(_LUA.sha, len(keys), *keys, *args)
 
         return [str(job_id) for job_id in await _LUA.run_pipelined_async(client, queue)]

@@ -22,6 +22,7 @@ import pytest
 from openai import OpenAI
 
 import producer.batches
+from contract.ids import job_id_for
 from contract.keys import RedisKeys
 from contract.settings import Settings
 from producer import AsyncClient
@@ -401,7 +402,12 @@ async def test_the_readme_example_runs_as_written(
 
 
 async def test_a_batch_left_validating_by_a_dead_server_is_resumed_on_read_without_duplicates(
-    api_url: str, make_key: KeyMaker, settings: Settings, monkeypatch: pytest.MonkeyPatch, start_worker: WorkerFactory
+    api_url: str,
+    make_key: KeyMaker,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    start_worker: WorkerFactory,
+    pg: Any,
 ) -> None:
     tenant = f"crashed-{uuid.uuid4().hex[:8]}"
     client = sdk(api_url, make_key(tenant))
@@ -418,14 +424,21 @@ async def test_a_batch_left_validating_by_a_dead_server_is_resumed_on_read_witho
         finally:
             await pool.close()
         _, spec = parse_line(jsonl(lines[:1]).strip(), "/v1/translations", max_chars=settings.max_text_chars)
-        await producer_client.submitter.write([(numbered(spec, run_id, 0, tenant), f"{batch_id}:0")])
+        await producer_client.submitter.write([(numbered(spec, run_id, 0, tenant), None)], only_new=True)
+        # ... and line 2 enqueued and finished long ago: its row is written, its state record expired.
+        pg.execute(
+            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, created_at, "
+            "finished_at, run_id, sequence, tenant) VALUES (%s, 'succeeded', 'en', 'fr', 'text 2', 'text 2', now(), "
+            "now(), %s, 2, %s)",
+            (job_id_for(run_id, 2), run_id, tenant),
+        )
         assert (await call(client.batches.retrieve, batch_id)).status == "validating"  # not stale yet
         monkeypatch.setattr(producer.batches, "VALIDATING_TIMEOUT_SECONDS", 0)
         resumed = await call(client.batches.retrieve, batch_id)
         assert resumed.status == "in_progress" and resumed.request_counts is not None
         assert resumed.request_counts.total == 3
         stream = RedisKeys.from_settings(settings).jobs_stream
-        assert await producer_client.redis.xlen(stream) == 3  # line 0 was not enqueued twice
+        assert await producer_client.redis.xlen(stream) == 2  # line 0 was not enqueued twice, line 2 not again
     async with start_worker(DeterministicEngine()):
         done = await poll(client, batch_id, {"completed"})
     assert done.output_file_id

@@ -1,0 +1,327 @@
+"""The HTTP API's cost, side by side with the Python client, on this machine (zero-cost engine).
+
+    python -m bench.api [--jobs 20000] [--single 5000] [--clients 16] [--batch-lines 100000]
+                        [--out bench/out/api.json]
+
+Measured in one run against one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL /
+DRAGOMAN_DATABASE_URL) and a real ``dragoman api`` process (uvicorn, one process), the load
+coming from ``--clients`` concurrent keep-alive connections (aiohttp) in this process:
+
+1. submit only (no worker): ``Client.submit_many`` against ``POST /v1/jobs`` with 100 jobs a
+   request and with one job a request; the stream is emptied between them (not timed);
+2. an OpenAI batch end to end: its JSONL uploaded (``/v1/files``), the batch created, drained by
+   a zero-cost worker in a process of its own, polled until ``completed`` and its output file
+   downloaded, against the same jobs through ``submit_many`` and the same worker until the last
+   row is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psycopg
+import redis
+
+from bench.enqueue import workload
+from bench.servers import benchmark_servers
+from contract.keys import RedisKeys
+from contract.schemas import TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from producer.client import Client
+from storage import ApiKeyStore, PostgresConnection, libpq_url
+
+PER_REQUEST = 100
+POLL_SECONDS = 0.2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def api_process(settings: Settings, log_path: Path) -> Iterator[str]:
+    """``dragoman api`` on a free port, as its own process; its base URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": settings.redis_url or "",
+        "DRAGOMAN_DATABASE_URL": settings.database_url or "",
+        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+    }
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "api", "--port", str(port)], stdout=log, stderr=log, env=env
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/readyz", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"dragoman api did not start; see {log_path}") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _zero_cost_worker(settings_json: str, stop: Event) -> None:
+    """A worker with the deterministic engine, in a process of its own, until ``stop`` is set."""
+    from worker.deterministic_engine import DeterministicEngine
+    from worker.profiles import IdentityProfile
+    from worker.runtime import run_event_loop
+    from worker.service import Worker
+
+    settings = Settings.model_validate_json(settings_json)
+
+    async def run() -> None:
+        engine = DeterministicEngine()
+        worker = Worker(
+            settings,
+            redis_url=settings.redis_url or "",
+            database_url=settings.database_url or "",
+            engine=engine,
+            profile=IdentityProfile(engine.tokenizer),
+            max_in_flight=512,
+        )
+        await worker.start()
+        while not stop.is_set():
+            await asyncio.sleep(0.05)
+        await worker.stop()
+
+    run_event_loop(run())
+
+
+@contextmanager
+def worker_process(settings: Settings) -> Iterator[None]:
+    """The zero-cost worker running beside the API while the block runs."""
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    process = context.Process(target=_zero_cost_worker, args=(settings.model_dump_json(), stop))
+    process.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        process.join(timeout=60)
+
+
+def _empty_queue(settings: Settings, tenant: str) -> None:
+    """Drop the jobs stream, the state records and the tenant's count (between measurements, not timed)."""
+    keys = RedisKeys.from_settings(settings)
+    client = redis.Redis.from_url(settings.redis_url or "")
+    try:
+        client.delete(keys.jobs_stream, keys.tenant_queued(tenant))
+        for key in client.scan_iter(match=keys.state_pattern, count=10_000):
+            client.unlink(key)
+    finally:
+        client.close()
+
+
+async def post_all(base: str, key: str, bodies: list[bytes], clients: int) -> float:
+    """POST every body to ``/v1/jobs`` over ``clients`` concurrent connections; the seconds it took."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    pending = iter(bodies)
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(base, connector=connector, headers=headers) as session:
+
+        async def client() -> None:
+            for body in pending:
+                async with session.post("/v1/jobs", data=body) as response:
+                    if response.status != 202:
+                        raise SystemExit(f"POST /v1/jobs answered {response.status}: {await response.text()}")
+                    await response.read()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return time.perf_counter() - start
+
+
+def _job(item: TranslationRequest) -> dict[str, Any]:
+    return {"text": item.text, "source_lang": item.source_lang, "target_lang": item.target_lang}
+
+
+def bench_submit(
+    settings: Settings, base: str, key: str, tenant: str, jobs: int, single: int, clients: int
+) -> dict[str, Any]:
+    """Client.submit_many, then the API with 100 jobs a request, then one job a request."""
+    items = workload(max(jobs, single))
+    with Client(settings) as client:
+        start = time.perf_counter()
+        client.submit_many(items[:jobs])
+        many_s = time.perf_counter() - start
+    _empty_queue(settings, tenant)
+    batched = [json.dumps([_job(i) for i in items[n : n + PER_REQUEST]]).encode() for n in range(0, jobs, PER_REQUEST)]
+    batched_s = asyncio.run(post_all(base, key, batched, clients))
+    _empty_queue(settings, tenant)
+    singles = [json.dumps(_job(item)).encode() for item in items[:single]]
+    single_s = asyncio.run(post_all(base, key, singles, clients))
+    _empty_queue(settings, tenant)
+    return {
+        "jobs": jobs,
+        "clients": clients,
+        "submit_many_jobs_per_s": round(jobs / many_s),
+        "api_100_per_request_jobs_per_s": round(jobs / batched_s),
+        "api_single_requests": single,
+        "api_single_requests_per_s": round(single / single_s),
+    }
+
+
+def _batch_lines(count: int) -> bytes:
+    return b"".join(
+        json.dumps({"custom_id": f"r{n}", "method": "POST", "url": "/v1/translations", "body": _job(item)}).encode()
+        + b"\n"
+        for n, item in enumerate(workload(count, seed=2))
+    )
+
+
+async def batch_round_trip(base: str, key: str, content: bytes) -> tuple[dict[str, float], int]:
+    """Upload, create, poll until completed, download the output; each phase's end (seconds) and the output's lines."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with aiohttp.ClientSession(base, headers=headers, timeout=aiohttp.ClientTimeout(total=3_600)) as session:
+        start = time.perf_counter()
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", content, filename="input.jsonl", content_type="application/jsonl")
+        async with session.post("/v1/files", data=form) as response:
+            uploaded = await response.json()
+        phases = {"uploaded": time.perf_counter() - start}
+        request = {"input_file_id": uploaded["id"], "endpoint": "/v1/translations", "completion_window": "24h"}
+        async with session.post("/v1/batches", json=request) as response:
+            batch = await response.json()
+        phases["created_and_enqueued"] = time.perf_counter() - start
+        while batch["status"] not in ("completed", "failed", "expired", "cancelled"):
+            await asyncio.sleep(POLL_SECONDS)
+            async with session.get(f"/v1/batches/{batch['id']}") as response:
+                batch = await response.json()
+            if (
+                batch["request_counts"]["completed"] + batch["request_counts"]["failed"]
+                == batch["request_counts"]["total"]
+            ):
+                phases.setdefault("jobs_done", time.perf_counter() - start)
+        phases["completed"] = time.perf_counter() - start
+        if batch["status"] != "completed":
+            raise SystemExit(f"the batch ended {batch['status']}: {batch.get('errors')}")
+        async with session.get(f"/v1/files/{batch['output_file_id']}/content") as response:
+            lines = (await response.read()).count(b"\n")
+        phases["downloaded"] = time.perf_counter() - start
+        return {name: round(seconds, 2) for name, seconds in phases.items()}, lines
+
+
+def _row_count(database_url: str) -> int:
+    with psycopg.connect(libpq_url(database_url)) as conn:
+        row = conn.execute("SELECT count(*) FROM jobs").fetchone()
+    return int(row[0]) if row else 0
+
+
+def native_round_trip(settings: Settings, count: int) -> float:
+    """The same jobs through submit_many, until the worker has written the last row; the seconds."""
+    database_url = settings.database_url or ""
+    target = _row_count(database_url) + count
+    items = workload(count, seed=2)
+    start = time.perf_counter()
+    with Client(settings) as client:
+        client.submit_many(items)
+    while _row_count(database_url) < target:
+        time.sleep(POLL_SECONDS)
+    return time.perf_counter() - start
+
+
+def bench_batch(settings: Settings, base: str, key: str, lines: int) -> dict[str, Any]:
+    """An OpenAI batch of ``lines`` end to end against the same jobs submitted natively, one worker."""
+    content = _batch_lines(lines)
+    with worker_process(settings):
+        native_s = native_round_trip(settings, lines)
+        phases, output_lines = asyncio.run(batch_round_trip(base, key, content))
+    batch_s = phases["downloaded"]
+    assert output_lines == lines, f"{output_lines} output lines for {lines} input lines"
+    return {
+        "lines": lines,
+        "input_bytes": len(content),
+        "native_seconds": round(native_s, 2),
+        "native_jobs_per_s": round(lines / native_s),
+        "batch_seconds": round(batch_s, 2),
+        "batch_jobs_per_s": round(lines / batch_s),
+        "batch_phases_seconds": phases,
+    }
+
+
+def _key(settings: Settings, tenant: str) -> str:
+    with PostgresConnection(settings.database_url or "") as connection:
+        return ApiKeyStore(connection).create(
+            tenant, tenant=tenant, rate_limit_per_minute=10**9, max_queued_jobs=10**8
+        )[1]
+
+
+def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
+    """Both measurements on one set of servers and one API process."""
+    settings = Settings(
+        redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=f"bench-{uuid.uuid4().hex[:8]}"
+    )
+    tenant = f"bench-{uuid.uuid4().hex[:8]}"
+    key = _key(settings, tenant)
+    with api_process(settings, log_dir / "api.log") as base:
+        submit = bench_submit(settings, base, key, tenant, args.jobs, args.single, args.clients)
+        batch = bench_batch(settings, base, key, args.batch_lines)
+    return {
+        "submit": submit,
+        "batch": batch,
+        "ratios": {
+            "api_batched_vs_submit_many": round(
+                submit["api_100_per_request_jobs_per_s"] / submit["submit_many_jobs_per_s"], 3
+            ),
+            "batch_time_vs_native": round(batch["batch_seconds"] / batch["native_seconds"], 3),
+        },
+    }
+
+
+def main() -> None:
+    """Run both measurements once, print them, write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=20_000, help="jobs for the submit comparison")
+    parser.add_argument("--single", type=int, default=5_000, help="one-job requests")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent connections")
+    parser.add_argument("--batch-lines", type=int, default=100_000, help="lines of the OpenAI batch")
+    parser.add_argument("--out", type=Path, default=Path("bench/out/api.json"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dragoman-bench-api-") as logs, benchmark_servers() as urls:
+        result = run(urls, args, Path(logs))
+    result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "when": time.strftime("%F %R")}
+    submit, batch = result["submit"], result["batch"]
+    print(f"Client.submit_many:                {submit['submit_many_jobs_per_s']:>8,} jobs/s")
+    print(f"POST /v1/jobs, 100 jobs a request: {submit['api_100_per_request_jobs_per_s']:>8,} jobs/s")
+    print(f"POST /v1/jobs, one job a request:  {submit['api_single_requests_per_s']:>8,} requests/s")
+    print(f"{batch['lines']:,} jobs natively, end to end: {batch['native_seconds']:.1f} s")
+    print(f"{batch['lines']:,}-line OpenAI batch, upload to output: {batch['batch_seconds']:.1f} s")
+    print(f"ratios: {result['ratios']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
