@@ -53,6 +53,13 @@ def create_app(settings: Settings) -> FastAPI:
         pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
         file_store = PostgresFileStore(pool)
         queued = QueuedJobLimit(client.redis, client.keys, settings.state_ttl_seconds)
+        batch_service = BatchService(
+            client,
+            file_store,
+            AsyncBatchStore(pool),
+            queued,
+            create_wait_seconds=settings.api_batch_create_wait_seconds,
+        )
         feed = EventFeed(settings.redis_url or "", client.keys, settings.api_max_event_streams)
         app.state.services = ApiServices(
             settings=settings,
@@ -60,7 +67,7 @@ def create_app(settings: Settings) -> FastAPI:
             api_keys=ApiKeyCache(AsyncApiKeyStore(pool)),
             limiter=RateLimiter(client.redis, client.keys),
             files=file_store,
-            batches=BatchService(client, file_store, AsyncBatchStore(pool), queued),
+            batches=batch_service,
             groups=TenantGroups(client.submitter, file_store, AsyncGroupStore(pool), queued, settings.redis_url or ""),
             events=feed,
             queued=queued,
@@ -68,6 +75,7 @@ def create_app(settings: Settings) -> FastAPI:
         try:
             yield
         finally:
+            await batch_service.close()
             await feed.close()
             await client.close()
             await pool.close()

@@ -131,6 +131,9 @@ class Settings(BaseSettings):
         gt=0,
         description="unfinished jobs one API key may have (429 beyond; per-key override)",
     )
+    api_batch_create_wait_seconds: float = Field(
+        default=10.0, ge=0, description="how long POST /v1/batches waits for validation before answering validating"
+    )
     api_max_event_streams: int = Field(
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )

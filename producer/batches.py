@@ -10,9 +10,11 @@ files (``finalizing``) and completes the batch, so no background process is need
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +30,8 @@ from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, 
 from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, iter_lines
 
+log = logging.getLogger(__name__)
+
 MAX_LISTED_ERRORS = 1_000
 """Bad lines listed in a failed batch's ``errors`` (the last entry says how many more there were)."""
 MAX_METADATA_KEYS = 16
@@ -37,6 +41,8 @@ MAX_WINDOW_SECONDS = 7 * 24 * 3_600
 _ACTIVE = ("in_progress", "cancelling", "finalizing")
 VALIDATING_TIMEOUT_SECONDS = 1_800
 """A batch ``validating`` this long was being created by a server that died: the next read resumes it."""
+MAX_CREATING = 4
+"""Batches one server validates and enqueues at once (a create past it waits for a slot)."""
 
 
 class BatchNotFoundError(DragomanError, LookupError):
@@ -103,11 +109,29 @@ def _check_metadata(metadata: dict[str, Any] | None) -> dict[str, str] | None:
 class BatchService:
     """The Batch API's operations for one tenant at a time, on the API's client and stores."""
 
-    def __init__(self, client: AsyncClient, files: FileStore, batches: AsyncBatchStore, limit: QueuedJobLimit) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        files: FileStore,
+        batches: AsyncBatchStore,
+        limit: QueuedJobLimit,
+        *,
+        create_wait_seconds: float = 10.0,
+    ) -> None:
         self._client = client
         self._files = files
         self._batches = batches
         self._limit = limit
+        self._create_wait = create_wait_seconds
+        self._creating: set[asyncio.Task[BatchRow]] = set()
+        self._slots = asyncio.Semaphore(MAX_CREATING)
+
+    async def close(self) -> None:
+        """Stop the creations still running (their batches are released: the next read resumes them)."""
+        tasks = list(self._creating)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # Creating --------------------------------------------------------------------------------
 
@@ -123,8 +147,11 @@ class BatchService:
     ) -> BatchRow:
         """Validate the input file and enqueue its lines; the batch (``in_progress``, or ``failed`` with its errors).
 
-        With ``max_queued_jobs``, a batch whose lines would take the tenant past that many
-        unfinished jobs fails instead (``queued_job_limit_exceeded``), nothing enqueued.
+        The validation and the enqueueing run in a task of this service: if they take longer than
+        ``create_wait_seconds`` (a large file), the batch is returned ``validating`` and they go on
+        (as OpenAI's batches start ``validating``). With ``max_queued_jobs``, a batch whose lines
+        would take the tenant past that many unfinished jobs fails (``queued_job_limit_exceeded``),
+        nothing enqueued.
         """
         if endpoint not in ENDPOINTS:
             raise InvalidBatchError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {endpoint!r}", "endpoint")
@@ -142,7 +169,35 @@ class BatchService:
         row = await self._batches.create(
             batch_id_for(run_id), tenant, run_id, endpoint, input_file_id, completion_window, window, checked
         )
-        return await self._enqueue(row, source, max_queued_jobs)
+        return await self._start(row, source, max_queued_jobs)
+
+    async def _start(
+        self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None, *, resuming: bool = False
+    ) -> BatchRow:
+        """Validate and enqueue in a task of this service; the batch once that is done, or after the wait."""
+        await self._slots.acquire()
+        task = asyncio.create_task(self._create_in_background(row, source, max_queued_jobs, resuming))
+        self._creating.add(task)
+        task.add_done_callback(self._created)
+        done, _ = await asyncio.wait({task}, timeout=self._create_wait)
+        return task.result() if done else row
+
+    async def _create_in_background(
+        self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None, resuming: bool
+    ) -> BatchRow:
+        """:meth:`_enqueue`, owned by this service; if it is stopped, the batch is released for another reader."""
+        try:
+            return await self._enqueue(row, source, max_queued_jobs, resuming=resuming)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._batches.release_validation(row.id))
+            raise
+
+    def _created(self, task: asyncio.Task[BatchRow]) -> None:
+        self._creating.discard(task)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("creating a batch failed: %s", task.exception())
 
     async def _enqueue(
         self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None = None, *, resuming: bool = False
@@ -281,7 +336,7 @@ class BatchService:
         if source is None:
             error = {"code": "creation_interrupted", "line": None, "message": "the input file was deleted"}
             return await self._batches.fail_validation(row.id, [error])
-        return await self._enqueue(claimed, source, resuming=True)
+        return await self._start(claimed, source, None, resuming=True)
 
     async def _expire(self, row: BatchRow) -> BatchRow:
         """Past its window: cancel what has not run; the batch ends ``expired`` once they are drained."""

@@ -147,6 +147,13 @@ class AsyncBatchStore:
             (batch_id, older_than_seconds),
         )
 
+    async def release_validation(self, batch_id: str) -> None:
+        """A server stopping mid-creation gives the batch up: the next read (any server's) resumes it."""
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE batches SET claimed_at = 'epoch' WHERE id = %s AND status = 'validating'", (batch_id,)
+            )
+
     async def started(self, batch_id: str, run_id: str, total: int) -> BatchRow:
         """Every job is enqueued: the run is ``running`` and the batch ``in_progress`` (unless cancelled meanwhile)."""
         async with self._pool.connection() as conn, conn.transaction():

@@ -444,3 +444,35 @@ async def test_a_batch_left_validating_by_a_dead_server_is_resumed_on_read_witho
     assert done.output_file_id
     output = parse((await call(client.files.content, done.output_file_id)).read())
     assert [line["response"]["body"]["translation"] for line in output] == ["text 0", "text 1", "text 2"]
+
+
+async def test_a_slow_create_answers_validating_and_a_stopped_server_leaves_the_batch_to_the_next(
+    settings: Settings, tenant_key: KeyMaker, raw_redis: Any, pg: Any
+) -> None:
+    """Past DRAGOMAN_API_BATCH_CREATE_WAIT_SECONDS the batch is returned validating, its creation going on;
+    a server shut down mid-creation releases it, and the next read (another server's) finishes it."""
+    from api import create_app
+
+    key = {"Authorization": f"Bearer {tenant_key('slow')}"}
+    lines = [translation_line(f"r{n}", f"text {n}") for n in range(5_000)]
+    app = create_app(settings.model_copy(update={"api_batch_create_wait_seconds": 0}))
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            uploaded = await http.post(
+                "/v1/files", files={"file": ("in.jsonl", jsonl(lines))}, data={"purpose": "batch"}, headers=key
+            )
+            request = {
+                "input_file_id": uploaded.json()["id"],
+                "endpoint": "/v1/translations",
+                "completion_window": "1h",
+            }
+            created = (await http.post("/v1/batches", json=request, headers=key)).json()
+    assert created["status"] == "validating"  # answered at once; the server then stopped mid-creation
+    released = pg.execute("SELECT status, claimed_at FROM batches WHERE id = %s", (created["id"],)).fetchone()
+    assert released[0] == "validating" and released[1].year == 1970  # given up for the next reader
+    successor = create_app(settings)
+    async with successor.router.lifespan_context(successor):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=successor), base_url="http://t") as http:
+            batch = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
+    assert batch["status"] == "in_progress" and batch["request_counts"]["total"] == 5_000, batch
+    assert raw_redis.xlen(RedisKeys.from_settings(settings).jobs_stream) == 5_000  # nothing queued twice
