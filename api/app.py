@@ -51,7 +51,10 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         client = AsyncClient(settings)
         pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
-        file_store = PostgresFileStore(pool)
+        # Uploads and downloads hold a connection while the client sends or reads: a pool of their
+        # own, so slow clients cannot take the connections every other request needs.
+        file_pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
+        file_store = PostgresFileStore(file_pool)
         queued = QueuedJobLimit(client.redis, client.keys, settings.state_ttl_seconds)
         batch_service = BatchService(
             client,
@@ -78,6 +81,7 @@ def create_app(settings: Settings) -> FastAPI:
             await batch_service.close()
             await feed.close()
             await client.close()
+            await file_pool.close()
             await pool.close()
 
     app = FastAPI(title="dragoman", version="1", description=DESCRIPTION, lifespan=lifespan)

@@ -45,6 +45,7 @@ from producer.batches import (
 from producer.queued_limit import TooManyQueuedJobsError
 from producer.requests import InvalidJobIdError
 from producer.run_files import InvalidRunFileError
+from producer.tenant_groups import DocumentNotAssembledError
 from storage import DatabaseUnavailableError, FileTooLargeError
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (DocumentTooLargeError, 413, "document_too_large"),
     (InvalidJobError, 422, "invalid_job"),
     (RunNotFinishedError, 409, "not_finished"),
+    (DocumentNotAssembledError, 409, "document_not_assembled"),
     (ConfigurationError, 400, "not_configured"),  # from a request: a callback URL without a webhook secret
     (JobNotFoundError, 404, "job_not_found"),
     (JobNotCancellableError, 409, "job_not_cancellable"),

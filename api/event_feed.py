@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,14 +28,16 @@ _ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 class FeedItem:
     """One server-sent event: a job's completion (``id`` is its stream entry id), a gap, or a keep-alive."""
 
-    kind: str  # "event", "gap" or "keepalive"
+    kind: str  # "event", "gap" or "keepalive" (which carries the position read up to)
     entry_id: str = ""
     data: str = ""
 
     def encode(self) -> bytes:
         """The event in the ``text/event-stream`` format."""
         if self.kind == "keepalive":
-            return b": keep-alive\n\n"
+            # An id without data dispatches no event but moves the client's Last-Event-ID past the
+            # other tenants' entries read meanwhile: a reconnect resumes from here.
+            return f"id: {self.entry_id}\n\n".encode() if self.entry_id else b": keep-alive\n\n"
         event = "job.finished" if self.kind == "event" else self.kind
         head = f"id: {self.entry_id}\n" if self.entry_id else ""
         return f"{head}event: {event}\ndata: {self.data}\n\n".encode()
@@ -78,13 +81,15 @@ class EventFeed:
         return str(newest[0][0]) if newest else "0-0"
 
     async def follow(
-        self, tenant: str, after: str, *, job_ids: frozenset[str], group_ids: frozenset[str]
+        self, tenant: str, after: str, *, job_ids: frozenset[str], group_ids: frozenset[str], api_key_id: str
     ) -> AsyncIterator[FeedItem]:
-        """The tenant's completion events after entry ``after``, for ever (the caller stops reading).
+        """The tenant's completion events after entry ``after``, until the caller stops reading.
 
         With ``job_ids`` or ``group_ids``, only those jobs' events, or those runs', documents' or
         batches'. If the stream was trimmed past ``after``, a ``gap`` item comes first: events were
-        missed, and the client should look the jobs up instead.
+        missed, and the client should look the jobs up instead. A keep-alive goes out whenever
+        nothing was sent for :data:`BLOCK_MS` (however busy other tenants keep the stream), and
+        the stream ends there if ``api_key_id`` has been revoked meanwhile.
         """
         stream = self._keys.events_stream
         if after != "0-0":
@@ -92,12 +97,10 @@ class EventFeed:
             if oldest and _after(str(oldest[0][0]), _next(after)):
                 message = "events before the oldest kept one were trimmed; look missed jobs up by id"
                 yield FeedItem("gap", data=json.dumps({"oldest": str(oldest[0][0]), "message": message}))
+        last_sent = time.monotonic()
         while True:
             reply: Any = await self._redis.xread({stream: after}, count=READ_COUNT, block=BLOCK_MS)
-            if not reply:
-                yield FeedItem("keepalive")
-                continue
-            entries: list[tuple[str, dict[str, str]]] = reply[0][1]
+            entries: list[tuple[str, dict[str, str]]] = reply[0][1] if reply else []
             for entry_id, fields in entries:
                 after = str(entry_id)
                 if fields.get("tenant") != tenant:
@@ -106,6 +109,12 @@ class EventFeed:
                 if (job_ids or group_ids) and fields.get("id") not in job_ids and group not in group_ids:
                     continue
                 yield FeedItem("event", after, _data(fields.get("payload", "{}"), group))
+                last_sent = time.monotonic()
+            if time.monotonic() - last_sent >= BLOCK_MS / 1000:
+                if await self._redis.exists(self._keys.revoked_api_key(api_key_id)):
+                    return
+                yield FeedItem("keepalive", after if after != "0-0" else "")
+                last_sent = time.monotonic()
 
 
 def _next(entry_id: str) -> str:

@@ -63,6 +63,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     keys.set_defaults(func=cmd_api_key)
 
 
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
 def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     """Resolve the services (embedded ones if no URLs are set), then serve the API until SIGTERM/SIGINT."""
     import uvicorn
@@ -75,7 +78,16 @@ def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     settings = settings.model_copy(update={"redis_url": urls.redis_url, "database_url": urls.database_url})
     host = args.host or settings.api_host
     port = settings.api_port if args.port is None else args.port
-    uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+    # Event streams never end by themselves: without a bound, a SIGTERM would wait for ever and the
+    # application's shutdown (which releases batches being created) would never run.
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
     return 0
 
 

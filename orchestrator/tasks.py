@@ -26,6 +26,7 @@ from orchestrator.segmenting.split import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
 from storage import GroupStore
+from storage.runs import LockedDocument
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def split_document(document_id: str) -> int:
                 if not segments:  # nothing to translate: the document is its own translation
                     _assemble(store, document_id)
                 else:
-                    _submit_segments(ctx, document_id, segments, document.source_lang, document.target_lang)
+                    _submit_segments(ctx, document_id, segments, document)
                     store.document_running(document_id)
         except Exception as exc:
             if isinstance(exc, OUTAGES) or isinstance(exc.__cause__, OUTAGES):
@@ -81,7 +82,8 @@ def split_document(document_id: str) -> int:
     return len(segments)
 
 
-def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], source: str, target: str) -> None:
+def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], document: LockedDocument) -> None:
+    """Queue one job per segment, as the document's tenant's (its owner sees them, its limit counts them)."""
     with Client(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
         client.submitter.register_group(document_id, "document", len(segments))
         specs = [
@@ -89,13 +91,14 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], so
                 build_job_spec(
                     job_id_for(document_id, i),
                     segment.text,
-                    source,
-                    target,
+                    document.source_lang,
+                    document.target_lang,
                     max_chars=ctx.settings.max_text_chars,
                     metadata={"segment": i},
                 ),
                 document_id=document_id,
                 sequence=i,
+                tenant=document.tenant,
             )
             for i, segment in enumerate(segments)
         ]

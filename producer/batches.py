@@ -42,7 +42,7 @@ _ACTIVE = ("in_progress", "cancelling", "finalizing")
 VALIDATING_TIMEOUT_SECONDS = 1_800
 """A batch ``validating`` this long was being created by a server that died: the next read resumes it."""
 MAX_CREATING = 4
-"""Batches one server validates and enqueues at once (a create past it waits for a slot)."""
+"""Batches one server validates and enqueues at once (others wait, ``validating``, for a slot)."""
 
 
 class BatchNotFoundError(DragomanError, LookupError):
@@ -175,7 +175,6 @@ class BatchService:
         self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None, *, resuming: bool = False
     ) -> BatchRow:
         """Validate and enqueue in a task of this service; the batch once that is done, or after the wait."""
-        await self._slots.acquire()
         task = asyncio.create_task(self._create_in_background(row, source, max_queued_jobs, resuming))
         self._creating.add(task)
         task.add_done_callback(self._created)
@@ -187,7 +186,8 @@ class BatchService:
     ) -> BatchRow:
         """:meth:`_enqueue`, owned by this service; if it is stopped, the batch is released for another reader."""
         try:
-            return await self._enqueue(row, source, max_queued_jobs, resuming=resuming)
+            async with self._slots:  # waited for here, not in the request: a busy server answers validating
+                return await self._enqueue(row, source, max_queued_jobs, resuming=resuming)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._batches.release_validation(row.id))
@@ -195,7 +195,6 @@ class BatchService:
 
     def _created(self, task: asyncio.Task[BatchRow]) -> None:
         self._creating.discard(task)
-        self._slots.release()
         if not task.cancelled() and task.exception() is not None:
             log.error("creating a batch failed: %s", task.exception())
 

@@ -10,13 +10,14 @@ stored upload is deleted once its jobs are queued: the results are the jobs' row
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from contract.documents import FINISH_TASK, SPLIT_TASK
-from contract.errors import JobNotFoundError, RunNotFinishedError
+from contract.errors import DragomanError, JobNotFoundError, RunNotFinishedError
 from contract.ids import job_id_for
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
@@ -37,6 +38,12 @@ from producer.submitter import AsyncJobSubmitter
 from storage import AsyncGroupStore, FileStore, iter_lines
 
 RUN_UPLOAD_PURPOSE = "run_input"
+
+
+class DocumentNotAssembledError(DragomanError):
+    """The document failed (it could not be split) or was cancelled before it was assembled: there is no translation."""
+
+
 """The file-store purpose of a run's JSONL while it is validated and queued."""
 
 
@@ -88,8 +95,14 @@ class TenantGroups:
             await self._limit.admit(tenant, max_queued_jobs, total)
             run_id = str(uuid.uuid4())
             await self._store.create_run(tenant, run_id, source, target, total, label, callback_url)
-            await self._submitter.register_group(run_id, "run", total)
-            await self._queue(upload.id, source, target, run_id, tenant)
+            try:
+                await self._submitter.register_group(run_id, "run", total)
+                await self._queue(upload.id, source, target, run_id, tenant)
+            except Exception:
+                # The caller gets an error and no run id: nothing of the run may go on running.
+                with contextlib.suppress(Exception):
+                    await self.cancel(tenant, "run", run_id)
+                raise
         finally:
             await self._files.delete(tenant, upload.id)
         return await self.progress(tenant, "run", run_id)
@@ -154,7 +167,8 @@ class TenantGroups:
                     return
                 chunk = []
         await self._submitter.write(chunk)
-        await self._store.run_submitted(run_id, submitted + len(chunk), done=True)
+        if await self._store.run_submitted(run_id, submitted + len(chunk), done=True):
+            await self._submitter.cancel_many([spec.job_id for spec, _ in chunk])  # cancelled meanwhile
 
     async def progress(self, tenant: str, kind: str, group_id: str) -> GroupProgress:
         """The tenant's run or document as it stands; :class:`JobNotFoundError` if unknown or another tenant's."""
@@ -232,6 +246,8 @@ class TenantGroups:
         if found is None:
             raise JobNotFoundError(f"no document with id {document_id}")
         status, fmt, text, failed = found
+        if text is None and status in ("failed", "cancelled"):
+            raise DocumentNotAssembledError(f"document {document_id} is {status}; it has no translation")
         if text is None:
             raise RunNotFinishedError(f"document {document_id} is {status}; it has not been assembled yet")
         return fmt, DocumentResult(status=status, text=text, failed_segments=failed)

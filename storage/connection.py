@@ -112,17 +112,30 @@ class AsyncConnectionPool:
     (the next use opens a new one); at most ``max_connections`` are open or in use at once.
     """
 
-    def __init__(self, database_url: str, *, max_connections: int = 8) -> None:
+    def __init__(self, database_url: str, *, max_connections: int = 8, acquire_timeout_s: float = 10.0) -> None:
         self._url = database_url
         self._idle: list[AsyncPostgresConnection] = []
+        self._max = max_connections
         self._slots = asyncio.Semaphore(max_connections)
+        self._acquire_timeout = acquire_timeout_s
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A connection for one unit of work; raises :class:`DatabaseUnavailableError` when PostgreSQL is down."""
+        """A connection for one unit of work; raises :class:`DatabaseUnavailableError` when PostgreSQL is down.
+
+        Waits at most ``acquire_timeout_s`` for a free connection, then raises the same error: a
+        caller answers "retry shortly" instead of queueing behind work that does not end.
+        """
         import psycopg
 
-        async with self._slots:
+        try:
+            async with asyncio.timeout(self._acquire_timeout):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise DatabaseUnavailableError(
+                f"all {self._max} PostgreSQL connections of this process stayed busy for {self._acquire_timeout:.0f} s"
+            ) from None
+        try:
             holder = self._idle.pop() if self._idle else AsyncPostgresConnection(self._url)
             try:
                 yield await holder.get()
@@ -133,6 +146,8 @@ class AsyncConnectionPool:
                 await holder.close()
                 raise
             self._idle.append(holder)
+        finally:
+            self._slots.release()
 
     async def close(self) -> None:
         """Close every idle connection."""

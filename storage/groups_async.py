@@ -21,7 +21,7 @@ from storage.runs import (
     KINDS,
     PROGRESS_SQL,
     REQUEST_CANCEL_SQL,
-    RESULTS_SQL,
+    RESULTS_PAGE_SQL,
     RUN_SUBMITTED_SQL,
     group_progress,
     result_line,
@@ -102,17 +102,25 @@ class AsyncGroupStore:
             row = await cursor.fetchone()
         return None if row is None else int(row[0])
 
+    results_page = 2_000
+    """Rows read per query by :meth:`iter_results`."""
+
     async def iter_results(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
-        """The run's result lines in input order, read with a server-side cursor (bounded memory)."""
-        async with self._pool.connection() as conn, conn.transaction():
-            cursor = conn.cursor(name=f"api-run-results-{run_id}")
-            try:
-                await cursor.execute(RESULTS_SQL, (run_id,))
-                while rows := await cursor.fetchmany(2_000):
-                    for row in rows:
-                        yield result_line(row)
-            finally:
-                await cursor.close()
+        """The run's result lines in input order, a page per query.
+
+        No connection is held between pages, so a client reading slowly holds none of the pool.
+        """
+        page = self.results_page
+        after = -1
+        while True:
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(RESULTS_PAGE_SQL, (run_id, after, page))
+                rows = await cursor.fetchall()
+            for row in rows:
+                yield result_line(row)
+            if len(rows) < page:
+                return
+            after = int(rows[-1][0])
 
     async def document_output(self, tenant: str, document_id: str) -> tuple[str, str, str | None, list[Any]] | None:
         """``(status, format, assembled text, failed segments)`` of the tenant's document, ``None`` if unknown."""

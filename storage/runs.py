@@ -76,6 +76,11 @@ RESULTS_SQL = (
     "FROM jobs WHERE run_id = %s ORDER BY sequence"
 )
 """A run's job rows in input order, as :func:`result_line` reads them."""
+RESULTS_PAGE_SQL = (
+    "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
+    "FROM jobs WHERE run_id = %s AND sequence > %s ORDER BY sequence LIMIT %s"
+)
+"""One page of :data:`RESULTS_SQL`, after a sequence number (no connection is held between pages)."""
 
 
 def result_line(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -113,6 +118,7 @@ class LockedDocument:
     max_segment_chars: int
     callback_url: str | None
     cancel_requested: bool
+    tenant: str | None = None  # the API key's tenant that submitted it (its jobs are the tenant's)
 
 
 class RunSubmission(NamedTuple):
@@ -273,7 +279,7 @@ class GroupStore:
         with conn.transaction():
             row = conn.execute(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-                "cancel_requested FROM documents WHERE id = %s FOR UPDATE",
+                "cancel_requested, tenant FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
             ).fetchone()
             yield None if row is None else LockedDocument(*row)

@@ -13,6 +13,7 @@ from api.schemas import DocumentView, ErrorBody, GroupView
 from api.services import ApiServices, services
 from contract.documents import FORMATS, SUFFIXES
 from contract.errors import RunNotFinishedError
+from producer.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 
@@ -105,7 +106,7 @@ async def get_document(document_id: str, caller: CallerDep, api: ServicesDep) ->
     view = DocumentView(**GroupView.of(progress).model_dump())
     try:
         fmt, result = await api.groups.document_result(caller.tenant, document_id)
-    except RunNotFinishedError:
+    except (RunNotFinishedError, DocumentNotAssembledError):
         return view
     return view.model_copy(update={"format": fmt, "failed_segments": result.failed_segments})
 
@@ -116,7 +117,8 @@ async def get_document(document_id: str, caller: CallerDep, api: ServicesDep) ->
     response_class=Response,
 )
 async def document_content(document_id: str, caller: CallerDep, api: ServicesDep) -> Response:
-    """The translated document, in its format; ``409 not_finished`` until it is assembled.
+    """The translated document, in its format; ``409 not_finished`` until it is assembled,
+    ``409 document_not_assembled`` if it failed or was cancelled first.
 
     Segments that failed are kept in the source language (``GET /v1/documents/{id}`` lists them).
     """

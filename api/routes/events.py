@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from api.auth import CallerDep
 from api.errors import ApiError
-from api.event_feed import valid_entry_id
+from api.event_feed import EventFeed, valid_entry_id
 from api.schemas import ErrorBody
 from api.services import ApiServices, services
 from producer.batches import BATCH_PREFIX, run_id_of_batch
@@ -70,16 +71,31 @@ async def events(
         )
     jobs = frozenset(job_id)
     groups = _groups(run_id)
-    start = await feed.start_id(resume)
+    feed.open_streams += 1  # counted from here, so concurrent requests cannot all pass the check
+    try:
+        start = await feed.start_id(resume)
+    except BaseException:
+        feed.open_streams -= 1
+        raise
 
     async def body() -> AsyncIterator[bytes]:
-        feed.open_streams += 1
-        try:
-            yield b"retry: 2000\n\n"
-            async for item in feed.follow(caller.tenant, start, job_ids=jobs, group_ids=groups):
-                yield item.encode()
-        finally:
-            feed.open_streams -= 1
+        yield b"retry: 2000\n\n"
+        async for item in feed.follow(caller.tenant, start, job_ids=jobs, group_ids=groups, api_key_id=caller.key_id):
+            yield item.encode()
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    return CountedStream(body(), feed, media_type="text/event-stream", headers=headers)
+
+
+class CountedStream(StreamingResponse):
+    """A streaming response that gives its slot back when it ends, even if its body never started."""
+
+    def __init__(self, content: AsyncIterator[bytes], feed: EventFeed, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._feed = feed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._feed.open_streams -= 1

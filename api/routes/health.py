@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
@@ -13,6 +14,7 @@ from api.services import ApiServices, services
 from storage import ping_async
 
 router = APIRouter(tags=["health"])
+log = logging.getLogger(__name__)
 READY_TIMEOUT_SECONDS = 3.0
 
 
@@ -32,6 +34,8 @@ async def readyz(api: Annotated[ApiServices, Depends(services)]) -> Health:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
             await api.client.redis.ping()
             await ping_async(api.settings.database_url or "")
-    except Exception as exc:  # any failure to answer in time means "not ready"; the message says which
-        raise ApiError(503, "not_ready", f"a backing service does not answer: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # any failure to answer in time means "not ready"
+        # The details (host names, driver messages) go to the log, not to callers without a key.
+        log.warning("not ready: %s: %s", type(exc).__name__, exc)
+        raise ApiError(503, "not_ready", "Redis or PostgreSQL does not answer; see the server's log") from None
     return Health(status="ready")

@@ -9,6 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
+from cli.main import EXIT_OK, main
+from contract.settings import Settings
+from storage import ApiKeyStore, PostgresConnection
 from tests.api.conftest import KeyMaker, bearer
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -92,3 +95,39 @@ async def test_a_trimmed_past_is_announced_and_a_bad_id_refused(
         refused = await http.get("/v1/events", headers={**bearer(key), "Last-Event-ID": "yesterday"})
         assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_event_id"
         assert (await http.get("/v1/events")).status_code == 401
+
+
+async def test_a_quiet_stream_moves_its_cursor_past_others_and_ends_once_its_key_is_revoked(
+    api_url: str,
+    settings_env: Settings,
+    start_worker: WorkerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from api import event_feed
+
+    monkeypatch.setattr(event_feed, "BLOCK_MS", 300)  # the server runs in this process (a thread)
+    assert settings_env.database_url
+    with PostgresConnection(settings_env.database_url) as connection:
+        store = ApiKeyStore(connection)
+        quiet, quiet_key = store.create(f"quiet-{settings_env.key_prefix}")
+        _, busy_key = store.create(f"busy-{settings_env.key_prefix}")
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        async with http.stream("GET", "/v1/events", headers=bearer(quiet_key)) as stream:
+            lines = stream.aiter_lines()
+            async with start_worker(DeterministicEngine()):
+                busy = (await http.post("/v1/jobs?wait=20", json=JOB, headers=bearer(busy_key))).json()
+            assert busy["status"] == "succeeded"
+            # Nothing of the other tenant's, but the cursor moves past its entry: a reconnect resumes there.
+            cursor = None
+            async with asyncio.timeout(20):
+                while cursor is None:
+                    line = await anext(lines)
+                    assert not line.startswith("data:"), line
+                    if line.startswith("id: ") and line != "id: ":
+                        cursor = line.removeprefix("id: ")
+            assert main(["api-key", "revoke", quiet.id]) == EXIT_OK
+            async with asyncio.timeout(20):  # the next keep-alive finds the key revoked: the stream ends
+                async for _ in lines:
+                    pass
+    capsys.readouterr()

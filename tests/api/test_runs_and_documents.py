@@ -11,8 +11,10 @@ import httpx
 import pytest
 import redis
 
+from contract.ids import job_id_for
 from contract.keys import RedisKeys
 from contract.settings import Settings
+from storage import AsyncGroupStore
 from tests.api.conftest import KeyMaker, bearer
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
@@ -55,8 +57,9 @@ async def _streamed(lines: list[dict[str, Any]]) -> Any:
 
 
 async def test_a_run_goes_in_streamed_and_comes_back_in_input_order(
-    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(AsyncGroupStore, "results_page", 7)  # many pages, each its own query
     key = tenant_key("acme")
     lines = [{"custom_id": f"c{i}", "text": f"Line {i}.", "metadata": {"n": i}} for i in range(300)]
     lines[7]["target_lang"] = "de"
@@ -204,6 +207,9 @@ async def test_a_document_round_trips_with_its_structure(
     assert content.headers["content-type"].startswith(
         {"md": "text/markdown", "html": "text/html"}.get(view["format"], "text/plain")
     )
+    # Its segments are the tenant's jobs: the owner looks them up (and the queued-job limit counted them).
+    segment = await http.get(f"/v1/jobs/{job_id_for(document['id'], 0)}", headers=bearer(key))
+    assert segment.status_code == 200 and segment.json()["status"] == "succeeded", segment.text
     other = await http.get(f"/v1/documents/{document['id']}/content", headers=bearer(tenant_key("globex")))
     assert error_code(other, 404)[0] == "job_not_found"
 
@@ -268,3 +274,6 @@ async def test_cancel_a_document(http: httpx.AsyncClient, tenant_key: KeyMaker, 
 
     async with start_worker(DeterministicEngine()):
         await until(done)
+    content = await http.get(f"/v1/documents/{document['id']}/content", headers=bearer(key))
+    assert error_code(content, 409)[0] == "document_not_assembled"
+    assert (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()["failed_segments"] is None
