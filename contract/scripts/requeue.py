@@ -35,7 +35,10 @@ class RequeueScript:
             spec.source_lang,
             spec.target_lang,
             self._state_ttl,
+            spec.tenant or "",
         ]
+        if spec.tenant:
+            script_keys.append(keys.tenant_queued(spec.tenant))
         return script_keys, args
 
     def call(

@@ -462,6 +462,15 @@ def test_requeue_puts_the_job_back_once(raw_redis: redis.Redis, keys: RedisKeys)
     assert raw_redis.xlen(keys.dead_letter_stream) == 1
 
 
+def test_requeue_gives_a_tenants_job_its_tenant_back(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    """The events feed and the queued-job limit read the tenant from the record: a retry keeps it."""
+    spec = _spec(tenant="acme")
+    dead_id, fields = _dead_letter(raw_redis, keys, spec)
+    assert RequeueScript(keys, STATE_TTL).call(raw_redis, dead_id, spec, fields, NOW) is not None
+    assert raw_redis.hget(keys.state(spec.job_id), "tenant") == "acme"
+    assert raw_redis.zrange(keys.tenant_queued("acme"), 0, -1) == [spec.job_id]
+
+
 def test_requeue_that_cannot_xadd_leaves_nothing_behind(raw_redis: redis.Redis, keys: RedisKeys) -> None:
     spec = _spec()
     dead_id, fields = _dead_letter(raw_redis, keys, spec)
