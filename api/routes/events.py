@@ -52,7 +52,9 @@ async def events(
     browsers' ``EventSource`` does by itself) and the stream goes on after it, so nothing
     finished in between is missed while the stream still holds it (``DRAGOMAN_EVENTS_MAXLEN``
     entries); past that, an ``event: gap`` says events were trimmed. Without one, it starts
-    with the jobs that finish from now on. A comment line every 15 s keeps proxies from closing it.
+    with the jobs that finish from now on. After 15 s without an event an ``id:`` line alone goes
+    out: proxies keep the stream open, and ``Last-Event-ID`` moves past other tenants' entries.
+    The stream ends at the first such line after its key is revoked.
     """
     resume = last_event_id or after
     if resume is not None and not valid_entry_id(resume):
