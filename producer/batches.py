@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import re
@@ -27,6 +26,7 @@ from contract.ids import job_id_for
 from contract.schemas import Job, JobSpec, JobStatus
 from producer.async_client import AsyncClient
 from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
+from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, iter_lines
 
@@ -251,24 +251,37 @@ class BatchService:
         await submitter.write(chunk, only_new=True)
 
     async def _validate(self, source: StoredFile, endpoint: str) -> tuple[list[dict[str, Any]], int]:
-        """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass."""
+        """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass.
+
+        Repeated ``custom_id``s are found in bounded memory (:class:`~producer.duplicates.DuplicateFinder`
+        spills sorted digests to disk; its final merge runs in a thread).
+        """
         max_chars = self._client.settings.max_text_chars
         errors: list[dict[str, Any]] = []
         bad = 0
-        seen: dict[bytes, int] = {}
         count = 0
-        async for number, raw in _numbered_lines(self._files, source.id):
-            count += 1
-            try:
-                custom_id, _ = parse_line(raw, endpoint, max_chars=max_chars)
-                digest = hashlib.blake2b(custom_id.encode(), digest_size=16).digest()
-                if digest in seen:
-                    raise BadLineError(f"custom_id {custom_id!r} already used on line {seen[digest]}")
-                seen[digest] = number
-            except BadLineError as exc:
-                bad += 1
-                if len(errors) < MAX_LISTED_ERRORS:
-                    errors.append({"code": "invalid_request", "line": number, "message": f"line {number}: {exc}"})
+        with DuplicateFinder() as ids:
+            async for number, raw in _numbered_lines(self._files, source.id):
+                count += 1
+                try:
+                    custom_id, _ = parse_line(raw, endpoint, max_chars=max_chars)
+                    ids.add(custom_id, number)
+                except BadLineError as exc:
+                    bad += 1
+                    if len(errors) < MAX_LISTED_ERRORS:
+                        errors.append({"code": "invalid_request", "line": number, "message": f"line {number}: {exc}"})
+            repeated, repeats = await asyncio.to_thread(ids.duplicates_counted, MAX_LISTED_ERRORS - len(errors))
+        names = await custom_ids_at(_numbered_lines(self._files, source.id), {first for _, first in repeated})
+        errors += [
+            {
+                "code": "invalid_request",
+                "line": line,
+                "message": f"line {line}: custom_id {names.get(first)!r} already used on line {first}",
+            }
+            for line, first in repeated
+        ]
+        errors.sort(key=lambda error: int(error["line"]))
+        bad += repeats
         if bad > len(errors):
             errors.append({"code": "too_many_errors", "line": None, "message": f"{bad - len(errors)} more bad lines"})
         if count == 0 and not errors:

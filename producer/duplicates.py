@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import IO
 
 _DIGEST_BYTES = 16
@@ -58,6 +59,18 @@ class DuplicateFinder:
         """Up to ``limit`` pairs ``(line, first line with the same key)``, ordered by line."""
         return heapq.nsmallest(limit, self._pairs())  # bounded: never more than ``limit`` held
 
+    def duplicates_counted(self, limit: int) -> tuple[list[tuple[int, int]], int]:
+        """:meth:`duplicates`, and how many lines repeat an earlier line's key in all."""
+        kept: list[tuple[int, int]] = []  # the ``limit`` lowest lines, as a max-heap of negated pairs
+        total = 0
+        for line, first in self._pairs():
+            total += 1
+            if len(kept) < limit:
+                heapq.heappush(kept, (-line, -first))
+            elif kept and -kept[0][0] > line:
+                heapq.heapreplace(kept, (-line, -first))
+        return sorted((-line, -first) for line, first in kept), total
+
     def _pairs(self) -> Iterator[tuple[int, int]]:
         previous: bytes | None = None
         first_line = 0
@@ -97,3 +110,17 @@ class DuplicateFinder:
             for start in range(0, len(block), _RECORD_BYTES):
                 yield block[start : start + _RECORD_BYTES]
             done += take
+
+
+async def custom_ids_at(lines: AsyncIterator[tuple[int, bytes]], wanted: set[int]) -> dict[int, str]:
+    """The ``custom_id`` of a few (valid) numbered JSONL lines, read again for an error message."""
+    found: dict[int, str] = {}
+    if not wanted:
+        return found
+    last = max(wanted)
+    async for number, raw in lines:
+        if number in wanted:
+            found[number] = str(json.loads(raw)["custom_id"])
+        if number >= last:
+            break
+    return found

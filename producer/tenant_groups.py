@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,6 +23,7 @@ from contract.progress import GroupProgress
 from contract.schemas import JobSpec
 from contract.scripts import CancelOutcome
 from producer.batch_lines import numbered
+from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.groups import (
     DocumentResult,
     check_callback,
@@ -116,30 +116,37 @@ class TenantGroups:
                 yield number, raw
 
     async def _validate(self, file_id: str, source: str | None, target: str | None) -> int:
-        """Check every line in one streaming pass; the number of jobs, or :class:`InvalidRunFileError`."""
+        """Check every line in one streaming pass; the number of jobs, or :class:`InvalidRunFileError`.
+
+        Repeated ``custom_id``s are found in bounded memory (:class:`~producer.duplicates.DuplicateFinder`
+        spills sorted digests to disk; its final merge runs in a thread).
+        """
         max_chars = self._submitter.settings.max_text_chars
         placeholder = str(uuid.UUID(int=0))
-        errors: list[str] = []
-        seen: dict[bytes, int] = {}
+        errors: list[tuple[int, str]] = []
         count = 0
-        async for number, raw in self._lines(file_id):
-            try:
-                spec = parse_run_line(number, _text(number, raw), source, target, max_chars, placeholder)
-                custom_id = str(spec.metadata["custom_id"])
-                digest = hashlib.blake2b(custom_id.encode(), digest_size=16).digest()
-                if digest in seen:
-                    raise InvalidRunFileError(
-                        f"line {number}: custom_id {custom_id!r} already used on line {seen[digest]}"
-                    )
-                seen[digest] = number
-            except InvalidRunFileError as exc:
-                errors.append(str(exc))
-                if len(errors) >= MAX_REPORTED_ERRORS:
-                    errors.append("... (stopped after the first errors)")
-                    break
-            count += 1
+        with DuplicateFinder() as ids:
+            async for number, raw in self._lines(file_id):
+                try:
+                    spec = parse_run_line(number, _text(number, raw), source, target, max_chars, placeholder)
+                    ids.add(str(spec.metadata["custom_id"]), number)
+                except InvalidRunFileError as exc:
+                    errors.append((number, str(exc)))
+                    if len(errors) >= MAX_REPORTED_ERRORS:
+                        break
+                count += 1
+            room = MAX_REPORTED_ERRORS - len(errors)
+            repeated, _ = await asyncio.to_thread(ids.duplicates_counted, room) if room > 0 else ([], 0)
+        names = await custom_ids_at(self._lines(file_id), {first for _, first in repeated})
+        errors += [
+            (line, f"line {line}: custom_id {names.get(first)!r} already used on line {first}")
+            for line, first in repeated
+        ]
         if errors:
-            raise InvalidRunFileError("nothing was submitted; fix these lines:\n  " + "\n  ".join(errors))
+            listed = [message for _, message in sorted(errors)]
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                listed.append("... (stopped after the first errors)")
+            raise InvalidRunFileError("nothing was submitted; fix these lines:\n  " + "\n  ".join(listed))
         if count == 0:
             raise InvalidRunFileError("the run has no lines to translate")
         return count

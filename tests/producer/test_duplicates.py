@@ -40,3 +40,12 @@ def test_validating_a_large_run_file_holds_a_bounded_number_of_ids(
         handle.write(json.dumps({"custom_id": "row-7", "text": "again"}) + "\n")
     with pytest.raises(InvalidRunFileError, match=f"line {lines + 1}: custom_id 'row-7' already used on line 8"):
         validate_run_file(path, "en", "fr", 1_000)
+
+
+def test_counted_duplicates_keep_the_lowest_lines_and_count_them_all() -> None:
+    with DuplicateFinder(run_size=3) as finder:  # several spilled runs
+        for line in range(1, 21):
+            finder.add("same" if line % 2 else f"k{line}", line)
+        pairs, total = finder.duplicates_counted(3)
+        assert pairs == [(3, 1), (5, 1), (7, 1)] and total == 9
+        assert finder.duplicates_counted(0) == ([], 9)
