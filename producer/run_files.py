@@ -65,19 +65,27 @@ def validate_run_file(path: Path, source_lang: str | None, target_lang: str | No
                 break
         if len(errors) < MAX_REPORTED_ERRORS:
             repeated = ids.duplicates(MAX_REPORTED_ERRORS - len(errors))
-            names = _custom_ids(path, {first for _, first in repeated})
-            errors += [
-                (line, f"line {line}: custom_id {names.get(first)!r} already used on line {first}")
-                for line, first in repeated
-            ]
+            errors += repeated_id_errors(repeated, _custom_ids(path, {first for _, first in repeated}))
+    check_run_errors(errors, count, f"{path}: ")
+    return count
+
+
+def check_run_errors(errors: list[tuple[int, str]], count: int, prefix: str = "") -> None:
+    """Raise :class:`InvalidRunFileError` listing ``(line, message)`` errors in line order, or for no lines."""
     if errors:
         listed = [message for _, message in sorted(errors)]
         if len(errors) >= MAX_REPORTED_ERRORS:
             listed.append("... (stopped after the first errors)")
-        raise InvalidRunFileError(f"{path}: nothing was submitted; fix these lines:\n  " + "\n  ".join(listed))
+        raise InvalidRunFileError(f"{prefix}nothing was submitted; fix these lines:\n  " + "\n  ".join(listed))
     if count == 0:
-        raise InvalidRunFileError(f"{path}: the file has no lines to translate")
-    return count
+        raise InvalidRunFileError(f"{prefix}the run has no lines to translate")
+
+
+def repeated_id_errors(repeated: list[tuple[int, int]], names: dict[int, str]) -> list[tuple[int, str]]:
+    """The error of each ``(line, first line)`` that repeats an earlier line's ``custom_id``."""
+    return [
+        (line, f"line {line}: custom_id {names.get(first)!r} already used on line {first}") for line, first in repeated
+    ]
 
 
 def _custom_ids(path: Path, line_numbers: set[int]) -> dict[int, str]:

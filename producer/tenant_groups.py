@@ -33,7 +33,13 @@ from producer.groups import (
     storable,
 )
 from producer.queued_limit import QueuedJobLimit
-from producer.run_files import MAX_REPORTED_ERRORS, InvalidRunFileError, parse_run_line
+from producer.run_files import (
+    MAX_REPORTED_ERRORS,
+    InvalidRunFileError,
+    check_run_errors,
+    parse_run_line,
+    repeated_id_errors,
+)
 from producer.submitter import AsyncJobSubmitter
 from storage import AsyncGroupStore, FileStore, iter_lines
 
@@ -137,18 +143,8 @@ class TenantGroups:
                 count += 1
             room = MAX_REPORTED_ERRORS - len(errors)
             repeated, _ = await asyncio.to_thread(ids.duplicates_counted, room) if room > 0 else ([], 0)
-        names = await custom_ids_at(self._lines(file_id), {first for _, first in repeated})
-        errors += [
-            (line, f"line {line}: custom_id {names.get(first)!r} already used on line {first}")
-            for line, first in repeated
-        ]
-        if errors:
-            listed = [message for _, message in sorted(errors)]
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                listed.append("... (stopped after the first errors)")
-            raise InvalidRunFileError("nothing was submitted; fix these lines:\n  " + "\n  ".join(listed))
-        if count == 0:
-            raise InvalidRunFileError("the run has no lines to translate")
+        errors += repeated_id_errors(repeated, await custom_ids_at(self._lines(file_id), {f for _, f in repeated}))
+        check_run_errors(errors, count)
         return count
 
     async def _queue(self, file_id: str, source: str | None, target: str | None, run_id: str, tenant: str) -> None:
