@@ -28,7 +28,8 @@ from producer.async_client import AsyncClient
 from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
-from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, iter_lines
+from producer.run_files import repeated_id_errors
+from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, numbered_lines
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +262,7 @@ class BatchService:
         bad = 0
         count = 0
         with DuplicateFinder() as ids:
-            async for number, raw in _numbered_lines(self._files, source.id):
+            async for number, raw in numbered_lines(self._files, source.id):
                 count += 1
                 try:
                     custom_id, _ = parse_line(raw, endpoint, max_chars=max_chars)
@@ -271,14 +272,10 @@ class BatchService:
                     if len(errors) < MAX_LISTED_ERRORS:
                         errors.append({"code": "invalid_request", "line": number, "message": f"line {number}: {exc}"})
             repeated, repeats = await asyncio.to_thread(ids.duplicates_counted, MAX_LISTED_ERRORS - len(errors))
-        names = await custom_ids_at(_numbered_lines(self._files, source.id), {first for _, first in repeated})
+        names = await custom_ids_at(numbered_lines(self._files, source.id), {first for _, first in repeated})
         errors += [
-            {
-                "code": "invalid_request",
-                "line": line,
-                "message": f"line {line}: custom_id {names.get(first)!r} already used on line {first}",
-            }
-            for line, first in repeated
+            {"code": "invalid_request", "line": line, "message": message}
+            for line, message in repeated_id_errors(repeated, names)
         ]
         errors.sort(key=lambda error: int(error["line"]))
         bad += repeats
@@ -291,7 +288,7 @@ class BatchService:
     async def _jobs(self, source: StoredFile, endpoint: str, run_id: str, tenant: str) -> AsyncIterator[JobSpec]:
         max_chars = self._client.settings.max_text_chars
         sequence = 0
-        async for _, raw in _numbered_lines(self._files, source.id):
+        async for _, raw in numbered_lines(self._files, source.id):
             _, spec = parse_line(raw, endpoint, max_chars=max_chars)
             yield numbered(spec, run_id, sequence, tenant)
             sequence += 1
@@ -398,15 +395,6 @@ class BatchService:
             row.tenant, "batch_output", f"{row.id}_{kind}.jsonl", lines(), max_bytes=2**62
         )
         return stored.id
-
-
-async def _numbered_lines(files: FileStore, file_id: str) -> AsyncIterator[tuple[int, bytes]]:
-    """The non-blank lines of a stored file with their (1-based) line numbers."""
-    number = 0
-    async for line in iter_lines(files.read(file_id)):
-        number += 1
-        if line.strip():
-            yield number, line
 
 
 def unix(moment: datetime | None) -> int | None:

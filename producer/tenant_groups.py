@@ -41,7 +41,7 @@ from producer.run_files import (
     repeated_id_errors,
 )
 from producer.submitter import AsyncJobSubmitter
-from storage import AsyncGroupStore, FileStore, iter_lines
+from storage import AsyncGroupStore, FileStore, numbered_lines
 
 RUN_UPLOAD_PURPOSE = "run_input"
 
@@ -113,14 +113,6 @@ class TenantGroups:
             await self._files.delete(tenant, upload.id)
         return await self.progress(tenant, "run", run_id)
 
-    async def _lines(self, file_id: str) -> AsyncIterator[tuple[int, bytes]]:
-        """The non-blank lines of the upload with their (1-based) numbers."""
-        number = 0
-        async for raw in iter_lines(self._files.read(file_id)):
-            number += 1
-            if raw.strip():
-                yield number, raw
-
     async def _validate(self, file_id: str, source: str | None, target: str | None) -> int:
         """Check every line in one streaming pass; the number of jobs, or :class:`InvalidRunFileError`.
 
@@ -132,7 +124,7 @@ class TenantGroups:
         errors: list[tuple[int, str]] = []
         count = 0
         with DuplicateFinder() as ids:
-            async for number, raw in self._lines(file_id):
+            async for number, raw in numbered_lines(self._files, file_id):
                 try:
                     spec = parse_run_line(number, _text(number, raw), source, target, max_chars, placeholder)
                     ids.add(str(spec.metadata["custom_id"]), number)
@@ -143,7 +135,9 @@ class TenantGroups:
                 count += 1
             room = MAX_REPORTED_ERRORS - len(errors)
             repeated, _ = await asyncio.to_thread(ids.duplicates_counted, room) if room > 0 else ([], 0)
-        errors += repeated_id_errors(repeated, await custom_ids_at(self._lines(file_id), {f for _, f in repeated}))
+        errors += repeated_id_errors(
+            repeated, await custom_ids_at(numbered_lines(self._files, file_id), {f for _, f in repeated})
+        )
         check_run_errors(errors, count)
         return count
 
@@ -153,7 +147,7 @@ class TenantGroups:
 
         async def specs() -> AsyncIterator[JobSpec]:
             sequence = 0
-            async for number, raw in self._lines(file_id):
+            async for number, raw in numbered_lines(self._files, file_id):
                 spec = parse_run_line(number, _text(number, raw), source, target, settings.max_text_chars, run_id)
                 yield numbered(spec, run_id, sequence, tenant)
                 sequence += 1

@@ -36,7 +36,7 @@ from storage.connection import (
     libpq_url,
     sqlalchemy_url,
 )
-from storage.files import FileStore, FileTooLargeError, PostgresFileStore, StoredFile, iter_lines
+from storage.files import FileStore, FileTooLargeError, PostgresFileStore, StoredFile, iter_lines, numbered_lines
 from storage.groups_async import AsyncGroupStore
 from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping, ping_async
 from storage.jobs import (
@@ -81,6 +81,7 @@ __all__ = [
     "hash_api_key",
     "iter_lines",
     "libpq_url",
+    "numbered_lines",
     "ping",
     "ping_async",
     "sqlalchemy_url",

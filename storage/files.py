@@ -181,3 +181,12 @@ async def iter_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
             yield line.rstrip(b"\r")
     if pending:
         yield pending.rstrip(b"\r")
+
+
+async def numbered_lines(files: FileStore, file_id: str) -> AsyncIterator[tuple[int, bytes]]:
+    """The non-blank lines of a stored file with their (1-based) line numbers (blank lines count)."""
+    number = 0
+    async for line in iter_lines(files.read(file_id)):
+        number += 1
+        if line.strip():
+            yield number, line
