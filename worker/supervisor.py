@@ -14,10 +14,12 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import Literal
 
 from contract.backoff import Backoff
 
@@ -29,14 +31,46 @@ EXIT_BAD_INPUT = 2
 STABLE_AFTER_S = 60.0
 """A child that ran this long before it died starts again at once; quicker deaths back off."""
 
+STOP_MARGIN_S = 30.0
+"""How long past ``DRAGOMAN_SHUTDOWN_GRACE_SECONDS`` a group waits for a draining child before killing it
+(the writer's last flush, the engine's shutdown): a pod's or container's stop grace must cover both."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpsAddress:
+    """Where a child serves its ``/metrics``, ``/healthz`` and ``/readyz``, for the group's ops server to read."""
+
+    host: str
+    port: int
+
 
 @dataclass(frozen=True, slots=True)
 class ChildSpec:
-    """One engine's worker process: a name for the logs, its command line, what it adds to the environment."""
+    """One engine's worker process: a name for the logs, its command line, what it adds to the environment.
+
+    ``ops`` is where the child serves its ops endpoints (None when metrics are off).
+    """
 
     name: str
     argv: Sequence[str]
     env: Mapping[str, str] = field(default_factory=dict)
+    ops: OpsAddress | None = None
+
+
+ChildPhase = Literal["running", "restarting", "stopped"]
+"""A child's process is up; it died and waits out its restart delay; or it is not running (before the
+start, after the stop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildStatus:
+    """A snapshot of one child, for the group's ``/metrics`` and ``/readyz`` (read from another thread)."""
+
+    name: str
+    phase: ChildPhase
+    pid: int | None
+    restarts: int
+    ops: OpsAddress | None
 
 
 class _Child:
@@ -74,6 +108,7 @@ class EngineSupervisor:
         self._poll = poll_interval
         self._stopping = False
         self._fatal = False
+        self._lock = threading.Lock()  # children() reads from the ops server's thread
 
     @property
     def restarts(self) -> dict[str, int]:
@@ -83,6 +118,16 @@ class EngineSupervisor:
     def pids(self) -> dict[str, int | None]:
         """Each child's current process id (None while it waits to restart)."""
         return {c.spec.name: (c.process.pid if c.process is not None else None) for c in self._children}
+
+    @property
+    def stopping(self) -> bool:
+        """The group was asked to stop (or a child's bad configuration stopped it): its engines drain."""
+        return self._stopping
+
+    def children(self) -> list[ChildStatus]:
+        """Each child's phase, process id and restart count now, in the order of the specs (thread-safe)."""
+        with self._lock:
+            return [_status(child) for child in self._children]
 
     def request_stop(self, *_: object) -> None:
         """Stop the group: every child drains and exits (safe to call from a signal handler)."""
@@ -110,25 +155,29 @@ class EngineSupervisor:
     def _start(self, child: _Child) -> None:
         env = {**os.environ, **child.spec.env}
         # Its own process group, so that the engine processes vLLM spawns can be killed with it.
-        child.process = subprocess.Popen(list(child.spec.argv), env=env, start_new_session=True)
-        child.started_at = time.monotonic()
-        child.restart_at = None
-        log.info("engine %s started (pid %d)", child.spec.name, child.process.pid)
+        process = subprocess.Popen(list(child.spec.argv), env=env, start_new_session=True)
+        with self._lock:
+            child.process = process
+            child.started_at = time.monotonic()
+            child.restart_at = None
+        log.info("engine %s started (pid %d)", child.spec.name, process.pid)
 
     def _check_children(self) -> None:
         now = time.monotonic()
         for child in self._children:
             if child.process is None:
                 if child.restart_at is not None and now >= child.restart_at:
-                    child.restarts += 1
+                    with self._lock:
+                        child.restarts += 1
                     self._start(child)
                 continue
             code = child.process.poll()
             if code is None:
                 continue
             _kill_leftovers(child.process.pid)
-            child.process = None
             if code == EXIT_BAD_INPUT:
+                with self._lock:
+                    child.process = None
                 log.error("engine %s exited with %d (bad configuration): stopping the group", child.spec.name, code)
                 self._fatal = True
                 self._stopping = True
@@ -136,6 +185,9 @@ class EngineSupervisor:
             if now - child.started_at >= STABLE_AFTER_S:
                 child.backoff.reset()
             delay = child.backoff.next_delay()
+            with self._lock:
+                child.process = None
+                child.restart_at = now + delay
             log.warning(
                 "engine %s exited with %s after %.0fs; restarting it in %.1fs (the other engines go on)",
                 child.spec.name,
@@ -143,7 +195,6 @@ class EngineSupervisor:
                 now - child.started_at,
                 delay,
             )
-            child.restart_at = now + delay
 
     def _stop_all(self) -> int:
         running = [c for c in self._children if c.process is not None]
@@ -166,6 +217,18 @@ class EngineSupervisor:
         if self._fatal:
             return EXIT_BAD_INPUT
         return 0 if clean else 1
+
+
+def _status(child: _Child) -> ChildStatus:
+    """A child's snapshot (the caller holds the supervisor's lock)."""
+    if child.process is not None:
+        phase: ChildPhase = "running"
+    elif child.restart_at is not None:
+        phase = "restarting"
+    else:
+        phase = "stopped"
+    pid = child.process.pid if child.process is not None else None
+    return ChildStatus(child.spec.name, phase, pid, child.restarts, child.spec.ops)
 
 
 def _kill_leftovers(group: int) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from contract.backoff import Backoff
-from worker.supervisor import ChildSpec, EngineSupervisor
+from worker.supervisor import ChildSpec, ChildStatus, EngineSupervisor, OpsAddress
 
 # A worker-like child: exits 0 on SIGTERM (after draining), else runs until killed.
 SERVES = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); time.sleep(600)"
@@ -49,6 +49,33 @@ def test_a_crashing_engine_is_restarted_and_the_others_keep_running() -> None:
     supervisor.request_stop()
     thread.join(30)
     assert result and result[0] in (0, 1)  # crashy may be mid-crash when the stop lands
+
+
+def test_children_say_whether_they_run_or_wait_to_restart_for_the_groups_ops_server() -> None:
+    ops = OpsAddress("127.0.0.1", 9465)
+    steady = ChildSpec("steady", [sys.executable, "-c", SERVES], ops=ops)
+    supervisor = EngineSupervisor(
+        [steady, _child("crashy", "import sys; sys.exit(1)")],
+        stop_timeout=10.0,
+        backoff=lambda: Backoff(30.0, 30.0),  # crashy waits out its restart delay for the rest of the test
+        poll_interval=0.02,
+    )
+    assert [(c.name, c.phase, c.pid) for c in supervisor.children()] == [
+        ("steady", "stopped", None),
+        ("crashy", "stopped", None),
+    ]
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(supervisor.run(install_signal_handlers=False)))
+    thread.start()
+    _until(lambda: [c.phase for c in supervisor.children()] == ["running", "restarting"])
+    running, waiting = supervisor.children()
+    assert running == ChildStatus("steady", "running", supervisor.pids()["steady"], 0, ops)
+    assert waiting == ChildStatus("crashy", "restarting", None, 0, None)
+    assert not supervisor.stopping
+    supervisor.request_stop()
+    assert supervisor.stopping
+    thread.join(30)
+    assert result and result[0] in (0, 1)  # steady may be stopped before its SIGTERM handler is set
 
 
 def test_a_killed_engine_comes_back_with_a_new_process() -> None:
