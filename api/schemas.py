@@ -8,7 +8,7 @@ applies, run by ``producer.requests`` before anything is written.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +30,11 @@ class JobRequest(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="any JSON object, kept with the job")
     idempotency_key: str | None = Field(
         default=None, description="submitting again with the same key (within a day) returns the first job's id"
+    )
+    priority: Literal["interactive", "bulk"] | None = Field(
+        default=None,
+        description="lane: interactive (the default) reaches the engine before bulk, which keeps a share of "
+        "every worker (runs, documents and batches are bulk)",
     )
 
 

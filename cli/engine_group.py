@@ -2,7 +2,9 @@
 
 The parent starts the services, runs the migrations and prepares the model once; then it
 supervises one ``dragoman worker`` child per engine (:class:`worker.supervisor.EngineSupervisor`),
-each told its GPU, its share of that GPU's memory, its own metrics port and consumer name.
+each told its GPU, its share of that GPU's memory, its own metrics port and consumer name. The
+parent serves the group's /metrics, /healthz and /readyz on ``DRAGOMAN_METRICS_PORT``
+(:class:`worker.group_ops.EngineGroupOpsServer`), from what each child serves on its own port.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +20,7 @@ from pathlib import Path
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from worker.engine import EngineOptions
-from worker.supervisor import ChildSpec
+from worker.supervisor import ChildSpec, OpsAddress
 
 log = logging.getLogger("dragoman.worker")
 
@@ -60,26 +63,70 @@ def child_specs(
     engines_per_group: int,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
-    """One :class:`ChildSpec` per engine: the same options, its GPU group, ``1/engines`` of the memory."""
+    """One :class:`ChildSpec` per engine: the same options, its GPU group, ``1/engines`` of the memory.
+
+    Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ... (free ports picked
+    here when that is 0), on loopback unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's
+    port is the one Prometheus and the probes use, and the parent must know where each engine is.
+    """
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",") if visible else None
     fraction = round(options.gpu_memory_utilization / engines_per_group, 4)
+    ops_host = child_ops_host(settings.metrics_host)
+    ports = _child_ops_ports(settings, ops_host, len(groups) * engines_per_group)
     specs: list[ChildSpec] = []
     for group in groups:
         for engine in range(engines_per_group):
             label = f"gpu{'+'.join(group)}-e{engine}" if group else f"e{engine}"
+            port = ports[len(specs)]
             env = {
                 "DRAGOMAN_REDIS_URL": urls.redis_url,
                 "DRAGOMAN_DATABASE_URL": urls.database_url,
-                "DRAGOMAN_METRICS_PORT": str(settings.metrics_port + 1 + len(specs) if settings.metrics_port else 0),
+                "DRAGOMAN_METRICS_HOST": ops_host,
+                "DRAGOMAN_METRICS_PORT": str(port),
             }
             if group:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(physical[int(i)] if physical else i for i in group)
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
             argv = [sys.executable, "-m", "cli.main", "worker", *_engine_flags(args, options, model_path, fraction)]
-            specs.append(ChildSpec(name=label, argv=argv, env=env))
+            ops = OpsAddress(ops_host, port) if settings.metrics_enabled else None
+            specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops))
     return specs
+
+
+def child_ops_host(metrics_host: str) -> str:
+    """Where a group's engines serve their ops endpoints: loopback when the group listens on every interface.
+
+    The group's port is the public one (``0.0.0.0`` in the image, for the kubelet and Prometheus);
+    the engines' ports stay inside the machine or pod (``curl localhost:9465/readyz`` there, or
+    ``kubectl port-forward``). A single address (``10.0.0.5``) is used for the engines too.
+    """
+    return "127.0.0.1" if metrics_host in ("", "0.0.0.0", "::") else metrics_host
+
+
+def pick_free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct ports free on ``host`` now (each held until all are picked, then released)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            held = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(held)
+            held.bind((host, 0))
+        return [int(held.getsockname()[1]) for held in sockets]
+    finally:
+        for held in sockets:
+            held.close()
+
+
+def _child_ops_ports(settings: Settings, host: str, count: int) -> list[int]:
+    """Each engine's ops port: the group's port + 1, + 2, ...; free ones if that is 0 (any free port)."""
+    if settings.metrics_port:
+        return [settings.metrics_port + 1 + index for index in range(count)]
+    if settings.metrics_enabled:
+        return pick_free_ports(host, count)
+    return [0] * count
 
 
 def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: Path, fraction: float) -> list[str]:
@@ -96,12 +143,15 @@ def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: 
         f"--max-cudagraph-capture-size={options.max_cudagraph_capture_size or 0}",
         f"--load-format={options.load_format}",
         "--log-stats" if options.log_stats else "--no-log-stats",
+        f"--scheduling-policy={options.scheduling_policy}",
         f"--log-level={args.log_level}",
     ]
     if options.max_model_len is not None:
         flags.append(f"--max-model-len={options.max_model_len}")
     if options.max_num_batched_tokens is not None:
         flags.append(f"--max-num-batched-tokens={options.max_num_batched_tokens}")
+    if options.ignore_eos:
+        flags.append("--ignore-eos")
     if args.profile:
         flags.append(f"--profile={args.profile}")
     if args.max_in_flight:

@@ -29,6 +29,14 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     ]
     if not stats.group_exists:
         lines.append("         (the group does not exist yet: no worker has started on this stream)")
+    for lane in stats.lanes:
+        lane_lag = "unknown" if lane.lag is None else f"{'>= ' if lane.lag_capped else ''}{lane.lag:,}"
+        lane_oldest = (
+            "-" if lane.oldest_pending_age_seconds is None else format_duration(lane.oldest_pending_age_seconds)
+        )
+        lines.append(
+            f"  lane   {lane.lane:<28} lag {lane_lag}   pending {lane.pending:,}   oldest pending {lane_oldest}"
+        )
     lines += [
         f"  finished in the last minute          {stats.finished_last_minute:,}  ({stats.jobs_per_second:,.1f} jobs/s)",
         f"  dead letters                         {stats.dead_letters:,}"

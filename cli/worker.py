@@ -155,6 +155,18 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--load-format", default=defaults.load_format, help="how weights load: auto, safetensors, dummy, ..."
     )
     parser.add_argument(
+        "--scheduling-policy",
+        choices=("fcfs", "priority"),
+        default=defaults.scheduling_policy,
+        help="order of the engine's waiting requests: fcfs, or priority (interactive jobs before bulk ones "
+        "already waiting in the engine) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="generate every request's whole output budget (benchmarks with --load-format dummy only)",
+    )
+    parser.add_argument(
         "--log-stats",
         action=argparse.BooleanOptionalAction,
         default=defaults.log_stats,
@@ -199,6 +211,8 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
         load_format=args.load_format,
         log_stats=args.log_stats,
+        scheduling_policy=args.scheduling_policy,
+        ignore_eos=args.ignore_eos,
     )
 
 
@@ -299,11 +313,13 @@ def _run_engine_group(
     model_path: Path,
     urls: ServiceUrls,
 ) -> int:
-    """Migrate once, then supervise one worker process per engine until signalled; the group's exit code."""
+    """Migrate once, then supervise one worker process per engine until signalled, serving the group's
+    /metrics, /healthz and /readyz; the group's exit code."""
     from cli.engine_group import child_specs, gpu_groups
     from storage import upgrade_database
     from worker.engine_count import choose_engine_count, estimate_parameters, gpu_ids, gpu_memory_bytes
-    from worker.supervisor import EngineSupervisor
+    from worker.group_ops import EngineGroupOpsServer
+    from worker.supervisor import STOP_MARGIN_S, EngineSupervisor
 
     groups = gpu_groups(gpu_ids(args.gpus), options.tensor_parallel_size)
     engines = args.engines
@@ -326,8 +342,12 @@ def _run_engine_group(
         [",".join(g) or "default" for g in groups],
         options.gpu_memory_utilization / engines,
     )
-    supervisor = EngineSupervisor(specs, stop_timeout=settings.shutdown_grace_seconds + 30)
-    return supervisor.run()
+    supervisor = EngineSupervisor(specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S)
+    if not settings.metrics_enabled:
+        return supervisor.run()
+    # The group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.
+    with EngineGroupOpsServer(supervisor, host=settings.metrics_host, port=settings.metrics_port):
+        return supervisor.run()
 
 
 async def _serve_until_signalled(worker: Worker) -> int:

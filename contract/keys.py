@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract.schemas import Priority
 from contract.settings import Settings
 
 
@@ -16,7 +17,8 @@ class RedisKeys:
     """The names derived from one :class:`Settings` (prefix and optional overrides)."""
 
     prefix: str
-    jobs_stream: str
+    jobs_stream: str  # the interactive lane (the name plain XADD producers have always used)
+    bulk_jobs_stream: str
     events_stream: str
     events_channel: str
     consumer_group: str
@@ -31,9 +33,11 @@ class RedisKeys:
     def from_settings(cls, settings: Settings) -> RedisKeys:
         """Resolve the names, defaulting each stream and channel to ``<prefix>:<what>``."""
         prefix = settings.key_prefix
+        jobs_stream = settings.jobs_stream or f"{prefix}:jobs"
         return cls(
             prefix=prefix,
-            jobs_stream=settings.jobs_stream or f"{prefix}:jobs",
+            jobs_stream=jobs_stream,
+            bulk_jobs_stream=f"{jobs_stream}:bulk",
             events_stream=settings.events_stream or f"{prefix}:events",
             events_channel=settings.events_channel or f"{prefix}:events",
             consumer_group=settings.consumer_group,
@@ -44,6 +48,15 @@ class RedisKeys:
             orchestration_queue=f"{prefix}-orchestration",
             webhook_queue=f"{prefix}-webhooks",
         )
+
+    def lane(self, priority: Priority) -> str:
+        """The jobs stream of one lane (:class:`~contract.schemas.Priority`)."""
+        return self.jobs_stream if priority is Priority.INTERACTIVE else self.bulk_jobs_stream
+
+    @property
+    def lanes(self) -> tuple[tuple[Priority, str], ...]:
+        """Every lane and its stream, interactive first: what workers read and stats report."""
+        return ((Priority.INTERACTIVE, self.jobs_stream), (Priority.BULK, self.bulk_jobs_stream))
 
     def state(self, job_id: str) -> str:
         """Hash holding a queued or running job's state record."""

@@ -1,4 +1,4 @@
-"""A snapshot of the queue: stream length, group lag and pending, throughput, dead letters.
+"""A snapshot of the queue: per lane stream length, group lag and pending; throughput, dead letters.
 
 ``dragoman stats`` prints it and the worker's ``/metrics`` exports it as gauges; both read it
 with the few cheap commands below (no scan of the stream).
@@ -41,13 +41,35 @@ class WorkerStats:
 
 
 @dataclass(frozen=True, slots=True)
-class QueueStats:
-    """What the queue looks like at ``taken_at``.
+class LaneStats:
+    """One lane's stream (interactive or bulk): its backlog as the consumer group sees it.
 
     ``lag`` is the number of entries no consumer has read yet (``None`` where Redis 7 cannot
     tell, after entries were deleted from the middle of the stream; counted up to
     ``LAG_COUNT_LIMIT``, with ``lag_capped``, on older Redis); ``pending`` the entries read and
     not acknowledged yet.
+    """
+
+    lane: str
+    stream: str
+    length: int
+    lag: int | None
+    lag_capped: bool
+    pending: int
+    oldest_pending_age_seconds: float | None
+    group_exists: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return vars_of(self)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What the queue looks like at ``taken_at``: both lanes together, and each in ``lanes``.
+
+    ``stream`` names the interactive lane's stream (the bulk lane's is in ``lanes``); ``lag``
+    is ``None`` when either lane's is unknown; consumers' ``pending`` counts both lanes.
     """
 
     taken_at: float
@@ -63,6 +85,7 @@ class QueueStats:
     group_exists: bool
     consumers: list[ConsumerStats] = field(default_factory=list)
     workers: list[WorkerStats] = field(default_factory=list)
+    lanes: list[LaneStats] = field(default_factory=list)
 
     @property
     def jobs_per_second(self) -> float:
@@ -86,67 +109,103 @@ class QueueStats:
             "group_exists": self.group_exists,
             "consumers": [vars_of(c) for c in self.consumers],
             "workers": [vars_of(w) for w in self.workers],
+            "lanes": [lane.to_dict() for lane in self.lanes],
         }
 
 
-def vars_of(item: ConsumerStats | WorkerStats) -> dict[str, Any]:
+def vars_of(item: ConsumerStats | WorkerStats | LaneStats) -> dict[str, Any]:
     """A slotted dataclass as a dict."""
     return {name: getattr(item, name) for name in item.__slots__}
 
 
 async def read_queue_stats(redis: aioredis.Redis, keys: RedisKeys, *, with_workers: bool = True) -> QueueStats:
-    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands)."""
+    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane)."""
     now = time.time()
     second = int(now)
     async with redis.pipeline(transaction=False) as pipe:
-        pipe.xlen(keys.jobs_stream)
         pipe.xlen(keys.dead_letter_stream)
         pipe.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)])
-        length, dead, finished = await pipe.execute()
+        dead, finished = await pipe.execute()
+    consumers: dict[str, ConsumerStats] = {}
+    lanes = []
+    for lane, stream in keys.lanes:
+        lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
+        lanes.append(lane_stats)
+        for consumer in lane_consumers:
+            seen = consumers.get(consumer.name)
+            consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
+    ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
+    lags = [lane.lag for lane in lanes]
+    return QueueStats(
+        taken_at=now,
+        stream=keys.jobs_stream,
+        group=keys.consumer_group,
+        length=sum(lane.length for lane in lanes),
+        lag=None if None in lags else sum(lag for lag in lags if lag is not None),
+        lag_capped=any(lane.lag_capped for lane in lanes),
+        pending=sum(lane.pending for lane in lanes),
+        oldest_pending_age_seconds=max(ages) if ages else None,
+        finished_last_minute=sum(int(n) for n in finished if n is not None),
+        dead_letters=int(dead),
+        group_exists=any(lane.group_exists for lane in lanes),
+        consumers=sorted(consumers.values(), key=lambda c: c.name),
+        workers=await _read_workers(redis, keys) if with_workers else [],
+        lanes=lanes,
+    )
+
+
+async def _read_lane(
+    redis: aioredis.Redis, keys: RedisKeys, lane: str, stream: str, now: float
+) -> tuple[LaneStats, list[ConsumerStats]]:
+    """One lane's numbers and its consumers."""
+    length = int(await redis.xlen(stream))
     group: dict[str, Any] | None = None
     consumers: list[ConsumerStats] = []
     oldest_age: float | None = None
-    if length or await redis.exists(keys.jobs_stream):
-        groups: list[dict[str, Any]] = await redis.xinfo_groups(keys.jobs_stream)
+    if length or await redis.exists(stream):
+        groups: list[dict[str, Any]] = await redis.xinfo_groups(stream)
         group = next((g for g in groups if _text(g.get("name")) == keys.consumer_group), None)
     if group is not None:
-        for info in await redis.xinfo_consumers(keys.jobs_stream, keys.consumer_group):
+        for info in await redis.xinfo_consumers(stream, keys.consumer_group):
             consumers.append(
                 ConsumerStats(
                     name=_text(info["name"]), pending=int(info["pending"]), idle_seconds=int(info["idle"]) / 1000
                 )
             )
         if int(group.get("pending") or 0):
-            oldest = await redis.xpending_range(keys.jobs_stream, keys.consumer_group, min="-", max="+", count=1)
+            oldest = await redis.xpending_range(stream, keys.consumer_group, min="-", max="+", count=1)
             if oldest:
                 oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
-    lag, capped = await _group_lag(redis, keys, group, int(length))
-    return QueueStats(
-        taken_at=now,
-        stream=keys.jobs_stream,
-        group=keys.consumer_group,
-        length=int(length),
+    lag, capped = await _group_lag(redis, stream, group, length)
+    stats = LaneStats(
+        lane=lane,
+        stream=stream,
+        length=length,
         lag=lag,
         lag_capped=capped,
         pending=int(group.get("pending") or 0) if group is not None else 0,
         oldest_pending_age_seconds=oldest_age,
-        finished_last_minute=sum(int(n) for n in finished if n is not None),
-        dead_letters=int(dead),
         group_exists=group is not None,
-        consumers=consumers,
-        workers=await _read_workers(redis, keys) if with_workers else [],
+    )
+    return stats, consumers
+
+
+def _merged(one: ConsumerStats, other: ConsumerStats) -> ConsumerStats:
+    """A consumer seen in both lanes: what it holds in both, idle since its latest read in either."""
+    return ConsumerStats(
+        name=one.name, pending=one.pending + other.pending, idle_seconds=min(one.idle_seconds, other.idle_seconds)
     )
 
 
 async def _group_lag(
-    redis: aioredis.Redis, keys: RedisKeys, group: dict[str, Any] | None, length: int
+    redis: aioredis.Redis, stream: str, group: dict[str, Any] | None, length: int
 ) -> tuple[int | None, bool]:
     """The group's lag and whether it was capped: Redis 7 reports it; older servers get it counted."""
     if group is None:
         return length, False  # nobody has read anything yet
     if "lag" in group:
         return (None if group["lag"] is None else int(group["lag"])), False
-    counted = await _COUNT_AFTER.call_async(redis, keys.jobs_stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
+    counted = await _COUNT_AFTER.call_async(redis, stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
     return counted, counted >= LAG_COUNT_LIMIT
 
 

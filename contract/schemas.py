@@ -34,6 +34,40 @@ class JobStatus(StrEnum):
 _FINAL = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
+class Priority(StrEnum):
+    """The lane a job waits in: ``interactive`` jobs reach the engine before ``bulk`` ones.
+
+    Each lane is a stream of its own; workers read both with a weighted share, so bulk work is
+    never starved (see ``worker.lanes``). A job that names none is interactive, unless it belongs
+    to a run or a document, which are bulk (:func:`lane_of`).
+    """
+
+    INTERACTIVE = "interactive"
+    BULK = "bulk"
+
+    @property
+    def engine_priority(self) -> int:
+        """vLLM's request priority (lower runs first, under ``--scheduling-policy priority``)."""
+        return 0 if self is Priority.INTERACTIVE else 1
+
+
+def validate_priority(priority: object) -> Priority:
+    """``priority`` as a :class:`Priority`; a typed error naming the choices otherwise."""
+    try:
+        return Priority(priority)  # type: ignore[arg-type]
+    except ValueError:
+        raise InvalidJobError(
+            f"priority must be one of {', '.join(repr(p.value) for p in Priority)}, got {shown(priority)}"
+        ) from None
+
+
+def lane_of(spec: JobSpec) -> Priority:
+    """The lane ``spec`` is queued in: its own priority, else bulk for a run's or document's job, else interactive."""
+    if spec.priority is not None:
+        return spec.priority
+    return Priority.BULK if spec.run_id is not None or spec.document_id is not None else Priority.INTERACTIVE
+
+
 @dataclass(frozen=True, slots=True)
 class TranslationRequest:
     """One item for :meth:`producer.Client.submit_many` (a plain dict with these keys works too)."""
@@ -43,6 +77,7 @@ class TranslationRequest:
     target_lang: str
     metadata: dict[str, Any] | None = None
     idempotency_key: str | None = None
+    priority: str | None = None  # "interactive" (the default for a job of its own) or "bulk"
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -64,6 +99,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     sequence: int | None = None
     tenant: str | None = None
     generation: dict[str, Any] | None = None  # a raw-prompt job (contract/generation.py); None: a translation
+    priority: Priority | None = None  # None: the default lane (lane_of)
 
 
 def validate_text(text: object, max_chars: int) -> str:
@@ -193,6 +229,7 @@ def build_job_spec(
     metadata: object = None,
     created_at: float | None = None,
     tenant: str | None = None,
+    priority: object = None,
 ) -> JobSpec:
     """Validate one submission and return its :class:`JobSpec`; nothing is written here."""
     source = normalize_language(source_lang)
@@ -205,6 +242,7 @@ def build_job_spec(
         created_at=datetime.now(UTC).timestamp() if created_at is None else _as_created_at(created_at),
         metadata=validate_metadata(metadata),
         tenant=None if tenant is None else validate_tenant(tenant),
+        priority=None if priority is None else validate_priority(priority),
     )
 
 

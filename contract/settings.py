@@ -25,7 +25,9 @@ class Settings(BaseSettings):
 
     # Names on the wire (see contract.keys for how they are combined).
     key_prefix: str = Field(default="dragoman", description="prefix of every Redis key")
-    jobs_stream: str | None = Field(default=None, description="jobs stream (default <prefix>:jobs)")
+    jobs_stream: str | None = Field(
+        default=None, description="interactive jobs stream (default <prefix>:jobs; bulk jobs: the same name + ':bulk')"
+    )
     events_stream: str | None = Field(default=None, description="events stream (<prefix>:events)")
     events_channel: str | None = Field(default=None, description="Pub/Sub channel (<prefix>:events)")
     consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
@@ -43,6 +45,13 @@ class Settings(BaseSettings):
         default=None, gt=0, description="jobs inside the engine (default 2 x max_num_seqs)"
     )
     read_block_ms: int = Field(default=500, gt=0, description="how long one XREADGROUP blocks")
+    bulk_share: float = Field(
+        default=0.2,
+        gt=0,
+        lt=1,
+        description="share of a worker's free slots bulk jobs get while interactive jobs are waiting too "
+        "(a lane with nothing waiting leaves its share to the other)",
+    )
     writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
     writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
     writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")

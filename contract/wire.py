@@ -3,12 +3,14 @@
 This module is the contract between producers (this package, or any app using plain ``XADD``)
 and the worker. The README's "Wire format" section describes the same thing for other languages.
 
-Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``):
+Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``; bulk jobs go to
+``dragoman:jobs:bulk``, read after interactive ones with a weighted share):
     ``v``        schema version, currently ``"1"``
     ``id``       the job id, a UUID
     ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);
                  ``metadata`` (object), ``created_at`` (unix seconds), ``run_id``,
-                 ``document_id``, ``sequence``, ``tenant``, ``generation`` (optional; a raw-prompt
+                 ``document_id``, ``sequence``, ``tenant``, ``priority`` (``interactive`` or
+                 ``bulk``: the lane it was queued in), ``generation`` (optional; a raw-prompt
                  chat or completion request, ``contract/generation.py``: then the languages are
                  recorded as ``und`` whatever was sent)
 
@@ -36,6 +38,7 @@ from contract.schemas import (
     JobSpec,
     JobStatus,
     validate_metadata,
+    validate_priority,
     validate_tenant,
     validate_text,
 )
@@ -67,6 +70,8 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["tenant"] = spec.tenant
     if spec.generation is not None:
         payload["generation"] = spec.generation
+    if spec.priority is not None:
+        payload["priority"] = spec.priority.value
     return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
 
 
@@ -120,6 +125,7 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             sequence=_optional_int(payload, "sequence"),
             tenant=None if payload.get("tenant") is None else validate_tenant(payload["tenant"]),
             generation=generation,
+            priority=None if payload.get("priority") is None else validate_priority(payload["priority"]),
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None

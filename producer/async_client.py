@@ -96,6 +96,7 @@ class AsyncClient:
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         tenant: str | None = None,
+        priority: str | None = None,
     ) -> str:
         """Enqueue one translation and return its job id (see :meth:`producer.Client.submit`)."""
         prepared = prepare(
@@ -106,6 +107,7 @@ class AsyncClient:
             metadata=metadata,
             idempotency_key=idempotency_key,
             tenant=tenant,
+            priority=priority,
         )
         return (await self.submitter.write([prepared]))[0]
 

@@ -89,14 +89,22 @@ class Client:
         *,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        priority: str | None = None,
     ) -> str:
         """Enqueue one translation and return its job id.
 
         Invalid input raises a subclass of :class:`InvalidJobError` before anything is written.
-        With an ``idempotency_key``, submitting again returns the first job's id.
+        With an ``idempotency_key``, submitting again returns the first job's id. ``priority``:
+        ``"interactive"`` (the default) or ``"bulk"`` (waits behind interactive jobs, with a share).
         """
         prepared = prepare(
-            self.settings, text, source_lang, target_lang, metadata=metadata, idempotency_key=idempotency_key
+            self.settings,
+            text,
+            source_lang,
+            target_lang,
+            metadata=metadata,
+            idempotency_key=idempotency_key,
+            priority=priority,
         )
         return self.submitter.write([prepared])[0]
 

@@ -52,6 +52,7 @@ def prepare(
     metadata: object = None,
     idempotency_key: str | None = None,
     tenant: str | None = None,
+    priority: str | None = None,
 ) -> Prepared:
     """Validate one submission (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad."""
     spec = build_job_spec(
@@ -62,6 +63,7 @@ def prepare(
         max_chars=settings.max_text_chars,
         metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
         tenant=tenant,
+        priority=priority,
     )
     return spec, check_idempotency_key(idempotency_key)
 
@@ -83,6 +85,7 @@ def prepare_many(
                     metadata=request.metadata,
                     idempotency_key=request.idempotency_key,
                     tenant=tenant,
+                    priority=request.priority,
                 )
             )
         except InvalidJobError as exc:
@@ -96,7 +99,7 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
         return item
     if not isinstance(item, Mapping):
         raise InvalidJobError(f"item {index}: expected a TranslationRequest or a dict, got {type(item).__name__}")
-    unknown = set(item) - {"text", "source_lang", "target_lang", "metadata", "idempotency_key"}
+    unknown = set(item) - {"text", "source_lang", "target_lang", "metadata", "idempotency_key", "priority"}
     if unknown:
         raise InvalidJobError(f"item {index}: unknown field(s) {sorted(unknown)}")
     try:
@@ -106,6 +109,7 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
             target_lang=item["target_lang"],
             metadata=item.get("metadata"),
             idempotency_key=item.get("idempotency_key"),
+            priority=item.get("priority"),
         )
     except KeyError as exc:
         raise InvalidJobError(f"item {index}: missing field {exc.args[0]!r}") from None

@@ -1,9 +1,10 @@
-"""The stream consumer: keeps the engine full from the jobs stream, one task per job.
+"""The stream consumer: keeps the engine full from the jobs streams, one task per job.
 
 It reads with ``XREADGROUP`` only as many entries as there are free slots (``max_in_flight``,
 about twice the engine's ``max_num_seqs``, so vLLM's waiting queue never runs dry), marks them
 running, and starts one task per job. A task holds its slot until its result is in the
-writer's buffer, so a slow database stops the reading instead of filling memory.
+writer's buffer, so a slow database stops the reading instead of filling memory. The free
+slots are shared between the interactive and the bulk lane by weight (``worker.lanes``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -24,10 +26,11 @@ from contract.backoff import Backoff
 from contract.consumer_groups import ensure_group_async
 from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError, TruncatedTranslationError
 from contract.keys import RedisKeys
-from contract.schemas import JobSpec, JobStatus
+from contract.schemas import JobSpec, JobStatus, Priority
 from contract.scripts import StartOutcome, StartScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
+from worker.lanes import LaneShares
 from worker.metrics import WorkerMetrics
 from worker.reclaim import HEARTBEAT_TTL_S, claim_orphans, claim_stale
 from worker.results import DeadLetter, JobResult, storable_text
@@ -38,6 +41,9 @@ log = logging.getLogger(__name__)
 
 _MAX_READ = 512  # entries per XREADGROUP, whatever the number of free slots
 _REMEMBERED_CANCELS = 10_000
+
+Entries = list[tuple[str, dict[str, str]]]
+"""Stream entries as read: (entry id, fields)."""
 
 
 class StreamConsumer:
@@ -64,18 +70,20 @@ class StreamConsumer:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: dict[str, asyncio.Task[None]] = {}  # job id -> its task
         self._requests: dict[str, str] = {}  # job id -> its current engine request id
-        self._entries: dict[str, str] = {}  # job id -> the stream entry it came from
+        self._entries: dict[str, tuple[Priority, str]] = {}  # job id -> the lane and stream entry it came from
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._start = StartScript(self._keys, settings.state_ttl_seconds)
         self._stopping = asyncio.Event()
         self._next_reclaim = 0.0
-        self._reclaim_start = "0-0"  # where the next scan of the pending list goes on from
+        self._reclaim_start = dict.fromkeys(Priority, "0-0")  # where the next scan of each pending list goes on from
+        self._own_cursor = dict.fromkeys(Priority, "0")  # own pending entries first; ">" once exhausted
+        self._shares = LaneShares(settings.bulk_share)
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
 
-    def held_entry_ids(self) -> list[str]:
-        """Stream entries of the jobs running here."""
+    def held_entries(self) -> list[tuple[Priority, str]]:
+        """Lanes and stream entries of the jobs running here."""
         return list(self._entries.values())
 
     @property
@@ -84,8 +92,9 @@ class StreamConsumer:
         return len(self._tasks)
 
     async def ensure_group(self) -> None:
-        """Create the consumer group (reading the stream from its start) if it does not exist."""
-        await ensure_group_async(self._redis, self._keys.jobs_stream, self._keys.consumer_group)
+        """Create the consumer group on each lane's stream (reading it from its start) if it does not exist."""
+        for _, stream in self._keys.lanes:
+            await ensure_group_async(self._redis, stream, self._keys.consumer_group)
 
     def stop_reading(self) -> None:
         """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
@@ -99,7 +108,6 @@ class StreamConsumer:
         """
         await self.ensure_group()
         backoff = Backoff(0.2, 10.0)
-        cursor = "0"  # own pending entries first; ">" once they are exhausted
         while not self._stopping.is_set():
             await self._slots.acquire()
             taken = 1 + await self.take_free_slots(_MAX_READ - 1)
@@ -107,9 +115,7 @@ class StreamConsumer:
                 self.release_slots(taken)
                 return
             try:
-                entries = await self._claim_stale(taken) if cursor == ">" else []
-                if not entries:
-                    entries = await self._read(taken, cursor)
+                read = await self._next_entries(taken)
                 backoff.reset()
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 self.release_slots(taken)
@@ -120,32 +126,129 @@ class StreamConsumer:
             except BaseException:
                 self.release_slots(taken)
                 raise
-            if cursor != ">":
+            count = sum(len(entries) for entries in read.values())
+            if count > taken:  # a blocking read that both lanes answered at once: wait for the extra slots
+                for _ in range(count - taken):
+                    await self._slots.acquire()
+            else:
+                self.release_slots(taken - count)
+            for lane, entries in read.items():
                 if entries:
-                    cursor = entries[-1][0]
-                    log.info("resuming %d jobs this consumer owned before a restart", len(entries))
-                else:
-                    cursor = ">"
-            self.release_slots(taken - len(entries))
-            if entries:
-                await self.dispatch(entries)
+                    await self.dispatch(entries, lane)
 
-    async def _claim_stale(self, count: int) -> list[tuple[str, dict[str, str]]]:
+    async def _next_entries(self, count: int) -> dict[Priority, Entries]:
+        """Up to ``count`` entries (one blocking read may answer up to ``count`` per lane): own pending
+        ones after a restart, else those of dead or stale consumers, else new ones."""
+        if any(cursor != ">" for cursor in self._own_cursor.values()):
+            own = await self._read_own_pending(count)
+            if own:
+                return own
+        claimed = await self._claim_stale(count)
+        if claimed:
+            return claimed
+        return await self._read_new(count)
+
+    async def _read_own_pending(self, count: int) -> dict[Priority, Entries]:
+        """The next page of entries this consumer name owned before a restart, one lane at a time."""
+        for lane, stream in self._keys.lanes:
+            cursor = self._own_cursor[lane]
+            if cursor == ">":
+                continue
+            response: Any = await self._redis.xreadgroup(
+                self._keys.consumer_group, self.consumer_name, {stream: cursor}, count=count
+            )
+            page = response[0][1] if response else []
+            if not page:
+                self._own_cursor[lane] = ">"
+                continue
+            self._own_cursor[lane] = page[-1][0]
+            # Own pending entries whose message was trimmed or deleted come back without fields.
+            entries = [(entry_id, fields) for entry_id, fields in page if fields is not None]
+            log.info("resuming %d %s jobs this consumer owned before a restart", len(entries), lane.value)
+            return {lane: entries}
+        return {}
+
+    async def _read_new(self, count: int) -> dict[Priority, Entries]:
+        """New entries for ``count`` free slots, shared between the lanes by weight (see ``worker.lanes``).
+
+        Each lane is first offered its share (both reads in one round trip); slots a lane left
+        are then offered to a lane that filled its offer (it may have more). Only when both lanes
+        are empty does the read block, on both streams at once.
+        """
+        offered = self._shares.split(count)
+        asked = {lane: n for lane, n in offered.items() if n}
+        got = await self._read_lanes(asked)
+        left = count - sum(len(entries) for entries in got.values())
+        if left:
+            for lane in Priority:
+                if len(got.get(lane, ())) < offered[lane]:
+                    continue  # it had fewer than offered: nothing more waits there
+                more = (await self._read_lanes({lane: left})).get(lane, [])
+                got[lane] = [*got.get(lane, ()), *more]
+                left -= len(more)
+                if not left:
+                    break
+        if any(got.values()):
+            return got
+        response: Any = await self._redis.xreadgroup(
+            self._keys.consumer_group,
+            self.consumer_name,
+            {stream: ">" for _, stream in self._keys.lanes},
+            count=count,
+            block=self._settings.read_block_ms,
+        )
+        return self._by_lane(response or [])
+
+    async def _read_lanes(self, counts: dict[Priority, int]) -> dict[Priority, Entries]:
+        """New entries of the given lanes, up to each one's count, without waiting (one round trip)."""
+        if not counts:
+            return {}
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for lane, n in counts.items():
+                pipe.xreadgroup(self._keys.consumer_group, self.consumer_name, {self._keys.lane(lane): ">"}, count=n)
+            responses: list[Any] = await pipe.execute()
+        return self._by_lane([stream for response in responses if response for stream in response])
+
+    def _by_lane(self, response: list[Any]) -> dict[Priority, Entries]:
+        """An ``XREADGROUP`` reply (one item per stream) as entries per lane."""
+        lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
+        return {
+            lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries] for stream, entries in response
+        }
+
+    async def _claim_stale(self, count: int) -> dict[Priority, Entries]:
         """Every ``reclaim_interval_seconds``, take over jobs of dead workers (heartbeat gone, or idle too long)."""
         now = time.monotonic()
         if now < self._next_reclaim:
-            return []
+            return {}
         self._next_reclaim = now + self._settings.reclaim_interval_seconds
-        entries = await claim_orphans(self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, count)
-        if len(entries) < count:
-            min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
-            self._reclaim_start, stale = await claim_stale(
-                self._redis, self._keys, self.consumer_name, min_idle_ms, count - len(entries), self._reclaim_start
+        claimed: dict[Priority, Entries] = {}
+        left = count
+        for lane, stream in self._keys.lanes:
+            entries = await claim_orphans(
+                self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, left, stream
             )
-            entries += stale
-        self.reclaimed += len(entries)
-        self._metrics.record_reclaimed(len(entries))
-        return entries
+            if len(entries) < left:
+                min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
+                self._reclaim_start[lane], stale = await claim_stale(
+                    self._redis,
+                    self._keys,
+                    self.consumer_name,
+                    min_idle_ms,
+                    left - len(entries),
+                    self._reclaim_start[lane],
+                    stream,
+                )
+                entries += stale
+            if entries:
+                claimed[lane] = entries
+                left -= len(entries)
+            if not left:
+                break
+        reclaimed = count - left
+        self.reclaimed += reclaimed
+        self._metrics.record_reclaimed(reclaimed)
+        return claimed
 
     async def take_free_slots(self, most: int) -> int:
         """Acquire up to ``most`` slots that are free right now, without waiting; return how many."""
@@ -160,20 +263,7 @@ class StreamConsumer:
         for _ in range(count):
             self._slots.release()
 
-    async def _read(self, count: int, cursor: str) -> list[tuple[str, dict[str, str]]]:
-        response: Any = await self._redis.xreadgroup(
-            self._keys.consumer_group,
-            self.consumer_name,
-            {self._keys.jobs_stream: cursor},
-            count=count,
-            block=None if cursor != ">" else self._settings.read_block_ms,
-        )
-        if not response:
-            return []
-        # Own pending entries whose message was trimmed or deleted come back without fields.
-        return [(entry_id, fields) for entry_id, fields in response[0][1] if fields is not None]
-
-    async def dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
+    async def dispatch(self, entries: Entries, lane: Priority = Priority.INTERACTIVE) -> None:
         """Mark decodable entries running (one round trip) and start a task for each.
 
         Every entry already holds a slot; each path below gives it back exactly once. An entry
@@ -182,21 +272,23 @@ class StreamConsumer:
         pending (un-acked) and are reclaimed later.
         """
         try:
-            await self._dispatch(entries)
+            await self._dispatch(entries, lane)
         except (RedisConnectionError, RedisTimeoutError) as exc:
             log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
         except ResponseError as exc:
             log.error("Redis refused to start %d jobs (%s); they stay pending", len(entries), exc)
 
-    async def _dispatch(self, entries: list[tuple[str, dict[str, str]]]) -> None:
+    async def _dispatch(self, entries: Entries, lane: Priority) -> None:
         now = time.time()
         decoded: list[tuple[str, JobSpec]] = []
         for entry_id, fields in entries:
             try:
                 spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
             except Exception as exc:  # malformed, or a bug that must stay this entry's problem
-                await self._dead_letter(entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now)
+                await self._dead_letter(entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now, lane)
                 continue
+            if spec.priority is not lane:  # the stream it came from decides (and where it is acknowledged)
+                spec = msgspec.structs.replace(spec, priority=lane)
             if spec.job_id in self._tasks:  # reclaimed while still running here: keep the one running
                 self._slots.release()
                 continue
@@ -228,7 +320,7 @@ class StreamConsumer:
         if stuck:
             fields_of = dict(entries)
             for entry_id, reason in stuck:  # not failed by id: the record is not ours to finalise
-                await self._dead_letter(entry_id, fields_of[entry_id], reason, None, now)
+                await self._dead_letter(entry_id, fields_of[entry_id], reason, None, now, lane)
         for (entry_id, spec), outcome in zip(decoded, started, strict=True):
             attempts = outcome.attempts
             if outcome.cancelled:
@@ -243,7 +335,7 @@ class StreamConsumer:
                     self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED, error=reason, dead_letter=True)
                 )
             else:
-                self._entries[spec.job_id] = entry_id
+                self._entries[spec.job_id] = (lane, entry_id)
                 self._tasks[spec.job_id] = asyncio.create_task(
                     self._run_job(entry_id, spec, attempts, now), name=f"job-{spec.job_id}"
                 )
@@ -267,12 +359,12 @@ class StreamConsumer:
         }
 
     async def _dead_letter(
-        self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float
+        self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float, lane: Priority
     ) -> None:
         """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then parked."""
         log.warning("dead-lettering entry %s: %s", entry_id, reason, extra={"entry_id": entry_id, "job_id": job_id})
         await self._finish(
-            DeadLetter(entry_id=entry_id, fields=dict(fields), reason=reason, job_id=job_id, finished_at=now)
+            DeadLetter(entry_id=entry_id, fields=dict(fields), reason=reason, job_id=job_id, finished_at=now, lane=lane)
         )
 
     async def _finish(self, result: JobResult | DeadLetter) -> None:

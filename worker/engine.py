@@ -39,6 +39,7 @@ class GenerationRequest(msgspec.Struct, frozen=True):
     temperature: float = 0.0  # greedy: translations are reproducible
     top_p: float = 1.0
     seed: int | None = None
+    priority: int = 0  # lower first, when the engine schedules by priority (Priority.engine_priority)
 
 
 class GenerationResult(msgspec.Struct, frozen=True):
@@ -100,4 +101,7 @@ class EngineOptions:
     cpu_kv_cache_gib: float = 1.0
     log_stats: bool = True  # vLLM's engine metrics (vllm:* on /metrics) and its periodic throughput log line
     ignore_eos: bool = False  # benchmarks with dummy weights: output lengths come from max_tokens alone
+    # "priority": interactive jobs' requests are scheduled before waiting bulk ones (vLLM's
+    # priority policy); "fcfs": in arrival order, the lanes only order what the worker reads.
+    scheduling_policy: str = "fcfs"
     extra: dict[str, object] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from contract.queue_stats import QueueStats
-from contract.schemas import JobStatus
+from contract.schemas import JobStatus, Priority, lane_of
 from contract.wire import JobEvent
 from worker.results import JobResult
 
@@ -141,6 +141,39 @@ class WorkerMetrics:
         self.oldest_pending_age = Gauge(
             "dragoman_oldest_pending_age_seconds", "Age of the oldest pending entry (0 when none)", registry=r
         )
+        lanes = [lane.value for lane in Priority]
+        self.lane_queue_wait = StageHistogram(
+            "dragoman_lane_queue_wait_seconds",
+            "Seconds from submit to start of the jobs this worker finished, by lane (interactive, bulk)",
+            "lane",
+            lanes,
+            STAGE_BUCKETS,
+            r,
+        )
+        self.lane_end_to_end = StageHistogram(
+            "dragoman_lane_end_to_end_seconds",
+            "Seconds from submit to acknowledged result of the jobs this worker finished, by lane",
+            "lane",
+            lanes,
+            STAGE_BUCKETS,
+            r,
+        )
+        self.lane_length = Gauge("dragoman_lane_stream_length", "Entries in a lane's jobs stream", ["lane"], registry=r)
+        self.lane_lag = Gauge(
+            "dragoman_lane_lag", "Entries of a lane's stream no consumer has read yet", ["lane"], registry=r
+        )
+        self.lane_pending = Gauge(
+            "dragoman_lane_pending",
+            "Entries of a lane read by a consumer and not acknowledged yet",
+            ["lane"],
+            registry=r,
+        )
+        self.lane_oldest_pending_age = Gauge(
+            "dragoman_lane_oldest_pending_age_seconds",
+            "Age of a lane's oldest pending entry (0 when none)",
+            ["lane"],
+            registry=r,
+        )
         self.dead_letters = Gauge("dragoman_dead_letters", "Entries in the dead-letter stream", registry=r)
         self.finished_per_second = Gauge(
             "dragoman_queue_jobs_per_second", "Jobs finished per second by all workers over the last minute", registry=r
@@ -177,6 +210,13 @@ class WorkerMetrics:
         stages.observe_many("engine", [max(0.0, r.finished_at - at) for at, r in started])
         stages.observe_many("write", [max(0.0, acked_at - r.finished_at) for r in mine])
         stages.observe_many("end_to_end", [max(0.0, acked_at - r.spec.created_at) for r in mine])
+        for lane in Priority:
+            ours = [r for r in mine if lane_of(r.spec) is lane]
+            if ours:
+                self.lane_queue_wait.observe_many(
+                    lane.value, [max(0.0, r.started_at - r.spec.created_at) for r in ours if r.started_at is not None]
+                )
+                self.lane_end_to_end.observe_many(lane.value, [max(0.0, acked_at - r.spec.created_at) for r in ours])
         reasons: dict[str, int] = {}
         pieces = 0
         for result in mine:
@@ -205,5 +245,10 @@ class WorkerMetrics:
         self.group_lag.set(stats.lag if stats.lag is not None else float("nan"))
         self.group_pending.set(stats.pending)
         self.oldest_pending_age.set(stats.oldest_pending_age_seconds or 0.0)
+        for lane in stats.lanes:
+            self.lane_length.labels(lane.lane).set(lane.length)
+            self.lane_lag.labels(lane.lane).set(lane.lag if lane.lag is not None else float("nan"))
+            self.lane_pending.labels(lane.lane).set(lane.pending)
+            self.lane_oldest_pending_age.labels(lane.lane).set(lane.oldest_pending_age_seconds or 0.0)
         self.dead_letters.set(stats.dead_letters)
         self.finished_per_second.set(stats.jobs_per_second)

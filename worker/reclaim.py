@@ -29,6 +29,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.keys import RedisKeys
+from contract.schemas import Priority
 from contract.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,21 +50,29 @@ class Claimed(NamedTuple):
 
 
 async def claim_stale(
-    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, min_idle_ms: int, count: int, start: str = "0-0"
+    redis: aioredis.Redis,
+    keys: RedisKeys,
+    consumer_name: str,
+    min_idle_ms: int,
+    count: int,
+    start: str = "0-0",
+    stream: str | None = None,
 ) -> Claimed:
-    """Take over up to ``count`` entries idle longer than ``min_idle_ms``, from any consumer.
+    """Take over up to ``count`` entries of ``stream`` (default: the interactive lane) idle longer
+    than ``min_idle_ms``, from any consumer.
 
     The scan begins at ``start`` (pass the last call's ``next_start``; it is ``0-0`` again once
     the whole pending list was walked). Entries whose message was deleted meanwhile are
     acknowledged (there is nothing left to run).
     """
+    stream = stream or keys.jobs_stream
     response: Any = await redis.xautoclaim(
-        keys.jobs_stream, keys.consumer_group, consumer_name, min_idle_ms, start_id=start, count=count
+        stream, keys.consumer_group, consumer_name, min_idle_ms, start_id=start, count=count
     )
     claimed = list(response[1])
     gone = [entry_id for entry_id, fields in claimed if not fields]
     if gone:
-        await redis.xack(keys.jobs_stream, keys.consumer_group, *gone)
+        await redis.xack(stream, keys.consumer_group, *gone)
     entries = [(entry_id, fields) for entry_id, fields in claimed if fields]
     if entries:
         log.info("reclaimed %d jobs idle for more than %.0fs", len(entries), min_idle_ms / 1000)
@@ -71,16 +80,22 @@ async def claim_stale(
 
 
 async def claim_orphans(
-    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, min_idle_ms: int, count: int
+    redis: aioredis.Redis,
+    keys: RedisKeys,
+    consumer_name: str,
+    min_idle_ms: int,
+    count: int,
+    stream: str | None = None,
 ) -> list[tuple[str, dict[str, str]]]:
-    """Take over up to ``count`` entries held by consumers whose heartbeat has expired.
+    """Take over up to ``count`` entries of ``stream`` (default: the interactive lane) held by
+    consumers whose heartbeat has expired.
 
     Such a consumer's worker is dead (killed, its host gone), so its entries need not wait for
     the visibility timeout. ``min_idle_ms`` (one heartbeat TTL) keeps the entries a worker has
     just read before its first heartbeat landed with it, and makes the claim itself safe: an
     entry somebody else has claimed meanwhile has a fresh idle time and is left alone.
     """
-    stream, group = keys.jobs_stream, keys.consumer_group
+    stream, group = stream or keys.jobs_stream, keys.consumer_group
     holders = [
         _text(info["name"])
         for info in await redis.xinfo_consumers(stream, group)
@@ -108,27 +123,34 @@ async def claim_orphans(
     returned = {entry_id for entry_id, _ in entries}
     leftover = [entry_id for entry_id in ids if entry_id not in returned]
     if leftover:  # deleted from the stream (claimed, but nothing to run), or claimed by another worker first
-        await _ack_deleted(redis, keys, consumer_name, leftover)
+        await _ack_deleted(redis, keys, consumer_name, leftover, stream)
     if entries:
         log.info("took over %d jobs from %s, whose heartbeat expired", len(entries), ", ".join(sorted(dead)))
     return entries
 
 
-async def _ack_deleted(redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, entry_ids: list[str]) -> None:
+async def _ack_deleted(
+    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, entry_ids: list[str], stream: str
+) -> None:
     """Acknowledge those of ``entry_ids`` that are pending under ``consumer_name`` now (their entry is gone)."""
     async with redis.pipeline(transaction=False) as pipe:
         for entry_id in entry_ids:
             pipe.xpending_range(
-                keys.jobs_stream, keys.consumer_group, min=entry_id, max=entry_id, count=1, consumername=consumer_name
+                stream, keys.consumer_group, min=entry_id, max=entry_id, count=1, consumername=consumer_name
             )
         pages = await pipe.execute()
     ours = [entry_id for entry_id, page in zip(entry_ids, pages, strict=True) if page]
     if ours:
-        await redis.xack(keys.jobs_stream, keys.consumer_group, *ours)
+        await redis.xack(stream, keys.consumer_group, *ours)
 
 
 async def keep_alive(
-    redis: aioredis.Redis, keys: RedisKeys, consumer_name: str, entry_ids: list[str], min_idle_ms: int
+    redis: aioredis.Redis,
+    keys: RedisKeys,
+    consumer_name: str,
+    entry_ids: list[str],
+    min_idle_ms: int,
+    stream: str | None = None,
 ) -> list[str]:
     """Reset the idle time of entries this worker still holds, so nobody reclaims them meanwhile; return them.
 
@@ -142,11 +164,12 @@ async def keep_alive(
     held = set(entry_ids)
     if not held:
         return []
+    stream = stream or keys.jobs_stream
     due: list[str] = []
     start = "-"
     while True:
         page: Any = await redis.xpending_range(
-            keys.jobs_stream,
+            stream,
             keys.consumer_group,
             min=start,
             max="+",
@@ -160,35 +183,40 @@ async def keep_alive(
         start = "(" + _text(page[-1]["message_id"])
     if due:
         ids: list[Any] = due
-        await redis.xclaim(keys.jobs_stream, keys.consumer_group, consumer_name, min_idle_ms, ids, justid=True)
+        await redis.xclaim(stream, keys.consumer_group, consumer_name, min_idle_ms, ids, justid=True)
     return due
 
 
-async def forget_gone_consumers(redis: aioredis.Redis, keys: RedisKeys, own_name: str, gone_after_ms: int) -> list[str]:
-    """Delete consumers idle longer than ``gone_after_ms`` that hold nothing; return their names."""
+async def forget_gone_consumers(
+    redis: aioredis.Redis, keys: RedisKeys, own_name: str, gone_after_ms: int, stream: str | None = None
+) -> list[str]:
+    """Delete consumers of ``stream``'s group idle longer than ``gone_after_ms`` holding nothing; return their names."""
+    stream = stream or keys.jobs_stream
     removed = []
-    for info in await redis.xinfo_consumers(keys.jobs_stream, keys.consumer_group):
+    for info in await redis.xinfo_consumers(stream, keys.consumer_group):
         name = _text(info["name"])
         if name != own_name and int(info["pending"]) == 0 and int(info["idle"]) > gone_after_ms:
-            await redis.xgroup_delconsumer(keys.jobs_stream, keys.consumer_group, name)
+            await redis.xgroup_delconsumer(stream, keys.consumer_group, name)
             removed.append(name)
     if removed:
         log.info("removed %d consumers gone for a long time: %s", len(removed), ", ".join(removed))
     return removed
 
 
-async def trim_acknowledged(redis: aioredis.Redis, keys: RedisKeys) -> int:
-    """Delete jobs-stream entries every consumer group has read and acknowledged; return how many.
+async def trim_acknowledged(redis: aioredis.Redis, keys: RedisKeys, stream: str | None = None) -> int:
+    """Delete entries of ``stream`` (default: the interactive lane) every consumer group has read and
+    acknowledged; return how many.
 
     Nothing newer than a group's oldest pending entry, or not yet delivered to it, is touched.
     """
-    groups = await redis.xinfo_groups(keys.jobs_stream)
+    stream = stream or keys.jobs_stream
+    groups = await redis.xinfo_groups(stream)
     if not groups:
         return 0
     floors = []
     for group in groups:
         name = _text(group["name"])
-        summary: Any = await redis.xpending(keys.jobs_stream, name)
+        summary: Any = await redis.xpending(stream, name)
         if summary["pending"]:
             floors.append(_parse_id(_text(summary["min"])))
         else:
@@ -197,7 +225,7 @@ async def trim_acknowledged(redis: aioredis.Redis, keys: RedisKeys) -> int:
     ms, seq = min(floors)
     if (ms, seq) <= (0, 1):
         return 0
-    return int(await redis.xtrim(keys.jobs_stream, minid=f"{ms}-{seq}", approximate=False))
+    return int(await redis.xtrim(stream, minid=f"{ms}-{seq}", approximate=False))
 
 
 class Housekeeper:
@@ -208,13 +236,13 @@ class Housekeeper:
         settings: Settings,
         redis: aioredis.Redis,
         consumer_name: str,
-        held_entry_ids: Callable[[], Iterable[str]],
+        held_entries: Callable[[], Iterable[tuple[Priority, str]]],
     ) -> None:
         self._settings = settings
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
         self._consumer_name = consumer_name
-        self._held = held_entry_ids
+        self._held = held_entries
         self.trimmed = 0
 
     async def run(self) -> None:
@@ -233,9 +261,13 @@ class Housekeeper:
         settings, keys = self._settings, self._keys
         # Refreshed at half the visibility timeout: long before anyone may reclaim them.
         refresh_after_ms = int(settings.visibility_timeout_seconds * 1000 / 2)
-        await keep_alive(self._redis, keys, self._consumer_name, list(self._held()), refresh_after_ms)
-        await forget_gone_consumers(self._redis, keys, self._consumer_name, int(settings.consumer_gone_seconds * 1000))
-        self.trimmed += await trim_acknowledged(self._redis, keys)
+        held = list(self._held())
+        gone_after_ms = int(settings.consumer_gone_seconds * 1000)
+        for lane, stream in keys.lanes:
+            ids = [entry_id for held_lane, entry_id in held if held_lane is lane]
+            await keep_alive(self._redis, keys, self._consumer_name, ids, refresh_after_ms, stream)
+            await forget_gone_consumers(self._redis, keys, self._consumer_name, gone_after_ms, stream)
+            self.trimmed += await trim_acknowledged(self._redis, keys, stream)
 
 
 def _text(value: str | bytes) -> str:

@@ -20,6 +20,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.keys import RedisKeys
+from contract.schemas import Priority
 from contract.settings import Settings
 from contract.version import dragoman_version
 from worker.consumer import StreamConsumer
@@ -85,7 +86,7 @@ class Worker:
                 metrics=self.metrics,
                 engine_state=self._engine_state,
             )
-        self.housekeeper = Housekeeper(settings, self.redis, self.consumer.consumer_name, self._held_entry_ids)
+        self.housekeeper = Housekeeper(settings, self.redis, self.consumer.consumer_name, self._held_entries)
         self._housekeeping: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
@@ -110,12 +111,15 @@ class Worker:
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         log.info(
-            "worker %s (dragoman %s) reading %s (group %s, up to %d jobs in flight)",
+            "worker %s (dragoman %s) reading %s and %s (group %s, up to %d jobs in flight, %.0f%% for bulk "
+            "while interactive jobs wait)",
             self.consumer.consumer_name,
             dragoman_version(),
             self.keys.jobs_stream,
+            self.keys.bulk_jobs_stream,
             self.settings.consumer_group,
             self.consumer.max_in_flight,
+            self.settings.bulk_share * 100,
         )
 
     def _engine_state(self) -> str:
@@ -126,8 +130,8 @@ class Worker:
             return "draining: the worker is shutting down"
         return "ok"
 
-    def _held_entry_ids(self) -> list[str]:
-        return [*self.consumer.held_entry_ids(), *self.writer.held_entry_ids()]
+    def _held_entries(self) -> list[tuple[Priority, str]]:
+        return [*self.consumer.held_entries(), *self.writer.held_entries()]
 
     async def _write_heartbeat(self) -> None:
         """Refresh this worker's heartbeat hash (what it does, for operators) and its expiry."""

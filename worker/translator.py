@@ -25,7 +25,7 @@ import msgspec
 from contract.errors import InputTooLongError, TruncatedTranslationError
 from contract.expansion import expansion_ratio
 from contract.generation import cut_at_stop
-from contract.schemas import JobSpec
+from contract.schemas import JobSpec, lane_of
 from contract.sentences import cut_sentence, split_paragraphs, split_sentences
 from worker.engine import GenerationRequest, GenerationResult, TranslationEngine
 from worker.profiles import PromptProfile
@@ -52,6 +52,7 @@ class _Piece(NamedTuple):
 
     prompt_ids: list[int]
     budget: int
+    priority: int = 0  # the engine's request priority (the job's lane)
 
 
 class _Done(NamedTuple):
@@ -131,7 +132,7 @@ class Translator:
         A raw-prompt job (a Batch API chat or completion line) runs its prompt as given instead.
         """
         if spec.generation is not None:
-            return await self._run_raw_prompt(spec.generation, request_id)
+            return await self._run_raw_prompt(spec.generation, request_id, lane_of(spec).engine_priority)
         ratio = self._expansion(spec)
         overhead = self._prompt_overhead(spec)
         text = spec.text
@@ -235,7 +236,9 @@ class Translator:
                 f"the model's context is {self._max_len} tokens (max_model_len); raise --max-model-len"
             )
         source_tokens = max(1, len(prompt_ids) - self._prompt_overhead(spec))
-        return _Piece(prompt_ids, self.max_tokens_for(len(prompt_ids), source_tokens, ratio))
+        return _Piece(
+            prompt_ids, self.max_tokens_for(len(prompt_ids), source_tokens, ratio), lane_of(spec).engine_priority
+        )
 
     # Running ----------------------------------------------------------------------------------
 
@@ -306,7 +309,7 @@ class Translator:
 
     async def _generate(self, job_request_id: str, request_id: str, piece: _Piece) -> _Done:
         """One piece; a ``length`` stop is retried once with all the context allows."""
-        result = await self._request(job_request_id, request_id, piece.prompt_ids, piece.budget)
+        result = await self._request(job_request_id, request_id, piece.prompt_ids, piece.budget, piece.priority)
         budget = piece.budget
         if result.finish_reason == "length" and job_request_id not in self._aborted:
             room = self.room(len(piece.prompt_ids))
@@ -319,18 +322,24 @@ class Translator:
                     extra={"job_id": job_request_id},
                 )
                 budget = room
-                result = await self._request(job_request_id, f"{request_id}-retry", piece.prompt_ids, room)
+                result = await self._request(
+                    job_request_id, f"{request_id}-retry", piece.prompt_ids, room, piece.priority
+                )
         return _Done(result, len(piece.prompt_ids), budget)
 
     async def _request(
-        self, job_request_id: str, request_id: str, prompt_ids: list[int], budget: int
+        self, job_request_id: str, request_id: str, prompt_ids: list[int], budget: int, priority: int
     ) -> GenerationResult:
         running = self._running.setdefault(job_request_id, set())
         running.add(request_id)
         try:
             return await self.engine.generate(
                 GenerationRequest(
-                    request_id=request_id, prompt_token_ids=prompt_ids, max_tokens=budget, stop_token_ids=self._stop_ids
+                    request_id=request_id,
+                    prompt_token_ids=prompt_ids,
+                    max_tokens=budget,
+                    stop_token_ids=self._stop_ids,
+                    priority=priority,
                 )
             )
         finally:
@@ -376,7 +385,7 @@ class Translator:
                 f"{self._max_len} tokens (max_model_len); shorten the prompt or raise --max-model-len"
             )
 
-    async def _run_raw_prompt(self, generation: dict[str, Any], request_id: str) -> Translation:
+    async def _run_raw_prompt(self, generation: dict[str, Any], request_id: str, priority: int) -> Translation:
         """A raw-prompt job: the chat template or the prompt as given, the request's sampling, no profile."""
         tokenizer = self.engine.tokenizer
         if generation["kind"] == "chat":
@@ -395,6 +404,7 @@ class Translator:
                 temperature=generation.get("temperature", 0.0),
                 top_p=generation.get("top_p", 1.0),
                 seed=generation.get("seed"),
+                priority=priority,
             )
         )
         text, stopped = cut_at_stop(

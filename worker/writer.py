@@ -26,7 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.backoff import Backoff
 from contract.keys import RedisKeys
-from contract.schemas import JobStatus
+from contract.schemas import JobStatus, Priority, lane_of
 from contract.scripts import FinishedJob, FinishScript
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
@@ -75,7 +75,7 @@ class ResultWriter:
         self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)
         self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
-        self._held: set[str] = set()  # entries handed over and not yet acknowledged
+        self._held: set[tuple[Priority, str]] = set()  # (lane, entry) handed over and not yet acknowledged
         self._unavailable_since: float | None = None
         self._batches = 0
         self._rows = 0
@@ -93,14 +93,14 @@ class ResultWriter:
 
     async def put(self, result: JobResult | DeadLetter) -> None:
         """Hand over a finished job; waits while the buffer is full."""
-        self._held.add(result.entry_id)
+        self._held.add(_held_entry(result))
         try:
             self._queue.put_nowait(result)  # the usual case, without a coroutine per job
         except asyncio.QueueFull:
             await self._queue.put(result)
 
-    def held_entry_ids(self) -> list[str]:
-        """Stream entries whose results are buffered or being written (not acknowledged yet)."""
+    def held_entries(self) -> list[tuple[Priority, str]]:
+        """Lanes and stream entries whose results are buffered or being written (not acknowledged yet)."""
         return list(self._held)
 
     @property
@@ -179,7 +179,7 @@ class ResultWriter:
             await previous
         parked = _parked_entries(results, dead, events, refused)
         await self._acknowledge(batch, events, parked)
-        self._held.difference_update(item.entry_id for item in batch)
+        self._held.difference_update(_held_entry(item) for item in batch)
         self._batches += 1
         self._rows += len(events)
         self._dead += len(parked)
@@ -317,7 +317,8 @@ class ResultWriter:
                 async with self._redis.pipeline(transaction=True) as pipe:
                     groups = _group_ids(batch)
                     finished = [FinishedJob(event, groups.get(event.job_id)) for event in events]
-                    self._finish.queue_on_async(pipe, [item.entry_id for item in batch], finished, now)
+                    interactive, bulk = _entry_ids_by_lane(batch)
+                    self._finish.queue_on_async(pipe, interactive, finished, now, bulk)
                     for letter in parked:
                         pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
                     await pipe.execute()
@@ -346,6 +347,21 @@ def _parked_entries(
         if r.dead_letter and r.spec.job_id in failed and r.spec.job_id not in refused
     ]
     return parked
+
+
+def _held_entry(item: JobResult | DeadLetter) -> tuple[Priority, str]:
+    """The lane and stream entry a result acknowledges."""
+    return (item.lane if isinstance(item, DeadLetter) else lane_of(item.spec)), item.entry_id
+
+
+def _entry_ids_by_lane(batch: Sequence[JobResult | DeadLetter]) -> tuple[list[str], list[str]]:
+    """The batch's entry ids of the interactive lane and of the bulk lane."""
+    interactive: list[str] = []
+    bulk: list[str] = []
+    for item in batch:
+        lane, entry_id = _held_entry(item)
+        (interactive if lane is Priority.INTERACTIVE else bulk).append(entry_id)
+    return interactive, bulk
 
 
 def _group_ids(batch: Sequence[JobResult | DeadLetter]) -> dict[str, str]:

@@ -4,22 +4,29 @@
 -- document (its set of finished jobs reaches the total) appends one entry to the completions
 -- stream: exactly once, however often a job is delivered. The done-set expires with the group's
 -- hash; the finish task deletes both once the group is final.
--- KEYS: jobs stream, events stream, this second's finished counter, completions stream, then
---       the state record of each event
--- ARGV: group, channel, finished TTL, events maxlen, schema version, number of entry ids, the
---       entry ids, then for each event: job id, status, finished_at, error, payload JSON, the
---       hash and done-set keys of its run/document and its id ("" when it has none); the
---       last two ARGV are the parts of a tenant's unfinished-jobs set name around the tenant
+-- KEYS: interactive jobs stream, events stream, this second's finished counter, completions
+--       stream, bulk jobs stream, then the state record of each event
+-- ARGV: group, channel, finished TTL, events maxlen, schema version, number of interactive entry
+--       ids, those ids, number of bulk entry ids, those ids, then for each event: job id, status,
+--       finished_at, error, payload JSON, the hash and done-set keys of its run/document and its
+--       id ("" when it has none); the last two ARGV are the parts of a tenant's unfinished-jobs
+--       set name around the tenant
 -- An events-stream entry also names the job's tenant (from its state record) and run/document,
 -- when it has them, so that a reader can follow one tenant's or one group's jobs.
 -- Returns the number of entry ids.
-local n_entries = tonumber(ARGV[6])
-for i = 7, 6 + n_entries, 500 do
-  redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, i, math.min(i + 499, 6 + n_entries)))
+local function ack(stream, first, count)
+  for i = first, first + count - 1, 500 do
+    redis.call('XACK', stream, ARGV[1], unpack(ARGV, i, math.min(i + 499, first + count - 1)))
+  end
 end
-local base = 6 + n_entries
-for k = 5, #KEYS do
-  local j = base + (k - 5) * 8
+local n_interactive = tonumber(ARGV[6])
+ack(KEYS[1], 7, n_interactive)
+local n_bulk = tonumber(ARGV[7 + n_interactive])
+ack(KEYS[5], 8 + n_interactive, n_bulk)
+local n_entries = n_interactive + n_bulk
+local base = 7 + n_entries
+for k = 6, #KEYS do
+  local j = base + (k - 6) * 8
   redis.call('HSET', KEYS[k], 'status', ARGV[j + 2], 'finished_at', ARGV[j + 3], 'error', ARGV[j + 4])
   redis.call('EXPIRE', KEYS[k], ARGV[3])
   local fields = {'v', ARGV[5], 'id', ARGV[j + 1], 'status', ARGV[j + 2], 'payload', ARGV[j + 5]}
@@ -49,8 +56,8 @@ for k = 5, #KEYS do
     end
   end
 end
-if #KEYS > 4 then
-  redis.call('INCRBY', KEYS[3], #KEYS - 4)
+if #KEYS > 5 then
+  redis.call('INCRBY', KEYS[3], #KEYS - 5)
   redis.call('EXPIRE', KEYS[3], 120)
 end
 return n_entries

@@ -34,14 +34,18 @@ class FinishScript:
         self._finished_ttl = finished_ttl
         self._events_maxlen = events_maxlen
 
-    def layout(self, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float) -> tuple[list[str], list[Arg]]:
-        """KEYS and ARGV that ack ``entry_ids`` and finish ``jobs``, counted in the second of ``now``."""
+    def layout(
+        self, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float, bulk_entry_ids: Sequence[str] = ()
+    ) -> tuple[list[str], list[Arg]]:
+        """KEYS and ARGV that ack ``entry_ids`` (interactive lane) and ``bulk_entry_ids`` and finish
+        ``jobs``, counted in the second of ``now``."""
         keys = self._keys
         script_keys = [
             keys.jobs_stream,
             keys.events_stream,
             keys.finished_in_second(int(now)),
             keys.completions_stream,
+            keys.bulk_jobs_stream,
         ]
         args: list[Arg] = [
             keys.consumer_group,
@@ -51,6 +55,8 @@ class FinishScript:
             SCHEMA_VERSION,
             len(entry_ids),
             *entry_ids,
+            len(bulk_entry_ids),
+            *bulk_entry_ids,
         ]
         for job in jobs:
             event, group = job.event, job.group_id
@@ -69,17 +75,34 @@ class FinishScript:
         return script_keys, args
 
     def queue_on_async(
-        self, pipe: AsyncPipeline, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float
+        self,
+        pipe: AsyncPipeline,
+        entry_ids: Sequence[str],
+        jobs: Sequence[FinishedJob],
+        now: float,
+        bulk_entry_ids: Sequence[str] = (),
     ) -> None:
         """Queue the finish on an asyncio pipeline (a MULTI/EXEC one, beside the dead-letter writes)."""
-        _LUA.queue_on_async(pipe, *self.layout(entry_ids, jobs, now))
+        _LUA.queue_on_async(pipe, *self.layout(entry_ids, jobs, now, bulk_entry_ids))
 
-    def call(self, client: redis.Redis, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float) -> int:
+    def call(
+        self,
+        client: redis.Redis,
+        entry_ids: Sequence[str],
+        jobs: Sequence[FinishedJob],
+        now: float,
+        bulk_entry_ids: Sequence[str] = (),
+    ) -> int:
         """Finish a batch on its own; return how many entries it acknowledged (tried to)."""
-        return int(_LUA.run(client, *self.layout(entry_ids, jobs, now)))
+        return int(_LUA.run(client, *self.layout(entry_ids, jobs, now, bulk_entry_ids)))
 
     async def call_async(
-        self, client: aioredis.Redis, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float
+        self,
+        client: aioredis.Redis,
+        entry_ids: Sequence[str],
+        jobs: Sequence[FinishedJob],
+        now: float,
+        bulk_entry_ids: Sequence[str] = (),
     ) -> int:
         """:meth:`call` on an asyncio client."""
-        return int(await _LUA.run_async(client, *self.layout(entry_ids, jobs, now)))
+        return int(await _LUA.run_async(client, *self.layout(entry_ids, jobs, now, bulk_entry_ids)))

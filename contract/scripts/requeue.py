@@ -1,4 +1,4 @@
-"""REQUEUE (``requeue.lua``): a dead letter back on the jobs stream as a fresh queued job, exactly once."""
+"""REQUEUE (``requeue.lua``): a dead letter back on its lane's jobs stream as a fresh queued job, exactly once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from contract.keys import RedisKeys
-from contract.schemas import JobSpec
+from contract.schemas import JobSpec, lane_of
 from contract.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class RequeueScript:
     def layout(self, dead_id: str, spec: JobSpec, fields: Mapping[str, str], now: float) -> tuple[list[str], list[Arg]]:
         """KEYS and ARGV that requeue dead letter ``dead_id``: its entry ``fields``, decoded as ``spec``."""
         keys = self._keys
-        script_keys = [keys.dead_letter_stream, keys.jobs_stream, keys.state(spec.job_id)]
+        script_keys = [keys.dead_letter_stream, keys.lane(lane_of(spec)), keys.state(spec.job_id)]
         args: list[Arg] = [
             dead_id,
             spec.job_id,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from contract.keys import RedisKeys
-from contract.schemas import JobSpec
+from contract.schemas import JobSpec, lane_of
 from contract.scripts.lua import Arg, LuaScript
 from contract.wire import encode_job_entry
 
@@ -50,7 +50,7 @@ class SubmitScript:
             "1" if only_new else "0",
             "0" if idempotency_key is None else "1",
         )
-        script_keys: tuple[str, ...] = (keys.jobs_stream, keys.state(spec.job_id))
+        script_keys: tuple[str, ...] = (keys.lane(lane_of(spec)), keys.state(spec.job_id))
         if idempotency_key is not None:
             script_keys += (keys.idempotency(idempotency_key, spec.tenant),)
         if spec.tenant:

@@ -179,7 +179,7 @@ async def test_a_malformed_input_file_fails_validation_listing_every_bad_line(
 
     connection = redis_sync.Redis.from_url(settings.redis_url or "")
     try:
-        assert connection.xlen(RedisKeys.from_settings(settings).jobs_stream) == 0
+        assert connection.xlen(RedisKeys.from_settings(settings).bulk_jobs_stream) == 0
     finally:
         connection.close()
 
@@ -437,7 +437,7 @@ async def test_a_batch_left_validating_by_a_dead_server_is_resumed_on_read_witho
         resumed = await call(client.batches.retrieve, batch_id)
         assert resumed.status == "in_progress" and resumed.request_counts is not None
         assert resumed.request_counts.total == 3
-        stream = RedisKeys.from_settings(settings).jobs_stream
+        stream = RedisKeys.from_settings(settings).bulk_jobs_stream
         assert await producer_client.redis.xlen(stream) == 2  # line 0 was not enqueued twice, line 2 not again
     async with start_worker(DeterministicEngine()):
         done = await poll(client, batch_id, {"completed"})
@@ -475,4 +475,4 @@ async def test_a_slow_create_answers_validating_and_a_stopped_server_leaves_the_
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=successor), base_url="http://t") as http:
             batch = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
     assert batch["status"] == "in_progress" and batch["request_counts"]["total"] == 5_000, batch
-    assert raw_redis.xlen(RedisKeys.from_settings(settings).jobs_stream) == 5_000  # nothing queued twice
+    assert raw_redis.xlen(RedisKeys.from_settings(settings).bulk_jobs_stream) == 5_000  # nothing queued twice

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from cli.engine_group import child_specs, gpu_groups
+from cli.engine_group import child_ops_host, child_specs, gpu_groups
 from cli.main import build_parser
 from cli.worker import engine_options
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from worker.engine import EngineOptions
-from worker.supervisor import ChildSpec
+from worker.supervisor import ChildSpec, OpsAddress
 
 URLS = ServiceUrls("redis://cache:6379/0", "postgresql://app@db/dragoman")
 
@@ -53,6 +53,9 @@ def test_engines_get_their_gpu_their_own_port_and_consumer_name_and_the_services
     ]
     assert all(s.env["DRAGOMAN_REDIS_URL"] == URLS.redis_url for s in specs)
     assert all(s.env["DRAGOMAN_DATABASE_URL"] == URLS.database_url for s in specs)
+    # The parent reads each engine's port for the group's /metrics and /readyz.
+    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", port) for port in (9465, 9466, 9467, 9468)]
+    assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"127.0.0.1"}
 
 
 def test_gpu_numbers_are_the_ones_this_process_sees() -> None:
@@ -62,10 +65,30 @@ def test_gpu_numbers_are_the_ones_this_process_sees() -> None:
 
 
 def test_without_gpus_or_a_consumer_name_the_engines_leave_them_alone() -> None:
-    _, _, specs = _specs([], Settings(metrics_port=0), [[]], 3, {})
+    _, _, specs = _specs([], Settings(), [[]], 3, {})
     assert [s.name for s in specs] == ["e0", "e1", "e2"]
     assert all("CUDA_VISIBLE_DEVICES" not in s.env and "DRAGOMAN_CONSUMER_NAME" not in s.env for s in specs)
-    assert {s.env["DRAGOMAN_METRICS_PORT"] for s in specs} == {"0"}  # any free port each
+
+
+def test_with_any_free_port_the_parent_picks_each_engines_port_so_that_it_can_read_them() -> None:
+    _, _, specs = _specs([], Settings(metrics_port=0, metrics_host="0.0.0.0"), [["0"], ["1"]], 2, {})
+    ports = [int(s.env["DRAGOMAN_METRICS_PORT"]) for s in specs]
+    assert len(set(ports)) == 4 and all(port > 0 for port in ports)  # four distinct ports, none "any"
+    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", port) for port in ports]
+    assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"127.0.0.1"}  # only the group's port is public
+
+
+def test_engines_listen_on_loopback_unless_one_address_is_named() -> None:
+    assert [child_ops_host(host) for host in ("0.0.0.0", "::", "", "127.0.0.1")] == ["127.0.0.1"] * 4
+    assert child_ops_host("10.0.0.5") == "10.0.0.5"
+    _, _, specs = _specs([], Settings(metrics_host="10.0.0.5", metrics_port=9000), [[]], 2, {})
+    assert [s.ops for s in specs] == [OpsAddress("10.0.0.5", 9001), OpsAddress("10.0.0.5", 9002)]
+    assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"10.0.0.5"}
+
+
+def test_with_metrics_off_the_parent_reads_no_engine_port() -> None:
+    _, _, specs = _specs([], Settings(metrics_enabled=False, metrics_port=0), [[]], 2, {})
+    assert [s.ops for s in specs] == [None, None]
 
 
 def test_tensor_parallel_groups_span_several_gpus() -> None:

@@ -71,3 +71,25 @@ def test_throughput_and_dead_letters(
 def test_bad_watch_interval_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats", "--watch", "0"]) == EXIT_BAD_INPUT
     assert "--watch" in capsys.readouterr().err
+
+
+def test_each_lane_shows_its_own_backlog(
+    client: Client, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = client.keys
+    client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(3))
+    client.submit_many(TranslationRequest(f"bulk {i}", "en", "fr", priority="bulk") for i in range(10))
+    raw_redis.xgroup_create(keys.bulk_jobs_stream, keys.consumer_group, id="0")
+    raw_redis.xreadgroup(keys.consumer_group, "worker-a", {keys.bulk_jobs_stream: ">"}, count=4)
+    stats = _stats_json(capsys)
+    lanes = {lane["lane"]: lane for lane in stats["lanes"]}  # type: ignore[attr-defined]
+    assert (lanes["interactive"]["length"], lanes["interactive"]["lag"], lanes["interactive"]["pending"]) == (3, 3, 0)
+    assert (lanes["bulk"]["length"], lanes["bulk"]["lag"], lanes["bulk"]["pending"]) == (10, 6, 4)
+    assert lanes["bulk"]["stream"] == keys.bulk_jobs_stream
+    assert (stats["length"], stats["lag"], stats["pending"]) == (13, 9, 4)
+    assert {c["name"]: c["pending"] for c in stats["consumers"]} == {"worker-a": 4}  # type: ignore[attr-defined]
+
+    assert main(["stats"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "lane   bulk                         lag 6   pending 4" in text
+    assert "lane   interactive                  lag 3   pending 0" in text

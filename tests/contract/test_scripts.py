@@ -132,7 +132,7 @@ def test_a_script_the_server_forgot_is_loaded_again(raw_redis: redis.Redis, keys
 def test_submit_writes_the_entry_and_the_state_record(raw_redis: redis.Redis, keys: RedisKeys) -> None:
     spec = _spec(metadata={"k": "v"}, run_id=str(uuid.uuid4()), sequence=3)
     assert SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call(raw_redis, spec) == spec.job_id
-    assert _entries(raw_redis, keys.jobs_stream) == [encode_job_entry(spec)]
+    assert _entries(raw_redis, keys.bulk_jobs_stream) == [encode_job_entry(spec)]
     assert raw_redis.hgetall(keys.state(spec.job_id)) == {
         "status": "queued",
         "created_at": "1700000000.5",

@@ -21,14 +21,19 @@ import pytest
 import yaml
 from psycopg import sql
 
+from cli.main import build_parser
+from cli.worker import cmd_worker
 from contract.keys import RedisKeys
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from storage import libpq_url
 from worker.metrics import WorkerMetrics
+from worker.supervisor import STOP_MARGIN_S
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
+ENGINE_GROUPS = K8S / "engine-groups"  # drop-in worker Deployments for GPU nodes running several engines
+ENGINES_COMPOSE = "docker-compose.engines.yml"  # the compose override for a GPU host running several engines
 DEFAULTS = Settings.model_construct()  # the defaults, whatever DRAGOMAN_* variables this shell has
 
 
@@ -115,9 +120,10 @@ def _metric_names(expr: str) -> set[str]:
 # docker compose --------------------------------------------------------------------------------
 
 
-def _compose_config(env: dict[str, str]) -> dict[str, Any]:
+def _compose_config(env: dict[str, str], *overrides: str) -> dict[str, Any]:
+    files = [arg for name in ("docker-compose.yml", *overrides) for arg in ("-f", str(ROOT / name))]
     result = subprocess.run(
-        [_docker_compose(), "-f", str(ROOT / "docker-compose.yml"), "config", "--format", "json"],
+        [_docker_compose(), *files, "config", "--format", "json"],
         capture_output=True,
         text=True,
         env={"PATH": "/usr/bin", **env},
@@ -219,6 +225,32 @@ def test_compose_refuses_to_start_without_a_model() -> None:
     )
     assert result.returncode != 0
     assert "DRAGOMAN_MODEL" in result.stderr
+
+
+@pytest.mark.parametrize(("gpu_count", "reserved"), [(None, -1), ("1", 1), ("2", 2)])  # -1: all
+def test_the_engines_override_runs_an_engine_group_on_the_gpus_it_reserves(
+    gpu_count: str | None, reserved: int
+) -> None:
+    env = {"DRAGOMAN_MODEL": "some-model", **CREDENTIALS, **({"DRAGOMAN_GPU_COUNT": gpu_count} if gpu_count else {})}
+    services = _compose_config(env, ENGINES_COMPOSE)["services"]
+    base = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
+    worker = services["worker"]
+    args = build_parser().parse_args(worker["command"])  # the real `dragoman worker` arguments
+    assert args.func is cmd_worker and args.engines == "auto" and args.gpus == "all"
+    assert args.model == "/models/some-model"
+    # One reservation, replacing the base file's (compose appends lists unless told to override).
+    assert worker["deploy"]["resources"]["reservations"]["devices"] == [
+        {"driver": "nvidia", "count": reserved, "capabilities": ["gpu"]}
+    ]
+    # The group's port is the worker's: the same port, health check and Prometheus target as a single worker.
+    assert worker["environment"] == base["worker"]["environment"]
+    assert worker["ports"] == base["worker"]["ports"] and worker["healthcheck"] == base["worker"]["healthcheck"]
+    assert f":{DEFAULTS.metrics_port}/readyz" in " ".join(worker["healthcheck"]["test"])
+    grace = float(worker["environment"]["DRAGOMAN_SHUTDOWN_GRACE_SECONDS"])
+    assert _seconds(worker["stop_grace_period"]) > grace + STOP_MARGIN_S  # every engine drains, then is killed
+    assert {name: s for name, s in services.items() if name != "worker"} == {
+        name: s for name, s in base.items() if name != "worker"
+    }
 
 
 def test_prometheus_scrapes_the_worker_port() -> None:
@@ -420,6 +452,59 @@ def test_the_ops_port_listens_on_every_interface_where_it_must_be_reached(k8s: d
     assert _env(container)["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # the kubelet's probes come from outside
 
 
+def _engine_group_deployments() -> dict[str, dict[str, Any]]:
+    """The Deployments under deploy/k8s/engine-groups, by file name."""
+    return {path.name: yaml.safe_load(path.read_text()) for path in sorted(ENGINE_GROUPS.glob("*.yaml"))}
+
+
+def test_the_engine_group_manifests_are_the_two_gpu_node_shapes() -> None:
+    assert set(_engine_group_deployments()) == {"worker-1gpu.yaml", "worker-2gpu.yaml"}
+
+
+@pytest.mark.parametrize(("file", "gpus"), [("worker-1gpu.yaml", 1), ("worker-2gpu.yaml", 2)])
+def test_an_engine_group_deployment_is_a_drop_in_worker_that_matches_the_code(
+    k8s: dict[str, dict[str, Any]], file: str, gpus: int
+) -> None:
+    deployment = _engine_group_deployments()[file]
+    base = k8s["Deployment/dragoman-worker"]
+    # The same name and labels as the single-engine worker: the PDB and KEDA's ScaledObject target it as they are.
+    assert deployment["kind"] == "Deployment" and deployment["metadata"] == base["metadata"]
+    spec, pod = deployment["spec"], deployment["spec"]["template"]
+    assert spec["selector"] == base["spec"]["selector"]
+    assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert pod["metadata"]["labels"] == base["spec"]["template"]["metadata"]["labels"]
+    assert f"engine-groups/{file} instead of worker-deployment.yaml" in " ".join(
+        line.lstrip("# ") for line in (ENGINE_GROUPS / file).read_text().splitlines() if line.startswith("#")
+    )
+    [container] = pod["spec"]["containers"]
+    args = build_parser().parse_args(container["args"])  # the real `dragoman worker` arguments
+    assert args.func is cmd_worker and args.engines == "auto"
+    assert args.gpus == ("all" if gpus > 1 else None)
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == gpus
+    # The group's port is where Prometheus and the probes look for a worker.
+    [port] = container["ports"]
+    assert port["containerPort"] == DEFAULTS.metrics_port
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(DEFAULTS.metrics_port)
+    env = _env(container)
+    _assert_known_settings(env)
+    assert env["DRAGOMAN_METRICS_PORT"] == str(DEFAULTS.metrics_port)
+    assert env["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # the kubelet's probes come from outside the pod
+    assert env["DRAGOMAN_CONSUMER_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    for name in ("DRAGOMAN_REDIS_URL", "DRAGOMAN_DATABASE_URL"):  # the secrets the README creates
+        assert env[name] == _env(base["spec"]["template"]["spec"]["containers"][0])[name]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/healthz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": port["name"]}
+    grace = float(env.get("DRAGOMAN_SHUTDOWN_GRACE_SECONDS", DEFAULTS.shutdown_grace_seconds))
+    # Every engine drains, then the group kills what is left STOP_MARGIN_S later; the pod must outlast both.
+    assert pod["spec"]["terminationGracePeriodSeconds"] > grace + STOP_MARGIN_S
+    # Locked down as the single-engine worker is: the image's user, a read-only root, the same writable volumes.
+    base_pod = base["spec"]["template"]["spec"]
+    assert pod["spec"]["securityContext"] == base_pod["securityContext"]
+    assert container["securityContext"] == base_pod["containers"][0]["securityContext"]
+    assert container["volumeMounts"] == base_pod["containers"][0]["volumeMounts"]
+    assert {v["name"]: set(v) for v in pod["spec"]["volumes"]} == {v["name"]: set(v) for v in base_pod["volumes"]}
+
+
 # The image's contents ----------------------------------------------------------------------------
 
 
@@ -504,7 +589,12 @@ def test_the_image_holds_every_package_file(image_files: Path, tmp_path: Path) -
 def _commands_the_manifests_run(k8s: dict[str, dict[str, Any]]) -> list[list[str]]:
     services = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
     commands = [s["command"] for s in services.values() if str(s.get("image", "")).startswith("dragoman-worker")]
-    for doc in k8s.values():
+    commands.append(
+        _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS}, ENGINES_COMPOSE)["services"]["worker"][
+            "command"
+        ]
+    )
+    for doc in [*k8s.values(), *_engine_group_deployments().values()]:
         pod = doc.get("spec", {}).get("template", {}).get("spec", {})
         commands += [c["args"] for c in pod.get("containers", []) if c["image"].startswith("dragoman-worker")]
     return [*commands, DOCKERFILE.cmd]

@@ -67,13 +67,13 @@ async def test_a_stopped_submission_is_completed_by_submitting_again_with_the_sa
     with pytest.raises(redis.ConnectionError):
         client.submit_run(path, source_lang="en", target_lang="fr", run_id=run_id)
     assert client.get_run(run_id).status == "submitting"
-    assert raw_redis.xlen(client.keys.jobs_stream) == 2 * CHUNK + CHUNK // 2
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == 2 * CHUNK + CHUNK // 2
     _recover(client)
 
     assert client.submit_run(path, source_lang="en", target_lang="fr", run_id=run_id) == run_id
-    assert raw_redis.xlen(client.keys.jobs_stream) == LINES  # the half-written chunk's jobs were not queued twice
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES  # the half-written chunk's jobs were not queued twice
     assert client.submit_run(path, source_lang="en", target_lang="fr", run_id=run_id) == run_id  # a no-op now
-    assert raw_redis.xlen(client.keys.jobs_stream) == LINES
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES
     async with start_worker(DeterministicEngine()):
         await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
     results = list(client.iter_run_results(run_id))
@@ -145,7 +145,7 @@ def test_text_that_cannot_be_stored_is_refused_before_anything_is_written(
     path.write_text('{"custom_id": "first", "text": "fine"}\n' + line + "\n")
     with pytest.raises(InvalidRunFileError, match=reason):
         client.submit_run(path, source_lang="en", target_lang="fr")
-    assert raw_redis.xlen(client.keys.jobs_stream) == 0
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == 0
 
 
 def test_a_document_that_cannot_be_stored_is_refused(client: Client) -> None:
@@ -165,7 +165,7 @@ def test_names_and_callbacks_that_cannot_be_stored_are_refused_before_anything_i
     odd_file.write_bytes(path.read_bytes())
     run_id = client.submit_run(odd_file, source_lang="en", target_lang="fr")
     assert client.get_run(run_id).name == "run-?.jsonl"
-    assert raw_redis.xlen(client.keys.jobs_stream) == LINES  # only the good run's jobs
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES  # only the good run's jobs
 
 
 def test_the_run_submit_command_prints_the_id_first_and_resumes_with_it(
@@ -180,4 +180,4 @@ def test_the_run_submit_command_prints_the_id_first_and_resumes_with_it(
     assert f"--run-id {run_id}" in out.err  # said before submitting, so a crash leaves the id known
     assert main(["run", "submit", str(path), "--from", "en", "--to", "fr", "--run-id", run_id]) == 0
     assert capsys.readouterr().out.strip() == run_id
-    assert raw_redis.xlen(client.keys.jobs_stream) == LINES
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES

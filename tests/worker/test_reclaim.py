@@ -309,6 +309,35 @@ async def test_a_killed_workers_jobs_run_again_once_its_heartbeat_expires(
     assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
 
 
+async def test_a_killed_workers_bulk_jobs_are_taken_over_from_the_bulk_lane(
+    settings: Settings,
+    service_urls: ServiceUrls,
+    client: Client,
+    raw_redis: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("worker.consumer.HEARTBEAT_TTL_S", 1)
+    settings = settings.model_copy(update={"visibility_timeout_seconds": 300, "reclaim_interval_seconds": 0.1})
+    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr", priority="bulk") for i in range(12))
+    doomed_engine = DeterministicEngine(delay_s=60)
+    doomed = _worker(settings, service_urls, doomed_engine, name="doomed")
+    await doomed.start()
+    while doomed_engine.in_flight < 8:
+        await asyncio.sleep(0.01)
+    await _abandon(doomed)
+    raw_redis.delete(client.keys.worker("doomed"))
+
+    survivor = _worker(settings, service_urls, DeterministicEngine())
+    await survivor.start()
+    try:
+        jobs = await wait_all(client, ids, within=30)
+    finally:
+        await survivor.stop(grace_seconds=5)
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 12
+    assert survivor.consumer.reclaimed == 8
+    assert raw_redis.xpending(client.keys.bulk_jobs_stream, client.keys.consumer_group)["pending"] == 0
+
+
 async def test_a_draining_worker_keeps_its_heartbeat_until_its_results_are_written(
     settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
 ) -> None:

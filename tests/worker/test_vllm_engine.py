@@ -17,7 +17,7 @@ from worker.vllm_engine import VllmEngine
 class _StandInLLM:
     """Answers every request with the same three tokens, like ``AsyncLLM.generate`` with ``FINAL_ONLY``."""
 
-    async def generate(self, prompt: Any, params: Any, request_id: str) -> AsyncIterator[Any]:
+    async def generate(self, prompt: Any, params: Any, request_id: str, priority: int = 0) -> AsyncIterator[Any]:
         yield SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2, 3], finish_reason="stop")])
 
 
@@ -35,3 +35,26 @@ def test_the_engine_refuses_a_second_event_loop_instead_of_hanging() -> None:
     assert asyncio.run(two_requests()) == [[1, 2, 3], [1, 2, 3]]  # the same loop, any number of times
     with pytest.raises(EngineUnavailableError, match="bound to the event loop that first used it"):
         asyncio.run(engine.generate(_request()))
+
+
+class _CutOffLLM:
+    """Every request stops at its budget, as all do with ``ignore_eos``; remembers the priorities it got."""
+
+    def __init__(self) -> None:
+        self.priorities: list[int] = []
+
+    async def generate(self, prompt: Any, params: Any, request_id: str, priority: int = 0) -> AsyncIterator[Any]:
+        self.priorities.append(priority)
+        yield SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2, 3], finish_reason="length")])
+
+
+@pytest.mark.parametrize(("ignore_eos", "expected"), [(False, "length"), (True, "stop")])
+async def test_a_budget_stop_is_the_intended_end_only_when_eos_is_ignored(ignore_eos: bool, expected: str) -> None:
+    pytest.importorskip("vllm")
+    llm = _CutOffLLM()
+    engine = VllmEngine(llm, "m", tokenizer=None)  # type: ignore[arg-type]
+    engine._ignore_eos = ignore_eos
+    request = GenerationRequest(request_id="r", prompt_token_ids=[5], max_tokens=3, priority=1)
+    result = await engine.generate(request)
+    assert result.finish_reason == expected
+    assert llm.priorities == [1]  # the lane's priority reaches vLLM

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -37,6 +38,17 @@ def _get(port: int, path: str) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
         body: bytes = response.read()
     return body.decode()
+
+
+def _status(port: int, path: str) -> int:
+    """The status code of a GET, or 0 if nothing answers on the port."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+    except urllib.error.URLError:
+        return 0
 
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "getting-started.md"
@@ -281,6 +293,9 @@ def test_an_engine_group_runs_two_engines_and_restarts_a_killed_one_losing_nothi
             "the restarted engine",
         )
         ports_answer = [json.loads(_get(port + i, "/healthz"))["alive"] for i in (1, 2)]
+        # The group's own port: ready once every engine is, each engine's samples labelled with its name.
+        _until(lambda: _status(port, "/readyz") == 200, 300, "the group ready")
+        group_metrics = _get(port, "/metrics")
     finally:
         group.send_signal(signal.SIGTERM)
         code = group.wait(timeout=180)
@@ -288,6 +303,10 @@ def test_an_engine_group_runs_two_engines_and_restarts_a_killed_one_losing_nothi
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 8, output[-3000:]
     assert code == 0, output[-3000:]
     assert ports_answer == [True, True]  # each engine serves its own port, after the group's
+    by_family = {f.name: f for f in text_string_to_metric_families(group_metrics)}
+    assert {s.labels["engine"]: s.value for s in by_family["dragoman_engine_up"].samples} == {"e0": 1.0, "e1": 1.0}
+    assert max(s.value for s in by_family["dragoman_engine_restarts"].samples) >= 1.0  # the killed one
+    assert {s.labels["engine"] for s in by_family["dragoman_jobs"].samples} == {"e0", "e1"}
     records = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     assert any("restarting it in" in r["message"] for r in records)
     assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
