@@ -70,6 +70,17 @@ async def test_submit_a_list(http: httpx.AsyncClient, make_key: KeyMaker) -> Non
         assert (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()["status"] == "queued"
 
 
+async def test_a_job_names_its_lane(
+    http: httpx.AsyncClient, make_key: KeyMaker, raw_redis: redis.Redis, settings: Settings
+) -> None:
+    key, keys = make_key("acme"), RedisKeys.from_settings(settings)
+    plain = (await http.post("/v1/jobs", json=JOB, headers=bearer(key))).json()["id"]
+    bulk = (await http.post("/v1/jobs", json={**JOB, "priority": "bulk"}, headers=bearer(key))).json()["id"]
+    listed = (await http.post("/v1/jobs", json=[{**JOB, "priority": "bulk"}], headers=bearer(key))).json()["ids"]
+    assert [f["id"] for _, f in raw_redis.xrange(keys.jobs_stream)] == [plain]
+    assert [f["id"] for _, f in raw_redis.xrange(keys.bulk_jobs_stream)] == [bulk, *listed]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code", "says"),
     [
@@ -86,6 +97,7 @@ async def test_submit_a_list(http: httpx.AsyncClient, make_key: KeyMaker) -> Non
         ({**JOB, "metadata": [1, 2]}, 422, "invalid_request", "metadata"),
         ([JOB, {**JOB, "target_lang": "zz-invalid-code-x"}], 422, "unsupported_language", "item 1"),
         ([], 422, "invalid_request", "empty"),
+        ({**JOB, "priority": "urgent"}, 422, "invalid_request", "priority: Input should be 'interactive' or 'bulk'"),
     ],
 )
 async def test_bad_input_writes_nothing(
@@ -100,7 +112,8 @@ async def test_bad_input_writes_nothing(
 ) -> None:
     response = await http.post("/v1/jobs", json=body, headers=bearer(make_key("acme")))
     assert says in _error(response, status, code)
-    assert raw_redis.exists(RedisKeys.from_settings(settings).jobs_stream) == 0
+    keys = RedisKeys.from_settings(settings)
+    assert raw_redis.exists(keys.jobs_stream) == raw_redis.exists(keys.bulk_jobs_stream) == 0
 
 
 async def test_malformed_json_is_named(http: httpx.AsyncClient, make_key: KeyMaker) -> None:
