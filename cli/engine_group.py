@@ -68,11 +68,13 @@ def child_specs(
     Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ... (free ports picked
     here when that is 0), on loopback unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's
     port is the one Prometheus and the probes use, and the parent must know where each engine is.
+    With metrics off the engines still answer on free loopback ports: their ``/readyz`` is how the
+    group knows an engine is up before it starts the next one on the same GPU (``start_after``).
     """
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",") if visible else None
     fraction = round(options.gpu_memory_utilization / engines_per_group, 4)
-    ops_host = child_ops_host(settings.metrics_host)
+    ops_host = child_ops_host(settings.metrics_host) if settings.metrics_enabled else "127.0.0.1"
     ports = _child_ops_ports(settings, ops_host, len(groups) * engines_per_group)
     specs: list[ChildSpec] = []
     for group in groups:
@@ -82,6 +84,7 @@ def child_specs(
             env = {
                 "DRAGOMAN_REDIS_URL": urls.redis_url,
                 "DRAGOMAN_DATABASE_URL": urls.database_url,
+                "DRAGOMAN_METRICS_ENABLED": "true",
                 "DRAGOMAN_METRICS_HOST": ops_host,
                 "DRAGOMAN_METRICS_PORT": str(port),
             }
@@ -90,8 +93,8 @@ def child_specs(
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
             argv = [sys.executable, "-m", "cli.main", "worker", *_engine_flags(args, options, model_path, fraction)]
-            ops = OpsAddress(ops_host, port) if settings.metrics_enabled else None
-            specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops))
+            after = specs[-1].name if engine > 0 else None  # the engine before it on the same GPU(s)
+            specs.append(ChildSpec(name=label, argv=argv, env=env, ops=OpsAddress(ops_host, port), start_after=after))
     return specs
 
 
@@ -122,11 +125,9 @@ def pick_free_ports(host: str, count: int) -> list[int]:
 
 def _child_ops_ports(settings: Settings, host: str, count: int) -> list[int]:
     """Each engine's ops port: the group's port + 1, + 2, ...; free ones if that is 0 (any free port)."""
-    if settings.metrics_port:
+    if settings.metrics_port and settings.metrics_enabled:
         return [settings.metrics_port + 1 + index for index in range(count)]
-    if settings.metrics_enabled:
-        return pick_free_ports(host, count)
-    return [0] * count
+    return pick_free_ports(host, count)
 
 
 def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: Path, fraction: float) -> list[str]:

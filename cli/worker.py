@@ -318,7 +318,7 @@ def _run_engine_group(
     from cli.engine_group import child_specs, gpu_groups
     from storage import upgrade_database
     from worker.engine_count import choose_engine_count, estimate_parameters, gpu_ids, gpu_memory_bytes
-    from worker.group_ops import EngineGroupOpsServer
+    from worker.group_ops import EngineGroupOpsServer, engine_answers_ready
     from worker.supervisor import STOP_MARGIN_S, EngineSupervisor
 
     groups = gpu_groups(gpu_ids(args.gpus), options.tensor_parallel_size)
@@ -342,7 +342,9 @@ def _run_engine_group(
         [",".join(g) or "default" for g in groups],
         options.gpu_memory_utilization / engines,
     )
-    supervisor = EngineSupervisor(specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S)
+    supervisor = EngineSupervisor(
+        specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready
+    )
     if not settings.metrics_enabled:
         return supervisor.run()
     # The group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.

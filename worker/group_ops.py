@@ -41,7 +41,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from contract.errors import ConfigurationError
 from contract.version import dragoman_version
 from worker.exposition import MetricFamilies, escape_label_value
-from worker.supervisor import ChildStatus, OpsAddress
+from worker.supervisor import ChildSpec, ChildStatus, OpsAddress
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,12 @@ def fetch(address: OpsAddress, path: str, timeout: float = FETCH_TIMEOUT_S) -> C
         return ChildAnswer(None, error=f"{reason} ({address.host}:{address.port})")
     finally:
         connection.close()
+
+
+def engine_answers_ready(spec: ChildSpec) -> bool:
+    """Whether an engine of a group has started: its ``/readyz`` answers 200 (the supervisor starts the
+    next engine on the same GPU only then)."""
+    return spec.ops is not None and fetch(spec.ops, "/readyz").status == 200
 
 
 class EngineGroupOpsServer:

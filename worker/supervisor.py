@@ -31,6 +31,9 @@ EXIT_BAD_INPUT = 2
 STABLE_AFTER_S = 60.0
 """A child that ran this long before it died starts again at once; quicker deaths back off."""
 
+START_TIMEOUT_S = 900.0
+"""How long an engine of a group may take to start before the next one on its GPU starts anyway."""
+
 STOP_MARGIN_S = 30.0
 """How long past ``DRAGOMAN_SHUTDOWN_GRACE_SECONDS`` a group waits for a draining child before killing it
 (the writer's last flush, the engine's shutdown): a pod's or container's stop grace must cover both."""
@@ -48,13 +51,18 @@ class OpsAddress:
 class ChildSpec:
     """One engine's worker process: a name for the logs, its command line, what it adds to the environment.
 
-    ``ops`` is where the child serves its ops endpoints (None when metrics are off).
+    ``ops`` is where the child serves its ops endpoints (None when metrics are off). ``start_after``
+    names the child that must have started its engine first: engines sharing a GPU start one after
+    the other, because vLLM sizes an engine's KV cache from the GPU memory it sees in use while it
+    starts, and engines starting together count each other's allocations (measured on an H100:
+    four 135M engines started at once got 13.2, 0.7, 0.5 and 1.1 GiB of KV cache for 16.8 GiB each).
     """
 
     name: str
     argv: Sequence[str]
     env: Mapping[str, str] = field(default_factory=dict)
     ops: OpsAddress | None = None
+    start_after: str | None = None
 
 
 ChildPhase = Literal["running", "restarting", "stopped"]
@@ -100,10 +108,18 @@ class EngineSupervisor:
         stop_timeout: float,
         backoff: Callable[[], Backoff] = lambda: Backoff(1.0, 60.0),
         poll_interval: float = 0.2,
+        engine_started: Callable[[ChildSpec], bool] = lambda spec: True,
+        start_timeout: float = START_TIMEOUT_S,
     ) -> None:
         if not children:
             raise ValueError("an engine group needs at least one child")
+        names = {spec.name for spec in children}
+        unknown = [spec.start_after for spec in children if spec.start_after and spec.start_after not in names]
+        if unknown:
+            raise ValueError(f"start_after names no child of the group: {unknown}")
         self._children = [_Child(spec, backoff()) for spec in children]
+        self._engine_started = engine_started
+        self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
         self._poll = poll_interval
         self._stopping = False
@@ -138,9 +154,9 @@ class EngineSupervisor:
         if install_signal_handlers:
             previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            for child in self._children:
-                self._start(child)
+            waiting = list(self._children)  # not started yet: each waits for the child it starts after
             while not self._stopping:
+                waiting = [child for child in waiting if not self._start_if_due(child)]
                 self._check_children()
                 time.sleep(self._poll)
             return self._stop_all()
@@ -151,6 +167,22 @@ class EngineSupervisor:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.request_stop()
+
+    def _start_if_due(self, child: _Child) -> bool:
+        """Start ``child`` for the first time once the child it starts after has its engine up (or
+        gave up on it); whether it was started."""
+        after = child.spec.start_after
+        if after is not None:
+            first = next(c for c in self._children if c.spec.name == after)
+            if first.process is None and first.restart_at is None and first.restarts == 0:
+                return False  # not started itself yet
+            waited = time.monotonic() - first.started_at
+            if first.process is not None and waited < self._start_timeout and not self._engine_started(first.spec):
+                return False
+            if first.process is not None and waited >= self._start_timeout:
+                log.warning("engine %s not up after %.0fs; starting %s anyway", after, waited, child.spec.name)
+        self._start(child)
+        return True
 
     def _start(self, child: _Child) -> None:
         env = {**os.environ, **child.spec.env}

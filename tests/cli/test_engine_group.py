@@ -86,9 +86,22 @@ def test_engines_listen_on_loopback_unless_one_address_is_named() -> None:
     assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"10.0.0.5"}
 
 
-def test_with_metrics_off_the_parent_reads_no_engine_port() -> None:
-    _, _, specs = _specs([], Settings(metrics_enabled=False, metrics_port=0), [[]], 2, {})
-    assert [s.ops for s in specs] == [None, None]
+def test_with_metrics_off_the_engines_still_answer_on_loopback_for_the_staggered_start() -> None:
+    _, _, specs = _specs([], Settings(metrics_enabled=False, metrics_port=9464, metrics_host="0.0.0.0"), [[]], 2, {})
+    ports = [int(s.env["DRAGOMAN_METRICS_PORT"]) for s in specs]
+    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", port) for port in ports]
+    assert 9464 not in ports and 9465 not in ports  # free ports: nothing was asked to listen on the usual ones
+    assert {s.env["DRAGOMAN_METRICS_ENABLED"] for s in specs} == {"true"}
+
+
+def test_engines_on_one_gpu_start_one_after_the_other_and_gpus_in_parallel() -> None:
+    _, _, specs = _specs([], Settings(), [["0"], ["1"]], 2, {})
+    assert [(s.name, s.start_after) for s in specs] == [
+        ("gpu0-e0", None),
+        ("gpu0-e1", "gpu0-e0"),
+        ("gpu1-e0", None),
+        ("gpu1-e1", "gpu1-e0"),
+    ]
 
 
 def test_tensor_parallel_groups_span_several_gpus() -> None:

@@ -146,3 +146,54 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:  # a zombie (killed, not yet reaped by init) counts as gone
         return stat.read().split(") ")[-1][0] != "Z"
+
+
+def test_engines_sharing_a_gpu_start_one_after_the_other() -> None:
+    """vLLM sizes a starting engine's KV cache from the GPU memory in use: engines starting together
+    count each other's allocations, so the next one starts only once the one before it is up."""
+    up: set[str] = set()
+    first = _child("gpu0-e0", SERVES)
+    second = ChildSpec("gpu0-e1", first.argv, start_after="gpu0-e0")
+    other_gpu = ChildSpec("gpu1-e0", first.argv)
+    supervisor = EngineSupervisor(
+        [first, second, other_gpu],
+        stop_timeout=10.0,
+        poll_interval=0.02,
+        engine_started=lambda spec: spec.name in up,
+    )
+    thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
+    thread.start()
+    try:
+        _until(lambda: supervisor.pids()["gpu0-e0"] is not None and supervisor.pids()["gpu1-e0"] is not None)
+        time.sleep(0.3)
+        assert supervisor.pids()["gpu0-e1"] is None  # its GPU's first engine is still starting
+        up.add("gpu0-e0")
+        _until(lambda: supervisor.pids()["gpu0-e1"] is not None)
+    finally:
+        supervisor.request_stop()
+        thread.join(30)
+
+
+def test_an_engine_that_never_comes_up_holds_the_next_one_only_until_the_start_timeout() -> None:
+    first = _child("e0", SERVES)
+    supervisor = EngineSupervisor(
+        [first, ChildSpec("e1", first.argv, start_after="e0")],
+        stop_timeout=10.0,
+        poll_interval=0.02,
+        engine_started=lambda spec: False,
+        start_timeout=0.5,
+    )
+    thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
+    thread.start()
+    try:
+        _until(lambda: supervisor.pids()["e1"] is not None, within=10)
+    finally:
+        supervisor.request_stop()
+        thread.join(30)
+
+
+def test_a_start_after_naming_no_child_is_refused() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="start_after names no child"):
+        EngineSupervisor([ChildSpec("e1", ["true"], start_after="e9")], stop_timeout=1.0)
