@@ -278,17 +278,19 @@ async def test_entries_of_a_consumer_whose_heartbeat_expired_are_claimed_without
     assert gone[0] not in {p["message_id"] for p in pending}
 
 
+@pytest.mark.parametrize("priority", ["interactive", "bulk"])
 async def test_a_killed_workers_jobs_run_again_once_its_heartbeat_expires(
     settings: Settings,
     service_urls: ServiceUrls,
     client: Client,
     raw_redis: redis.Redis,
     monkeypatch: pytest.MonkeyPatch,
+    priority: str,
 ) -> None:
-    """With a 300 s visibility timeout, a kill -9 used to leave its jobs waiting five minutes."""
+    """With a 300 s visibility timeout, a kill -9 used to leave its jobs waiting five minutes (either lane)."""
     monkeypatch.setattr("worker.consumer.HEARTBEAT_TTL_S", 1)  # what the key's expiry stands for here
     settings = settings.model_copy(update={"visibility_timeout_seconds": 300, "reclaim_interval_seconds": 0.1})
-    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(20))
+    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr", priority=priority) for i in range(20))
     doomed_engine = DeterministicEngine(delay_s=60)
     doomed = _worker(settings, service_urls, doomed_engine, name="doomed")
     await doomed.start()
@@ -306,36 +308,8 @@ async def test_a_killed_workers_jobs_run_again_once_its_heartbeat_expires(
         await survivor.stop(grace_seconds=5)
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 20
     assert survivor.consumer.reclaimed == 8
-    assert raw_redis.xpending(client.keys.jobs_stream, client.keys.consumer_group)["pending"] == 0
-
-
-async def test_a_killed_workers_bulk_jobs_are_taken_over_from_the_bulk_lane(
-    settings: Settings,
-    service_urls: ServiceUrls,
-    client: Client,
-    raw_redis: redis.Redis,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("worker.consumer.HEARTBEAT_TTL_S", 1)
-    settings = settings.model_copy(update={"visibility_timeout_seconds": 300, "reclaim_interval_seconds": 0.1})
-    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr", priority="bulk") for i in range(12))
-    doomed_engine = DeterministicEngine(delay_s=60)
-    doomed = _worker(settings, service_urls, doomed_engine, name="doomed")
-    await doomed.start()
-    while doomed_engine.in_flight < 8:
-        await asyncio.sleep(0.01)
-    await _abandon(doomed)
-    raw_redis.delete(client.keys.worker("doomed"))
-
-    survivor = _worker(settings, service_urls, DeterministicEngine())
-    await survivor.start()
-    try:
-        jobs = await wait_all(client, ids, within=30)
-    finally:
-        await survivor.stop(grace_seconds=5)
-    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 12
-    assert survivor.consumer.reclaimed == 8
-    assert raw_redis.xpending(client.keys.bulk_jobs_stream, client.keys.consumer_group)["pending"] == 0
+    for stream in (client.keys.jobs_stream, client.keys.bulk_jobs_stream):
+        assert raw_redis.xpending(stream, client.keys.consumer_group)["pending"] == 0
 
 
 async def test_a_draining_worker_keeps_its_heartbeat_until_its_results_are_written(
