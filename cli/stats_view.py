@@ -34,8 +34,10 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
         lane_oldest = (
             "-" if lane.oldest_pending_age_seconds is None else format_duration(lane.oldest_pending_age_seconds)
         )
+        waiting = "-" if lane.oldest_waiting_age_seconds is None else format_duration(lane.oldest_waiting_age_seconds)
         lines.append(
             f"  lane   {lane.lane:<28} lag {lane_lag}   pending {lane.pending:,}   oldest pending {lane_oldest}"
+            f"   next in line waited {waiting}"
         )
     lines += [
         f"  finished in the last minute          {stats.finished_last_minute:,}  ({stats.jobs_per_second:,.1f} jobs/s)",

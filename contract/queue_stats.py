@@ -47,7 +47,8 @@ class LaneStats:
     ``lag`` is the number of entries no consumer has read yet (``None`` where Redis 7 cannot
     tell, after entries were deleted from the middle of the stream; counted up to
     ``LAG_COUNT_LIMIT``, with ``lag_capped``, on older Redis); ``pending`` the entries read and
-    not acknowledged yet.
+    not acknowledged yet; ``oldest_waiting_age_seconds`` how long the next entry to be read has
+    been waiting (the lane's queueing delay now; ``None`` when nothing waits).
     """
 
     lane: str
@@ -58,6 +59,7 @@ class LaneStats:
     pending: int
     oldest_pending_age_seconds: float | None
     group_exists: bool
+    oldest_waiting_age_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -177,6 +179,7 @@ async def _read_lane(
             if oldest:
                 oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
     lag, capped = await _group_lag(redis, stream, group, length)
+    waiting_age = await _oldest_waiting_age(redis, stream, group, now) if length else None
     stats = LaneStats(
         lane=lane,
         stream=stream,
@@ -186,8 +189,20 @@ async def _read_lane(
         pending=int(group.get("pending") or 0) if group is not None else 0,
         oldest_pending_age_seconds=oldest_age,
         group_exists=group is not None,
+        oldest_waiting_age_seconds=waiting_age,
     )
     return stats, consumers
+
+
+async def _oldest_waiting_age(
+    redis: aioredis.Redis, stream: str, group: dict[str, Any] | None, now: float
+) -> float | None:
+    """Age of the first entry after the group's last delivered one (the next to be read), if any."""
+    after = "-" if group is None else "(" + _text(group["last-delivered-id"])
+    first: Any = await redis.xrange(stream, min=after, max="+", count=1)
+    if not first:
+        return None
+    return max(0.0, now - int(_text(first[0][0]).split("-")[0]) / 1000)
 
 
 def _merged(one: ConsumerStats, other: ConsumerStats) -> ConsumerStats:

@@ -168,6 +168,12 @@ class WorkerMetrics:
             ["lane"],
             registry=r,
         )
+        self.lane_waiting_age = Gauge(
+            "dragoman_lane_oldest_waiting_age_seconds",
+            "How long the next unread entry of a lane has waited: its queueing delay now (0 when none waits)",
+            ["lane"],
+            registry=r,
+        )
         self.lane_oldest_pending_age = Gauge(
             "dragoman_lane_oldest_pending_age_seconds",
             "Age of a lane's oldest pending entry (0 when none)",
@@ -250,5 +256,6 @@ class WorkerMetrics:
             self.lane_lag.labels(lane.lane).set(lane.lag if lane.lag is not None else float("nan"))
             self.lane_pending.labels(lane.lane).set(lane.pending)
             self.lane_oldest_pending_age.labels(lane.lane).set(lane.oldest_pending_age_seconds or 0.0)
+            self.lane_waiting_age.labels(lane.lane).set(lane.oldest_waiting_age_seconds or 0.0)
         self.dead_letters.set(stats.dead_letters)
         self.finished_per_second.set(stats.jobs_per_second)

@@ -88,8 +88,13 @@ def test_each_lane_shows_its_own_backlog(
     assert lanes["bulk"]["stream"] == keys.bulk_jobs_stream
     assert (stats["length"], stats["lag"], stats["pending"]) == (13, 9, 4)
     assert {c["name"]: c["pending"] for c in stats["consumers"]} == {"worker-a": 4}  # type: ignore[attr-defined]
+    assert 0 <= lanes["bulk"]["oldest_waiting_age_seconds"] < 60  # the 5th bulk job waits since its submit
 
     assert main(["stats"]) == EXIT_OK
     text = capsys.readouterr().out
     assert "lane   bulk                         lag 6   pending 4" in text
     assert "lane   interactive                  lag 3   pending 0" in text
+
+    raw_redis.xreadgroup(keys.consumer_group, "worker-a", {keys.bulk_jobs_stream: ">"}, count=6)
+    waiting = {lane["lane"]: lane["oldest_waiting_age_seconds"] for lane in _stats_json(capsys)["lanes"]}  # type: ignore[attr-defined]
+    assert waiting["bulk"] is None  # every bulk entry read: nothing waits in that lane
