@@ -37,8 +37,8 @@ from contract.schemas import (
     LAST_TIMESTAMP,
     JobSpec,
     JobStatus,
+    Priority,
     validate_metadata,
-    validate_priority,
     validate_tenant,
     validate_text,
 )
@@ -125,13 +125,23 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             sequence=_optional_int(payload, "sequence"),
             tenant=None if payload.get("tenant") is None else validate_tenant(payload["tenant"]),
             generation=generation,
-            priority=None if payload.get("priority") is None else validate_priority(payload["priority"]),
+            priority=_known_priority(payload.get("priority")),
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None
 
 
 _MAX_SEQUENCE = 2**31 - 1  # the column is a PostgreSQL integer
+
+
+def _known_priority(value: object) -> Priority | None:
+    """The payload's ``priority`` if it names a lane, else ``None``: the stream an entry was read from
+    decides its lane, so a value this version does not know (a plain-XADD producer's own word, or a
+    newer lane) is no reason to refuse the job."""
+    return _PRIORITIES.get(value) if isinstance(value, str) else None
+
+
+_PRIORITIES = {priority.value: priority for priority in Priority}
 
 
 def _as_timestamp(value: object) -> float:

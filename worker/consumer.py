@@ -126,18 +126,13 @@ class StreamConsumer:
             except BaseException:
                 self.release_slots(taken)
                 raise
-            count = sum(len(entries) for entries in read.values())
-            if count > taken:  # a blocking read that both lanes answered at once: wait for the extra slots
-                for _ in range(count - taken):
-                    await self._slots.acquire()
-            else:
-                self.release_slots(taken - count)
+            self.release_slots(taken - sum(len(entries) for entries in read.values()))  # never more than taken
             for lane, entries in read.items():
                 if entries:
                     await self.dispatch(entries, lane)
 
     async def _next_entries(self, count: int) -> dict[Priority, Entries]:
-        """Up to ``count`` entries (one blocking read may answer up to ``count`` per lane): own pending
+        """Up to ``count`` entries, never more (each holds a slot taken for it): own pending
         ones after a restart, else those of dead or stale consumers, else new ones."""
         if any(cursor != ">" for cursor in self._own_cursor.values()):
             own = await self._read_own_pending(count)
@@ -183,18 +178,40 @@ class StreamConsumer:
             for lane in Priority:
                 if len(got.get(lane, ())) < offered[lane]:
                     continue  # it had fewer than offered: nothing more waits there
-                more = (await self._read_lanes({lane: left})).get(lane, [])
+                try:
+                    more = (await self._read_lanes({lane: left})).get(lane, [])
+                except (RedisConnectionError, RedisTimeoutError):
+                    if any(got.values()):  # run what was read; the next read meets the error again
+                        break
+                    raise
                 got[lane] = [*got.get(lane, ()), *more]
                 left -= len(more)
                 if not left:
                     break
         if any(got.values()):
             return got
+        return await self._wait_for_entries(count)
+
+    async def _wait_for_entries(self, count: int) -> dict[Priority, Entries]:
+        """Block until a lane has entries (at most ``read_block_ms``); never more than ``count`` in all.
+
+        ``COUNT`` applies to each stream of an ``XREADGROUP``, so with both lanes in one blocking
+        read each may bring half the slots; a single slot blocks on one lane (chosen by weight; the
+        other's entries wait for the next read, at most ``read_block_ms`` later). Reading more
+        than there are slots would leave entries that no slot frees, on a worker whose reader
+        holds them all.
+        """
+        streams: dict[Any, Any]
+        if count == 1:
+            (lane,) = (lane for lane, n in self._shares.split(1).items() if n)
+            streams = {self._keys.lane(lane): ">"}
+        else:
+            streams = {stream: ">" for _, stream in self._keys.lanes}
         response: Any = await self._redis.xreadgroup(
             self._keys.consumer_group,
             self.consumer_name,
-            {stream: ">" for _, stream in self._keys.lanes},
-            count=count,
+            streams,
+            count=count if count == 1 else count // 2,
             block=self._settings.read_block_ms,
         )
         return self._by_lane(response or [])
@@ -225,21 +242,32 @@ class StreamConsumer:
         claimed: dict[Priority, Entries] = {}
         left = count
         for lane, stream in self._keys.lanes:
-            entries = await claim_orphans(
-                self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, left, stream
-            )
-            if len(entries) < left:
-                min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
-                self._reclaim_start[lane], stale = await claim_stale(
-                    self._redis,
-                    self._keys,
-                    self.consumer_name,
-                    min_idle_ms,
-                    left - len(entries),
-                    self._reclaim_start[lane],
-                    stream,
+            entries: Entries = []
+            try:
+                entries += await claim_orphans(
+                    self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, left, stream
                 )
-                entries += stale
+                if len(entries) < left:
+                    min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
+                    self._reclaim_start[lane], stale = await claim_stale(
+                        self._redis,
+                        self._keys,
+                        self.consumer_name,
+                        min_idle_ms,
+                        left - len(entries),
+                        self._reclaim_start[lane],
+                        stream,
+                    )
+                    entries += stale
+            except (RedisConnectionError, RedisTimeoutError):
+                # Entries claimed before the error are ours now: run them rather than leave them
+                # pending under a live consumer (nobody would take them before the visibility timeout).
+                if entries:
+                    claimed[lane] = entries
+                if claimed:
+                    left -= len(entries)
+                    break
+                raise
             if entries:
                 claimed[lane] = entries
                 left -= len(entries)
@@ -263,7 +291,7 @@ class StreamConsumer:
         for _ in range(count):
             self._slots.release()
 
-    async def dispatch(self, entries: Entries, lane: Priority = Priority.INTERACTIVE) -> None:
+    async def dispatch(self, entries: Entries, lane: Priority) -> None:
         """Mark decodable entries running (one round trip) and start a task for each.
 
         Every entry already holds a slot; each path below gives it back exactly once. An entry

@@ -114,9 +114,19 @@ def fetch(address: OpsAddress, path: str, timeout: float = FETCH_TIMEOUT_S) -> C
 
 
 def engine_answers_ready(spec: ChildSpec) -> bool:
-    """Whether an engine of a group has started: its ``/readyz`` answers 200 (the supervisor starts the
-    next engine on the same GPU only then)."""
-    return spec.ops is not None and fetch(spec.ops, "/readyz").status == 200
+    """Whether an engine of a group has started (the supervisor starts the next one on its GPU only then).
+
+    Its ``/readyz`` answers with the engine's own check ``ok``, whatever Redis and PostgreSQL say: an
+    outage of theirs must not hold back the other engines' start.
+    """
+    if spec.ops is None:
+        return False
+    answer = fetch(spec.ops, "/readyz")
+    if answer.status == 200:
+        return True
+    body = _json_or_text(answer.body) if answer.status is not None else None
+    checks = body.get("checks") if isinstance(body, dict) else None
+    return isinstance(checks, dict) and checks.get("engine") == "ok"
 
 
 class EngineGroupOpsServer:

@@ -263,11 +263,15 @@ class Housekeeper:
         refresh_after_ms = int(settings.visibility_timeout_seconds * 1000 / 2)
         held = list(self._held())
         gone_after_ms = int(settings.consumer_gone_seconds * 1000)
-        for lane, stream in keys.lanes:
+        for lane, stream in keys.lanes:  # first, so that nothing below can keep a lane's jobs from it
             ids = [entry_id for held_lane, entry_id in held if held_lane is lane]
             await keep_alive(self._redis, keys, self._consumer_name, ids, refresh_after_ms, stream)
-            await forget_gone_consumers(self._redis, keys, self._consumer_name, gone_after_ms, stream)
-            self.trimmed += await trim_acknowledged(self._redis, keys, stream)
+        for lane, stream in keys.lanes:
+            try:
+                await forget_gone_consumers(self._redis, keys, self._consumer_name, gone_after_ms, stream)
+                self.trimmed += await trim_acknowledged(self._redis, keys, stream)
+            except ResponseError as exc:  # one lane's refusal (say, an ACL) must not stop the other's
+                log.warning("housekeeping of the %s lane skipped this round: %s", lane.value, exc)
 
 
 def _text(value: str | bytes) -> str:

@@ -91,6 +91,7 @@ class _Child:
         self.started_at = 0.0
         self.restart_at: float | None = None
         self.restarts = 0
+        self.waiting_since: float | None = None  # first start held back for the engine before it
 
 
 class EngineSupervisor:
@@ -176,10 +177,14 @@ class EngineSupervisor:
             first = next(c for c in self._children if c.spec.name == after)
             if first.process is None and first.restart_at is None and first.restarts == 0:
                 return False  # not started itself yet
-            waited = time.monotonic() - first.started_at
-            if first.process is not None and waited < self._start_timeout and not self._engine_started(first.spec):
-                return False
-            if first.process is not None and waited >= self._start_timeout:
+            now = time.monotonic()
+            if child.waiting_since is None:
+                child.waiting_since = now
+            waited = now - child.waiting_since
+            if waited < self._start_timeout:
+                if first.process is None or not self._engine_started(first.spec):
+                    return False  # still starting, or crashed while starting and waiting to restart
+            else:
                 log.warning("engine %s not up after %.0fs; starting %s anyway", after, waited, child.spec.name)
         self._start(child)
         return True

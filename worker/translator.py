@@ -52,7 +52,7 @@ class _Piece(NamedTuple):
 
     prompt_ids: list[int]
     budget: int
-    priority: int = 0  # the engine's request priority (the job's lane)
+    priority: int  # the engine's request priority (the job's lane)
 
 
 class _Done(NamedTuple):
@@ -142,7 +142,9 @@ class Translator:
             source_tokens = max(1, len(prompt_ids) - overhead)
             if self._fits(len(text), source_tokens, overhead, ratio):
                 budget = self.max_tokens_for(len(prompt_ids), source_tokens, ratio)
-                return await self._run_whole(spec, request_id, _Piece(prompt_ids, budget))
+                return await self._run_whole(
+                    spec, request_id, _Piece(prompt_ids, budget, lane_of(spec).engine_priority)
+                )
         plan = self._plan(spec, overhead, ratio)
         return await self._run(spec, request_id, plan)
 

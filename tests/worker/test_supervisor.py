@@ -197,3 +197,22 @@ def test_a_start_after_naming_no_child_is_refused() -> None:
 
     with pytest.raises(ValueError, match="start_after names no child"):
         EngineSupervisor([ChildSpec("e1", ["true"], start_after="e9")], stop_timeout=1.0)
+
+
+def test_an_engine_crashing_while_it_starts_holds_the_next_one_until_it_is_up() -> None:
+    crashes = ChildSpec("e0", [sys.executable, "-c", "import time; time.sleep(0.3); raise SystemExit(1)"])
+    supervisor = EngineSupervisor(
+        [crashes, ChildSpec("e1", [sys.executable, "-c", SERVES], start_after="e0")],
+        stop_timeout=5.0,
+        backoff=lambda: Backoff(2.0, 2.0),
+        poll_interval=0.05,
+        engine_started=lambda spec: False,  # e0's engine never comes up
+    )
+    thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
+    thread.start()
+    try:
+        time.sleep(1.2)  # e0 crashed and waits to restart
+        assert {c.name: c.phase for c in supervisor.children()} == {"e0": "restarting", "e1": "stopped"}
+    finally:
+        supervisor.request_stop()
+        thread.join(30)
