@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.engine_trace import EngineTrace
+from bench.engine_trace import EngineTrace, vllm_sums
 from bench.gpu import Outcome, _percentiles, build_requests, run_bare, start_engine, summarise
 from bench.servers import benchmark_servers
 from bench.workload import texts_of_lengths, token_lengths
@@ -52,19 +52,12 @@ from worker.service import Worker
 
 def engine_counters() -> dict[str, float]:
     """vLLM's token and preemption counters (all engines of this process, summed)."""
-    from prometheus_client import REGISTRY
-
     wanted = {
         "vllm:generation_tokens": "generation_tokens",
         "vllm:prompt_tokens": "prompt_tokens",
         "vllm:num_preemptions": "preemptions",
     }
-    values = dict.fromkeys(wanted.values(), 0.0)
-    for family in REGISTRY.collect():
-        name = wanted.get(family.name)
-        if name is not None:
-            values[name] += sum(s.value for s in family.samples if s.name.endswith("_total"))
-    return values
+    return vllm_sums(wanted, suffix="_total")
 
 
 async def run_jobs(

@@ -43,21 +43,29 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _vllm_gauges() -> dict[str, float]:
-    """Sum of vLLM's scheduler gauges over all engines, from this process's Prometheus registry."""
+def vllm_sums(wanted: dict[str, str], suffix: str = "") -> dict[str, float]:
+    """vLLM's metric families named in ``wanted`` (family -> key), summed over all engines of this
+    process from its Prometheus registry; with ``suffix``, only the samples whose name ends with it
+    (``_total`` for counters)."""
     from prometheus_client import REGISTRY
 
-    wanted = {
-        "vllm:num_requests_running": "running",
-        "vllm:num_requests_waiting": "waiting",
-        "vllm:kv_cache_usage_perc": "kv_cache",
-    }
     values = dict.fromkeys(wanted.values(), 0.0)
     for family in REGISTRY.collect():
         name = wanted.get(family.name)
         if name is not None:
-            values[name] += sum(sample.value for sample in family.samples)
+            values[name] += sum(sample.value for sample in family.samples if sample.name.endswith(suffix))
     return values
+
+
+def _vllm_gauges() -> dict[str, float]:
+    """Sum of vLLM's scheduler gauges over all engines."""
+    return vllm_sums(
+        {
+            "vllm:num_requests_running": "running",
+            "vllm:num_requests_waiting": "waiting",
+            "vllm:kv_cache_usage_perc": "kv_cache",
+        }
+    )
 
 
 class EngineTrace:
