@@ -78,6 +78,7 @@ class StreamConsumer:
         self._reclaim_start = dict.fromkeys(Priority, "0-0")  # where the next scan of each pending list goes on from
         self._own_cursor = dict.fromkeys(Priority, "0")  # own pending entries first; ">" once exhausted
         self._shares = LaneShares(settings.bulk_share)
+        self._lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
@@ -228,9 +229,9 @@ class StreamConsumer:
 
     def _by_lane(self, response: list[Any]) -> dict[Priority, Entries]:
         """An ``XREADGROUP`` reply (one item per stream) as entries per lane."""
-        lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
         return {
-            lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries] for stream, entries in response
+            self._lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries]
+            for stream, entries in response
         }
 
     async def _claim_stale(self, count: int) -> dict[Priority, Entries]:

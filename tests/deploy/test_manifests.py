@@ -337,13 +337,8 @@ def test_every_manifest_is_listed_in_the_kustomization(k8s: dict[str, dict[str, 
     assert rq_worker["template"]["spec"]["containers"][0]["args"] == ["rq-worker"]
 
 
-def test_worker_deployment_matches_the_code(k8s: dict[str, dict[str, Any]]) -> None:
-    deployment = k8s["Deployment/dragoman-worker"]
-    spec = deployment["spec"]
-    pod = spec["template"]
-    assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
-    [container] = pod["spec"]["containers"]
-    assert container["args"][0] == "worker"
+def _assert_worker_ops(pod: dict[str, Any], container: dict[str, Any]) -> dict[str, Any]:
+    """A worker pod's metrics port, scrape annotation, probes, consumer name and known settings; its env."""
     [port] = container["ports"]
     assert port["containerPort"] == DEFAULTS.metrics_port
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(DEFAULTS.metrics_port)
@@ -353,6 +348,17 @@ def test_worker_deployment_matches_the_code(k8s: dict[str, dict[str, Any]]) -> N
     assert env["DRAGOMAN_CONSUMER_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/healthz")):
         assert container[probe]["httpGet"] == {"path": path, "port": port["name"]}
+    return env
+
+
+def test_worker_deployment_matches_the_code(k8s: dict[str, dict[str, Any]]) -> None:
+    deployment = k8s["Deployment/dragoman-worker"]
+    spec = deployment["spec"]
+    pod = spec["template"]
+    assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    [container] = pod["spec"]["containers"]
+    assert container["args"][0] == "worker"
+    env = _assert_worker_ops(pod, container)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     grace = float(env.get("DRAGOMAN_SHUTDOWN_GRACE_SECONDS", DEFAULTS.shutdown_grace_seconds))
     assert pod["spec"]["terminationGracePeriodSeconds"] > grace + 15  # drain, then the writer's flush
@@ -481,19 +487,10 @@ def test_an_engine_group_deployment_is_a_drop_in_worker_that_matches_the_code(
     assert args.func is cmd_worker and args.engines == "auto"
     assert args.gpus == ("all" if gpus > 1 else None)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == gpus
-    # The group's port is where Prometheus and the probes look for a worker.
-    [port] = container["ports"]
-    assert port["containerPort"] == DEFAULTS.metrics_port
-    assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(DEFAULTS.metrics_port)
-    env = _env(container)
-    _assert_known_settings(env)
-    assert env["DRAGOMAN_METRICS_PORT"] == str(DEFAULTS.metrics_port)
+    env = _assert_worker_ops(pod, container)  # the group's port is where Prometheus and the probes look
     assert env["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # the kubelet's probes come from outside the pod
-    assert env["DRAGOMAN_CONSUMER_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     for name in ("DRAGOMAN_REDIS_URL", "DRAGOMAN_DATABASE_URL"):  # the secrets the README creates
         assert env[name] == _env(base["spec"]["template"]["spec"]["containers"][0])[name]
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/healthz")):
-        assert container[probe]["httpGet"] == {"path": path, "port": port["name"]}
     grace = float(env.get("DRAGOMAN_SHUTDOWN_GRACE_SECONDS", DEFAULTS.shutdown_grace_seconds))
     # Every engine drains, then the group kills what is left STOP_MARGIN_S later; the pod must outlast both.
     assert pod["spec"]["terminationGracePeriodSeconds"] > grace + STOP_MARGIN_S
