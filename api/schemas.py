@@ -25,7 +25,9 @@ class JobRequest(BaseModel):
     )
 
     text: str = Field(description="the text to translate (at most DRAGOMAN_MAX_TEXT_CHARS characters)")
-    source_lang: str = Field(description="BCP-47 / ISO 639 code of the text's language (en, pt-BR, eng...)")
+    source_lang: str = Field(
+        description="BCP-47 / ISO 639 code of the text's language (en, pt-BR, eng...), or auto to have it detected"
+    )
     target_lang: str = Field(description="code of the language to translate into")
     metadata: dict[str, Any] | None = Field(default=None, description="any JSON object, kept with the job")
     idempotency_key: str | None = Field(
@@ -36,6 +38,18 @@ class JobRequest(BaseModel):
         description="lane: interactive (the default) reaches the engine before bulk, which keeps a share of "
         "every worker (runs, documents and batches are bulk)",
     )
+    glossary: dict[str, str] | None = Field(
+        default=None,
+        description="source term -> target term the translation must use (at most 200 terms of 200 characters); "
+        "the job's glossary_misses lists the terms it did not use",
+    )
+    context: str | None = Field(
+        default=None, description="surrounding text the model sees but does not translate (at most 4,000 characters)"
+    )
+    formality: Literal["formal", "informal", "default"] | None = Field(
+        default=None, description="register of the translation, where the model's profile supports it"
+    )
+    memory: bool = Field(default=True, description="false: neither served from the translation memory nor stored in it")
 
 
 class JobAccepted(BaseModel):
@@ -74,6 +88,13 @@ class JobView(BaseModel):
         default=None, description="how the engine ended: stop (finished), length (cut off: the job failed), abort"
     )
     pieces: int | None = Field(default=None, description="engine requests it took (more than 1: a long text in pieces)")
+    detected_source_lang: str | None = Field(
+        default=None, description="the language the worker detected when source_lang was auto"
+    )
+    glossary_misses: list[str] | None = Field(
+        default=None, description="glossary source terms found in the text whose target term the translation lacks"
+    )
+    from_memory: bool = Field(default=False, description="served from the translation memory, not generated")
     metadata: dict[str, Any]
 
     @classmethod
@@ -98,6 +119,9 @@ class JobView(BaseModel):
             total_seconds=job.total_seconds,
             finish_reason=job.finish_reason,
             pieces=job.pieces,
+            detected_source_lang=job.detected_source_lang,
+            glossary_misses=job.glossary_misses,
+            from_memory=job.from_memory,
             metadata=job.metadata,
         )
 

@@ -298,6 +298,7 @@ def _run_worker(
             profile=profile,
             max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * options.max_num_seqs,
             metrics=WorkerMetrics(REGISTRY),  # vLLM's engine metrics are registered there too
+            model_path=model_path,  # its revision keys the translation memory
         )
         freeze_startup_heap()
         return run_event_loop(_serve_until_signalled(worker))

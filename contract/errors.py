@@ -48,6 +48,10 @@ class InvalidMetadataError(InvalidJobError):
     """Job metadata is not a JSON object with string keys."""
 
 
+class InvalidGlossaryError(InvalidJobError):
+    """A glossary is not an object of non-empty string terms within the size limits."""
+
+
 class DocumentTooLargeError(InvalidJobError):
     """A document is over ``DRAGOMAN_MAX_DOCUMENT_CHARS`` or splits into over ``DRAGOMAN_MAX_DOCUMENT_SEGMENTS``."""
 
@@ -109,8 +113,20 @@ class EngineError(DragomanError):
     """The inference engine failed for one job (the worker records it and keeps going)."""
 
 
-class InputTooLongError(EngineError):
+class UnrunnableJobError(EngineError):
+    """The job cannot succeed on this worker as it was sent; it fails at once, without a retry."""
+
+
+class InputTooLongError(UnrunnableJobError):
     """The prompt does not fit in the model's context window."""
+
+
+class UnsupportedControlError(UnrunnableJobError):
+    """The job asks for a control (glossary, context, formality) the model's prompt profile cannot honour."""
+
+
+class LanguageNotDetectedError(UnrunnableJobError):
+    """``source_lang`` was ``auto`` and the text's language could not be told with confidence."""
 
 
 class TruncatedTranslationError(EngineError):

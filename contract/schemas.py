@@ -12,6 +12,14 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel, ConfigDict
 
+from contract.controls import (
+    AUTO_LANGUAGE,
+    Formality,
+    validate_context,
+    validate_formality,
+    validate_glossary,
+    validate_memory,
+)
 from contract.errors import EmptyTextError, InvalidJobError, InvalidMetadataError, TextTooLongError, shown
 from contract.languages import normalize_language
 
@@ -78,6 +86,10 @@ class TranslationRequest:
     metadata: dict[str, Any] | None = None
     idempotency_key: str | None = None
     priority: str | None = None  # "interactive" (the default for a job of its own) or "bulk"
+    glossary: dict[str, str] | None = None  # source term -> target term the translation must use
+    context: str | None = None  # surrounding text the model sees but does not translate
+    formality: str | None = None  # "formal", "informal" or None (the model's default)
+    memory: bool = True  # whether the translation memory may serve and store this job
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -100,6 +112,10 @@ class JobSpec(msgspec.Struct, frozen=True):
     tenant: str | None = None
     generation: dict[str, Any] | None = None  # a raw-prompt job (contract/generation.py); None: a translation
     priority: Priority | None = None  # None: the default lane (lane_of)
+    glossary: dict[str, str] = msgspec.field(default_factory=dict)  # source term -> target term
+    context: str | None = None  # text the model sees but does not translate
+    formality: Formality | None = None  # None: the model's default register
+    memory: bool = True  # the translation memory may serve and store it
 
 
 def validate_text(text: object, max_chars: int) -> str:
@@ -230,9 +246,13 @@ def build_job_spec(
     created_at: float | None = None,
     tenant: str | None = None,
     priority: object = None,
+    glossary: object = None,
+    context: object = None,
+    formality: object = None,
+    memory: object = None,
 ) -> JobSpec:
     """Validate one submission and return its :class:`JobSpec`; nothing is written here."""
-    source = normalize_language(source_lang)
+    source = normalize_source_language(source_lang)
     target = normalize_language(target_lang)
     return JobSpec(
         job_id=job_id,
@@ -243,7 +263,18 @@ def build_job_spec(
         metadata=validate_metadata(metadata),
         tenant=None if tenant is None else validate_tenant(tenant),
         priority=None if priority is None else validate_priority(priority),
+        glossary=validate_glossary(glossary),
+        context=None if context is None else _encodable(validate_context(context) or "") or None,
+        formality=validate_formality(formality),
+        memory=validate_memory(memory),
     )
+
+
+def normalize_source_language(code: object) -> str:
+    """``auto`` (any case: the worker detects the language) or the canonical form of a language code."""
+    if isinstance(code, str) and code.strip().lower() == AUTO_LANGUAGE:
+        return AUTO_LANGUAGE
+    return normalize_language(code)
 
 
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -300,6 +331,9 @@ class Job(BaseModel):
     finish_reason: str | None = None
     """How the engine ended: ``stop`` (finished), ``length`` (hit its budget: the job failed), ``abort``."""
     pieces: int | None = None
+    detected_source_lang: str | None = None  # what the worker found for source_lang "auto"
+    glossary_misses: list[str] | None = None  # glossary terms in the text whose target term the translation lacks
+    from_memory: bool = False  # served from the translation memory, not generated
     """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
 
     @property

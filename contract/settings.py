@@ -72,6 +72,20 @@ class Settings(BaseSettings):
         description="longest piece of a job sent to the engine in one request; longer texts are cut at "
         "paragraph, then sentence boundaries and translated as concurrent pieces",
     )
+    memory_enabled: bool = Field(
+        default=True,
+        description="serve exact repeats from the translation memory (PostgreSQL) and store new translations there",
+    )
+    memory_max_age_days: float = Field(default=30.0, gt=0, description="translation memory entries expire after this")
+    memory_max_entries: int = Field(
+        default=1_000_000, gt=0, description="translation memory size; the least recently used entries go first"
+    )
+    detection_min_confidence: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="source_lang auto: the lowest probability taken as a detection (below it the job fails)",
+    )
     max_attempts: int = Field(
         default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"
     )

@@ -10,7 +10,10 @@ Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``; bulk j
     ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);
                  ``metadata`` (object), ``created_at`` (unix seconds), ``run_id``,
                  ``document_id``, ``sequence``, ``tenant``, ``priority`` (``interactive`` or
-                 ``bulk``: the lane it was queued in), ``generation`` (optional; a raw-prompt
+                 ``bulk``: the lane it was queued in), ``glossary`` (object of source
+                 term -> target term), ``context`` (string), ``formality`` (``formal`` or
+                 ``informal``), ``memory`` (``false``: not served from or stored in the
+                 translation memory); ``source_lang`` may be ``auto``; ``generation`` (optional; a raw-prompt
                  chat or completion request, ``contract/generation.py``: then the languages are
                  recorded as ``und`` whatever was sent)
 
@@ -29,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from contract.controls import validate_context, validate_formality, validate_glossary, validate_memory
 from contract.errors import InvalidJobError, MalformedEntryError, shown
 from contract.generation import RAW_LANGUAGE, validate_generation
 from contract.ids import canonical_uuid
@@ -38,6 +42,7 @@ from contract.schemas import (
     JobSpec,
     JobStatus,
     Priority,
+    normalize_source_language,
     validate_metadata,
     validate_tenant,
     validate_text,
@@ -72,6 +77,14 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["generation"] = spec.generation
     if spec.priority is not None:
         payload["priority"] = spec.priority.value
+    if spec.glossary:
+        payload["glossary"] = spec.glossary
+    if spec.context is not None:
+        payload["context"] = spec.context
+    if spec.formality is not None:
+        payload["formality"] = spec.formality.value
+    if not spec.memory:
+        payload["memory"] = False
     return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
 
 
@@ -115,7 +128,7 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
         return JobSpec(
             job_id=job_id,
             text=validate_text(payload["text"], max_chars),
-            source_lang=RAW_LANGUAGE if raw else normalize_language(payload["source_lang"]),
+            source_lang=RAW_LANGUAGE if raw else normalize_source_language(payload["source_lang"]),
             target_lang=RAW_LANGUAGE if raw else normalize_language(payload["target_lang"]),
             created_at=_as_timestamp(payload.get("created_at")),
             metadata=validate_metadata(payload.get("metadata")),
@@ -126,6 +139,10 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             tenant=None if payload.get("tenant") is None else validate_tenant(payload["tenant"]),
             generation=generation,
             priority=_known_priority(payload.get("priority")),
+            glossary=validate_glossary(payload.get("glossary")),
+            context=validate_context(payload.get("context")),
+            formality=validate_formality(payload.get("formality")),
+            memory=validate_memory(payload.get("memory")),
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None

@@ -97,6 +97,10 @@ class AsyncClient:
         idempotency_key: str | None = None,
         tenant: str | None = None,
         priority: str | None = None,
+        glossary: Mapping[str, str] | None = None,
+        context: str | None = None,
+        formality: str | None = None,
+        memory: bool = True,
     ) -> str:
         """Enqueue one translation and return its job id (see :meth:`producer.Client.submit`)."""
         prepared = prepare(
@@ -108,6 +112,10 @@ class AsyncClient:
             idempotency_key=idempotency_key,
             tenant=tenant,
             priority=priority,
+            glossary=dict(glossary) if isinstance(glossary, Mapping) else glossary,
+            context=context,
+            formality=formality,
+            memory=memory,
         )
         return (await self.submitter.write([prepared]))[0]
 

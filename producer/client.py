@@ -90,12 +90,22 @@ class Client:
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         priority: str | None = None,
+        glossary: Mapping[str, str] | None = None,
+        context: str | None = None,
+        formality: str | None = None,
+        memory: bool = True,
     ) -> str:
         """Enqueue one translation and return its job id.
 
         Invalid input raises a subclass of :class:`InvalidJobError` before anything is written.
         With an ``idempotency_key``, submitting again returns the first job's id. ``priority``:
         ``"interactive"`` (the default) or ``"bulk"`` (waits behind interactive jobs, with a share).
+        ``source_lang="auto"`` has the worker detect the language (the row records what it found).
+        ``glossary`` maps source terms to the target terms the translation must use (the row's
+        ``glossary_misses`` lists those it did not); ``context`` is text the model sees but does
+        not translate; ``formality`` is ``"formal"`` or ``"informal"`` where the model's profile
+        supports it; ``memory=False`` neither serves this job from the translation memory nor
+        stores its translation there.
         """
         prepared = prepare(
             self.settings,
@@ -105,6 +115,10 @@ class Client:
             metadata=metadata,
             idempotency_key=idempotency_key,
             priority=priority,
+            glossary=dict(glossary) if isinstance(glossary, Mapping) else glossary,
+            context=context,
+            formality=formality,
+            memory=memory,
         )
         return self.submitter.write([prepared])[0]
 

@@ -53,6 +53,10 @@ def prepare(
     idempotency_key: str | None = None,
     tenant: str | None = None,
     priority: str | None = None,
+    glossary: object = None,
+    context: object = None,
+    formality: object = None,
+    memory: object = None,
 ) -> Prepared:
     """Validate one submission (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad."""
     spec = build_job_spec(
@@ -64,6 +68,10 @@ def prepare(
         metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
         tenant=tenant,
         priority=priority,
+        glossary=glossary,
+        context=context,
+        formality=formality,
+        memory=memory,
     )
     return spec, check_idempotency_key(idempotency_key)
 
@@ -86,11 +94,31 @@ def prepare_many(
                     idempotency_key=request.idempotency_key,
                     tenant=tenant,
                     priority=request.priority,
+                    glossary=request.glossary,
+                    context=request.context,
+                    formality=request.formality,
+                    memory=request.memory,
                 )
             )
         except InvalidJobError as exc:
             raise type(exc)(f"item {index}: {exc}") from None
     return prepared
+
+
+_REQUEST_FIELDS = frozenset(
+    {
+        "text",
+        "source_lang",
+        "target_lang",
+        "metadata",
+        "idempotency_key",
+        "priority",
+        "glossary",
+        "context",
+        "formality",
+        "memory",
+    }
+)
 
 
 def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> TranslationRequest:
@@ -99,7 +127,7 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
         return item
     if not isinstance(item, Mapping):
         raise InvalidJobError(f"item {index}: expected a TranslationRequest or a dict, got {type(item).__name__}")
-    unknown = set(item) - {"text", "source_lang", "target_lang", "metadata", "idempotency_key", "priority"}
+    unknown = set(item) - _REQUEST_FIELDS
     if unknown:
         raise InvalidJobError(f"item {index}: unknown field(s) {sorted(unknown)}")
     try:
@@ -110,6 +138,10 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
             metadata=item.get("metadata"),
             idempotency_key=item.get("idempotency_key"),
             priority=item.get("priority"),
+            glossary=item.get("glossary"),
+            context=item.get("context"),
+            formality=item.get("formality"),
+            memory=item.get("memory", True),
         )
     except KeyError as exc:
         raise InvalidJobError(f"item {index}: missing field {exc.args[0]!r}") from None

@@ -19,6 +19,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping).
 - ``groups_async``: :class:`AsyncGroupStore`, the HTTP API's tenant-scoped runs and documents.
+- ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's batch
+  recall and store, the age and size limits, ``dragoman memory stats|purge``.
 - ``health``: :func:`ping` for ``dragoman check``, :class:`ReadinessProbe` (one kept connection) for
   ``/readyz``, :func:`ping_async` for a one-off async check.
 - ``embedded``: the embedded Redis and PostgreSQL servers (:class:`EmbeddedServices`),
@@ -49,6 +51,7 @@ from storage.jobs import (
     UnstorableRowError,
     storable_failure,
 )
+from storage.memory import MemoryEntry, MemoryStats, MemoryStore, MemoryStoreError, RecalledTranslation
 from storage.migrations import downgrade_database, upgrade_database
 from storage.runs import GroupStore
 
@@ -70,9 +73,14 @@ __all__ = [
     "JobRowWriter",
     "JobRows",
     "JobStore",
+    "MemoryEntry",
+    "MemoryStats",
+    "MemoryStore",
+    "MemoryStoreError",
     "PostgresConnection",
     "PostgresFileStore",
     "ReadinessProbe",
+    "RecalledTranslation",
     "RowRecord",
     "RunTally",
     "StoredFile",

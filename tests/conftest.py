@@ -22,6 +22,10 @@ from producer.client import Client
 from storage import libpq_url, upgrade_database
 from storage.embedded import EmbeddedServices
 
+# Tests count engine requests and reuse texts across tests in one database, which the translation
+# memory would serve; every process they start inherits this. The memory's own tests turn it on.
+os.environ["DRAGOMAN_MEMORY_ENABLED"] = "false"
+
 
 @pytest.fixture(scope="session")
 def service_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceUrls]:
@@ -54,6 +58,7 @@ def settings(service_urls: ServiceUrls, tmp_path: Path) -> Settings:
         read_block_ms=50,
         metrics_port=0,
         metrics_host="127.0.0.1",
+        memory_enabled=False,  # see DRAGOMAN_MEMORY_ENABLED above
     )
 
 
@@ -65,6 +70,7 @@ def settings_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Setting
     monkeypatch.setenv("DRAGOMAN_DATABASE_URL", settings.database_url)
     monkeypatch.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
     monkeypatch.setenv("DRAGOMAN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("DRAGOMAN_MEMORY_ENABLED", "true" if settings.memory_enabled else "false")
     return settings
 
 

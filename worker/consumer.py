@@ -24,17 +24,26 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.backoff import Backoff
 from contract.consumer_groups import ensure_group_async
-from contract.errors import EngineUnavailableError, InputTooLongError, MalformedEntryError, TruncatedTranslationError
+from contract.controls import AUTO_LANGUAGE, glossary_misses
+from contract.errors import (
+    EngineUnavailableError,
+    LanguageNotDetectedError,
+    MalformedEntryError,
+    TruncatedTranslationError,
+    UnrunnableJobError,
+)
 from contract.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus, Priority
 from contract.scripts import StartOutcome, StartScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
 from worker.lanes import LaneShares
+from worker.language_detection import LanguageDetector
+from worker.memory import TranslationMemory
 from worker.metrics import WorkerMetrics
 from worker.reclaim import HEARTBEAT_TTL_S, claim_orphans, claim_stale
 from worker.results import DeadLetter, JobResult, storable_text
-from worker.translator import Translator
+from worker.translator import Translation, Translator
 from worker.writer import ResultWriter
 
 log = logging.getLogger(__name__)
@@ -58,8 +67,11 @@ class StreamConsumer:
         consumer_name: str,
         max_in_flight: int,
         metrics: WorkerMetrics | None = None,
+        memory: TranslationMemory | None = None,
     ) -> None:
         self._settings = settings
+        self._memory = memory
+        self._detector = LanguageDetector(settings.detection_min_confidence)
         self._metrics = metrics if metrics is not None else WorkerMetrics()
         self._keys = RedisKeys.from_settings(settings)
         self._redis = redis
@@ -346,6 +358,7 @@ class StreamConsumer:
         except BaseException:
             self.release_slots(len(decoded) + len(stuck))
             raise
+        runnable: list[tuple[str, JobSpec, int]] = []
         if stuck:
             fields_of = dict(entries)
             for entry_id, reason in stuck:  # not failed by id: the record is not ours to finalise
@@ -364,10 +377,35 @@ class StreamConsumer:
                     self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED, error=reason, dead_letter=True)
                 )
             else:
-                self._entries[spec.job_id] = (lane, entry_id)
-                self._tasks[spec.job_id] = asyncio.create_task(
-                    self._run_job(entry_id, spec, attempts, now), name=f"job-{spec.job_id}"
-                )
+                runnable.append((entry_id, spec, attempts))
+        await self._start_jobs(runnable, lane, now)
+
+    async def _start_jobs(self, runnable: list[tuple[str, JobSpec, int]], lane: Priority, now: float) -> None:
+        """Detect ``auto`` source languages, serve what the translation memory holds, start a task for the rest."""
+        work: dict[str, JobSpec] = {}  # job id -> the spec to translate (its detected source language set)
+        for entry_id, spec, attempts in runnable:
+            if spec.source_lang != AUTO_LANGUAGE:
+                work[spec.job_id] = spec
+                continue
+            try:
+                await self._detector.ready()
+                work[spec.job_id] = msgspec.structs.replace(spec, source_lang=self._detector.detect(spec.text))
+            except LanguageNotDetectedError as exc:
+                await self._finish(self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=str(exc)))
+        recalled = await self._memory.recall(list(work.values())) if self._memory is not None else {}
+        for entry_id, spec, attempts in runnable:
+            job = work.get(spec.job_id)
+            if job is None:
+                continue
+            hit = recalled.get(spec.job_id)
+            if hit is not None:
+                done = Translation(hit.translation, 0, 0, "stop", pieces=0)
+                await self._finish(self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True))
+                continue
+            self._entries[spec.job_id] = (lane, entry_id)
+            self._tasks[spec.job_id] = asyncio.create_task(
+                self._run_job(entry_id, spec, job, attempts, now), name=f"job-{spec.job_id}"
+            )
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
         """Run the start script for the whole batch in one call; return what it found for each job."""
@@ -403,9 +441,9 @@ class StreamConsumer:
         finally:
             self._slots.release()
 
-    async def _run_job(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float) -> None:
+    async def _run_job(self, entry_id: str, spec: JobSpec, work: JobSpec, attempts: int, started_at: float) -> None:
         try:
-            result = await self._execute(entry_id, spec, attempts, started_at)
+            result = await self._execute(entry_id, spec, work, attempts, started_at)
             if result is not None:
                 await self._writer.put(result)
         finally:
@@ -414,16 +452,21 @@ class StreamConsumer:
             self._entries.pop(spec.job_id, None)
             self._slots.release()
 
-    async def _execute(self, entry_id: str, spec: JobSpec, attempts: int, started_at: float) -> JobResult | None:
-        """Run one job, retrying engine errors until ``max_attempts``; ``None`` means leave it pending."""
+    async def _execute(
+        self, entry_id: str, spec: JobSpec, work: JobSpec, attempts: int, started_at: float
+    ) -> JobResult | None:
+        """Run one job, retrying engine errors until ``max_attempts``; ``None`` means leave it pending.
+
+        ``work`` is ``spec`` as translated (its detected source language set); ``spec`` is what the row records.
+        """
         attempt = attempts
         while True:
             if spec.job_id in self._cancelled:
                 return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED)
             request_id = self._requests[spec.job_id] = f"{spec.job_id}-{attempt}"
             try:
-                translation = await self._translator.translate(spec, request_id)
-            except InputTooLongError as exc:
+                translation, shared = await self._translate(work, request_id)
+            except UnrunnableJobError as exc:
                 return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=str(exc))
             except TruncatedTranslationError as exc:  # already retried with all the context allows
                 log.warning("job %s: %s", spec.job_id, exc, extra={"job_id": spec.job_id})
@@ -471,18 +514,43 @@ class StreamConsumer:
                 return self._result(
                     entry_id, spec, attempt, started_at, JobStatus.CANCELLED, finish_reason=translation.finish_reason
                 )
-            return self._result(
-                entry_id,
-                spec,
-                attempt,
-                started_at,
-                JobStatus.SUCCEEDED,
-                translation=translation.text,
-                prompt_tokens=translation.prompt_tokens,
-                output_tokens=translation.output_tokens,
-                finish_reason=translation.finish_reason,
-                pieces=translation.pieces,
-            )
+            if self._memory is not None and not shared:
+                self._memory.remember(work, translation)
+            return self._succeeded(entry_id, spec, work, attempt, started_at, translation, from_memory=shared)
+
+    async def _translate(self, work: JobSpec, request_id: str) -> tuple[Translation, bool]:
+        """The translation of ``work``, and whether an identical job running here produced it."""
+        if self._memory is None:
+            return await self._translator.translate(work, request_id), False
+        return await self._memory.shared(work, lambda: self._translator.translate(work, request_id))
+
+    def _succeeded(
+        self,
+        entry_id: str,
+        spec: JobSpec,
+        work: JobSpec,
+        attempts: int,
+        started_at: float,
+        translation: Translation,
+        *,
+        from_memory: bool,
+    ) -> JobResult:
+        """The result of a translated job: tokens only if this job generated them, what the controls left."""
+        return self._result(
+            entry_id,
+            spec,
+            attempts,
+            started_at,
+            JobStatus.SUCCEEDED,
+            translation=translation.text,
+            prompt_tokens=None if from_memory else translation.prompt_tokens,
+            output_tokens=None if from_memory else translation.output_tokens,
+            finish_reason=translation.finish_reason,
+            pieces=None if from_memory else translation.pieces,
+            from_memory=from_memory,
+            detected_source_lang=work.source_lang if spec.source_lang == AUTO_LANGUAGE else None,
+            glossary_misses=glossary_misses(work.glossary, work.text, translation.text) if work.glossary else None,
+        )
 
     def _result(
         self, entry_id: str, spec: JobSpec, attempts: int, started_at: float | None, status: JobStatus, **fields: Any

@@ -14,6 +14,7 @@ import os
 import socket
 import time
 import uuid
+from pathlib import Path
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -25,6 +26,7 @@ from contract.settings import Settings
 from contract.version import dragoman_version
 from worker.consumer import StreamConsumer
 from worker.engine import TranslationEngine
+from worker.memory import TranslationMemory, model_identity
 from worker.metrics import WorkerMetrics
 from worker.ops_server import OpsServer
 from worker.profiles import PromptProfile
@@ -55,12 +57,19 @@ class Worker:
         max_in_flight: int,
         consumer_name: str | None = None,
         metrics: WorkerMetrics | None = None,
+        model_path: Path | None = None,
     ) -> None:
         self.settings = settings
         self.keys = RedisKeys.from_settings(settings)
         self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.redis: aioredis.Redis = open_redis(redis_url)
         self.writer = ResultWriter(settings, self.redis, database_url, self.metrics)
+        self.memory = TranslationMemory(
+            settings,
+            database_url,
+            model_id=model_identity(engine.model_name, model_path),
+            profile_id=f"{profile.name}:{getattr(profile, 'version', '1')}",
+        )
         self.consumer = StreamConsumer(
             settings,
             self.redis,
@@ -75,6 +84,7 @@ class Worker:
             consumer_name or settings.consumer_name or new_consumer_name(),
             max_in_flight,
             self.metrics,
+            self.memory if settings.memory_enabled else None,
         )
         self.metrics.track_in_flight(lambda: self.consumer.in_flight)
         self.ops: OpsServer | None = None
@@ -92,6 +102,7 @@ class Worker:
         self._writer: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._remembering: asyncio.Task[None] | None = None
         self._heartbeat_key = self.keys.worker(self.consumer.consumer_name)
         self._started_at = repr(time.time())
         self._stopped = False
@@ -110,6 +121,7 @@ class Worker:
         self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
+        self._remembering = asyncio.create_task(self.memory.run(), name="dragoman-memory")
         log.info(
             "worker %s (dragoman %s) reading %s and %s (group %s, up to %d jobs in flight, %.0f%% for bulk "
             "while interactive jobs wait)",
@@ -190,7 +202,7 @@ class Worker:
         return 1 if crashed or self.consumer.engine_failure is not None else 0
 
     def _tasks(self) -> list[asyncio.Task[None]]:
-        tasks = (self._reader, self._writer, self._listener, self._heartbeat, self._housekeeping)
+        tasks = (self._reader, self._writer, self._listener, self._heartbeat, self._housekeeping, self._remembering)
         return [task for task in tasks if task is not None]
 
     async def stop(self, grace_seconds: float | None = None) -> int:
@@ -216,6 +228,8 @@ class Worker:
             await asyncio.wait({self._writer})
         await _cancel(self._heartbeat)  # only now: another worker may take over what is left
         await _cancel(self._listener)
+        await _cancel(self._remembering)
+        await self.memory.close()
         if self.ops is not None:
             await self.ops.close()
         await self.redis.aclose()

@@ -415,6 +415,9 @@ def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]
             s.tenant,
             r.finish_reason,
             r.pieces,
+            r.detected_source_lang,
+            r.glossary_misses,
+            r.from_memory,
         )
         for r in rows
         for s in (r.spec,)

@@ -65,6 +65,10 @@ async def submit_jobs(
         idempotency_key=body.idempotency_key,
         tenant=caller.tenant,
         priority=body.priority,
+        glossary=body.glossary,
+        context=body.context,
+        formality=body.formality,
+        memory=body.memory,
     )
     if wait:
         try:

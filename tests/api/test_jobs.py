@@ -70,6 +70,21 @@ async def test_submit_a_list(http: httpx.AsyncClient, make_key: KeyMaker) -> Non
         assert (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()["status"] == "queued"
 
 
+async def test_controls_reach_the_wire_and_the_view(
+    http: httpx.AsyncClient, make_key: KeyMaker, raw_redis: redis.Redis, settings: Settings
+) -> None:
+    key, keys = make_key("acme"), RedisKeys.from_settings(settings)
+    body = {**JOB, "source_lang": "auto", "glossary": {"morning": "matin"}, "context": "A greeting."}
+    response = await http.post("/v1/jobs", json={**body, "formality": "formal", "memory": False}, headers=bearer(key))
+    assert response.status_code == 202, response.text
+    [(_, fields)] = raw_redis.xrange(keys.jobs_stream)  # type: ignore[misc]
+    payload = fields["payload"]  # type: ignore[index]
+    assert '"source_lang":"auto"' in payload and '"glossary":{"morning":"matin"}' in payload
+    assert '"context":"A greeting."' in payload and '"formality":"formal"' in payload and '"memory":false' in payload
+    job = (await http.get(f"/v1/jobs/{response.json()['id']}", headers=bearer(key))).json()
+    assert job["glossary_misses"] is None and job["from_memory"] is False and job["detected_source_lang"] is None
+
+
 async def test_a_job_names_its_lane(
     http: httpx.AsyncClient, make_key: KeyMaker, raw_redis: redis.Redis, settings: Settings
 ) -> None:
@@ -98,6 +113,17 @@ async def test_a_job_names_its_lane(
         ([JOB, {**JOB, "target_lang": "zz-invalid-code-x"}], 422, "unsupported_language", "item 1"),
         ([], 422, "invalid_request", "empty"),
         ({**JOB, "priority": "urgent"}, 422, "invalid_request", "priority: Input should be 'interactive' or 'bulk'"),
+        ({**JOB, "glossary": {"morning": " "}}, 422, "invalid_glossary", "has an empty term"),
+        ({**JOB, "glossary": {f"t{i}": "x" for i in range(201)}}, 422, "invalid_glossary", "at most 200"),
+        (
+            {**JOB, "glossary": {"morning": 3}},
+            422,
+            "invalid_request",
+            "glossary.morning: Input should be a valid string",
+        ),
+        ({**JOB, "context": "x" * 4_001}, 422, "invalid_job", "at most 4,000"),
+        ({**JOB, "formality": "polite"}, 422, "invalid_request", "formality: Input should be"),
+        ({**JOB, "target_lang": "auto"}, 422, "unsupported_language", "auto"),
     ],
 )
 async def test_bad_input_writes_nothing(

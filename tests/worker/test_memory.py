@@ -1,0 +1,164 @@
+"""The translation memory in a running worker: repeats served without the engine, twins in flight shared,
+nothing stale after a model change, and a memory that cannot be reached costs nothing but speed."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import msgspec
+
+from contract.schemas import JobSpec, JobStatus, TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from producer.client import Client
+from worker.deterministic_engine import DeterministicEngine
+from worker.memory import TranslationMemory, memory_key, model_identity
+from worker.profiles import IdentityProfile
+from worker.service import Worker
+from worker.translator import Translation
+
+from .conftest import wait_all
+
+
+def _memory_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"memory_enabled": True})
+
+
+def _worker(
+    settings: Settings, urls: ServiceUrls, engine: DeterministicEngine, model_path: Path | None = None
+) -> Worker:
+    return Worker(
+        settings,
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        engine=engine,
+        profile=IdentityProfile(engine.tokenizer),
+        max_in_flight=16,
+        model_path=model_path,
+    )
+
+
+async def _stored(worker: Worker, count: int) -> None:
+    """Wait until ``count`` translations are in PostgreSQL (they are stored every half second)."""
+    for _ in range(200):
+        if worker.memory.counters.stored >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"only {worker.memory.counters.stored} of {count} translations stored")
+
+
+async def test_a_repeat_is_served_from_memory_without_the_engine(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    text = f"A sentence seen twice {uuid.uuid4()}."
+    engine = DeterministicEngine()
+    worker = _worker(_memory_settings(settings), service_urls, engine)
+    await worker.start()
+    try:
+        [first] = await wait_all(client, [client.submit(text, "en", "fr")])
+        await _stored(worker, 1)
+        [again, opted_out] = await wait_all(
+            client, [client.submit(text, "en", "fr"), client.submit(text, "en", "fr", memory=False)]
+        )
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert first.status is JobStatus.SUCCEEDED and not first.from_memory and first.prompt_tokens
+    assert again.status is JobStatus.SUCCEEDED and again.from_memory
+    assert again.translation == first.translation and again.prompt_tokens is None and again.pieces is None
+    assert not opted_out.from_memory and opted_out.translation == first.translation
+    assert engine.requests == 2  # the first job and the one that opted out
+    assert worker.memory.counters.hits == 1
+
+
+async def test_identical_jobs_in_flight_share_one_engine_request(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    text = f"Five at once {uuid.uuid4()}."
+    engine = DeterministicEngine(delay_s=0.3)
+    worker = _worker(_memory_settings(settings), service_urls, engine)
+    ids = client.submit_many(TranslationRequest(text, "en", "fr") for _ in range(5))
+    other = client.submit(f"Another text {uuid.uuid4()}", "en", "fr")
+    await worker.start()
+    try:
+        jobs = await wait_all(client, [*ids, other])
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert all(job.status is JobStatus.SUCCEEDED and job.translation == text for job in jobs[:5])
+    assert engine.requests == 2
+    assert sum(job.from_memory for job in jobs[:5]) == 4
+    assert worker.memory.counters.shared == 4
+
+
+async def test_a_changed_model_never_finds_the_old_entries(
+    client: Client, settings: Settings, service_urls: ServiceUrls, tmp_path: Path
+) -> None:
+    text = f"Model-bound text {uuid.uuid4()}."
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder, revision in ((old, "1"), (new, "2")):
+        folder.mkdir()
+        (folder / "config.json").write_text(f'{{"revision": {revision}}}')
+    assert model_identity("m", old) != model_identity("m", new)
+    for folder in (old, new):
+        engine = DeterministicEngine()
+        worker = _worker(_memory_settings(settings), service_urls, engine, model_path=folder)
+        await worker.start()
+        try:
+            [job] = await wait_all(client, [client.submit(text, "en", "fr")])
+            await _stored(worker, 1)
+        finally:
+            await worker.stop(grace_seconds=5)
+        assert not job.from_memory and engine.requests == 1
+
+
+async def test_source_language_auto_is_detected_or_failed_at_once(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    engine = DeterministicEngine()
+    worker = _worker(settings, service_urls, engine)
+    await worker.start()
+    try:
+        french, digits = await wait_all(
+            client,
+            [
+                client.submit("Bonjour tout le monde, comment allez-vous aujourd'hui ?", "auto", "en"),
+                client.submit("12345 67890", "auto", "en"),
+            ],
+        )
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert french.status is JobStatus.SUCCEEDED
+    assert (french.source_lang, french.detected_source_lang) == ("auto", "fr")
+    assert digits.status is JobStatus.FAILED and digits.attempts == 1
+    assert digits.error and "could not be told with confidence" in digits.error and "source_lang" in digits.error
+    assert engine.requests == 1
+
+
+async def test_a_memory_that_cannot_be_reached_only_costs_the_lookup(settings: Settings) -> None:
+    memory = TranslationMemory(
+        _memory_settings(settings),
+        "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1",
+        model_id="m",
+        profile_id="p:1",
+    )
+    spec = JobSpec(job_id=str(uuid.uuid4()), text="Hi", source_lang="en", target_lang="fr", created_at=0.0)
+    assert await memory.recall([spec]) == {}
+    memory.remember(spec, Translation("Salut", 3, 2, "stop"))
+    await memory.flush()  # fails, keeps the entry for the next try
+    assert memory.counters.errors == 2 and memory.counters.stored == 0
+    await memory.close()
+
+
+def test_the_key_covers_everything_that_decides_the_translation() -> None:
+    spec = JobSpec(job_id="1", text="Cafe\u0301", source_lang="en", target_lang="fr", created_at=0.0)
+    key = memory_key(spec, "m@1", "p:1")
+    assert memory_key(msgspec.structs.replace(spec, job_id="2", text="Caf\u00e9"), "m@1", "p:1") == key  # NFC
+    variants = [
+        memory_key(spec, "m@2", "p:1"),
+        memory_key(spec, "m@1", "p:2"),
+        memory_key(msgspec.structs.replace(spec, target_lang="de"), "m@1", "p:1"),
+        memory_key(msgspec.structs.replace(spec, glossary={"Cafe": "Bistro"}), "m@1", "p:1"),
+        memory_key(msgspec.structs.replace(spec, context="A menu."), "m@1", "p:1"),
+    ]
+    assert len({key, *variants}) == 6

@@ -1,0 +1,249 @@
+"""The translation memory as the worker uses it: recall a read batch, share work in flight, remember.
+
+An exact repeat (same model and revision, profile and version, languages, NFC text, glossary,
+context, formality) is served from PostgreSQL without generating; identical jobs running at the
+same moment share one engine request. The memory is a cache: when PostgreSQL refuses or cannot
+be reached, jobs are simply translated, and a translation that could not be stored is dropped
+(counted, logged), never a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import random
+import time
+import unicodedata
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from contract.errors import DragomanError
+from contract.schemas import JobSpec
+from contract.settings import Settings
+from storage.memory import MemoryEntry, MemoryStore, RecalledTranslation
+from worker.translator import Translation
+
+log = logging.getLogger(__name__)
+
+KEY_VERSION = 1
+"""Bumped when what goes into a key changes, so that no old entry matches a new key by accident."""
+
+_FLUSH_S = 0.5  # longest a new translation waits before it is stored
+_FLUSH_BATCH = 500
+_BUFFER_LIMIT = 20_000  # translations waiting to be stored while PostgreSQL is away; older ones are dropped
+_TRIM_S = 300.0  # how often the age and size limits are applied (with jitter, so that workers spread out)
+_CLOSE_S = 5.0  # the last flush's limit on shutdown
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+
+
+def model_identity(model_name: str, model_path: Path | None) -> str:
+    """``model_name@revision``: the revision fingerprints a local folder's config and weight files.
+
+    New or changed weights (another fine-tune saved in the same folder) give another revision and
+    so other keys. A hub name with no local folder is keyed by name alone: pin it to a revision.
+    """
+    if model_path is None or not model_path.is_dir():
+        return model_name
+    digest = hashlib.sha256()
+    for path in sorted(model_path.iterdir()):
+        if path.name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        elif path.suffix in _WEIGHT_SUFFIXES and path.is_file():
+            stat = path.stat()
+            digest.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return f"{model_name}@{digest.hexdigest()[:16]}"
+
+
+def memory_key(spec: JobSpec, model_id: str, profile_id: str) -> bytes:
+    """The SHA-256 of everything that decides ``spec``'s translation on this model and profile."""
+    canonical = msgspec.json.encode(
+        [
+            KEY_VERSION,
+            model_id,
+            profile_id,
+            spec.source_lang,
+            spec.target_lang,
+            unicodedata.normalize("NFC", spec.text),
+            sorted(spec.glossary.items()),
+            spec.context,
+            None if spec.formality is None else spec.formality.value,
+        ]
+    )
+    return hashlib.sha256(canonical).digest()
+
+
+class MemoryCounters(msgspec.Struct):
+    """What the memory did since the worker started (``/metrics`` and the closing log line)."""
+
+    lookups: int = 0
+    hits: int = 0
+    shared: int = 0
+    stored: int = 0
+    dropped: int = 0
+    errors: int = 0
+
+
+class TranslationMemory:
+    """Recall, sharing and storage of translations for one worker (one model, one profile).
+
+    :meth:`run` is a background task (stores buffered translations, applies the age and size
+    limits) owned by the worker, which cancels it and awaits :meth:`close` on shutdown.
+    """
+
+    def __init__(self, settings: Settings, database_url: str, *, model_id: str, profile_id: str) -> None:
+        self.enabled = settings.memory_enabled
+        self.model_id = model_id
+        self.profile_id = profile_id
+        self._max_age_s = settings.memory_max_age_days * 86_400
+        self._max_entries = settings.memory_max_entries
+        self._reader = MemoryStore(database_url)
+        self._writer = MemoryStore(database_url)
+        self._buffer: list[MemoryEntry] = []
+        self._wakeup = asyncio.Event()
+        self._in_flight: dict[bytes, asyncio.Future[Translation]] = {}
+        self.counters = MemoryCounters()
+
+    def applies_to(self, spec: JobSpec) -> bool:
+        """Whether ``spec`` may be served from and stored in the memory (a translation that opted in)."""
+        return self.enabled and spec.memory and spec.generation is None
+
+    def key(self, spec: JobSpec) -> bytes:
+        """``spec``'s memory key on this worker's model and profile."""
+        return memory_key(spec, self.model_id, self.profile_id)
+
+    async def recall(self, specs: Sequence[JobSpec]) -> dict[str, RecalledTranslation]:
+        """Job id -> stored translation for the jobs of ``specs`` the memory holds (one query).
+
+        Any failure is logged and answers "nothing stored": the jobs are translated instead.
+        """
+        keyed = {self.key(spec): spec.job_id for spec in specs if self.applies_to(spec)}
+        if not keyed:
+            return {}
+        self.counters.lookups += len(keyed)
+        try:
+            found = await self._reader.recall(list(keyed))
+        except DragomanError as exc:
+            self.counters.errors += 1
+            log.warning("translation memory lookup failed (%s); translating %d jobs instead", exc, len(keyed))
+            return {}
+        self.counters.hits += len(found)
+        return {keyed[key]: recalled for key, recalled in found.items()}
+
+    async def shared(self, spec: JobSpec, produce: Callable[[], Awaitable[Translation]]) -> tuple[Translation, bool]:
+        """``produce()``'s translation, or the one of an identical job already running here.
+
+        Returns the translation and whether it was shared. A job that waited for another whose
+        translation did not succeed (it failed, was cancelled or cut off) runs its own.
+        """
+        if not self.applies_to(spec):
+            return await produce(), False
+        key = self.key(spec)
+        leader = self._in_flight.get(key)
+        if leader is not None:
+            try:
+                translation = await asyncio.shield(leader)
+            except asyncio.CancelledError:
+                if not leader.cancelled():
+                    raise  # this job was cancelled, not the one it waited for
+            except Exception:
+                pass
+            else:
+                if translation.finish_reason == "stop":
+                    self.counters.shared += 1
+                    return translation, True
+            return await produce(), False
+        future: asyncio.Future[Translation] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            translation = await produce()
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+                future.exception()  # retrieved: no "never retrieved" warning when no one waited
+            raise
+        else:
+            future.set_result(translation)
+            return translation, False
+        finally:
+            if self._in_flight.get(key) is future:
+                del self._in_flight[key]
+
+    def remember(self, spec: JobSpec, translation: Translation) -> None:
+        """Queue ``translation`` of ``spec`` for storage if it finished normally and the job opted in."""
+        if not self.applies_to(spec) or translation.finish_reason != "stop":
+            return
+        self._buffer.append(
+            MemoryEntry(
+                key=self.key(spec).hex(),
+                model=self.model_id,
+                profile=self.profile_id,
+                source_lang=spec.source_lang,
+                target_lang=spec.target_lang,
+                source_text=spec.text,
+                translation=translation.text,
+                prompt_tokens=translation.prompt_tokens,
+                output_tokens=translation.output_tokens,
+            )
+        )
+        if len(self._buffer) > _BUFFER_LIMIT:
+            dropped = len(self._buffer) - _BUFFER_LIMIT
+            del self._buffer[:dropped]
+            self.counters.dropped += dropped
+        if len(self._buffer) >= _FLUSH_BATCH:
+            self._wakeup.set()
+
+    async def run(self) -> None:
+        """Store buffered translations every half second; apply the age and size limits every few minutes."""
+        if not self.enabled:
+            return
+        next_trim = time.monotonic() + random.uniform(0, _TRIM_S)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), _FLUSH_S)
+            self._wakeup.clear()
+            await self.flush()
+            if time.monotonic() >= next_trim:
+                next_trim = time.monotonic() + _TRIM_S * random.uniform(0.8, 1.2)
+                await self.apply_limits()
+
+    async def flush(self) -> None:
+        """Store what is buffered, in batches; on failure keep it for the next try (bounded)."""
+        while self._buffer:
+            batch = self._buffer[:_FLUSH_BATCH]
+            try:
+                await self._writer.store(batch)
+            except DragomanError as exc:
+                self.counters.errors += 1
+                log.warning("could not store %d translations in the memory (%s); will retry", len(self._buffer), exc)
+                return
+            del self._buffer[: len(batch)]
+            self.counters.stored += len(batch)
+
+    async def apply_limits(self) -> None:
+        """Delete entries past the age limit and the least recently used past the size limit."""
+        try:
+            expired = await self._writer.expire(self._max_age_s)
+            trimmed = await self._writer.trim(self._max_entries)
+        except DragomanError as exc:
+            self.counters.errors += 1
+            log.warning("could not apply the translation memory's limits (%s)", exc)
+            return
+        if expired or trimmed:
+            log.info("translation memory: %d entries expired, %d trimmed past the size limit", expired, trimmed)
+
+    async def close(self) -> None:
+        """Store what is left (a few seconds at most) and close the connections."""
+        if self.enabled and self._buffer:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.flush(), _CLOSE_S)
+            if self._buffer:
+                log.warning("%d translations were not stored in the memory before shutdown", len(self._buffer))
+        await self._reader.close()
+        await self._writer.close()
