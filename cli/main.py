@@ -16,6 +16,7 @@ import redis
 from cli.api import add_commands as add_api_commands
 from cli.bulk import add_commands as add_bulk_commands
 from cli.help import EXAMPLE_ID, HelpFormatter, add_command, choices, examples
+from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
@@ -41,7 +42,17 @@ def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     text = args.text if args.text is not None else sys.stdin.read()
     metadata = _parse_metadata(args.metadata)
     with Client(settings) as client:
-        job_id = client.submit(text, args.source, args.target, metadata=metadata, idempotency_key=args.idempotency_key)
+        job_id = client.submit(
+            text,
+            args.source,
+            args.target,
+            metadata=metadata,
+            idempotency_key=args.idempotency_key,
+            glossary=_parse_glossary(args.glossary),
+            context=args.context,
+            formality=args.formality,
+            memory=not args.no_memory,
+        )
         if not args.wait:
             print(job_id)
             return EXIT_OK
@@ -53,6 +64,23 @@ def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"job {job.id} {job.status.value}: {job.error or ''}".rstrip(), file=sys.stderr)
     return EXIT_OK if job.status is JobStatus.SUCCEEDED else EXIT_ERROR
+
+
+def _parse_glossary(raw: str | None) -> dict[str, str] | None:
+    """``--glossary``: a JSON object, or ``@FILE`` holding one."""
+    if raw is None:
+        return None
+    if raw.startswith("@"):
+        try:
+            with open(raw[1:], encoding="utf-8") as file:
+                raw = file.read()
+        except OSError as exc:
+            raise InvalidJobError(f"--glossary {raw}: cannot read the file ({exc.strerror})") from None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidJobError(f'--glossary must be a JSON object such as \'{{"cat": "chat"}}\': {exc}') from None
+    return value  # type: ignore[no-any-return]  # checked by the client (InvalidGlossaryError)
 
 
 def _parse_metadata(raw: str | None) -> dict[str, object] | None:
@@ -260,14 +288,21 @@ def build_parser() -> argparse.ArgumentParser:
         "translation (exit 1 if the job failed).",
         epilog=examples(
             'dragoman submit "Good morning." --from en --to fr',
+            'dragoman submit "The cat sleeps." --from auto --to fr --glossary \'{"cat": "chat"}\' --wait',
             "echo 'Guten Tag.' | dragoman submit --from de --to en --wait",
         ),
     )
     submit.add_argument("text", nargs="?", help="text to translate (default: read stdin)")
-    submit.add_argument("--from", dest="source", required=True, help="source language, e.g. en")
+    submit.add_argument("--from", dest="source", required=True, help="source language, e.g. en (auto: detect it)")
     submit.add_argument("--to", dest="target", required=True, help="target language, e.g. fr")
     submit.add_argument("--metadata", help="JSON object stored with the job")
     submit.add_argument("--idempotency-key", help="submitting the same key again returns the same job")
+    submit.add_argument(
+        "--glossary", help='JSON object of source term -> target term, or @FILE holding one: \'{"cat": "chat"}\''
+    )
+    submit.add_argument("--context", help="surrounding text the model sees but does not translate")
+    submit.add_argument("--formality", choices=["formal", "informal"], help="register, where the profile has one")
+    submit.add_argument("--no-memory", action="store_true", help="neither served from nor stored in the memory")
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
     submit.add_argument("--timeout", type=float, default=300.0, help="seconds --wait waits (default 300)")
     submit.add_argument("--json", action="store_true", help="with --wait, print the whole job as JSON")
@@ -375,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_api_commands(sub)
     add_bulk_commands(sub)
+    add_memory_commands(sub)
     add_orchestrator_commands(sub)
     add_worker_commands(sub)
     return parser
