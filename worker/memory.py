@@ -16,6 +16,7 @@ import logging
 import random
 import time
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -37,6 +38,10 @@ _FLUSH_BATCH = 500
 _BUFFER_LIMIT = 20_000  # translations waiting to be stored while PostgreSQL is away; older ones are dropped
 _TRIM_S = 300.0  # how often the age and size limits are applied (with jitter, so that workers spread out)
 _CLOSE_S = 5.0  # the last flush's limit on shutdown
+# Translations this worker made in the last minute are served before they reach PostgreSQL (a
+# repeat read in the next batch); after a minute the table decides, so a purge applies everywhere.
+_RECENT_LIMIT = 10_000
+_RECENT_S = 60.0
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
@@ -106,6 +111,7 @@ class TranslationMemory:
         self._buffer: list[MemoryEntry] = []
         self._wakeup = asyncio.Event()
         self._in_flight: dict[bytes, asyncio.Future[Translation]] = {}
+        self._recent: OrderedDict[bytes, tuple[float, RecalledTranslation]] = OrderedDict()
         self.counters = MemoryCounters()
 
     def applies_to(self, spec: JobSpec) -> bool:
@@ -121,18 +127,32 @@ class TranslationMemory:
 
         Any failure is logged and answers "nothing stored": the jobs are translated instead.
         """
-        keyed = {self.key(spec): spec.job_id for spec in specs if self.applies_to(spec)}
+        keyed: dict[bytes, list[str]] = {}
+        for spec in specs:
+            if self.applies_to(spec):
+                keyed.setdefault(self.key(spec), []).append(spec.job_id)
         if not keyed:
             return {}
-        self.counters.lookups += len(keyed)
-        try:
-            found = await self._reader.recall(list(keyed))
-        except DragomanError as exc:
-            self.counters.errors += 1
-            log.warning("translation memory lookup failed (%s); translating %d jobs instead", exc, len(keyed))
-            return {}
-        self.counters.hits += len(found)
-        return {keyed[key]: recalled for key, recalled in found.items()}
+        self.counters.lookups += sum(len(ids) for ids in keyed.values())
+        # What this worker translated lately is served at once (it may not be stored yet).
+        found = self._recently_made(keyed)
+        missing = [key for key in keyed if key not in found]
+        if missing:
+            try:
+                found.update(await self._reader.recall(missing))
+            except DragomanError as exc:
+                self.counters.errors += 1
+                log.warning("translation memory lookup failed (%s); translating %d jobs instead", exc, len(missing))
+        recalled = {job_id: hit for key, hit in found.items() for job_id in keyed[key]}
+        self.counters.hits += len(recalled)
+        return recalled
+
+    def _recently_made(self, keys: dict[bytes, list[str]]) -> dict[bytes, RecalledTranslation]:
+        """The translations of ``keys`` this worker made less than a minute ago."""
+        now = time.monotonic()
+        while self._recent and now - next(iter(self._recent.values()))[0] > _RECENT_S:
+            self._recent.popitem(last=False)
+        return {key: recent[1] for key in keys if (recent := self._recent.get(key)) is not None}
 
     async def shared(self, spec: JobSpec, produce: Callable[[], Awaitable[Translation]]) -> tuple[Translation, bool]:
         """``produce()``'s translation, or the one of an identical job already running here.
@@ -143,6 +163,10 @@ class TranslationMemory:
         if not self.applies_to(spec):
             return await produce(), False
         key = self.key(spec)
+        recent = self._recently_made({key: []}).get(key)
+        if recent is not None:  # an identical job read with this one finished first
+            self.counters.shared += 1
+            return Translation(recent.translation, 0, 0, "stop", pieces=0), True
         leader = self._in_flight.get(key)
         if leader is not None:
             try:
@@ -179,9 +203,15 @@ class TranslationMemory:
         """Queue ``translation`` of ``spec`` for storage if it finished normally and the job opted in."""
         if not self.applies_to(spec) or translation.finish_reason != "stop":
             return
+        key = self.key(spec)
+        recalled = RecalledTranslation(translation.text, translation.prompt_tokens, translation.output_tokens)
+        self._recent[key] = (time.monotonic(), recalled)
+        self._recent.move_to_end(key)
+        if len(self._recent) > _RECENT_LIMIT:
+            self._recent.popitem(last=False)
         self._buffer.append(
             MemoryEntry(
-                key=self.key(spec).hex(),
+                key=key.hex(),
                 model=self.model_id,
                 profile=self.profile_id,
                 source_lang=spec.source_lang,
