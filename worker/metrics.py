@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import ClassVar, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.metrics_core import HistogramMetricFamily
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from contract.queue_stats import QueueStats
@@ -25,6 +26,44 @@ STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 STAGES = ("queue_wait", "engine", "write", "end_to_end")
 FINISH_REASONS = ("stop", "length", "abort")  # shown from the start; any other reason the engine gives is added
+
+
+class MemoryCounts(Protocol):
+    """What the translation memory counts (``worker.memory.MemoryCounters``)."""
+
+    lookups: int
+    hits: int
+    shared: int
+    stored: int
+    dropped: int
+    errors: int
+
+
+class MemoryCollector(Collector):
+    """The translation memory's counters as Prometheus counters, read when ``/metrics`` is scraped."""
+
+    _HELP: ClassVar[dict[str, str]] = {
+        "lookups": "Jobs looked up in the translation memory before the engine",
+        "hits": "Jobs served from the translation memory without generating",
+        "shared": "Jobs that took the translation of an identical job made here moments before or in flight",
+        "stored": "Translations stored in the translation memory",
+        "dropped": "Translations not stored because PostgreSQL was away too long (the buffer is bounded)",
+        "errors": "Translation memory lookups or stores PostgreSQL refused or could not answer",
+    }
+
+    def __init__(self, counters: Callable[[], MemoryCounts]) -> None:
+        self._counters = counters
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        """One counter per field of the memory's counts."""
+        counts = self._counters()
+        for name, help_text in self._HELP.items():
+            yield CounterMetricFamily(f"dragoman_memory_{name}", help_text, value=float(getattr(counts, name)))
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        """The same families, without values (so the registry knows their names)."""
+        for name, help_text in self._HELP.items():
+            yield CounterMetricFamily(f"dragoman_memory_{name}", help_text)
 
 
 class StageHistogram(Collector):
@@ -184,6 +223,10 @@ class WorkerMetrics:
         self.finished_per_second = Gauge(
             "dragoman_queue_jobs_per_second", "Jobs finished per second by all workers over the last minute", registry=r
         )
+
+    def track_memory(self, counters: Callable[[], MemoryCounts]) -> None:
+        """Serve the translation memory's counters (read from ``counters`` at scrape time)."""
+        self.registry.register(MemoryCollector(counters))
 
     def track_in_flight(self, count: Callable[[], int]) -> None:
         """Read the in-flight gauge from ``count`` at scrape time."""

@@ -87,6 +87,7 @@ class Worker:
             self.memory if settings.memory_enabled else None,
         )
         self.metrics.track_in_flight(lambda: self.consumer.in_flight)
+        self.metrics.track_memory(lambda: self.memory.counters)
         self.ops: OpsServer | None = None
         if settings.metrics_enabled:
             self.ops = OpsServer(
