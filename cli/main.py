@@ -117,7 +117,8 @@ def format_job(job: Job) -> str:
     lines = [
         f"job          {job.id}",
         f"status       {job.status.value}",
-        f"languages    {job.source_lang} -> {job.target_lang}",
+        f"languages    {job.source_lang} -> {job.target_lang}"
+        + (f" (detected {job.detected_source_lang})" if job.detected_source_lang else ""),
         f"attempts     {job.attempts}",
     ]
     if job.created_at:
@@ -133,6 +134,10 @@ def format_job(job: Job) -> str:
         lines.append(f"finished by  {job.finish_reason}{_FINISH_MEANING.get(job.finish_reason, '')}")
     if job.pieces is not None:
         lines.append(f"pieces       {job.pieces}{' (a long text, translated in pieces)' if job.pieces > 1 else ''}")
+    if job.from_memory:
+        lines.append("memory       served from the translation memory (nothing generated)")
+    if job.glossary_misses:
+        lines.append(f"glossary     target terms missing for: {', '.join(job.glossary_misses)}")
     if job.error:
         lines.append(f"error        {job.error}")
     if job.translation is not None:

@@ -97,3 +97,22 @@ def test_submit_carries_the_controls(capsys: pytest.CaptureFixture[str], setting
 def test_a_bad_glossary_flag_exits_2(glossary: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["submit", "Hi", "--from", "en", "--to", "fr", "--glossary", glossary]) == EXIT_BAD_INPUT
     assert says in capsys.readouterr().err
+
+
+def test_status_shows_what_the_controls_left() -> None:
+    from cli.main import format_job
+    from contract.schemas import Job, JobStatus
+
+    job = Job(
+        id="j",
+        status=JobStatus.SUCCEEDED,
+        source_lang="auto",
+        target_lang="fr",
+        detected_source_lang="en",
+        glossary_misses=["cat"],
+        from_memory=True,
+        translation="Le minou.",
+    )
+    shown = format_job(job)
+    assert "auto -> fr (detected en)" in shown
+    assert "target terms missing for: cat" in shown and "served from the translation memory" in shown
