@@ -392,6 +392,10 @@ class StreamConsumer:
                 work[spec.job_id] = msgspec.structs.replace(spec, source_lang=self._detector.detect(spec.text))
             except LanguageNotDetectedError as exc:
                 await self._finish(self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=str(exc)))
+            except Exception as exc:  # the detector itself is broken (not installed, say): this job's failure
+                log.exception("language detection failed for job %s", spec.job_id, extra={"job_id": spec.job_id})
+                error = f"source_lang 'auto': language detection failed on this worker ({_first_line(exc)})"
+                await self._finish(self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=error))
         recalled = await self._memory.recall(list(work.values())) if self._memory is not None else {}
         for entry_id, spec, attempts in runnable:
             job = work.get(spec.job_id)

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import msgspec
 
-from contract.errors import DragomanError
 from contract.schemas import JobSpec
 from contract.settings import Settings
+from storage.connection import DatabaseUnavailableError
 from storage.memory import MemoryEntry, MemoryStore, RecalledTranslation
+from worker.results import storable_text
 from worker.translator import Translation
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ class TranslationMemory:
         if missing:
             try:
                 found.update(await self._reader.recall(missing))
-            except DragomanError as exc:
+            except Exception as exc:  # a cache: whatever went wrong, the jobs are translated instead
                 self.counters.errors += 1
                 log.warning("translation memory lookup failed (%s); translating %d jobs instead", exc, len(missing))
         recalled = {job_id: hit for key, hit in found.items() for job_id in keyed[key]}
@@ -216,8 +217,8 @@ class TranslationMemory:
                 profile=self.profile_id,
                 source_lang=spec.source_lang,
                 target_lang=spec.target_lang,
-                source_text=spec.text,
-                translation=translation.text,
+                source_text=storable_text(spec.text) or "",
+                translation=storable_text(translation.text) or "",
                 prompt_tokens=translation.prompt_tokens,
                 output_tokens=translation.output_tokens,
             )
@@ -244,24 +245,29 @@ class TranslationMemory:
                 await self.apply_limits()
 
     async def flush(self) -> None:
-        """Store what is buffered, in batches; on failure keep it for the next try (bounded)."""
+        """Store what is buffered, in batches: kept for the next try while PostgreSQL is away, dropped if refused."""
         while self._buffer:
             batch = self._buffer[:_FLUSH_BATCH]
             try:
                 await self._writer.store(batch)
-            except DragomanError as exc:
+            except DatabaseUnavailableError as exc:  # kept for the next flush (bounded by _BUFFER_LIMIT)
                 self.counters.errors += 1
                 log.warning("could not store %d translations in the memory (%s); will retry", len(self._buffer), exc)
                 return
+            except Exception as exc:  # refused: the same batch would be refused again, and block the rest
+                self.counters.errors += 1
+                self.counters.dropped += len(batch)
+                log.warning("the translation memory refused %d translations (%s); dropped them", len(batch), exc)
+            else:
+                self.counters.stored += len(batch)
             del self._buffer[: len(batch)]
-            self.counters.stored += len(batch)
 
     async def apply_limits(self) -> None:
         """Delete entries past the age limit and the least recently used past the size limit."""
         try:
             expired = await self._writer.expire(self._max_age_s)
             trimmed = await self._writer.trim(self._max_entries)
-        except DragomanError as exc:
+        except Exception as exc:  # deadlocks between workers trimming at once included: the next round trims
             self.counters.errors += 1
             log.warning("could not apply the translation memory's limits (%s)", exc)
             return

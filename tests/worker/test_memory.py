@@ -13,6 +13,7 @@ from contract.schemas import JobSpec, JobStatus, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
+from storage.memory import MemoryStoreError
 from worker.deterministic_engine import DeterministicEngine
 from worker.memory import TranslationMemory, memory_key, model_identity
 from worker.profiles import IdentityProfile
@@ -162,3 +163,47 @@ def test_the_key_covers_everything_that_decides_the_translation() -> None:
         memory_key(msgspec.structs.replace(spec, context="A menu."), "m@1", "p:1"),
     ]
     assert len({key, *variants}) == 6
+
+
+async def test_a_refused_batch_is_dropped_and_the_next_ones_are_stored(settings: Settings) -> None:
+    memory = TranslationMemory(_memory_settings(settings), "postgresql://unused", model_id="m", profile_id="p:1")
+    stored: list[int] = []
+
+    async def store(entries: list[object]) -> None:
+        if not stored:
+            stored.append(0)
+            raise MemoryStoreError("the translation memory refused a statement (value too long)")
+        stored.append(len(entries))
+
+    memory._writer.store = store  # type: ignore[method-assign,assignment]
+    for i in range(3):
+        spec = JobSpec(job_id=str(i), text=f"Text {i}", source_lang="en", target_lang="fr", created_at=0.0)
+        memory.remember(spec, Translation(f"Texte {i}", 3, 2, "stop"))
+    await memory.flush()  # refused: dropped, not retried for ever
+    assert (memory.counters.dropped, memory.counters.stored) == (3, 0)
+    spec = JobSpec(job_id="4", text="Text 4", source_lang="en", target_lang="fr", created_at=0.0)
+    memory.remember(spec, Translation("Texte 4", 3, 2, "stop"))
+    memory.remember(spec, Translation("cut off", 3, 2, "length"))  # never stored
+    await memory.flush()
+    assert stored == [0, 1] and memory.counters.stored == 1
+
+
+async def test_a_broken_detector_fails_the_auto_job_and_the_worker_goes_on(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    engine = DeterministicEngine()
+    worker = _worker(settings, service_urls, engine)
+
+    def broken(text: str) -> str:
+        raise RuntimeError("model file unreadable")
+
+    worker.consumer._detector.detect = broken  # type: ignore[method-assign]
+    await worker.start()
+    try:
+        auto, plain = await wait_all(
+            client, [client.submit("Hello there, friend.", "auto", "fr"), client.submit("Hello", "en", "fr")]
+        )
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert auto.status is JobStatus.FAILED and auto.error and "model file unreadable" in auto.error
+    assert plain.status is JobStatus.SUCCEEDED
