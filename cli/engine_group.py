@@ -155,6 +155,8 @@ def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: 
         flags.append("--ignore-eos")
     if args.profile:
         flags.append(f"--profile={args.profile}")
+    if args.profile_file:
+        flags.append(f"--profile-file={args.profile_file.resolve()}")
     if args.max_in_flight:
         flags.append(f"--max-in-flight={args.max_in_flight}")
     if args.log_format:

@@ -95,7 +95,16 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     """vLLM options passed through to the engine (defaults suit a CPU-only machine)."""
     defaults = EngineOptions()
     parser.add_argument("--model", help="model folder (default: the prepared Gemma 3 270M)")
-    parser.add_argument("--profile", help="prompt profile: few-shot, chat (default: from the model)")
+    parser.add_argument(
+        "--profile",
+        help="prompt profile: few-shot, chat, qwen3, gemma3, llama3, translategemma, hunyuan-mt, seed-x, tower-plus "
+        "(default: the model folder's dragoman.json, else chat for a model with a chat template, else few-shot)",
+    )
+    parser.add_argument(
+        "--profile-file",
+        type=Path,
+        help="a JSON file defining a prompt profile as a Jinja2 template (README: Bring your own model)",
+    )
     parser.add_argument(
         "--max-num-seqs",
         type=int,
@@ -286,7 +295,7 @@ def _run_worker(
     log.info("starting engine for %s", model_path)
     engine = VllmEngine.start(model_path, options)
     try:
-        profile = choose_profile(args.profile, model_path, engine.tokenizer)
+        profile = choose_profile(args.profile, model_path, engine.tokenizer, profile_file=args.profile_file)
         log.info(
             "engine ready: %s, profile %s, context %d tokens", engine.model_name, profile.name, engine.max_model_len
         )

@@ -38,6 +38,9 @@ class GenerationRequest(msgspec.Struct, frozen=True):
     stop_token_ids: Sequence[int] = ()
     temperature: float = 0.0  # greedy: translations are reproducible
     top_p: float = 1.0
+    top_k: int = 0  # 0: off
+    repetition_penalty: float = 1.0  # 1.0: off
+    stop: tuple[str, ...] = ()  # generation ends at any of these strings (the engine detokenizes then)
     seed: int | None = None
     priority: int = 0  # lower first, when the engine schedules by priority (Priority.engine_priority)
 

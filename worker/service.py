@@ -68,7 +68,7 @@ class Worker:
             settings,
             database_url,
             model_id=model_identity(engine.model_name, model_path),
-            profile_id=f"{profile.name}:{getattr(profile, 'version', '1')}",
+            profile_id=profile.identity,
         )
         self.consumer = StreamConsumer(
             settings,

@@ -82,17 +82,22 @@ class Translator:
         self._max_len = engine.max_model_len
         self._max_piece_chars = max_piece_chars
         self._stop_ids = tuple(profile.stop_token_ids())
+        self._sampling = profile.sampling
+        self._stop_strings = tuple(profile.stop_strings)
         self._overhead: dict[tuple[str, str], int] = {}
         self._pair_ratio: dict[tuple[str, str], float] = {}
         self._running: dict[str, set[str]] = {}  # a job's request id -> its pieces' engine request ids
         self._aborted: set[str] = set()
 
     def _prompt_overhead(self, spec: JobSpec) -> int:
-        """Tokens the profile adds around the text for this language pair (cached)."""
+        """Tokens the profile adds around the text for this language pair (cached), or for this job's controls."""
+        empty = msgspec.structs.replace(spec, text="")
+        if spec.context is not None or spec.formality is not None:  # differs from job to job
+            return len(self.profile.prompt_token_ids(empty))
         pair = (spec.source_lang, spec.target_lang)
         overhead = self._overhead.get(pair)
         if overhead is None:
-            overhead = len(self.profile.prompt_token_ids(msgspec.structs.replace(spec, text="")))
+            overhead = len(self.profile.prompt_token_ids(empty))
             self._overhead[pair] = overhead
         return overhead
 
@@ -128,11 +133,13 @@ class Translator:
         """Translate ``spec`` whole, in as many pieces as it needs.
 
         Raises :class:`InputTooLongError` if even a piece of a few characters cannot fit the
-        context, and :class:`TruncatedTranslationError` if a piece stops on its budget twice.
+        context, :class:`TruncatedTranslationError` if a piece stops on its budget twice, and
+        :class:`UnsupportedControlError` for a control the profile cannot apply.
         A raw-prompt job (a Batch API chat or completion line) runs its prompt as given instead.
         """
         if spec.generation is not None:
             return await self._run_raw_prompt(spec.generation, request_id, lane_of(spec).engine_priority)
+        self.profile.check_controls(spec)
         ratio = self._expansion(spec)
         overhead = self._prompt_overhead(spec)
         text = spec.text
@@ -341,6 +348,11 @@ class Translator:
                     prompt_token_ids=prompt_ids,
                     max_tokens=budget,
                     stop_token_ids=self._stop_ids,
+                    stop=self._stop_strings,
+                    temperature=self._sampling.temperature,
+                    top_p=self._sampling.top_p,
+                    top_k=self._sampling.top_k,
+                    repetition_penalty=self._sampling.repetition_penalty,
                     priority=priority,
                 )
             )

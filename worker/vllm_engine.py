@@ -94,11 +94,14 @@ class VllmEngine:
         params = self._sampling_params(
             temperature=request.temperature,
             top_p=request.top_p,
+            top_k=request.top_k,
+            repetition_penalty=request.repetition_penalty,
             seed=request.seed,
             max_tokens=request.max_tokens,
             stop_token_ids=list(request.stop_token_ids),
+            stop=list(request.stop) or None,
             output_kind=self._final_only,
-            detokenize=False,
+            detokenize=bool(request.stop),  # stop strings are matched on text; token ids are decoded by the caller
             ignore_eos=self._ignore_eos,
         )
         prompt = self._tokens_prompt(prompt_token_ids=request.prompt_token_ids)
