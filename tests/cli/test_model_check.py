@@ -23,7 +23,9 @@ def _model_folder(path: Path, *, chat_template: str | None = None, profile: obje
     words = ["[UNK]", "<s>", "\n", "The", "cat", "sleeps", "."]
     backend = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", bos_token="<s>")
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=backend, unk_token="[UNK]", bos_token="<s>"
+    )
     if chat_template is not None:
         tokenizer.chat_template = chat_template
     path.mkdir()
