@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from contract.schemas import JobStatus, TranslationRequest
+from contract.controls import glossary_misses
+from contract.schemas import JobStatus, TranslationRequest, build_job_spec
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
@@ -133,3 +135,36 @@ async def test_a_long_five_paragraph_text_comes_back_whole_with_a_stop(
     print(json.dumps({"job": job.model_dump(mode="json"), "first": [source[0], paragraphs[0]]}, ensure_ascii=False))
     print(json.dumps({"last": [source[-1], paragraphs[-1]], "finish_reasons": counts}, ensure_ascii=False))
     print("=== end ===")
+
+
+async def test_a_glossary_a_detected_language_and_a_repeat_from_memory(
+    engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, client: Client
+) -> None:
+    """The per-job controls and the translation memory on the real engine and the default model."""
+    model_path = prepare_default_model(settings.model_cache_dir)
+    profile = choose_profile(None, model_path, engine.tokenizer)
+    text = f"The cat sleeps on the sofa near the window {uuid.uuid4().hex[:6]}."
+    glossary = {"cat": "chat", "sofa": "canapé"}
+    spec = build_job_spec(str(uuid.uuid4()), text, "en", "fr", max_chars=1000, glossary=glossary)
+    prompt = profile.build_prompt(spec)
+    assert "chat" in prompt and "canapé" in prompt  # the glossary reaches the model
+    worker = Worker(
+        settings.model_copy(update={"memory_enabled": True}),
+        redis_url=service_urls.redis_url,
+        database_url=service_urls.database_url,
+        engine=engine,
+        profile=profile,
+        max_in_flight=32,
+        model_path=model_path,
+    )
+    await worker.start()
+    try:
+        [first] = await wait_all(client, [client.submit(text, "auto", "fr", glossary=glossary)], within=600)
+        [again] = await wait_all(client, [client.submit(text, "auto", "fr", glossary=glossary)], within=600)
+    finally:
+        await worker.stop(grace_seconds=30)
+    assert first.status is JobStatus.SUCCEEDED and first.translation, first
+    assert (first.source_lang, first.detected_source_lang) == ("auto", "en")
+    assert first.glossary_misses == glossary_misses(glossary, text, first.translation)
+    assert not first.from_memory and first.output_tokens
+    assert again.status is JobStatus.SUCCEEDED and again.from_memory and again.translation == first.translation
