@@ -84,7 +84,8 @@ class Settings(BaseSettings):
         default=0.5,
         ge=0,
         le=1,
-        description="source_lang auto: the lowest probability taken as a detection (below it the job fails)",
+        description="source_lang auto: a probability taken as a detection (a lower one counts only when it is three "
+        "times the next language's; otherwise the job fails)",
     )
     max_attempts: int = Field(
         default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"

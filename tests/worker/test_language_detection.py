@@ -1,0 +1,49 @@
+"""source_lang auto: what counts as a detection, and what is refused with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract.errors import LanguageNotDetectedError
+from worker.language_detection import LanguageDetector
+
+
+@pytest.fixture(scope="module")
+def detector() -> LanguageDetector:
+    return LanguageDetector()
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Bonjour tout le monde, comment allez-vous aujourd'hui ?", "fr"),  # confident
+        ("Der Hund schläft.", "de"),
+        ("こんにちは", "ja"),
+        ("The cat sleeps.", "en"),  # 32%, but ten times the next language
+        ("Le chat dort.", "fr"),
+    ],
+)
+def test_detected(detector: LanguageDetector, text: str, language: str) -> None:
+    assert detector.detect(text) == language
+
+
+@pytest.mark.parametrize(
+    ("text", "guess"),
+    [
+        ("Спасибо", "uz (Uzbek) at 23%"),  # a wrong best guess, barely ahead of Russian: refused
+        ("Bonjour", "fr (French) at 15%"),
+        ("12345 67890", "zxx at 10%"),  # no language at all
+        ("Hello", "br (Breton)"),
+    ],
+)
+def test_refused_with_the_guess_and_what_to_do(detector: LanguageDetector, text: str, guess: str) -> None:
+    with pytest.raises(LanguageNotDetectedError) as caught:
+        detector.detect(text)
+    assert guess in str(caught.value) and "set to its language code" in str(caught.value)
+
+
+def test_a_stricter_threshold_still_takes_a_clear_lead(detector: LanguageDetector) -> None:
+    strict = LanguageDetector(min_confidence=0.99)
+    assert strict.detect("The cat sleeps.") == "en"
+    with pytest.raises(LanguageNotDetectedError, match="needs 99%"):
+        strict.detect("Buenos días")
