@@ -134,3 +134,28 @@ def test_a_folder_without_a_tokenizer(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "empty").mkdir()
     assert main(["model", "check", str(tmp_path / "empty")]) == EXIT_ERROR
     assert "cannot load a tokenizer from" in capsys.readouterr().err
+
+
+def test_the_readme_template_example_loads_and_renders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Bring your own model", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```json\n(.*?)\n```", section, re.DOTALL)
+    assert match, "the README lost its dragoman.json example"
+    definition = json.loads(match.group(1))["profile"]
+    folder = _model_folder(tmp_path / "readme", chat_template=CHAT_TEMPLATE, profile=definition)
+    argv = [
+        "model",
+        "check",
+        str(folder),
+        "--glossary",
+        '{"cat": "chat"}',
+        "--context",
+        "Pets.",
+        "--formality",
+        "formal",
+    ]
+    assert main(argv) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "<user>cat => chat\nContext: Pets.\nTranslate from English to French (formal register):\nThe cat" in out
