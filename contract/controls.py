@@ -60,9 +60,7 @@ def validate_glossary(glossary: object) -> dict[str, str]:
     terms: dict[str, str] = {}
     for source, target in glossary.items():
         if not isinstance(source, str) or not isinstance(target, str):
-            raise InvalidGlossaryError(
-                f"glossary entry {shown(source)}: {shown(target)} must map a string to a string"
-            )
+            raise InvalidGlossaryError(f"glossary entry {shown(source)}: {shown(target)} must map a string to a string")
         source_term, target_term = source.strip(), target.strip()
         if not source_term or not target_term:
             raise InvalidGlossaryError(f"glossary entry {shown(source)}: {shown(target)} has an empty term")
@@ -86,9 +84,7 @@ def validate_context(context: object) -> str | None:
     if not isinstance(context, str):
         raise InvalidJobError(f"context must be a string, got {type(context).__name__}")
     if len(context) > MAX_CONTEXT_CHARS:
-        raise InvalidJobError(
-            f"context is {len(context):,} characters; at most {MAX_CONTEXT_CHARS:,} are allowed"
-        )
+        raise InvalidJobError(f"context is {len(context):,} characters; at most {MAX_CONTEXT_CHARS:,} are allowed")
     return context if context.strip() else None
 
 
@@ -99,9 +95,7 @@ def validate_formality(formality: object) -> Formality | None:
     try:
         return Formality(formality)  # type: ignore[arg-type]
     except ValueError:
-        raise InvalidJobError(
-            f"formality must be 'formal', 'informal' or 'default', got {shown(formality)}"
-        ) from None
+        raise InvalidJobError(f"formality must be 'formal', 'informal' or 'default', got {shown(formality)}") from None
 
 
 def validate_memory(memory: object) -> bool:
