@@ -251,3 +251,35 @@ def test_identity_takes_every_control_and_ignores_it() -> None:
 def test_every_profile_has_a_memory_identity() -> None:
     identities = {cls(TemplateTokenizer()).identity for cls in PROFILES.values()}
     assert len(identities) == len(PROFILES) and all(":" in identity for identity in identities)
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "rendered"),
+    [
+        ("en", "fr", "<start_of_turn>user\nen>fr: Good night.<end_of_turn>\n<start_of_turn>model\n"),
+        ("zh", "en", "<start_of_turn>user\nzh>en: Good night.<end_of_turn>\n<start_of_turn>model\n"),
+        ("pt-BR", "ja", "<start_of_turn>user\npt-BR>ja: Good night.<end_of_turn>\n<start_of_turn>model\n"),
+    ],
+)
+def test_translategemma_for_several_pairs(source: str, target: str, rendered: str) -> None:
+    assert TranslateGemmaProfile(TemplateTokenizer(STRUCTURED_ONLY)).build_prompt(
+        spec("Good night.", source, target)
+    ) == (rendered)
+
+
+@pytest.mark.parametrize("profile", [Gemma3Profile, Llama3Profile, Qwen3Profile])
+@pytest.mark.parametrize(
+    ("source", "target", "names"),
+    [
+        ("en", "fr", "English to French"),
+        ("zh", "en", "Chinese to English"),
+        ("de", "pt-BR", "German to Portuguese (Brazil)"),
+    ],
+)
+def test_instruct_profiles_for_several_pairs(profile: type[ChatProfile], source: str, target: str, names: str) -> None:
+    prompt = profile(TemplateTokenizer()).build_prompt(spec("Good night.", source, target, formality=Formality.FORMAL))
+    thinking_off = "<think></think>" if profile is Qwen3Profile else ""
+    assert prompt == (
+        f"<|user|>Translate the following text from {names}. Reply with the translation only.\n"
+        f"Use a formal register.\n\nGood night.<|end|><|assistant|>{thinking_off}"
+    )
