@@ -257,12 +257,30 @@ def require_engine_for(command: str, settings: Settings, model: str | None) -> N
     require_engine(command, build_default_model=model is None and not is_prepared(settings.model_cache_dir))
 
 
+def check_profile_arguments(name: str | None, profile_file: Path | None) -> None:
+    """Refuse an unknown profile name or an unreadable profile file before minutes go into starting an engine.
+
+    A template's own errors need the tokenizer: they are found when the engine is up, before any job.
+    """
+    from contract.errors import ConfigurationError
+    from worker.profiles import PROFILES
+    from worker.profiles.template import load_definition
+
+    if name is not None and profile_file is not None:
+        raise ConfigurationError("give either --profile or --profile-file, not both")
+    if name is not None and name not in PROFILES:
+        raise ConfigurationError(f"unknown prompt profile {name!r}; choose one of {', '.join(sorted(PROFILES))}")
+    if profile_file is not None:
+        load_definition(profile_file)
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Check the engine is installed, start services if needed, migrate, build the engine, process jobs until
     SIGTERM/SIGINT."""
     from storage.embedded import ensure_services
 
     require_engine_for("dragoman worker", settings, args.model)
+    check_profile_arguments(args.profile, args.profile_file)
     configure_logging(args.log_level, args.log_format or settings.log_format)
     log = logging.getLogger("dragoman.worker")
     log.info("dragoman %s worker starting", dragoman_version())

@@ -159,3 +159,15 @@ def test_the_readme_template_example_loads_and_renders(tmp_path: Path, capsys: p
     assert main(argv) == EXIT_OK
     out = capsys.readouterr().out
     assert "<user>cat => chat\nContext: Pets.\nTranslate from English to French (formal register):\nThe cat" in out
+
+
+def test_the_worker_refuses_a_bad_profile_before_starting_an_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["worker", "--profile", "no-such-profile"]) == EXIT_ERROR
+    assert "unknown prompt profile 'no-such-profile'" in capsys.readouterr().err
+    assert main(["worker", "--profile-file", str(tmp_path / "missing.json")]) == EXIT_ERROR
+    assert "cannot read the prompt profile file" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{nope")
+    assert main(["worker", "--profile-file", str(tmp_path / "bad.json")]) == EXIT_ERROR
+    assert "is not valid JSON" in capsys.readouterr().err
