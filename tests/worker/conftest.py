@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
-from worker.profiles import IdentityProfile
+from worker.profiles import IdentityProfile, PromptProfile
 from worker.service import Worker
 
 WorkerFactory = Callable[..., Any]
@@ -29,16 +30,19 @@ def identity_worker(
     *,
     max_in_flight: int = 16,
     consumer_name: str | None = None,
+    profile: PromptProfile | None = None,
+    model_path: Path | None = None,
 ) -> Worker:
-    """A worker on the deterministic engine with the identity profile (translation == text)."""
+    """A worker on the deterministic engine with the identity profile (translation == text), or ``profile``."""
     return Worker(
         settings,
         redis_url=urls.redis_url,
         database_url=urls.database_url,
         engine=engine,
-        profile=IdentityProfile(engine.tokenizer),
+        profile=profile if profile is not None else IdentityProfile(engine.tokenizer),
         max_in_flight=max_in_flight,
         consumer_name=consumer_name,
+        model_path=model_path,
     )
 
 

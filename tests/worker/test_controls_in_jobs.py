@@ -17,7 +17,7 @@ from worker.profiles import FewShotProfile, IdentityProfile, PromptProfile, Qwen
 from worker.service import Worker
 from worker.translator import Translator
 
-from .conftest import wait_all
+from .conftest import identity_worker, wait_all
 
 
 class RecordingEngine(DeterministicEngine):
@@ -99,14 +99,7 @@ async def test_an_unsupported_control_raises_before_the_engine_is_asked() -> Non
 
 
 def _worker(settings: Settings, urls: ServiceUrls, engine: DeterministicEngine, profile: PromptProfile) -> Worker:
-    return Worker(
-        settings,
-        redis_url=urls.redis_url,
-        database_url=urls.database_url,
-        engine=engine,
-        profile=profile,
-        max_in_flight=16,
-    )
+    return identity_worker(settings, urls, engine, profile=profile)
 
 
 async def test_the_row_names_the_missed_terms_and_an_unsupported_control_fails_at_once(

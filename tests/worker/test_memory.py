@@ -16,11 +16,10 @@ from producer.client import Client
 from storage.memory import MemoryStoreError
 from worker.deterministic_engine import DeterministicEngine
 from worker.memory import TranslationMemory, memory_key, model_identity
-from worker.profiles import IdentityProfile
 from worker.service import Worker
 from worker.translator import Translation
 
-from .conftest import wait_all
+from .conftest import identity_worker, wait_all
 
 
 def _memory_settings(settings: Settings) -> Settings:
@@ -30,15 +29,7 @@ def _memory_settings(settings: Settings) -> Settings:
 def _worker(
     settings: Settings, urls: ServiceUrls, engine: DeterministicEngine, model_path: Path | None = None
 ) -> Worker:
-    return Worker(
-        settings,
-        redis_url=urls.redis_url,
-        database_url=urls.database_url,
-        engine=engine,
-        profile=IdentityProfile(engine.tokenizer),
-        max_in_flight=16,
-        model_path=model_path,
-    )
+    return identity_worker(settings, urls, engine, model_path=model_path)
 
 
 async def _stored(worker: Worker, count: int) -> None:
