@@ -91,13 +91,12 @@ class Translator:
 
     def _prompt_overhead(self, spec: JobSpec) -> int:
         """Tokens the profile adds around the text for this language pair (cached), or for this job's controls."""
-        empty = msgspec.structs.replace(spec, text="")
         if spec.context is not None or spec.formality is not None:  # differs from job to job
-            return len(self.profile.prompt_token_ids(empty))
+            return len(self.profile.prompt_token_ids(msgspec.structs.replace(spec, text="")))
         pair = (spec.source_lang, spec.target_lang)
         overhead = self._overhead.get(pair)
         if overhead is None:
-            overhead = len(self.profile.prompt_token_ids(empty))
+            overhead = len(self.profile.prompt_token_ids(msgspec.structs.replace(spec, text="")))
             self._overhead[pair] = overhead
         return overhead
 
