@@ -108,7 +108,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model folder (default: the prepared Gemma 3 270M)")
     parser.add_argument(
         "--profile",
-        help="prompt profile: few-shot, chat, qwen3, gemma3, llama3, translategemma, hunyuan-mt, seed-x, tower-plus "
+        help="prompt profile: few-shot, chat, qwen3, gemma3, llama3, translategemma, hunyuan-mt, hy-mt1.5, seed-x, "
+        "tower-plus "
         "(default: the model folder's dragoman.json, else chat for a model with a chat template, else few-shot)",
     )
     parser.add_argument(

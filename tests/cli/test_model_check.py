@@ -58,9 +58,18 @@ def test_an_instruct_model_gets_chat_and_a_named_profile_wins(
     ) in out
     assert main(["model", "check", str(folder), "--profile", "hunyuan-mt", "--to", "ja"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "profile     hunyuan-mt (version 1): named: --profile hunyuan-mt" in out
+    assert "profile     hunyuan-mt (version 2): named: --profile hunyuan-mt" in out
     assert "temperature 0.7, top_p 0.6, top_k 20, repetition_penalty 1.05" in out
     assert "Translate the following segment into Japanese, without additional explanation." in out
+    # The spelled-out option names work too; a glossary gets the card's terminology template.
+    argv = ["model", "check", str(folder), "--profile", "hunyuan-mt", "--source-lang", "zh", "--target-lang", "en"]
+    assert main([*argv, "--text", "你好。", "--glossary-json", '{"你好": "Hello"}']) == EXIT_OK
+    out = capsys.readouterr().out
+    assert 'sample job  zh -> en: "你好。"' in out
+    assert (
+        "<user>参考下面的翻译：\n你好 翻译成 Hello\n\n"
+        "将以下文本翻译为英语，注意只需要输出翻译后的结果，不要额外解释：\n你好。</user>" in out
+    )
 
 
 def test_a_control_the_profile_cannot_apply_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ from worker.profiles import (
     FewShotProfile,
     Gemma3Profile,
     HunyuanMtProfile,
+    HyMt15Profile,
     IdentityProfile,
     Llama3Profile,
     Qwen3Profile,
@@ -86,6 +87,7 @@ def test_every_named_profile_is_registered() -> None:
         "llama3",
         "translategemma",
         "hunyuan-mt",
+        "hy-mt1.5",
         "seed-x",
         "tower-plus",
         "identity",
@@ -186,14 +188,30 @@ def test_translategemma_sends_one_structured_item_with_the_codes() -> None:
     [
         ("en", "fr", "Translate the following segment into French, without additional explanation.\n\nGood night."),
         ("de", "ja", "Translate the following segment into Japanese, without additional explanation.\n\nGood night."),
-        ("en", "zh", "将以下文本翻译为中文，注意只需要输出翻译后的结果，不要额外解释：\n\nGood night."),
-        ("zh", "pt-BR", "将以下文本翻译为葡萄牙语（巴西），注意只需要输出翻译后的结果，不要额外解释：\n\nGood night."),
+        ("en", "zh", "把下面的文本翻译成中文，不要额外解释。\n\nGood night."),
+        ("zh", "en", "把下面的文本翻译成英语，不要额外解释。\n\nGood night."),
+        ("zh", "pt-BR", "把下面的文本翻译成葡萄牙语（巴西），不要额外解释。\n\nGood night."),
     ],
 )
 def test_hunyuan_uses_its_cards_templates(source: str, target: str, message: str) -> None:
     profile = HunyuanMtProfile(TemplateTokenizer())
     assert profile.user_message(spec("Good night.", source, target)) == message
     assert profile.build_prompt(spec("Good night.", source, target)) == f"<|user|>{message}<|end|><|assistant|>"
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        ("en", "zh", "将以下文本翻译为中文，注意只需要输出翻译后的结果，不要额外解释：\n\nGood night."),
+        ("zh", "pt-BR", "将以下文本翻译为葡萄牙语（巴西），注意只需要输出翻译后的结果，不要额外解释：\n\nGood night."),
+        ("de", "ja", "Translate the following segment into Japanese, without additional explanation.\n\nGood night."),
+    ],
+)
+def test_hy_mt15_words_the_chinese_template_as_its_own_card(source: str, target: str, message: str) -> None:
+    profile = HyMt15Profile(TemplateTokenizer())
+    assert profile.user_message(spec("Good night.", source, target)) == message
+    assert profile.sampling == HunyuanMtProfile.sampling and profile.supports == HunyuanMtProfile.supports
+    assert profile.identity == "hy-mt1.5:1"
 
 
 def test_hunyuan_terminology_and_context_templates() -> None:

@@ -2,8 +2,9 @@
 
 One profile serves each model: ``few-shot`` for base models (the default Gemma 3 270M), ``chat``
 for any instruct model, ``qwen3``/``gemma3``/``llama3`` with their cards' sampling, the dedicated
-translation models' own prompts (``translategemma``, ``hunyuan-mt``, ``seed-x``, ``tower-plus``),
-a Jinja2 template from a ``dragoman.json`` (``template``), and ``identity`` for the test engine.
+translation models' own prompts (``translategemma``, ``hunyuan-mt``, ``hy-mt1.5``, ``seed-x``,
+``tower-plus``), a Jinja2 template from a ``dragoman.json`` (``template``), and ``identity`` for the
+test engine.
 
 - ``base``: :class:`PromptProfile`, :class:`Sampling`, the controls check, shared prompt pieces.
 - ``few_shot``, ``instruct``, ``translation_models``, ``identity``: the named profiles.
@@ -17,7 +18,13 @@ from worker.profiles.few_shot import FEW_SHOT_EXAMPLES, FewShotProfile
 from worker.profiles.identity import IdentityProfile
 from worker.profiles.instruct import ChatProfile, Gemma3Profile, Llama3Profile, Qwen3Profile
 from worker.profiles.template import TemplateProfile
-from worker.profiles.translation_models import HunyuanMtProfile, SeedXProfile, TowerPlusProfile, TranslateGemmaProfile
+from worker.profiles.translation_models import (
+    HunyuanMtProfile,
+    HyMt15Profile,
+    SeedXProfile,
+    TowerPlusProfile,
+    TranslateGemmaProfile,
+)
 
 __all__ = [
     "FEW_SHOT_EXAMPLES",
@@ -29,6 +36,7 @@ __all__ = [
     "FewShotProfile",
     "Gemma3Profile",
     "HunyuanMtProfile",
+    "HyMt15Profile",
     "IdentityProfile",
     "Llama3Profile",
     "PromptProfile",

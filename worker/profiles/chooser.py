@@ -14,6 +14,7 @@ from worker.profiles.instruct import ChatProfile, Gemma3Profile, Llama3Profile, 
 from worker.profiles.template import TemplateProfile, load_definition
 from worker.profiles.translation_models import (
     HunyuanMtProfile,
+    HyMt15Profile,
     SeedXProfile,
     TowerPlusProfile,
     TranslateGemmaProfile,
@@ -31,6 +32,7 @@ PROFILES: dict[str, type[PromptProfile]] = {
         Llama3Profile,
         TranslateGemmaProfile,
         HunyuanMtProfile,
+        HyMt15Profile,
         SeedXProfile,
         TowerPlusProfile,
         IdentityProfile,

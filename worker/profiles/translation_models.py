@@ -44,9 +44,12 @@ class TranslateGemmaProfile(PromptProfile):
         return self.tokenizer.encode(self.build_prompt(spec), add_special_tokens=False)
 
 
-# The model card's templates (huggingface.co/tencent/HY-MT1.5-7B, "Prompts"), in its own words.
-HUNYUAN_ZH = "将以下文本翻译为{target}，注意只需要输出翻译后的结果，不要额外解释：\n\n{text}"
+# Hunyuan-MT-7B's card (github.com/Tencent-Hunyuan/Hunyuan-MT, README "Prompts"), in its own words.
+HUNYUAN_ZH = "把下面的文本翻译成{target}，不要额外解释。\n\n{text}"
 HUNYUAN_XX = "Translate the following segment into {target}, without additional explanation.\n\n{text}"
+# HY-MT1.5's card (github.com/Tencent-Hunyuan/HY-MT, README "Prompts"): its Chinese template, and the
+# terminology and contextual templates it publishes for the family.
+HY_MT15_ZH = "将以下文本翻译为{target}，注意只需要输出翻译后的结果，不要额外解释：\n\n{text}"
 HUNYUAN_GLOSSARY = "参考下面的翻译：\n{terms}\n\n"
 HUNYUAN_TERMS = HUNYUAN_GLOSSARY + "将以下文本翻译为{target}，注意只需要输出翻译后的结果，不要额外解释：\n{text}"
 HUNYUAN_TERM = "{source} 翻译成 {target}"
@@ -54,19 +57,23 @@ HUNYUAN_CONTEXT = "{context}\n参考上面的信息，把下面的文本翻译�
 
 
 class HunyuanMtProfile(PromptProfile):
-    """Tencent's Hunyuan-MT / HY-MT1.5 models (huggingface.co/tencent/HY-MT1.5-7B, "Prompts").
+    """Tencent's Hunyuan-MT-7B (huggingface.co/tencent/Hunyuan-MT-7B; github.com/Tencent-Hunyuan/Hunyuan-MT).
 
-    The card's templates (``HUNYUAN_*`` above), sent as the user message through the chat
-    template: the Chinese instruction when Chinese is on either side (the target named in
-    Chinese, from ``langcodes``), the English one for other pairs; a glossary as the card's
-    terminology template, context as its contextual template (a glossary then comes first, as
-    terminology lines). Recommended sampling: top_k 20, top_p 0.6, repetition_penalty 1.05,
-    temperature 0.7.
+    The card's templates, sent as the user message through the chat template (the model has no
+    default system prompt): ``HUNYUAN_ZH`` ("translate the text below into <target>, no extra
+    explanation") when Chinese is on either side, the target named in Chinese (from ``langcodes``),
+    else ``HUNYUAN_XX``, "Translate the following segment into <target_language>, without additional
+    explanation.". A glossary goes in as the family's terminology template, context as its
+    contextual template (a glossary then comes first, as terminology lines); those two are
+    published on the HY-MT1.5 card (see :class:`HyMt15Profile`), whose models were trained for them.
+    Recommended sampling: top_k 20, top_p 0.6, repetition_penalty 1.05, temperature 0.7.
     """
 
     name = "hunyuan-mt"
+    version = "2"  # 2: Hunyuan-MT-7B's own Chinese template (1 used HY-MT1.5's)
     supports = frozenset({Control.GLOSSARY, Control.CONTEXT})
     sampling = Sampling(temperature=0.7, top_p=0.6, top_k=20, repetition_penalty=1.05)
+    chinese_template = HUNYUAN_ZH
 
     def user_message(self, spec: JobSpec) -> str:
         """The card's template for this pair and these controls, filled in."""
@@ -78,7 +85,7 @@ class HunyuanMtProfile(PromptProfile):
         if terms:
             return HUNYUAN_TERMS.format(terms=terms, target=target_zh, text=spec.text)
         if "zh" in (base_language(spec.source_lang), base_language(spec.target_lang)):
-            return HUNYUAN_ZH.format(target=target_zh, text=spec.text)
+            return self.chinese_template.format(target=target_zh, text=spec.text)
         return HUNYUAN_XX.format(target=languages(spec)[1], text=spec.text)
 
     def build_prompt(self, spec: JobSpec) -> str:
@@ -88,6 +95,19 @@ class HunyuanMtProfile(PromptProfile):
     def prompt_token_ids(self, spec: JobSpec) -> list[int]:
         """The templated prompt's ids (the template carries the BOS token)."""
         return self.tokenizer.encode(self.build_prompt(spec), add_special_tokens=False)
+
+
+class HyMt15Profile(HunyuanMtProfile):
+    """Tencent's HY-MT1.5-1.8B and HY-MT1.5-7B (huggingface.co/tencent/HY-MT1.5-7B; github.com/Tencent-Hunyuan/HY-MT).
+
+    The same templates, sampling and controls as ``hunyuan-mt`` except the Chinese one, which the
+    HY-MT1.5 card words differently (``HY_MT15_ZH``: "... note: output only the translation, no
+    extra explanation:").
+    """
+
+    name = "hy-mt1.5"
+    version = "1"
+    chinese_template = HY_MT15_ZH
 
 
 class SeedXProfile(PromptProfile):
