@@ -25,10 +25,14 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", type=Path, help="for check: the model folder (default: the default model)")
     parser.add_argument("--profile", help="for check: a profile name instead of the model's own choice")
     parser.add_argument("--profile-file", type=Path, help="for check: a profile definition file")
-    parser.add_argument("--from", dest="source", default="en", help="for check: the sample's source language (en)")
-    parser.add_argument("--to", dest="target", default="fr", help="for check: the sample's target language (fr)")
+    parser.add_argument(
+        "--from", "--source-lang", dest="source", default="en", help="for check: the sample's source language (en)"
+    )
+    parser.add_argument(
+        "--to", "--target-lang", dest="target", default="fr", help="for check: the sample's target language (fr)"
+    )
     parser.add_argument("--text", default="The cat sleeps on the sofa.", help="for check: the sample text")
-    parser.add_argument("--glossary", help='for check: a JSON glossary, e.g. \'{"cat": "chat"}\'')
+    parser.add_argument("--glossary", "--glossary-json", help='for check: a JSON glossary, e.g. \'{"cat": "chat"}\'')
     parser.add_argument("--context", help="for check: context for the sample")
     parser.add_argument("--formality", choices=["formal", "informal"], help="for check: formality for the sample")
 
