@@ -29,6 +29,7 @@ from contract.schemas import JobSpec, lane_of
 from contract.sentences import cut_sentence, split_paragraphs, split_sentences
 from worker.engine import GenerationRequest, GenerationResult, TranslationEngine
 from worker.profiles import PromptProfile
+from worker.profiles.base import glossary_in_text
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +91,20 @@ class Translator:
         self._aborted: set[str] = set()
 
     def _prompt_overhead(self, spec: JobSpec) -> int:
-        """Tokens the profile adds around the text for this language pair (cached), or for this job's controls."""
-        if spec.context is not None or spec.formality is not None:  # differs from job to job
-            return len(self.profile.prompt_token_ids(msgspec.structs.replace(spec, text="")))
+        """Tokens the profile adds around the text: cached per language pair for a job without controls.
+
+        A job with controls is measured on its own: its context, its register and every glossary
+        term found in its text. The terms come into a prompt only with text they occur in, so they
+        are measured as the whole prompt less the text: the most any piece of the job carries, and
+        a piece packed to fit within this overhead fits whatever terms it holds.
+        """
+        terms = glossary_in_text(spec) if spec.glossary else []
+        if spec.context is not None or spec.formality is not None or terms:  # differs from job to job
+            bare = len(self.profile.prompt_token_ids(msgspec.structs.replace(spec, text="")))
+            if not terms:
+                return bare
+            text_tokens = len(self.engine.tokenizer.encode(spec.text, add_special_tokens=False))
+            return max(bare, len(self.profile.prompt_token_ids(spec)) - text_tokens)
         pair = (spec.source_lang, spec.target_lang)
         overhead = self._overhead.get(pair)
         if overhead is None:
@@ -243,7 +255,11 @@ class Translator:
                 f"input too long: a piece of {len(text)} characters makes a prompt of {len(prompt_ids)} tokens and "
                 f"the model's context is {self._max_len} tokens (max_model_len); raise --max-model-len"
             )
-        source_tokens = max(1, len(prompt_ids) - self._prompt_overhead(spec))
+        if spec.context is not None or spec.formality is not None or spec.glossary:
+            # The overhead of a job with controls counts all its terms; a piece holds only its own.
+            source_tokens = max(1, len(self.engine.tokenizer.encode(text, add_special_tokens=False)))
+        else:
+            source_tokens = max(1, len(prompt_ids) - self._prompt_overhead(spec))
         return _Piece(
             prompt_ids, self.max_tokens_for(len(prompt_ids), source_tokens, ratio), lane_of(spec).engine_priority
         )

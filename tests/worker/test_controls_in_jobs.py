@@ -13,7 +13,7 @@ from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
 from worker.engine import GenerationRequest, GenerationResult
-from worker.profiles import FewShotProfile, IdentityProfile, PromptProfile, Qwen3Profile
+from worker.profiles import FewShotProfile, IdentityProfile, PromptProfile, Qwen3Profile, TemplateProfile
 from worker.service import Worker
 from worker.translator import Translator
 
@@ -23,8 +23,8 @@ from .conftest import identity_worker, wait_all
 class RecordingEngine(DeterministicEngine):
     """The deterministic engine, keeping every request it was sent."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, max_model_len: int = 8_192) -> None:
+        super().__init__(max_model_len=max_model_len)
         self.sent: list[GenerationRequest] = []
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -71,6 +71,25 @@ async def test_a_long_text_sends_each_piece_its_own_terms_and_the_same_context()
     assert "Terms: cat = chat\n" in prompts[0] and "chien" not in prompts[0]
     assert "Terms: dog = chien\n" in prompts[1] and "= chat" not in prompts[1]
     assert all("Context (not to translate): Pets.\n" in p for p in prompts)
+
+
+async def test_a_long_texts_pieces_leave_room_for_the_glossary_lines_they_carry() -> None:
+    # Four paragraphs of 50 tokens; a glossary line of about 47 tokens for the term in the first.
+    # Two paragraphs (101 tokens) would fit a piece if the glossary line were not counted; with it
+    # they do not (47 + 101 + a 218-token budget > 330), so each paragraph is its own piece, and
+    # every piece gets the budget of its own text (the line of a term is not text to translate).
+    engine = RecordingEngine(max_model_len=330)
+    template = "{% for t in glossary %}{{ t.source }} means {{ t.target }} here.\n{% endfor %}{{ text }}"
+    profile = TemplateProfile(engine.tokenizer, {"template": template, "supports": ["glossary"]}, "test")
+    filler = ("word " * 40)[:200]
+    paragraphs = ["alpha" + filler[5:], filler, filler, filler]
+    job = _spec("\n\n".join(paragraphs), glossary={"alpha": "x" * 165, "omega": "y"})
+    translation = await Translator(engine, profile, None).translate(job, "r5")
+    requests = first_attempts(engine)
+    assert len(requests) == 4 and translation.pieces == 4
+    assert "alpha means xxx" in engine.tokenizer.decode(requests[0].prompt_token_ids)
+    assert {r.max_tokens for r in requests} == {16 + 2 * 50}
+    assert all(len(r.prompt_token_ids) + r.max_tokens < 330 for r in requests)  # none cut to the room left
 
 
 async def test_a_profiles_sampling_reaches_the_engine() -> None:
