@@ -9,7 +9,7 @@ import jinja2
 import pytest
 
 from contract.controls import Formality
-from contract.errors import UnsupportedControlError
+from contract.errors import UnrunnableJobError, UnsupportedControlError
 from contract.schemas import JobSpec
 from worker.deterministic_engine import CharTokenizer
 from worker.profiles import (
@@ -24,6 +24,7 @@ from worker.profiles import (
     Qwen3Profile,
     Sampling,
     SeedXProfile,
+    TemplateProfile,
     TowerPlusProfile,
     TranslateGemmaProfile,
 )
@@ -177,7 +178,7 @@ def test_translategemma_sends_one_structured_item_with_the_codes() -> None:
         "<start_of_turn>user\ncs>de-DE: V nejhorším případě.<end_of_turn>\n<start_of_turn>model\n"
     )
     # The same template refuses the plain string the generic chat profile would send.
-    with pytest.raises(jinja2.TemplateError, match="content must be a list"):
+    with pytest.raises(UnrunnableJobError, match=r"template refused this job \(TemplateError: content must be a list"):
         ChatProfile(TemplateTokenizer(STRUCTURED_ONLY)).build_prompt(job)
     with pytest.raises(UnsupportedControlError, match="'translategemma' cannot apply context"):
         profile.check_controls(spec("Hi", context="A greeting."))
@@ -301,3 +302,26 @@ def test_instruct_profiles_for_several_pairs(profile: type[ChatProfile], source:
         f"<|user|>Translate the following text from {names}. Reply with the translation only.\n"
         f"Use a formal register.\n\nGood night.<|end|><|assistant|>{thinking_off}"
     )
+
+
+# A job its template cannot render -------------------------------------------------------------
+
+KNOWN_CODES = (
+    '{% set names = {"en": "English", "fr": "French"} %}{% for m in messages %}{% set c = m.content[0] %}'
+    "{{ names[c.source_lang_code] + ' to ' + names[c.target_lang_code] }}: {{ c.text }}{% endfor %}"
+)
+
+
+def test_a_language_the_chat_template_does_not_know_fails_the_job_at_once() -> None:
+    # TranslateGemma's real template looks the codes up in a fixed table and raises for others.
+    profile = TranslateGemmaProfile(TemplateTokenizer(KNOWN_CODES))
+    assert profile.build_prompt(spec("Hi", "en", "fr")) == "English to French: Hi"
+    with pytest.raises(UnrunnableJobError, match=r"refused this job \(UndefinedError: .*'tlh'.*dragoman model check"):
+        profile.build_prompt(spec("Hi", "en", "tlh"))
+
+
+def test_a_template_profile_that_fails_on_one_job_fails_that_job_at_once() -> None:
+    template = '{{ {"fr": "French", "de": "German"}[target_lang] }}: {{ text }}'
+    profile = TemplateProfile(TemplateTokenizer(None), {"template": template}, "dragoman.json")  # fine for en->fr
+    with pytest.raises(UnrunnableJobError, match=r"refused this job \(UndefinedError: .*'ja'"):
+        profile.prompt_token_ids(spec("Hi", "en", "ja"))

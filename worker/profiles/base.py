@@ -9,7 +9,7 @@ from typing import Any, Literal
 import msgspec
 
 from contract.controls import Control, Formality
-from contract.errors import UnsupportedControlError
+from contract.errors import UnrunnableJobError, UnsupportedControlError
 from contract.languages import language_name
 from contract.schemas import JobSpec
 from worker.engine import Tokenizer
@@ -133,9 +133,32 @@ def cut_at_stop_strings(text: str, stops: Sequence[str]) -> str:
 
 
 def chat_prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], **template_kwargs: Any) -> str:
-    """``messages`` through the tokenizer's chat template, ready for the assistant's answer."""
+    """``messages`` through the tokenizer's chat template, ready for the assistant's answer.
+
+    A template that refuses the job (TranslateGemma's knows a fixed list of language codes, and
+    raises for any other) fails that job at once with :class:`UnrunnableJobError`: the same prompt
+    would be refused on every retry.
+    """
     template: Any = tokenizer
-    return str(template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **template_kwargs))
+    try:
+        return str(
+            template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **template_kwargs)
+        )
+    except Exception as exc:
+        from jinja2 import TemplateError
+
+        if not isinstance(exc, TemplateError):
+            raise
+        raise template_refused(exc) from exc
+
+
+def template_refused(exc: Exception) -> UnrunnableJobError:
+    """The error for a job whose prompt a template cannot render: what it said and what to check."""
+    return UnrunnableJobError(
+        f"the prompt template refused this job ({type(exc).__name__}: {exc}); check that the prompt profile "
+        "fits the model and that its template knows the job's languages (`dragoman model check PATH --profile "
+        "NAME --source-lang .. --target-lang ..` shows the prompt it builds)"
+    )
 
 
 def newline_token_ids(tokenizer: Tokenizer) -> list[int]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.controls import Control, Formality
-from contract.errors import ConfigurationError
+from contract.errors import ConfigurationError, UnrunnableJobError
 from contract.schemas import JobSpec
 from worker.engine import Tokenizer
 from worker.profiles.base import (
@@ -28,6 +28,7 @@ from worker.profiles.base import (
     glossary_in_text,
     languages,
     newline_token_ids,
+    template_refused,
 )
 
 _KEYS = {"name", "version", "template", "chat", "stop", "sampling", "supports", "piece_unit"}
@@ -78,7 +79,8 @@ class TemplateProfile(PromptProfile):
         except ConfigurationError:
             raise
         except Exception as exc:  # any template error, on a job that uses every variable
-            raise self._error(f"the template fails on a sample job: {type(exc).__name__}: {exc}") from None
+            cause = exc.__cause__ if isinstance(exc, UnrunnableJobError) and exc.__cause__ is not None else exc
+            raise self._error(f"the template fails on a sample job: {type(cause).__name__}: {cause}") from None
 
     def _error(self, problem: str) -> ConfigurationError:
         return ConfigurationError(f"prompt profile in {self.origin}: {problem}")
@@ -103,7 +105,14 @@ class TemplateProfile(PromptProfile):
 
     def build_prompt(self, spec: JobSpec) -> str:
         """The template rendered for ``spec``; with ``chat``, sent through the chat template as the user message."""
-        rendered = str(self._template.render(**self.variables(spec)))
+        try:
+            rendered = str(self._template.render(**self.variables(spec)))
+        except Exception as exc:
+            from jinja2 import TemplateError
+
+            if not isinstance(exc, TemplateError):
+                raise
+            raise template_refused(exc) from exc
         if self.chat:
             return chat_prompt(self.tokenizer, [{"role": "user", "content": rendered}])
         return rendered
