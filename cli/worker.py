@@ -110,7 +110,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile",
         help="prompt profile: few-shot, chat, qwen3, gemma3, llama3, translategemma, hunyuan-mt, hy-mt1.5, seed-x, "
         "tower-plus "
-        "(default: the model folder's dragoman.json, else chat for a model with a chat template, else few-shot)",
+        "(default: the model folder's dragoman.json, else translategemma for a chat template that takes language "
+        "codes, else chat for a model with a chat template, else few-shot)",
     )
     parser.add_argument(
         "--profile-file",

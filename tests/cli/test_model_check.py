@@ -72,6 +72,26 @@ def test_an_instruct_model_gets_chat_and_a_named_profile_wins(
     )
 
 
+TRANSLATEGEMMA_STYLE = (
+    "{% for m in messages %}{% set c = m.content[0] %}"
+    "<user>{{ c.source_lang_code }}>{{ c.target_lang_code }}: {{ c.text }}</user>{% endfor %}<model>"
+)
+
+
+def test_a_chat_template_that_takes_language_codes_gets_translategemma(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _model_folder(tmp_path / "translategemma", chat_template=TRANSLATEGEMMA_STYLE)
+    assert main(["model", "check", str(folder), "--target-lang", "pt-BR"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert (
+        "profile     translategemma (version 1): the chat template takes source_lang_code and target_lang_code "
+        "(TranslateGemma)"
+    ) in out
+    assert "controls    none" in out and "sampling    greedy" in out
+    assert "<user>en>pt-BR: The cat sleeps on the sofa.</user><model>\n" in out
+
+
 def test_a_control_the_profile_cannot_apply_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = _model_folder(tmp_path / "seedx")
     argv = ["model", "check", str(folder), "--profile", "seed-x", "--context", "A story."]

@@ -98,6 +98,9 @@ def test_identity_keeps_text_byte_for_byte() -> None:
 def test_profile_choice(tmp_path: Path) -> None:
     assert choose_profile(None, None, FakeTokenizer()).name == "few-shot"
     assert choose_profile(None, None, FakeTokenizer(chat_template="x")).name == "chat"
+    translategemma = FakeTokenizer(chat_template="{{ messages[0].content[0].source_lang_code }}")
+    assert choose_profile(None, None, translategemma).name == "translategemma"
+    assert choose_profile("chat", None, translategemma).name == "chat"  # a name still wins
     assert choose_profile("identity", None, FakeTokenizer()).name == "identity"
     (tmp_path / "dragoman.json").write_text(json.dumps({"profile": "few-shot"}))
     assert choose_profile(None, tmp_path, FakeTokenizer(chat_template="x")).name == "few-shot"

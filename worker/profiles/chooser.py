@@ -58,8 +58,8 @@ def choose(
     name: str | None, model_path: Path | None, tokenizer: Tokenizer, *, profile_file: Path | None = None
 ) -> Choice:
     """The profile named, else the one ``profile_file`` defines, else the model folder's ``dragoman.json``
-    (a name or a template definition), else ``chat`` when the tokenizer has a chat template, else
-    ``few-shot``."""
+    (a name or a template definition), else ``translategemma`` when the chat template takes language
+    codes, else ``chat`` when the tokenizer has a chat template, else ``few-shot``."""
     if name is not None and profile_file is not None:
         raise ConfigurationError("give either --profile or --profile-file, not both")
     if name is not None:
@@ -75,7 +75,14 @@ def choose(
             return Choice(TemplateProfile(tokenizer, value, str(path)), f"defined in {path}")
         if value is not None:
             raise ConfigurationError(f"{path}: 'profile' must be a profile name or a template definition (an object)")
-    if getattr(tokenizer, "chat_template", None):
+    chat_template = getattr(tokenizer, "chat_template", None)
+    if chat_template and "source_lang_code" in str(chat_template):
+        # The generic chat message would be refused by this template on every job.
+        return Choice(
+            TranslateGemmaProfile(tokenizer),
+            "the chat template takes source_lang_code and target_lang_code (TranslateGemma)",
+        )
+    if chat_template:
         return Choice(ChatProfile(tokenizer), "the tokenizer has a chat template (an instruct model)")
     return Choice(FewShotProfile(tokenizer), "the tokenizer has no chat template (a base model)")
 
