@@ -58,3 +58,38 @@ async def test_a_budget_stop_is_the_intended_end_only_when_eos_is_ignored(ignore
     result = await engine.generate(request)
     assert result.finish_reason == expected
     assert llm.priorities == [1]  # the lane's priority reaches vLLM
+
+
+class _RecordingLLM(_StandInLLM):
+    """The stand-in, keeping the ``SamplingParams`` of every request."""
+
+    def __init__(self) -> None:
+        self.params: list[Any] = []
+
+    async def generate(self, prompt: Any, params: Any, request_id: str, priority: int = 0) -> AsyncIterator[Any]:
+        self.params.append(params)
+        async for output in super().generate(prompt, params, request_id, priority):
+            yield output
+
+
+async def test_a_profiles_sampling_and_stop_strings_reach_vllms_sampling_params() -> None:
+    pytest.importorskip("vllm")
+    llm = _RecordingLLM()
+    engine = VllmEngine(llm, "m", tokenizer=None)  # type: ignore[arg-type]
+    sampled = GenerationRequest(
+        request_id="s",
+        prompt_token_ids=[5],
+        max_tokens=8,
+        temperature=0.7,
+        top_p=0.6,
+        top_k=20,
+        repetition_penalty=1.05,
+        stop=("</t>",),
+    )
+    await engine.generate(sampled)
+    await engine.generate(_request())
+    hunyuan, greedy = llm.params
+    assert (hunyuan.temperature, hunyuan.top_p, hunyuan.top_k, hunyuan.repetition_penalty) == (0.7, 0.6, 20, 1.05)
+    assert hunyuan.stop == ["</t>"] and hunyuan.detokenize  # stop strings are matched on text
+    assert (greedy.temperature, greedy.top_k, greedy.repetition_penalty) == (0.0, 0, 1.0)
+    assert not greedy.stop and not greedy.detokenize  # no text work when nothing needs it
