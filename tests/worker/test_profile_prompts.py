@@ -113,6 +113,48 @@ def test_few_shot_puts_context_and_the_glossary_terms_in_the_text_before_the_sou
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "target", "prompt"),
+    [
+        (
+            "zh",
+            "en",
+            "Chinese: 今天天气很好。\nEnglish: The weather is nice today.\n\n"
+            "Chinese: 火车站在哪里？\nEnglish: Where is the train station?\n\n"
+            "Chinese: 请给我一杯咖啡。\nEnglish: I would like a cup of coffee, please.\n\n"
+            "Chinese: The cat sleeps.\nEnglish:",
+        ),
+        (
+            "de",
+            "ja",
+            "German: Das Wetter ist heute schön.\nJapanese: 今日はいい天気です。\n\n"
+            "German: Wo ist der Bahnhof?\nJapanese: 駅はどこですか？\n\n"
+            "German: Ich hätte gern eine Tasse Kaffee, bitte.\nJapanese: コーヒーを一杯お願いします。\n\n"
+            "German: The cat sleeps.\nJapanese:",
+        ),
+        ("en", "sw", "Translate from English to Swahili.\n\nEnglish: The cat sleeps.\nSwahili:"),
+    ],
+)
+def test_few_shot_prompt_for_several_pairs_without_controls(source: str, target: str, prompt: str) -> None:
+    assert FewShotProfile(TemplateTokenizer(None)).build_prompt(spec("The cat sleeps.", source, target)) == prompt
+
+
+def test_few_shot_with_a_glossary_or_a_context_alone() -> None:
+    job = spec("Der Hund schläft.", "de", "pt-BR", glossary={"hund": "cachorro"})
+    assert FewShotProfile(TemplateTokenizer(None)).build_prompt(job) == (
+        "German: Das Wetter ist heute schön.\nPortuguese (Brazil): O tempo está bom hoje.\n\n"
+        "German: Wo ist der Bahnhof?\nPortuguese (Brazil): Onde fica a estação de trem?\n\n"
+        "German: Ich hätte gern eine Tasse Kaffee, bitte.\n"
+        "Portuguese (Brazil): Eu gostaria de uma xícara de café, por favor.\n\n"
+        "Terms: hund = cachorro\n"
+        "German: Der Hund schläft.\nPortuguese (Brazil):"
+    )
+    swahili = spec("The dog sleeps.", "en", "sw", context="A farm.")
+    assert FewShotProfile(TemplateTokenizer(None)).build_prompt(swahili) == (
+        "Translate from English to Swahili.\n\nContext (not to translate): A farm.\nEnglish: The dog sleeps.\nSwahili:"
+    )
+
+
 def test_few_shot_refuses_formality() -> None:
     with pytest.raises(UnsupportedControlError, match="'few-shot' cannot apply formality"):
         FewShotProfile(TemplateTokenizer(None)).check_controls(spec("Hi", formality=Formality.FORMAL))
@@ -238,6 +280,8 @@ def test_hunyuan_terminology_and_context_templates() -> None:
         ("en", "zh", "Translate the following English sentence into Chinese:\nMay the force be with you <zh>"),
         ("fr", "de", "Translate the following French sentence into German:\nMay the force be with you <de>"),
         ("en", "pt-BR", "Translate the following English sentence into Portuguese:\nMay the force be with you <pt>"),
+        ("zh", "en", "Translate the following Chinese sentence into English:\nMay the force be with you <en>"),
+        ("de", "ja", "Translate the following German sentence into Japanese:\nMay the force be with you <ja>"),
     ],
 )
 def test_seed_x_completion_prompt(source: str, target: str, prompt: str) -> None:
@@ -247,6 +291,25 @@ def test_seed_x_completion_prompt(source: str, target: str, prompt: str) -> None
     with pytest.raises(UnsupportedControlError, match="'seed-x' cannot apply glossary"):
         profile.check_controls(spec("The cat.", glossary={"cat": "chat"}))
     profile.check_controls(spec("The dog.", glossary={"cat": "chat"}))  # no term in the text: nothing asked
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        ("zh", "en", "Translate the following Chinese source text to English:\nChinese: 晚安。\nEnglish: "),
+        ("de", "ja", "Translate the following German source text to Japanese:\nGerman: 晚安。\nJapanese: "),
+        (
+            "en",
+            "pt-BR",
+            "Translate the following English source text to Portuguese (Brazil):\nEnglish: 晚安。\n"
+            "Portuguese (Brazil): ",
+        ),
+    ],
+)
+def test_tower_plus_for_several_pairs(source: str, target: str, message: str) -> None:
+    profile = TowerPlusProfile(TemplateTokenizer())
+    assert profile.build_prompt(spec("晚安。", source, target)) == f"<|user|>{message}<|end|><|assistant|>"
+    assert profile.sampling == Sampling() and profile.supports == frozenset()
 
 
 def test_tower_plus_card_prompt() -> None:
