@@ -95,6 +95,11 @@ class JobView(BaseModel):
         default=None, description="glossary source terms found in the text whose target term the translation lacks"
     )
     from_memory: bool = Field(default=False, description="served from the translation memory, not generated")
+    inline_tags: str | None = Field(
+        default=None,
+        description="a document segment sent with placeholder tags: kept, retried (kept on the one retry) or "
+        "fallback (the text between the tags translated on its own)",
+    )
     metadata: dict[str, Any]
 
     @classmethod
@@ -122,6 +127,7 @@ class JobView(BaseModel):
             detected_source_lang=job.detected_source_lang,
             glossary_misses=job.glossary_misses,
             from_memory=job.from_memory,
+            inline_tags=job.inline_tags,
             metadata=job.metadata,
         )
 
@@ -205,3 +211,9 @@ class DocumentView(GroupView):
 
     format: str | None = None
     failed_segments: list[dict[str, Any]] | None = None
+    report: dict[str, Any] | None = Field(
+        default=None,
+        description="segments sent with placeholder tags for inline markup (with_tags), those whose translation "
+        "kept them (tags_kept), kept them on the one retry (retried), or were translated run by run between them "
+        "(fell_back, with a source excerpt); failed: how many segments did not translate",
+    )

@@ -105,6 +105,11 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+_TAG_MEANING = {
+    "kept": " (the translation kept the segment's placeholder tags)",
+    "retried": " (kept on the one retry)",
+    "fallback": " (lost twice: the text between the tags was translated on its own)",
+}
 _FINISH_MEANING = {
     "stop": " (the model finished the translation)",
     "length": " (the output budget ran out: the translation was cut off)",
@@ -138,6 +143,8 @@ def format_job(job: Job) -> str:
         lines.append("memory       served from the translation memory (nothing generated)")
     if job.glossary_misses:
         lines.append(f"glossary     target terms missing for: {', '.join(job.glossary_misses)}")
+    if job.inline_tags is not None:
+        lines.append(f"inline tags  {job.inline_tags}{_TAG_MEANING.get(job.inline_tags, '')}")
     if job.error:
         lines.append(f"error        {job.error}")
     if job.translation is not None:

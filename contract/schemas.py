@@ -116,6 +116,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     context: str | None = None  # text the model sees but does not translate
     formality: Formality | None = None  # None: the model's default register
     memory: bool = True  # the translation memory may serve and store it
+    inline_tags: bool = False  # the text carries placeholder tags the translation must keep (documents)
 
 
 def validate_text(text: object, max_chars: int) -> str:
@@ -334,6 +335,7 @@ class Job(BaseModel):
     detected_source_lang: str | None = None  # what the worker found for source_lang "auto"
     glossary_misses: list[str] | None = None  # glossary terms in the text whose target term the translation lacks
     from_memory: bool = False  # served from the translation memory, not generated
+    inline_tags: str | None = None  # a tagged document segment: tags "kept", "retried" or "fallback"
     """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
 
     @property

@@ -13,7 +13,9 @@ Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``; bulk j
                  ``bulk``: the lane it was queued in), ``glossary`` (object of source
                  term -> target term), ``context`` (string), ``formality`` (``formal`` or
                  ``informal``), ``memory`` (``false``: not served from or stored in the
-                 translation memory); ``source_lang`` may be ``auto``; ``generation`` (optional; a raw-prompt
+                 translation memory), ``inline_tags`` (``true``: the text holds placeholder tags
+                 ``<x1>…</x1>``/``<x2/>`` that the translation must keep; document
+                 segments); ``source_lang`` may be ``auto``; ``generation`` (optional; a raw-prompt
                  chat or completion request, ``contract/generation.py``: then the languages are
                  recorded as ``und`` whatever was sent)
 
@@ -85,6 +87,8 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["formality"] = spec.formality.value
     if not spec.memory:
         payload["memory"] = False
+    if spec.inline_tags:
+        payload["inline_tags"] = True
     return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
 
 
@@ -143,12 +147,23 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             context=validate_context(payload.get("context")),
             formality=validate_formality(payload.get("formality")),
             memory=validate_memory(payload.get("memory")),
+            inline_tags=_optional_flag(payload, "inline_tags"),
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None
 
 
 _MAX_SEQUENCE = 2**31 - 1  # the column is a PostgreSQL integer
+
+
+def _optional_flag(payload: Mapping[str, Any], name: str) -> bool:
+    """A boolean payload field that defaults to false."""
+    value = payload.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidJobError(f"{name} must be true or false, got {shown(value)}")
+    return value
 
 
 def _known_priority(value: object) -> Priority | None:

@@ -23,7 +23,8 @@ from storage.connection import (
 JOB_COLUMNS = (
     "id, status, source_lang, target_lang, source_text, translated_text, error, attempts, model, "
     "prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata, run_id, "
-    "document_id, sequence, tenant, finish_reason, pieces, detected_source_lang, glossary_misses, from_memory"
+    "document_id, sequence, tenant, finish_reason, pieces, detected_source_lang, glossary_misses, from_memory, "
+    "inline_tags"
 )
 
 # One statement per batch: the rows travel as one JSON array of objects (encoded in C by
@@ -32,19 +33,19 @@ UPSERT_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
-                  pieces, detected_source_lang, glossary_misses, from_memory)
+                  pieces, detected_source_lang, glossary_misses, from_memory, inline_tags)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces, u.detected_source_lang,
-       u.glossary_misses, coalesce(u.from_memory, false)
+       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags
 FROM json_to_recordset(%s::json)
      AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
           translated_text text, error text, attempts int, model text, prompt_tokens int,
           output_tokens int, created_at float8, started_at float8, finished_at float8,
           metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
           finish_reason text, pieces int, detected_source_lang text, glossary_misses jsonb,
-          from_memory boolean)
+          from_memory boolean, inline_tags text)
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
@@ -59,7 +60,8 @@ ON CONFLICT (id) DO UPDATE SET
     pieces = EXCLUDED.pieces,
     detected_source_lang = EXCLUDED.detected_source_lang,
     glossary_misses = EXCLUDED.glossary_misses,
-    from_memory = EXCLUDED.from_memory
+    from_memory = EXCLUDED.from_memory,
+    inline_tags = EXCLUDED.inline_tags
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING id::text
 """
@@ -103,6 +105,7 @@ class RowRecord(msgspec.Struct, omit_defaults=True):
     detected_source_lang: str | None = None  # for source_lang "auto"
     glossary_misses: list[str] | None = None  # None: the job had no glossary
     from_memory: bool = False
+    inline_tags: str | None = None  # a tagged document segment's outcome: kept, retried, fallback
 
 
 class FinalRow(NamedTuple):
@@ -308,6 +311,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         detected_source_lang,
         glossary_misses,
         from_memory,
+        inline_tags,
     ) = row
     return Job(
         id=str(job_id),
@@ -334,6 +338,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         detected_source_lang=detected_source_lang,
         glossary_misses=glossary_misses,
         from_memory=bool(from_memory),
+        inline_tags=inline_tags,
     )
 
 

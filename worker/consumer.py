@@ -554,6 +554,7 @@ class StreamConsumer:
             from_memory=from_memory,
             detected_source_lang=work.source_lang if spec.source_lang == AUTO_LANGUAGE else None,
             glossary_misses=glossary_misses(work.glossary, work.text, translation.text) if work.glossary else None,
+            inline_tags=translation.inline_tags,
         )
 
     def _result(

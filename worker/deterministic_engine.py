@@ -55,6 +55,8 @@ class DeterministicEngine:
 
     For prompts ``endless_if`` selects it behaves like a model that never ends its answer: it
     generates exactly ``max_tokens`` tokens and stops on ``length``, whatever the budget.
+    ``rewrite`` turns the echo into another text (a "translation", or one that damages the
+    placeholder tags of a document segment), given the request (its sampling, for a retry).
     """
 
     def __init__(
@@ -66,12 +68,14 @@ class DeterministicEngine:
         delay_for: Callable[[str], float] | None = None,
         tag: str = "",
         endless_if: Callable[[str], bool] | None = None,
+        rewrite: Callable[[str, GenerationRequest], str] | None = None,
     ) -> None:
         self._delay_s = delay_s
         self._delay_for = delay_for
         self._max_model_len = max_model_len
         self._fail_if = fail_if
         self._endless_if = endless_if
+        self._rewrite = rewrite
         self.budgets: list[int] = []  # max_tokens of every request, in arrival order
         self._tokenizer = ChunkTokenizer()
         self._tag = self._tokenizer.encode(tag)
@@ -124,6 +128,8 @@ class DeterministicEngine:
                 endless = (source * (request.max_tokens // len(source) + 1))[: request.max_tokens]
                 return GenerationResult(token_ids=endless, finish_reason="length")
             output = [*request.prompt_token_ids, *self._tag] if self._tag else request.prompt_token_ids
+            if self._rewrite is not None:
+                output = self._tokenizer.encode(self._rewrite(self._tokenizer.decode(output), request))
             tokens = output[: request.max_tokens]
             reason = "length" if len(tokens) < len(output) else "stop"
             return GenerationResult(token_ids=tokens, finish_reason=reason)

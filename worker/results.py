@@ -30,6 +30,7 @@ class JobResult(msgspec.Struct, frozen=True):
     detected_source_lang: str | None = None  # what language detection found for source_lang "auto"
     glossary_misses: list[str] | None = None  # None: the job had no glossary (or did not succeed)
     from_memory: bool = False  # served from the translation memory
+    inline_tags: str | None = None  # a tagged document segment's outcome: kept, retried, fallback
 
 
 class DeadLetter(msgspec.Struct, frozen=True):

@@ -18,21 +18,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from typing import Any, NamedTuple
 
 import msgspec
 
+from contract.controls import Control
 from contract.errors import InputTooLongError, TruncatedTranslationError
 from contract.expansion import expansion_ratio
 from contract.generation import cut_at_stop
+from contract.inline_tags import has_tags, tag_problem
+from contract.inline_tags import tokens as tag_tokens
 from contract.schemas import JobSpec, lane_of
 from contract.sentences import cut_sentence, split_paragraphs, split_sentences
 from worker.engine import GenerationRequest, GenerationResult, TranslationEngine
 from worker.profiles import PromptProfile
-from worker.profiles.base import glossary_in_text
+from worker.profiles.base import Sampling, glossary_in_text
 
 log = logging.getLogger(__name__)
 
+_HAS_WORDS = re.compile(r"[^\W\d_]")
+RETRY_SAMPLING = Sampling(temperature=0.7, top_p=0.95)
+"""How a greedy profile samples its one retry of a translation that lost its placeholder tags."""
 _BUDGET_BASE = 16  # tokens every budget gets on top of the estimate (short texts, end markers)
 # Which finish reason describes a job whose pieces ended differently (the first listed wins).
 _REASON_ORDER = ("abort", "length")
@@ -46,6 +53,7 @@ class Translation(msgspec.Struct, frozen=True):
     output_tokens: int
     finish_reason: str | None
     pieces: int = 1
+    inline_tags: str | None = None  # a tagged text's outcome: "kept", "retried" or "fallback"
 
 
 class _Piece(NamedTuple):
@@ -54,6 +62,7 @@ class _Piece(NamedTuple):
     prompt_ids: list[int]
     budget: int
     priority: int  # the engine's request priority (the job's lane)
+    sampling: Sampling | None = None  # None: the profile's
 
 
 class _Done(NamedTuple):
@@ -150,6 +159,14 @@ class Translator:
         """
         if spec.generation is not None:
             return await self._run_raw_prompt(spec.generation, request_id, lane_of(spec).engine_priority)
+        if spec.document_id is not None and spec.context is not None and Control.CONTEXT not in self.profile.supports:
+            spec = msgspec.structs.replace(spec, context=None)  # a document's own context is a hint, not a demand
+        if spec.inline_tags and has_tags(spec.text):
+            return await self._translate_keeping_tags(spec, request_id)
+        return await self._translate_text(spec, request_id)
+
+    async def _translate_text(self, spec: JobSpec, request_id: str, sampling: Sampling | None = None) -> Translation:
+        """:meth:`translate` for a translation job, with the profile's sampling unless ``sampling`` is given."""
         self.profile.check_controls(spec)
         ratio = self._expansion(spec)
         overhead = self._prompt_overhead(spec)
@@ -161,10 +178,61 @@ class Translator:
             if self._fits(len(text), source_tokens, overhead, ratio):
                 budget = self.max_tokens_for(len(prompt_ids), source_tokens, ratio)
                 return await self._run_whole(
-                    spec, request_id, _Piece(prompt_ids, budget, lane_of(spec).engine_priority)
+                    spec, request_id, _Piece(prompt_ids, budget, lane_of(spec).engine_priority, sampling)
                 )
         plan = self._plan(spec, overhead, ratio)
+        if sampling is not None:
+            plan = [item._replace(sampling=sampling) if isinstance(item, _Piece) else item for item in plan]
         return await self._run(spec, request_id, plan)
+
+    # Placeholder tags ---------------------------------------------------------------------------
+
+    async def _translate_keeping_tags(self, spec: JobSpec, request_id: str) -> Translation:
+        """A document segment with placeholder tags: checked, retried once, else translated run by run.
+
+        The retry samples (a greedy profile would only repeat itself). The fallback translates the
+        text between the tags on its own and puts the tags back where they were: the sentence's
+        words lose their context, never their markup. The outcome is recorded on the row.
+        """
+        first = await self._translate_text(spec, request_id)
+        problem = tag_problem(spec.text, first.text)
+        if problem is None or first.finish_reason == "abort":
+            return msgspec.structs.replace(first, inline_tags="kept")
+        log.info("job %s: %s; retrying once", spec.job_id, problem, extra={"job_id": spec.job_id})
+        sampling = self._sampling if self._sampling.temperature > 0 else RETRY_SAMPLING
+        second = await self._translate_text(spec, request_id, sampling)
+        spent = (first.prompt_tokens + second.prompt_tokens, first.output_tokens + second.output_tokens)
+        if tag_problem(spec.text, second.text) is None or second.finish_reason == "abort":
+            return msgspec.structs.replace(
+                second, prompt_tokens=spent[0], output_tokens=spent[1], inline_tags="retried"
+            )
+        log.info(
+            "job %s: placeholder tags lost again; translating the text between them on its own",
+            spec.job_id,
+            extra={"job_id": spec.job_id},
+        )
+        runs = await self._translate_runs(spec, request_id)
+        return msgspec.structs.replace(
+            runs, prompt_tokens=runs.prompt_tokens + spent[0], output_tokens=runs.output_tokens + spent[1]
+        )
+
+    async def _translate_runs(self, spec: JobSpec, request_id: str) -> Translation:
+        """Each run of text between the tags translated on its own; tags and surrounding spaces kept."""
+        plain = msgspec.structs.replace(spec, text="", inline_tags=False)
+        ratio = self._expansion(plain)
+        plan: list[str | _Piece] = []
+        for token in tag_tokens(spec.text):
+            if not isinstance(token, str) or not _HAS_WORDS.search(token):
+                plan.append(str(token))
+                continue
+            core = token.strip()
+            lead = token[: len(token) - len(token.lstrip())]
+            trail = token[len(token.rstrip()) :]
+            run = msgspec.structs.replace(plain, text=core)
+            self.profile.check_controls(run)
+            plan += [lead, *self._plan(run, self._prompt_overhead(run), ratio), trail]
+        translation = await self._run(plain, request_id, [item for item in plan if item != ""])
+        return msgspec.structs.replace(translation, inline_tags="fallback")
 
     # Planning ---------------------------------------------------------------------------------
 
@@ -333,7 +401,9 @@ class Translator:
 
     async def _generate(self, job_request_id: str, request_id: str, piece: _Piece) -> _Done:
         """One piece; a ``length`` stop is retried once with all the context allows."""
-        result = await self._request(job_request_id, request_id, piece.prompt_ids, piece.budget, piece.priority)
+        result = await self._request(
+            job_request_id, request_id, piece.prompt_ids, piece.budget, piece.priority, piece.sampling
+        )
         budget = piece.budget
         if result.finish_reason == "length" and job_request_id not in self._aborted:
             room = self.room(len(piece.prompt_ids))
@@ -347,13 +417,20 @@ class Translator:
                 )
                 budget = room
                 result = await self._request(
-                    job_request_id, f"{request_id}-retry", piece.prompt_ids, room, piece.priority
+                    job_request_id, f"{request_id}-retry", piece.prompt_ids, room, piece.priority, piece.sampling
                 )
         return _Done(result, len(piece.prompt_ids), budget)
 
     async def _request(
-        self, job_request_id: str, request_id: str, prompt_ids: list[int], budget: int, priority: int
+        self,
+        job_request_id: str,
+        request_id: str,
+        prompt_ids: list[int],
+        budget: int,
+        priority: int,
+        sampling: Sampling | None = None,
     ) -> GenerationResult:
+        sampling = sampling or self._sampling
         running = self._running.setdefault(job_request_id, set())
         running.add(request_id)
         try:
@@ -364,10 +441,10 @@ class Translator:
                     max_tokens=budget,
                     stop_token_ids=self._stop_ids,
                     stop=self._stop_strings,
-                    temperature=self._sampling.temperature,
-                    top_p=self._sampling.top_p,
-                    top_k=self._sampling.top_k,
-                    repetition_penalty=self._sampling.repetition_penalty,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    top_k=sampling.top_k,
+                    repetition_penalty=sampling.repetition_penalty,
                     priority=priority,
                 )
             )

@@ -418,6 +418,7 @@ def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]
             r.detected_source_lang,
             r.glossary_misses,
             r.from_memory,
+            r.inline_tags,
         )
         for r in rows
         for s in (r.spec,)

@@ -10,6 +10,7 @@ import msgspec
 
 from contract.controls import Control, Formality
 from contract.errors import UnrunnableJobError, UnsupportedControlError
+from contract.inline_tags import has_tags
 from contract.languages import language_name
 from contract.schemas import JobSpec
 from worker.engine import Tokenizer
@@ -109,6 +110,17 @@ def glossary_in_text(spec: JobSpec) -> list[tuple[str, str]]:
         return []
     folded = spec.text.casefold()
     return [(source, target) for source, target in spec.glossary.items() if source.casefold() in folded]
+
+
+TAGS_INSTRUCTION = (
+    "The text contains placeholder tags such as <x1>…</x1> and <x2/>: keep every tag exactly once, "
+    "around the translation of the words it surrounds."
+)
+
+
+def keeps_tags(spec: JobSpec) -> bool:
+    """Whether the job's text carries placeholder tags its translation must keep (a document segment)."""
+    return spec.inline_tags and has_tags(spec.text)
 
 
 def formality_words(formality: Formality) -> str:

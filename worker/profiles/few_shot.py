@@ -7,7 +7,14 @@ from collections.abc import Sequence
 
 from contract.controls import Control
 from contract.schemas import JobSpec
-from worker.profiles.base import PromptProfile, glossary_in_text, languages, newline_token_ids
+from worker.profiles.base import (
+    TAGS_INSTRUCTION,
+    PromptProfile,
+    glossary_in_text,
+    keeps_tags,
+    languages,
+    newline_token_ids,
+)
 
 # Three short sentences in the languages the few-shot profile has examples for. For a pair
 # where either side is missing, the profile falls back to an instruction without examples.
@@ -22,6 +29,21 @@ FEW_SHOT_EXAMPLES: dict[str, tuple[str, str, str]] = {
     "ja": ("今日はいい天気です。", "駅はどこですか？", "コーヒーを一杯お願いします。"),
     "zh": ("今天天气很好。", "火车站在哪里？", "请给我一杯咖啡。"),
     "ko": ("오늘은 날씨가 좋네요.", "기차역이 어디에 있어요?", "커피 한 잔 주세요."),
+}
+
+
+# One more pair, with placeholder tags, for a document segment whose inline markup the model must keep.
+TAGGED_EXAMPLES: dict[str, str] = {
+    "en": "Press <x1>the button</x1> to open the <x2>menu</x2>.",
+    "fr": "Appuyez sur <x1>le bouton</x1> pour ouvrir le <x2>menu</x2>.",
+    "de": "Drücken Sie <x1>die Taste</x1>, um das <x2>Menü</x2> zu öffnen.",
+    "es": "Pulse <x1>el botón</x1> para abrir el <x2>menú</x2>.",
+    "it": "Premi <x1>il pulsante</x1> per aprire il <x2>menu</x2>.",
+    "pt": "Pressione <x1>o botão</x1> para abrir o <x2>menu</x2>.",
+    "nl": "Druk op <x1>de knop</x1> om het <x2>menu</x2> te openen.",
+    "ja": "<x1>ボタン</x1>を押して<x2>メニュー</x2>を開きます。",
+    "zh": "按<x1>按钮</x1>打开<x2>菜单</x2>。",
+    "ko": "<x1>버튼</x1>을 눌러 <x2>메뉴</x2>를 여세요.",
 }
 
 
@@ -46,12 +68,16 @@ class FewShotProfile(PromptProfile):
         text = " ".join(spec.text.split())  # one line (the translator sends lines one by one)
         src_examples = FEW_SHOT_EXAMPLES.get(base_language(spec.source_lang))
         tgt_examples = FEW_SHOT_EXAMPLES.get(base_language(spec.target_lang))
+        tagged = keeps_tags(spec)
         if src_examples is None or tgt_examples is None or src_examples is tgt_examples:
-            header = f"Translate from {source} to {target}.\n\n"
+            header = f"Translate from {source} to {target}.\n" + (f"{TAGS_INSTRUCTION}\n" if tagged else "") + "\n"
         else:
-            header = "".join(
-                f"{source}: {src}\n{target}: {tgt}\n\n" for src, tgt in zip(src_examples, tgt_examples, strict=True)
-            )
+            pairs = list(zip(src_examples, tgt_examples, strict=True))
+            if tagged:
+                pairs.append(
+                    (TAGGED_EXAMPLES[base_language(spec.source_lang)], TAGGED_EXAMPLES[base_language(spec.target_lang)])
+                )
+            header = "".join(f"{source}: {src}\n{target}: {tgt}\n\n" for src, tgt in pairs)
         controls = ""
         if spec.context is not None:
             controls += f"Context (not to translate): {' '.join(spec.context.split())}\n"

@@ -12,11 +12,13 @@ from typing import Any, ClassVar
 from contract.controls import Control
 from contract.schemas import JobSpec
 from worker.profiles.base import (
+    TAGS_INSTRUCTION,
     PromptProfile,
     Sampling,
     chat_prompt,
     formality_words,
     glossary_in_text,
+    keeps_tags,
     languages,
 )
 
@@ -34,6 +36,8 @@ def instruction(spec: JobSpec) -> str:
         lines.append("Translate these terms as given: " + "; ".join(f"{src} -> {tgt}" for src, tgt in terms) + ".")
     if spec.context is not None:
         lines.append(f"For reference only, not to translate, the text around it: {spec.context}")
+    if keeps_tags(spec):
+        lines.append(TAGS_INSTRUCTION)
     return "\n".join(lines) + f"\n\n{spec.text}"
 
 
