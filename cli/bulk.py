@@ -227,6 +227,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: the document could not be split: {progress.error}", file=sys.stderr)
             return 1
         result = client.document_result(document_id)
+    _print_tag_report(result.report)
     if result.failed_segments:
         print(f"{len(result.failed_segments)} of {progress.counts.total} segments did not translate:", file=sys.stderr)
         for failed in result.failed_segments:
@@ -280,3 +281,17 @@ def document_progress_text(progress: GroupProgress) -> tuple[str, float | None]:
     left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
     bar = f"[{'#' * filled}{'.' * (width - filled)}]"
     return f"{bar} {c.finished}/{c.total} segments {c.percent:5.1f}%  {progress.status}{left}", c.percent
+
+
+def _print_tag_report(report: dict[str, Any] | None) -> None:
+    """One line on stderr about the inline markup, and the segments that were not translated whole."""
+    if not report or not report.get("with_tags"):
+        return
+    fell_back = report.get("fell_back") or []
+    print(
+        f"inline markup: {report['with_tags']} segments with placeholder tags, {report['tags_kept']} kept them, "
+        f"{len(report.get('retried') or [])} on a retry, {len(fell_back)} translated between the tags",
+        file=sys.stderr,
+    )
+    for entry in fell_back[:10]:
+        print(f"  segment {entry['segment']} not translated whole: {entry['source']!r}", file=sys.stderr)

@@ -111,6 +111,13 @@ class Settings(BaseSettings):
     max_document_segments: int = Field(
         default=50_000, gt=0, description="most segments one document may split into (the document fails beyond it)"
     )
+    document_context_chars: int = Field(
+        default=300,
+        ge=0,
+        le=4_000,
+        description="characters of the preceding segments sent with each document segment as context "
+        "(about a quarter as many tokens; 0: none; dropped for a model whose profile takes no context)",
+    )
     sweep_interval_seconds: float = Field(
         default=60.0, gt=0, description="how often the orchestrator looks for runs and documents left unfinished"
     )

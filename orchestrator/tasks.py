@@ -21,7 +21,9 @@ from contract.ids import job_id_for
 from contract.schemas import build_job_spec
 from orchestrator.background import OUTAGES
 from orchestrator.context import TaskContext
-from orchestrator.segmenting.skeleton import Skeleton
+from orchestrator.segmenting.preceding import preceding_text
+from orchestrator.segmenting.report import DocumentReport
+from orchestrator.segmenting.skeleton import Segment, Skeleton
 from orchestrator.segmenting.split import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
@@ -82,8 +84,12 @@ def split_document(document_id: str) -> int:
     return len(segments)
 
 
-def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], document: LockedDocument) -> None:
-    """Queue one job per segment, as the document's tenant's (its owner sees them, its limit counts them)."""
+def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Segment], document: LockedDocument) -> None:
+    """Queue one job per segment, as the document's tenant's (its owner sees them, its limit counts them).
+
+    Each carries the text before it as context (``DRAGOMAN_DOCUMENT_CONTEXT_CHARS``), and a
+    segment with inline markup asks the worker to keep its placeholder tags.
+    """
     with Client(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
         client.submitter.register_group(document_id, "document", len(segments))
         specs = [
@@ -99,6 +105,8 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Any], do
                 document_id=document_id,
                 sequence=i,
                 tenant=document.tenant,
+                context=preceding_text(segments, i, ctx.settings.document_context_chars),
+                inline_tags=bool(segment.codes),
             )
             for i, segment in enumerate(segments)
         ]
@@ -143,20 +151,25 @@ def _forget_group(ctx: TaskContext, group_id: str) -> None:
 
 
 def _assemble(store: GroupStore, document_id: str) -> str:
-    """Put the document together from its segments' rows (source text where a segment failed)."""
+    """Put the document together from its segments' rows (source text where a segment failed), with its report."""
     assembly = store.assembly_input(document_id)
     skeleton = Skeleton.from_json(assembly.skeleton)
-    translations: list[str | None] = [None] * len(skeleton.segments)
+    segments = skeleton.segments
+    translations: list[str | None] = [None] * len(segments)
     failed: list[dict[str, Any]] = []
-    for sequence, status, translation, error in assembly.segments:
-        if status == "succeeded":
-            translations[sequence] = translation
+    report = DocumentReport(len(segments))
+    for row in assembly.segments:
+        segment = segments[row.sequence]
+        if row.status == "succeeded":
+            translations[row.sequence] = row.translation
+            report.add(row.sequence, segment, row.translation, row.inline_tags)
         else:
-            failed.append(
-                {"segment": sequence, "status": status, "error": error, "source": skeleton.segments[sequence].text}
-            )
+            failed.append({"segment": row.sequence, "status": row.status, "error": row.error, "source": segment.text})
+    report.failed = len(failed)
     status = "completed" if not failed else ("cancelled" if assembly.cancel_requested else "failed")
-    store.save_assembly(document_id, skeleton.assemble(translations), failed, status)
+    translated = any(t is not None for t in translations)
+    text = skeleton.assemble(translations, assembly.target_lang if translated else None)
+    store.save_assembly(document_id, text, failed, status, report.to_dict())
     return status
 
 

@@ -49,6 +49,9 @@ class DocumentResult:
     status: str
     text: str
     failed_segments: list[dict[str, Any]]
+    report: dict[str, Any] | None = None
+    """Placeholder-tag outcomes: ``with_tags``, ``tags_kept``, ``retried`` (segment numbers),
+    ``fell_back`` and ``tags_broken`` (segment and source excerpt), ``failed`` (a count)."""
 
 
 def document_format(path: Path, fmt: str | None = None) -> str:
@@ -205,10 +208,10 @@ class Groups:
         found = self._store.document_output(group_uuid(document_id, "document"))
         if found is None:
             raise JobNotFoundError(f"no document with id {document_id}")
-        status, text, failed = found
+        status, text, failed, report = found
         if text is None:
             raise RunNotFinishedError(f"document {document_id} is {status}; it has not been assembled yet")
-        return DocumentResult(status=status, text=text, failed_segments=failed)
+        return DocumentResult(status=status, text=text, failed_segments=failed, report=report)
 
     # Shared ----------------------------------------------------------------------------------
 

@@ -242,12 +242,12 @@ class TenantGroups:
         found = await self._store.document_output(tenant, group_uuid(document_id, "document"))
         if found is None:
             raise JobNotFoundError(f"no document with id {document_id}")
-        status, fmt, text, failed = found
+        status, fmt, text, failed, report = found
         if text is None and status in ("failed", "cancelled"):
             raise DocumentNotAssembledError(f"document {document_id} is {status}; it has no translation")
         if text is None:
             raise RunNotFinishedError(f"document {document_id} is {status}; it has not been assembled yet")
-        return fmt, DocumentResult(status=status, text=text, failed_segments=failed)
+        return fmt, DocumentResult(status=status, text=text, failed_segments=failed, report=report)
 
     async def _orchestrate(self, task: str, *args: Any, job_id: str) -> None:
         """Queue an orchestrator task (RQ is synchronous: in a thread, off the event loop)."""

@@ -122,15 +122,19 @@ class AsyncGroupStore:
                 return
             after = int(rows[-1][0])
 
-    async def document_output(self, tenant: str, document_id: str) -> tuple[str, str, str | None, list[Any]] | None:
-        """``(status, format, assembled text, failed segments)`` of the tenant's document, ``None`` if unknown."""
+    async def document_output(
+        self, tenant: str, document_id: str
+    ) -> tuple[str, str, str | None, list[Any], dict[str, Any] | None] | None:
+        """``(status, format, assembled text, failed segments, report)`` of the document; ``None``: unknown."""
         async with self._pool.connection() as conn:
             cursor = await conn.execute(
-                "SELECT status, format, output_text, failed_segments FROM documents WHERE id = %s AND tenant = %s",
+                "SELECT status, format, output_text, failed_segments, report FROM documents "
+                "WHERE id = %s AND tenant = %s",
                 (document_id, tenant),
             )
             row = await cursor.fetchone()
         if row is None:
             return None
         failed = row[3] if isinstance(row[3], list) else json.loads(row[3] or "[]")
-        return str(row[0]), str(row[1]), row[2], failed
+        report = row[4] if isinstance(row[4], dict) or row[4] is None else json.loads(row[4])
+        return str(row[0]), str(row[1]), row[2], failed, report

@@ -136,6 +136,7 @@ class SegmentRow(NamedTuple):
     status: str
     translation: str | None
     error: str | None
+    inline_tags: str | None = None  # kept, retried or fallback (a segment sent with placeholder tags)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +146,7 @@ class AssemblyInput:
     skeleton: Any
     cancel_requested: bool
     segments: list[SegmentRow]
+    target_lang: str | None = None
 
 
 class GroupStore:
@@ -255,17 +257,20 @@ class GroupStore:
             for row in cursor:
                 yield result_line(row)
 
-    def document_output(self, document_id: str) -> tuple[str, str | None, list[dict[str, Any]]] | None:
-        """``(status, assembled text, failed segments)`` of a document, ``None`` if unknown."""
+    def document_output(
+        self, document_id: str
+    ) -> tuple[str, str | None, list[dict[str, Any]], dict[str, Any] | None] | None:
+        """``(status, assembled text, failed segments, report)`` of a document, ``None`` if unknown."""
         row = (
             self._conn()
-            .execute("SELECT status, output_text, failed_segments FROM documents WHERE id = %s", (document_id,))
+            .execute("SELECT status, output_text, failed_segments, report FROM documents WHERE id = %s", (document_id,))
             .fetchone()
         )
         if row is None:
             return None
         failed = row[2] if isinstance(row[2], list) else json.loads(row[2] or "[]")
-        return str(row[0]), row[1], failed
+        report = row[3] if isinstance(row[3], dict) or row[3] is None else json.loads(row[3])
+        return str(row[0]), row[1], failed, report
 
     # Orchestrator: split a document -----------------------------------------------------------
 
@@ -356,21 +361,29 @@ class GroupStore:
     def assembly_input(self, document_id: str) -> AssemblyInput:
         """The document's stored skeleton, whether a cancel was requested, and its segments' rows in order."""
         conn = self._conn()
-        skeleton, cancel_requested = conn.execute(
-            "SELECT skeleton, cancel_requested FROM documents WHERE id = %s", (document_id,)
+        skeleton, cancel_requested, target_lang = conn.execute(
+            "SELECT skeleton, cancel_requested, target_lang FROM documents WHERE id = %s", (document_id,)
         ).fetchone()
         rows = conn.execute(
-            "SELECT sequence, status, translated_text, error FROM jobs WHERE document_id = %s ORDER BY sequence",
+            "SELECT sequence, status, translated_text, error, inline_tags FROM jobs WHERE document_id = %s "
+            "ORDER BY sequence",
             (document_id,),
         ).fetchall()
-        return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows])
+        return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows], target_lang)
 
-    def save_assembly(self, document_id: str, output_text: str, failed: list[dict[str, Any]], status: str) -> None:
-        """Store the assembled document, its failed segments and its final status (counting the assembly)."""
+    def save_assembly(
+        self,
+        document_id: str,
+        output_text: str,
+        failed: list[dict[str, Any]],
+        status: str,
+        report: dict[str, Any] | None = None,
+    ) -> None:
+        """Store the assembled document, its failed segments, report and final status (counting the assembly)."""
         self._conn().execute(
-            "UPDATE documents SET output_text = %s, failed_segments = %s, status = %s, completed_at = now(), "
-            "assemblies = assemblies + 1 WHERE id = %s",
-            (output_text, json.dumps(failed), status, document_id),
+            "UPDATE documents SET output_text = %s, failed_segments = %s, report = %s, status = %s, "
+            "completed_at = now(), assemblies = assemblies + 1 WHERE id = %s",
+            (output_text, json.dumps(failed), None if report is None else json.dumps(report), status, document_id),
         )
 
     # Orchestrator: the sweeper -----------------------------------------------------------------

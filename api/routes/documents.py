@@ -21,7 +21,14 @@ ServicesDep = Annotated[ApiServices, Depends(services)]
 _ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 415, 422, 429, 503)
 }
-MEDIA_TYPES = {"txt": "text/plain", "md": "text/markdown", "html": "text/html"}
+MEDIA_TYPES = {
+    "txt": "text/plain",
+    "md": "text/markdown",
+    "html": "text/html",
+    "srt": "application/x-subrip",
+    "vtt": "text/vtt",
+    "po": "text/x-gettext-translation",
+}
 """The content type of each format, both ways: an upload's type names its format, a download's says it."""
 _BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}
 _FILE_BODY: dict[str, Any] = {
@@ -49,8 +56,8 @@ def _format(request: Request, fmt: str | None, filename: str | None) -> str:
     raise ApiError(
         415,
         "unsupported_media_type",
-        f"cannot tell the document's format from Content-Type {media or 'none'!r}; send text/plain, "
-        "text/markdown or text/html, a filename= with its suffix, or format=txt|md|html",
+        f"cannot tell the document's format from Content-Type {media or 'none'!r}; send one of "
+        f"{', '.join(MEDIA_TYPES.values())}, a filename= with its suffix, or format={'|'.join(FORMATS)}",
     )
 
 
@@ -108,7 +115,7 @@ async def get_document(document_id: str, caller: CallerDep, api: ServicesDep) ->
         fmt, result = await api.groups.document_result(caller.tenant, document_id)
     except (RunNotFinishedError, DocumentNotAssembledError):
         return view
-    return view.model_copy(update={"format": fmt, "failed_segments": result.failed_segments})
+    return view.model_copy(update={"format": fmt, "failed_segments": result.failed_segments, "report": result.report})
 
 
 @router.get(

@@ -1,184 +1,252 @@
-"""Markdown: prose is translated; code, markup, URLs and table pipes are kept as they are.
+"""Markdown: the blocks come from a CommonMark/GFM parser, each paragraph's sentences whole.
 
-Line by line: fenced and indented code blocks, front matter, HTML lines, link definitions and
-horizontal rules are literal; heading markers, list markers, block quotes and table cells keep
-their syntax while the text in them becomes segments. Inside a line, inline code, link and image
-targets, autolinks, bare URLs and inline HTML tags are literal, so a segment never carries them.
+markdown-it-py parses the document (tables without leading pipes, nested lists and quotes,
+reference links, HTML blocks and code by construction; front matter is cut off first). Every
+paragraph, heading and table cell is one block of prose: its lines are rejoined (a wrapped
+paragraph is one sentence to the model, not one fragment per line), and inside it code spans,
+autolinks, bare URLs and inline HTML that is not an element pair are unit tags the model never
+sees, while links, images (their alt text is translated), emphasis and inline HTML elements
+are paired tags around translated text. Lines no block claims (code, HTML blocks, rules,
+link definitions) are kept as they are; HTML blocks go through the HTML splitter.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from orchestrator.segmenting.finder import Finder
-from orchestrator.segmenting.skeleton import Skeleton
+from orchestrator.segmenting.html_format import split_html
+from orchestrator.segmenting.skeleton import Code, Skeleton
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_BLANK = re.compile(r"^\s*$")
-_HR = re.compile(r"^ {0,3}([-*_])( *\1){2,} *$")
-_HEADING = re.compile(r"( {0,3}#{1,6}(?:[ \t]+|$))")
-_QUOTE = re.compile(r"( {0,3}>[ \t]?)")
-_LIST = re.compile(r"([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?)")
-_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S")
-_HTML_LINE = re.compile(r"^ {0,3}<(?:[a-zA-Z/!?])")
-_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_INLINE_START = re.compile(r"[`!\]\[<h\\]")  # where an inline literal can begin
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_INLINE_START = re.compile(r"[`!\]\[<h*_~]")  # where inline markup can begin
 _BACKTICKS = re.compile(r"`+")
 _URL_END = re.compile(r"[\s)>\]]")
+_HTML_TAG_NAME = re.compile(r"</?([a-zA-Z][a-zA-Z0-9-]*)")
+_PROSE_PARENTS = ("paragraph_open", "heading_open", "th_open", "td_open")
+
+
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
 
 def split_markdown(source: str, max_chars: int, skeleton: Skeleton) -> None:
-    """Cut a Markdown document into literal syntax and prose segments."""
-    lines = source.splitlines(keepends=True)
-    fence: str | None = None
-    previous_blank = True
-    in_list = False
-    front_matter = bool(lines) and lines[0].rstrip("\r\n") == "---"
-    for number, line in enumerate(lines):
+    """Cut a Markdown document into literal syntax and whole-sentence prose segments."""
+    lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
+    first = _front_matter_end(lines)
+    for front in lines[:first]:
+        skeleton.literal(front)
+    body = lines[first:]
+    tokens = _parser().parse("".join(body))
+    done = 0  # lines handed to the skeleton so far
+    for block in _prose_blocks(tokens):
+        start, end = block.lines
+        if start < done:  # a block inside one already handled (never expected): keep it as it is
+            continue
+        for kept in body[done:start]:
+            skeleton.literal(kept)
+        _block(skeleton, body[start:end], block, max_chars)
+        done = end
+    for kept in body[done:]:
+        skeleton.literal(kept)
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """How many lines of YAML front matter open the document (0: none)."""
+    if not lines or lines[0].rstrip("\r\n") != "---":
+        return 0
+    for number in range(1, len(lines)):
+        if lines[number].rstrip("\r\n") in ("---", "..."):
+            return number + 1
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _ProseBlock:
+    """A paragraph, heading or table row: its source lines and its text (or its cells) as parsed."""
+
+    lines: tuple[int, int]
+    contents: tuple[str, ...]  # one for a paragraph or heading, one per cell for a table row
+    kind: str  # "paragraph", "heading", "row", "html"
+
+
+def _prose_blocks(tokens: list[Token]) -> Iterator[_ProseBlock]:
+    """The blocks with prose, in document order."""
+    row: list[str] = []
+    row_lines: tuple[int, int] | None = None
+    for index, token in enumerate(tokens):
+        if token.type == "tr_open" and token.map:
+            row, row_lines = [], (token.map[0], token.map[1])
+        elif token.type == "tr_close" and row_lines is not None:
+            yield _ProseBlock(row_lines, tuple(row), "row")
+            row_lines = None
+        elif token.type == "html_block" and token.map:
+            yield _ProseBlock((token.map[0], token.map[1]), (token.content,), "html")
+        elif token.type == "inline" and index and tokens[index - 1].type in _PROSE_PARENTS:
+            if row_lines is not None:
+                row.append(token.content)
+            elif token.map:
+                kind = "heading" if tokens[index - 1].type == "heading_open" else "paragraph"
+                yield _ProseBlock((token.map[0], token.map[1]), (token.content,), kind)
+
+
+def _block(skeleton: Skeleton, lines: list[str], block: _ProseBlock, max_chars: int) -> None:
+    """One block's lines: container markers and line ends literal, its text one block of prose."""
+    if block.kind == "row":
+        _row(skeleton, lines, max_chars)
+        return
+    if block.kind == "html":
+        split_html("".join(lines), max_chars, skeleton)
+        return
+    content = block.contents[0]
+    content_lines = content.split("\n")
+    located = _locate(lines, content_lines)
+    if located is None:  # the parser's text is not found in the lines: translate them line by line
+        for line in lines:
+            body = line.rstrip("\r\n")
+            skeleton.prose(body, max_chars)
+            skeleton.literal(line[len(body) :])
+        return
+    tokens: list[str | Code] = []
+    skeleton.literal(lines[0][: located[0][0]])
+    trailing = ""
+    for number, (start, end) in enumerate(located):
+        if number:  # the line break, the next line's container markers and indentation: one space
+            tokens.append(Code(trailing + lines[number - 1][located[number - 1][1] :] + lines[number][:start], "space"))
+        text = lines[number][start:end]
+        kept = text.rstrip(" \t")
+        tokens.extend(_inline(kept))
+        trailing = text[len(kept) :]
+    last = len(located) - 1
+    skeleton.block(tokens, max_chars)
+    skeleton.literal(trailing + lines[last][located[last][1] :] + "".join(lines[last + 1 :]))
+
+
+def _locate(lines: list[str], content_lines: list[str]) -> list[tuple[int, int]] | None:
+    """Where each line of the parsed text sits in its source line (``None``: not found)."""
+    if len(content_lines) > len(lines):
+        return None
+    spans: list[tuple[int, int]] = []
+    for line, content_line in zip(lines, content_lines, strict=False):
         body = line.rstrip("\r\n")
-        ending = line[len(body) :]
-        if front_matter:
-            skeleton.literal(line)
-            front_matter = not (number > 0 and body in ("---", "..."))
+        content = content_line.lstrip(" \t")  # a continuation line's indentation is not text
+        at = body.rfind(content) if content else len(body)
+        if at == -1:
+            return None
+        spans.append((at, at + len(content)))
+    return spans
+
+
+def _row(skeleton: Skeleton, lines: list[str], max_chars: int) -> None:
+    """A table row: pipes and padding literal, each cell a block of prose."""
+    line = lines[0]
+    body = line.rstrip("\r\n")
+    for cell in re.split(r"((?<!\\)\|)", body):
+        if cell == "|":
+            skeleton.literal(cell)
             continue
-        if fence is not None:
-            skeleton.literal(line)
-            if body.strip().startswith(fence) and not body.strip().strip(fence[0]):
-                fence = None
-            continue
-        opening = _FENCE.match(body)
-        if opening:
-            fence = opening.group(1)
-            skeleton.literal(line)
-            previous_blank = False
-            continue
-        blank = bool(_BLANK.match(body))
-        # Indented lines after a blank line are code, unless they continue a list item.
-        indented_code = not blank and previous_blank and not in_list and bool(re.match(r"^( {4}|\t)", body))
-        if blank or indented_code or _is_literal_line(body, previous_blank):
-            skeleton.literal(line)
-            previous_blank = blank or (indented_code and previous_blank)
-            continue
-        in_list = _block_line(skeleton, body, max_chars) or (in_list and body[:1] in (" ", "\t"))
-        skeleton.literal(ending)
-        previous_blank = False
+        stripped = cell.strip()
+        lead = len(cell) - len(cell.lstrip())
+        skeleton.literal(cell[:lead])
+        if stripped:
+            skeleton.block(_inline(stripped), max_chars)
+        skeleton.literal(cell[lead + len(stripped) :])
+    skeleton.literal(line[len(body) :])
+    for rest in lines[1:]:
+        skeleton.literal(rest)
 
 
-def _is_literal_line(body: str, previous_blank: bool) -> bool:
-    """Lines with nothing to translate: rules, link definitions, HTML, table delimiters, setext underlines."""
-    return bool(
-        _HR.match(body)
-        or _LINK_DEFINITION.match(body)
-        or _HTML_LINE.match(body)
-        or ("|" in body and _TABLE_DELIMITER.match(body))
-        or (not previous_blank and _SETEXT_UNDERLINE.match(body))
-    )
-
-
-def _block_line(skeleton: Skeleton, body: str, max_chars: int) -> bool:
-    """One line of a paragraph, heading, quote, list item or table row; True if it is a list item.
-
-    Quote and list markers are peeled off in a loop, not by recursion: ``> > > ...`` nested ten
-    thousand deep is one more turn each, never a deeper stack.
-    """
-    is_item = False
-    position = 0  # matched from a position, never by slicing: peeling stays linear however deep
-    while True:
-        quote = _QUOTE.match(body, position)
-        if quote:
-            skeleton.literal(quote.group(1))
-            position = quote.end()
-            continue
-        heading = _HEADING.match(body, position)
-        if heading:
-            skeleton.literal(heading.group(1))
-            text, closing = _closing_sequence(body[heading.end() :])
-            _inline(skeleton, text, max_chars)
-            skeleton.literal(closing)
-            return is_item
-        item = _LIST.match(body, position)
-        if item:
-            skeleton.literal(item.group(1))
-            position = item.end()
-            is_item = True
-            continue
-        rest = body[position:]
-        if "|" in rest and rest.lstrip().startswith("|"):
-            for cell in re.split(r"((?<!\\)\|)", rest):
-                if cell == "|":
-                    skeleton.literal(cell)
-                else:
-                    _inline(skeleton, cell, max_chars)
-            return is_item
-        _inline(skeleton, rest, max_chars)
-        return is_item
-
-
-def _closing_sequence(text: str) -> tuple[str, str]:
-    """A heading's text and its optional closing ``#``s (with the blanks around them), found without backtracking."""
-    trimmed = text.rstrip(" \t")
-    unhashed = trimmed.rstrip("#")
-    if unhashed == trimmed or not unhashed.endswith((" ", "\t")):
-        return text, ""
-    cut = len(unhashed.rstrip(" \t"))
-    return text[:cut], text[cut:]
-
-
-def _inline(skeleton: Skeleton, text: str, max_chars: int) -> None:
-    """Prose with inline code, link targets, URLs and tags cut out as literals."""
+def _inline(text: str) -> list[str | Code]:
+    """One line of prose as text runs and codes: what the model may see and what it must keep."""
     finder = Finder(text)
-    code = _code_spans(text)
-    position = 0
-    scan = 0
+    code_spans = _code_spans(text)
+    out: list[str | Code] = []
+    position = scan = 0
     while (start := _INLINE_START.search(text, scan)) is not None:
         begin = start.start()
         if text[begin] == "`":
-            end, run_end = code.get(begin, (None, begin + 1))
+            end, run_end = code_spans.get(begin, (None, begin + 1))
+            code: Code | None = None if end is None else Code(text[begin:end], "unit")
         else:
-            end, run_end = _inline_literal_end(text, begin, finder), begin + 1
-        if end is None:
+            code, end, run_end = *_inline_code(text, begin, finder), begin + 1
+        if code is None or end is None:
             scan = run_end
             continue
-        skeleton.prose(text[position:begin], max_chars)
-        skeleton.literal(text[begin:end])
+        if begin > position:
+            out.append(text[position:begin])
+        out.append(code)
         position = scan = end
-    skeleton.prose(text[position:], max_chars)
+    if position < len(text):
+        out.append(text[position:])
+    return out
 
 
-def _inline_literal_end(text: str, start: int, finder: Finder) -> int | None:
-    """Where the inline literal beginning at ``start`` ends, or ``None`` if none begins there.
+def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, int | None]:
+    """The inline markup beginning at ``start`` and where it ends (``(None, None)``: none begins there).
 
-    The literals (inline code apart, see :func:`_code_spans`): images with their target,
-    link brackets and targets (the link text between them is prose), autolinks and inline HTML
-    tags, bare http(s) URLs, backslash escapes. Closing marks come from ``finder``: linear time.
+    Linear: closing marks come from ``finder``. An image ``![alt](src)`` and a link ``[text](url)``
+    are an opening and a closing code around their text; autolinks and bare http(s) URLs are units;
+    inline HTML tags pair by element name; emphasis runs (``*``, ``_``, ``~~``) open where they
+    start a word and close where they end one.
     """
     char = text[start]
     if char == "!":
-        if not text.startswith("![", start):
-            return None
-        bracket = finder.find("]", start + 2)
-        if bracket == -1 or not text.startswith("(", bracket + 1):
-            return None
-        close = finder.find(")", bracket + 2)
-        return None if close == -1 else close + 1
+        return (Code("![", "open", "link"), start + 2) if text.startswith("![", start) else (None, None)
+    if char == "[":
+        return Code("[", "open", "link"), start + 1
     if char == "]":
         if text.startswith("(", start + 1) or text.startswith("[", start + 1):
             close = finder.find(")" if text[start + 1] == "(" else "]", start + 2)
-            return None if close == -1 else close + 1
-        return None
-    if char == "[":
-        return start + 1
+            return (None, None) if close == -1 else (Code(text[start : close + 1], "close", "link"), close + 1)
+        return Code("]", "close", "link"), start + 1
     if char == "<":
-        return _tag_end(text, start, finder)
+        end = _tag_end(text, start, finder)
+        if end is None:
+            return None, None
+        tag = text[start:end]
+        name = _HTML_TAG_NAME.match(tag)
+        if name is None or tag.endswith("/>"):
+            return Code(tag, "unit"), end
+        return Code(tag, "close" if tag.startswith("</") else "open", name.group(1).lower()), end
     if char == "h":
-        if not text.startswith(("http://", "https://"), start):
-            return None
+        if not text.startswith(("http://", "https://"), start) or (start and text[start - 1].isalnum()):
+            return None, None
         scheme = start + (7 if text.startswith("http://", start) else 8)
         end = finder.find(_URL_END, scheme)
         end = len(text) if end == -1 else end
-        return end if end > scheme else None
-    return start + 2 if start + 1 < len(text) else None  # a backslash escapes the next character
+        while end > scheme and text[end - 1] in ".,;:!?":  # a sentence's full stop is not the URL's
+            end -= 1
+        return (Code(text[start:end], "unit"), end) if end > scheme else (None, None)
+    if char in "*_~":
+        return _emphasis(text, start)
+    return None, None
+
+
+def _emphasis(text: str, start: int) -> tuple[Code | None, int | None]:
+    """A run of ``*``, ``_`` or ``~~`` that opens (before a word) or closes (after one) emphasis."""
+    char = text[start]
+    end = start
+    while end < len(text) and text[end] == char and end - start < 3:
+        end += 1
+    run = text[start:end]
+    if char == "~" and run != "~~":
+        return None, None
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    if before == char or after == char:
+        return None, None  # part of a longer run: left as text
+    opens = not after.isspace() and not before.isalnum()
+    closes = not before.isspace() and not after.isalnum()
+    if opens and not closes:
+        return Code(run, "open", run), end
+    if closes and not opens:
+        return Code(run, "close", run), end
+    return None, None
 
 
 def _code_spans(text: str) -> dict[int, tuple[int | None, int]]:

@@ -6,29 +6,17 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import replace as dataclass_replace
+from typing import Any
 
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
+from orchestrator.segmenting.inline_block import block_pieces
+from orchestrator.segmenting.pieces import Code, Escape, LangAttribute, Piece, Segment, Wrap, fill_attached
 
-Escape = Literal["", "html"]
+__all__ = ["Code", "Escape", "LangAttribute", "Piece", "Segment", "Skeleton", "Wrap"]
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter: otherwise nothing to translate
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A piece of prose to translate: ``text`` goes to the model, ``raw`` is how the source spelled it."""
-
-    text: str
-    raw: str
-    escape: Escape = ""
-
-    def render(self, translation: str | None) -> str:
-        """The segment in the output: the source if untranslated (or unchanged), else the translation."""
-        if translation is None or translation == self.text:
-            return self.raw
-        return html.escape(translation, quote=False) if self.escape == "html" else translation
 
 
 @dataclass(slots=True)
@@ -39,7 +27,7 @@ class Skeleton:
     so a huge document is refused before it has used the memory of millions of segments.
     """
 
-    pieces: list[str | Segment] = field(default_factory=list)
+    pieces: list[Piece] = field(default_factory=list)
     max_segments: int | None = None
     _count: int = 0
     _tail: list[str] = field(default_factory=list)  # literals since the last segment, joined once
@@ -79,11 +67,56 @@ class Skeleton:
                 if part.isspace():
                     self.literal(part)
                 else:
-                    text = html.unescape(part) if escape == "html" else part
-                    self._add(Segment(text=text, raw=part, escape=escape))
+                    text = html.unescape(part) if escape in ("html", "attr") else part
+                    self.add_segment(Segment(text=text, raw=part, escape=escape))
         self.literal(raw[start + len(stripped) :])
 
-    def _add(self, segment: Segment) -> None:
+    def add_lang(self, attribute: LangAttribute) -> None:
+        """Append a ``lang`` attribute value (set to the target language when assembled)."""
+        self._flush()
+        self.pieces.append(attribute)
+
+    def block(
+        self,
+        tokens: Sequence[str | Code],
+        max_chars: int,
+        *,
+        escape: Escape = "",
+        wrap: Wrap | None = None,
+    ) -> None:
+        """Append a block of prose with inline markup: whole sentences as segments with placeholder tags.
+
+        ``wrap``: the block was hard-wrapped text; its translations are wrapped the same way.
+        """
+        pieces = block_pieces(tokens, max_chars, escape, wrap)
+        if pieces is None:  # nothing to translate, or text that looks like a placeholder tag itself
+            self._without_tags(tokens, max_chars, escape)
+            return
+        for piece in pieces:
+            if isinstance(piece, str):
+                self.literal(piece)
+            else:
+                self.add_segment(piece)
+
+    def _without_tags(self, tokens: Sequence[str | Code], max_chars: int, escape: Escape) -> None:
+        """A block as before placeholder tags: each text run its own prose, the markup literal between."""
+        run: list[str] = []
+        for token in tokens:
+            if isinstance(token, str):
+                run.append(token)
+                continue
+            self.prose("".join(run), max_chars, escape=escape)
+            run = []
+            self.literal(token.raw)
+        self.prose("".join(run), max_chars, escape=escape)
+
+    def add_detached(self, segment: Segment) -> int:
+        """Add a segment rendered inside a later code's raw (at ``U+FDD0 index U+FDD1``); return its index."""
+        self.add_segment(dataclass_replace(segment, detached=True))
+        return self._count - 1
+
+    def add_segment(self, segment: Segment) -> None:
+        """Append one segment (over ``max_segments`` raises :class:`DocumentTooLargeError`)."""
         if self.max_segments is not None and self._count >= self.max_segments:
             raise DocumentTooLargeError(
                 f"the document splits into more than {self.max_segments:,} segments "
@@ -93,16 +126,28 @@ class Skeleton:
         self._flush()
         self.pieces.append(segment)
 
-    def assemble(self, translations: Sequence[str | None]) -> str:
-        """The document with segment ``i`` replaced by ``translations[i]`` (``None``: keep the source)."""
+    def assemble(self, translations: Sequence[str | None], target_lang: str | None = None) -> str:
+        """The document with segment ``i`` replaced by ``translations[i]`` (``None``: keep the source).
+
+        With ``target_lang``, HTML ``lang`` attributes name it.
+        """
         self._flush()
+        segments = [p for p in self.pieces if isinstance(p, Segment)]
+        if len(segments) != len(translations):
+            raise ValueError(f"{len(translations)} translations for {len(segments)} segments")
+        attached: list[str | None] = [
+            s.render(t) if s.detached else None for s, t in zip(segments, translations, strict=True)
+        ]
         out: list[str] = []
         index = 0
         for piece in self.pieces:
             if isinstance(piece, str):
-                out.append(piece)
+                out.append(fill_attached(piece, attached))
+            elif isinstance(piece, LangAttribute):
+                out.append(piece.render(target_lang))
             else:
-                out.append(piece.render(translations[index]))
+                if not piece.detached:
+                    out.append(piece.render(translations[index], attached))
                 index += 1
         if index != len(translations):
             raise ValueError(f"{len(translations)} translations for {index} segments")
@@ -115,9 +160,33 @@ class Skeleton:
     def to_json(self) -> list[Any]:
         """A JSON-ready form (stored with the document until it is assembled)."""
         self._flush()
-        return [p if isinstance(p, str) else [p.text, p.raw, p.escape] for p in self.pieces]
+        return [_piece_to_json(p) for p in self.pieces]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> Skeleton:
         """The skeleton :meth:`to_json` produced."""
-        return cls([p if isinstance(p, str) else Segment(text=p[0], raw=p[1], escape=p[2]) for p in data])
+        return cls([_piece_from_json(p) for p in data])
+
+
+def _piece_to_json(piece: Piece) -> Any:
+    if isinstance(piece, str):
+        return piece
+    if isinstance(piece, LangAttribute):
+        return {"lang": piece.raw}
+    wrap = None if piece.wrap is None else list(piece.wrap)
+    return [piece.text, piece.raw, piece.escape, [list(c) for c in piece.codes], piece.detached, wrap]
+
+
+def _piece_from_json(data: Any) -> Piece:
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        return LangAttribute(data["lang"])
+    return _segment_from_json(data)
+
+
+def _segment_from_json(data: list[Any]) -> Segment:
+    codes = tuple((c[0], c[1]) for c in data[3]) if len(data) > 3 else ()  # skeletons stored before codes had 3 fields
+    detached = bool(data[4]) if len(data) > 4 else False
+    wrap = Wrap(*data[5]) if len(data) > 5 and data[5] else None
+    return Segment(text=data[0], raw=data[1], escape=data[2], codes=codes, detached=detached, wrap=wrap)

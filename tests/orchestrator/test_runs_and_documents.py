@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -17,6 +18,8 @@ import redis
 from rq import Queue, SimpleWorker
 
 from contract.errors import RunNotFinishedError
+from contract.inline_tags import Tag
+from contract.inline_tags import tokens as tag_tokens
 from contract.settings import Settings
 from orchestrator.context import TaskContext
 from orchestrator.dispatcher import CompletionDispatcher
@@ -157,7 +160,7 @@ async def test_document_round_trips_byte_for_byte(
     async with start_worker(DeterministicEngine()):
         await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
     result = client.document_result(document_id)
-    assert result.text == source
+    assert result.text == source.replace('<html lang="en">', '<html lang="fr">')  # the lang names the target
     assert result.failed_segments == []
 
 
@@ -313,3 +316,31 @@ def test_a_document_cancelled_before_it_is_split_submits_nothing(client: Client,
     run_orchestrator()
     assert client.get_document(document_id).status == "cancelled"
     assert raw_redis.xlen(client.keys.jobs_stream) == 0
+
+
+def _shout_or_lose(text: str, request: Any) -> str:
+    """Capitals with the tags kept, except for a text with "lose" in it, whose tags are lost every time."""
+    shouted = "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tag_tokens(text))
+    return re.sub(r"</?x\d+/?>", "", shouted) if "lose" in text else shouted
+
+
+async def test_inline_markup_round_trips_and_the_report_names_the_fallbacks(
+    start_worker: WorkerFactory, client: Client, pg: Any
+) -> None:
+    source = '<p>Click <a href="/x">here</a> now.</p><p>We <b>lose</b> tags here.</p><p>Plain.</p>'
+    document_id = client.submit_document(source, "html", "en", "fr")
+    async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
+        await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
+    result = client.document_result(document_id)
+    assert result.text == '<p>CLICK <a href="/x">HERE</a> NOW.</p><p>WE <b>LOSE</b> TAGS HERE.</p><p>PLAIN.</p>'
+    assert result.report is not None
+    assert result.report["with_tags"] == 2 and result.report["tags_kept"] == 1 and result.report["failed"] == 0
+    assert result.report["fell_back"] == [{"segment": 1, "source": "We lose tags here."}]
+    rows = pg.execute(
+        "SELECT sequence, inline_tags, source_text FROM jobs WHERE document_id = %s ORDER BY sequence", (document_id,)
+    ).fetchall()
+    assert rows == [
+        (0, "kept", "Click <x1>here</x1> now."),
+        (1, "fallback", "We <x1>lose</x1> tags here."),
+        (2, None, "Plain."),
+    ]

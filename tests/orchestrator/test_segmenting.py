@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from contract.errors import InvalidJobError
+from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
+from orchestrator.segmenting.preceding import preceding_text
 
 TRICKY_MARKDOWN = """---
 title: Guide
@@ -80,10 +82,15 @@ def test_identity_round_trip_is_byte_for_byte(source: str, fmt: str) -> None:
     assert skeleton.source() == source
 
 
+def shout(text: str) -> str:
+    """A stand-in translation: the text in capitals, placeholder tags as they were."""
+    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(text))
+
+
 def _translated(source: str, fmt: str) -> tuple[str, list[str]]:
     skeleton = split_document(source, fmt, 200)
     texts = [s.text for s in skeleton.segments]
-    return skeleton.assemble([t.upper() for t in texts]), texts
+    return skeleton.assemble([shout(t) for t in texts], "fr"), texts
 
 
 def test_markdown_code_urls_and_syntax_are_never_translated() -> None:
@@ -91,7 +98,7 @@ def test_markdown_code_urls_and_syntax_are_never_translated() -> None:
     for kept in (
         "`pip install dragoman`",
         '(https://example.com/docs "Docs")',
-        "![a diagram](img/arch.png)",
+        "](img/arch.png)",
         "<kbd>",
         "</kbd>",
         "https://example.com/x?y=1.",
@@ -109,28 +116,42 @@ def test_markdown_code_urls_and_syntax_are_never_translated() -> None:
         assert kept in out, kept
     assert "# GETTING *STARTED* #" in out
     assert "[THE DOCS](https://example.com/docs" in out
+    assert "![A DIAGRAM](img/arch.png)" in out  # alt text translated, target kept
     assert "| CELL ONE | `code` CELL |" in out
     assert "TITLE UNDERLINED\n----------------" in out
     assert "TRAILING TEXT WITHOUT NEWLINE" in out
-    assert not any("```" in t or "http" in t for t in texts)
+    assert not any("```" in t or "http" in t or "pip install" in t for t in texts)
 
 
-def test_html_translates_text_nodes_only() -> None:
+def test_markdown_sentences_stay_whole_across_inline_markup_and_wrapped_lines() -> None:
+    _, texts = _translated(TRICKY_MARKDOWN, "md")
+    assert "Getting <x1>started</x1>" in texts
+    assert (
+        "Install it with <x1/> and read <x2>the docs</x2>. A line with a hard break and <x3>a diagram</x3> plus "
+        "<x4>Ctrl</x4> and <x5/>." in texts
+    )
+    assert "A quote with <x1>bold</x1> text." in texts
+
+
+def test_html_translates_whole_sentences_attributes_and_sets_lang() -> None:
     out, texts = _translated(TRICKY_HTML, "html")
+    assert '<html lang="fr">' in out
     assert "<h1 class=\"title\" data-x='a > b'>HELLO &amp; WELCOME</h1>" in out
-    assert '<a href="/x?a=1&amp;b=2" title="keep me">A LINK</a>' in out
+    assert '<a href="/x?a=1&amp;b=2" title="KEEP ME">A LINK</a>' in out
+    assert "<title>NOT TRANSLATED</title>" in out
+    assert 'alt="AN IMAGE"' in out
     for kept in (
-        "<title>Not translated</title>",
         "p > a { color: red; }",
         "<!-- a comment with <b>tags</b> -->",
         "<pre>  code   keeps   spaces  </pre>",
         "<code>inline code</code>",
         'var s = "<p>not html</p>";',
         "<textarea>user text</textarea>",
-        'alt="an image"',
     ):
         assert kept in out, kept
     assert "Hello & welcome" in texts  # the model sees text, not entities
+    assert "First paragraph with <x1>a link</x1>, \xa0 and's entities." in texts
+    assert "Line<x1/>break and <x2/> here." in texts
 
 
 def test_long_prose_is_cut_at_sentence_ends() -> None:
@@ -149,3 +170,15 @@ def test_unsupported_format_and_silly_limits_are_clear_errors() -> None:
         split_document("hello", "docx", 200)
     with pytest.raises(InvalidJobError, match="at least 20"):
         split_document("hello", "txt", 5)
+
+
+def test_each_segment_is_sent_with_the_text_before_it_as_context() -> None:
+    skeleton = split_document("First sentence here.\n\nSecond <b>bold</b> one.\n\nThird.\n", "md", 200)
+    segments = skeleton.segments
+    assert [preceding_text(segments, i, 300) for i in range(3)] == [
+        None,
+        "First sentence here.",
+        "First sentence here. Second bold one.",  # tags left out: context is read, not translated
+    ]
+    assert preceding_text(segments, 2, 12) == "bold one."  # bounded, starting at a whole word
+    assert preceding_text(segments, 2, 0) is None

@@ -59,4 +59,5 @@ def test_a_document_over_the_segment_limit_stops_at_the_limit() -> None:
 
 def test_code_spans_close_on_a_run_of_the_same_length() -> None:
     skeleton = split_document("Use ``a ` b`` here and `c` there, ``` not closed\n", "md", 200)
-    assert [s.text for s in skeleton.segments] == ["Use", "here and", "there, ``` not closed"]
+    assert [s.text for s in skeleton.segments] == ["Use <x1/> here and <x2/> there, ``` not closed"]
+    assert skeleton.segments[0].codes == (("``a ` b``", ""), ("`c`", ""))

@@ -86,14 +86,20 @@ def test_a_document_is_split_then_assembled_from_its_rows_in_order(groups: Group
     with groups.locked_group("document", doc) as group:
         assert group == LockedGroup("running", 2, None)
         assembly = groups.assembly_input(doc)
-        assert assembly.skeleton == _SKELETON and assembly.cancel_requested is False
+        assert assembly.skeleton == _SKELETON and assembly.cancel_requested is False and assembly.target_lang == "fr"
         assert assembly.segments == [
             SegmentRow(0, "succeeded", "Bonjour.", None),
             SegmentRow(1, "failed", None, "boom"),
         ]
-        groups.save_assembly(doc, "Bonjour. World.", [{"segment": 1, "status": "failed"}], "failed")
+        report = {"segments": 2, "with_tags": 0, "failed": 1}
+        groups.save_assembly(doc, "Bonjour. World.", [{"segment": 1, "status": "failed"}], "failed", report)
 
-    assert groups.document_output(doc) == ("failed", "Bonjour. World.", [{"segment": 1, "status": "failed"}])
+    assert groups.document_output(doc) == (
+        "failed",
+        "Bonjour. World.",
+        [{"segment": 1, "status": "failed"}],
+        {"segments": 2, "with_tags": 0, "failed": 1},
+    )
     row = pg.execute("SELECT assemblies, submitted_at IS NOT NULL FROM documents WHERE id = %s", (doc,)).fetchone()
     assert row == (1, True)
 

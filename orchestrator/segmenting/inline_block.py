@@ -1,0 +1,234 @@
+"""A block of prose with inline markup, cut into whole-sentence segments that carry placeholder tags.
+
+A splitter hands over a block (an HTML paragraph, a Markdown paragraph or table cell, a
+subtitle cue) as text runs and :class:`Code` tokens. The block's text, with the markup left out,
+is cut at sentence ends like any prose (:func:`contract.sentences.cut_prose`); each sentence
+becomes one segment whose markup is numbered tags (``Click <x1>here</x1>.``). Markup between two
+sentences stays literal; an element that opens in one sentence and closes in the next becomes a
+unit tag in each, so every segment's tags pair up on their own.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import replace as dataclass_replace
+
+from contract import inline_tags
+from contract.sentences import cut_prose
+from orchestrator.segmenting.pieces import Code, Escape, Segment, Wrap
+
+_HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
+
+
+def block_pieces(
+    tokens: Sequence[str | Code],
+    max_chars: int,
+    escape: Escape,
+    wrap: Wrap | None = None,
+) -> list[str | Segment] | None:
+    """``tokens`` (text runs and inline codes, in order) as literals and segments.
+
+    ``None`` when the block has no words, or has text that itself looks like a placeholder tag
+    (which the model could not tell from ours): the caller sends its runs as plain prose.
+    """
+    plain, offsets = _plain_text(tokens)
+    spans = _sentence_spans(plain, max_chars)
+    if not spans or any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
+        return None
+    out: list[str | Segment] = []
+    tokens = _split_text_tokens(tokens, spans)
+    _, offsets = _plain_text(tokens)
+    buckets = _assign(tokens, offsets, spans)
+    position = 0
+    while position < len(tokens):
+        bucket = buckets[position]
+        end = position
+        while end < len(tokens) and buckets[end] == bucket:
+            end += 1
+        group = tokens[position:end]
+        if bucket < 0:
+            out.append(_raw(group))
+        else:
+            first, last = _peel(group)
+            out += [_raw(group[:first]), _segment(group[first:last], escape, wrap), _raw(group[last:])]
+        position = end
+    return [piece for piece in out if piece != ""]
+
+
+def segment_of(tokens: Sequence[str | Code], escape: Escape, *, raw: str) -> Segment | None:
+    """``tokens`` as one segment, however long, that stands for ``raw`` in the source (``None``: no words).
+
+    For a message that is written somewhere else than its source: a gettext ``msgstr`` filled from
+    its ``msgid``, whose source is the empty string.
+    """
+    plain, _ = _plain_text(tokens)
+    if not _HAS_WORDS.search(plain) or any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
+        return None
+    return dataclass_replace(_segment(tokens, escape, None), raw=raw)
+
+
+def _raw(group: Sequence[str | Code]) -> str:
+    return "".join(t if isinstance(t, str) else t.raw for t in group)
+
+
+def _peel(group: Sequence[str | Code]) -> tuple[int, int]:
+    """Where a sentence's text starts and ends once the markup around all of it is left out.
+
+    A unit before or after the words, or an element around the whole sentence (``<b>Note.</b>``,
+    an image's alt text), needs no tag: fewer tags, fewer for the model to lose.
+    """
+    pairs = _pair(group)
+    first, last = 0, len(group)
+    while first < last:
+        head, tail = group[first], group[last - 1]
+        if not isinstance(head, str) and head.kind in ("unit", "break"):
+            first += 1
+        elif not isinstance(tail, str) and tail.kind in ("unit", "break"):
+            last -= 1
+        elif pairs.get(first) == last - 1:
+            first, last = first + 1, last - 1
+        else:
+            break
+    return first, last
+
+
+def _plain_text(tokens: Sequence[str | Code]) -> tuple[str, list[int]]:
+    """The block's text as the sentence splitter sees it, and each token's offset in it."""
+    parts: list[str] = []
+    offsets: list[int] = []
+    length = 0
+    for token in tokens:
+        offsets.append(length)
+        piece = token if isinstance(token, str) else (" " if token.kind in ("space", "break") else "")
+        parts.append(piece)
+        length += len(piece)
+    return "".join(parts), offsets
+
+
+def _sentence_spans(plain: str, max_chars: int) -> list[tuple[int, int]]:
+    """``(start, end)`` in ``plain`` of every piece with words in it (whitespace between pieces excluded)."""
+    stripped = plain.strip()
+    if not stripped or not _HAS_WORDS.search(stripped):
+        return []
+    spans: list[tuple[int, int]] = []
+    position = len(plain) - len(plain.lstrip())
+    for piece in cut_prose(stripped, max_chars):
+        if not piece.isspace():
+            spans.append((position, position + len(piece)))
+        position += len(piece)
+    return spans
+
+
+def _assign(tokens: Sequence[str | Code], offsets: list[int], spans: list[tuple[int, int]]) -> list[int]:
+    """Which span (segment) each token belongs to; -1 for a literal between segments.
+
+    Text tokens are split beforehand so that none straddles a span's edge. An opening code at a
+    span's edge goes with the text after it, a closing or unit code with the text before it
+    (a unit code that opens the block goes with the first sentence); a space code only ever sits
+    inside a span, or between spans as a literal.
+    """
+    buckets: list[int] = []
+    span = 0
+    last = -1
+    for token, offset in zip(tokens, offsets, strict=True):
+        while span < len(spans) and spans[span][1] < offset:
+            span += 1
+        if isinstance(token, str) or token.kind in ("space", "break"):
+            size = len(token) if isinstance(token, str) else 1
+            inside = span < len(spans) and spans[span][0] <= offset and offset + size <= spans[span][1]
+            if span < len(spans) and spans[span][1] == offset:
+                inside = False
+                if span + 1 < len(spans) and spans[span + 1][0] == offset and offset + size <= spans[span + 1][1]:
+                    inside, span = True, span + 1
+            bucket = span if inside else -1
+        else:
+            bucket = _code_bucket(token.kind, offset, spans, span)
+        if bucket != -1 and bucket < last:
+            bucket = last  # codes at one offset keep document order
+        buckets.append(bucket)
+        if bucket != -1:
+            last = bucket
+    return buckets
+
+
+def _code_bucket(kind: str, offset: int, spans: list[tuple[int, int]], span: int) -> int:
+    candidates = [i for i in (span - 1, span, span + 1) if 0 <= i < len(spans)]
+    for i in candidates:
+        start, end = spans[i]
+        if start < offset < end:
+            return i
+    if kind == "open":
+        return next((i for i in candidates if spans[i][0] == offset), -1)
+    before = next((i for i in candidates if spans[i][1] == offset), -1)
+    if before != -1:
+        return before
+    return next((i for i in candidates if spans[i][0] == offset), -1)
+
+
+def _split_text_tokens(tokens: Sequence[str | Code], spans: list[tuple[int, int]]) -> list[str | Code]:
+    """``tokens`` with every text run cut at the spans' edges, so each run lies inside or outside one span."""
+    edges = sorted({edge for span in spans for edge in span})
+    out: list[str | Code] = []
+    offset = 0
+    for token in tokens:
+        if isinstance(token, str):
+            start = offset
+            cuts = [e - start for e in edges if start < e < start + len(token)]
+            previous = 0
+            for cut in [*cuts, len(token)]:
+                if cut > previous:
+                    out.append(token[previous:cut])
+                previous = cut
+            offset += len(token)
+        else:
+            out.append(token)
+            offset += 1 if token.kind in ("space", "break") else 0
+    return out
+
+
+def _segment(group: Sequence[str | Code], escape: Escape, wrap: Wrap | None) -> Segment:
+    """One sentence: its codes paired and numbered into tags, its text unescaped for the model."""
+    pairs = _pair(group)
+    codes: list[tuple[str, str]] = []
+    number_of: dict[int, int] = {}  # index in group of an opening or unit code -> its tag number
+    text: list[str] = []
+    raw = "".join(t if isinstance(t, str) else t.raw for t in group)
+    for index, token in enumerate(group):
+        if isinstance(token, str):
+            text.append(html.unescape(token) if escape in ("html", "attr") else token)
+        elif token.kind == "space":
+            text.append(" ")
+        elif index in pairs:  # an opening code with its closing one
+            closing = pairs[index]
+            number = len(codes) + 1
+            codes.append((token.raw, group[closing].raw))  # type: ignore[union-attr]
+            number_of[closing] = number
+            text.append(f"<x{number}>")
+        elif index in number_of:
+            text.append(f"</x{number_of[index]}>")
+        else:
+            codes.append((token.raw, ""))
+            text.append(f"<x{len(codes)}/>")
+    spans_lines = wrap is not None and (wrap.always or any(not isinstance(t, str) and t.kind == "space" for t in group))
+    return Segment(text="".join(text), raw=raw, escape=escape, codes=tuple(codes), wrap=wrap if spans_lines else None)
+
+
+def _pair(group: Sequence[str | Code]) -> dict[int, int]:
+    """Opening code index -> its closing code's index, for the elements that open and close in ``group``."""
+    stack: list[int] = []
+    pairs: dict[int, int] = {}
+    for index, token in enumerate(group):
+        if isinstance(token, str) or token.kind not in ("open", "close"):
+            continue
+        if token.kind == "open":
+            stack.append(index)
+            continue
+        for depth in range(len(stack) - 1, -1, -1):
+            opening = group[stack[depth]]
+            if not isinstance(opening, str) and opening.name == token.name:
+                pairs[stack[depth]] = index
+                del stack[depth:]  # elements left open inside it stay units
+                break
+    return pairs

@@ -1,0 +1,166 @@
+"""The pieces a document is cut into: literal text, segments with their inline codes, ``lang`` values."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from contract import inline_tags
+
+Escape = Literal["", "html", "attr", "po", "json"]
+"""How a translation is written back: as it is, as HTML text or attribute value, or as a quoted
+gettext or JSON string (the segment's raw is then the quoted string of the source)."""
+_QUOTED = ("po", "json")
+_PRIVATE_USE_START = 0xE000
+_STAND_INS = 6_000  # private-use characters that stand for tags while a translation is wrapped
+_PRIVATE_USE = re.compile(f"[{chr(_PRIVATE_USE_START)}-{chr(_PRIVATE_USE_START + _STAND_INS)}]")
+_PO_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"})
+
+
+class Wrap(NamedTuple):
+    """How a translation is wrapped into lines like its source (hard-wrapped text, a subtitle cue)."""
+
+    width: int
+    first_indent: int  # the first line's indentation (written before the segment, as a literal)
+    indent: str  # the continuation lines' indentation
+    newline: str
+    always: bool = False  # also a one-line source (a cue: the translation keeps to its width)
+
+
+CodeKind = Literal["open", "close", "unit", "break", "space"]
+
+ATTACHED_MARK = "\ufdd0"
+"""A Unicode noncharacter: marks where a code's raw holds a detached segment (PostgreSQL stores it; NUL it cannot)."""
+_ATTACHED = re.compile("\ufdd0([0-9]+)\ufdd1")
+
+
+def attached_place(index: int) -> str:
+    """The mark a code's raw holds where detached segment ``index`` goes."""
+    return f"\ufdd0{index}\ufdd1"
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """Inline markup inside a block of prose, kept out of the model's hands.
+
+    ``open``/``close``: an element whose content is translated (a link, bold text), paired by
+    ``name`` into ``<xN>…</xN>``; ``unit``: something the model never sees (a code span, a URL, an
+    image, a ``translate="no"`` span) as ``<xN/>``; ``break``: a unit that also ends a line (``<br>``),
+    so a sentence may end at it; ``space``: a soft line break (with the prefix of the next line)
+    that the model sees as one space and a translation replaces.
+
+    A raw may hold ``U+FDD0 N U+FDD1``: the place of detached segment ``N`` (an ``alt`` attribute of an
+    image inside the sentence), filled in when the document is assembled.
+    """
+
+    raw: str
+    kind: CodeKind
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A piece of prose to translate: ``text`` goes to the model, ``raw`` is how the source spelled it.
+
+    ``codes`` hold the markup behind the placeholder tags of ``text``: for tag ``xN``,
+    ``codes[N-1]`` is ``(opening raw, closing raw)`` (a unit tag's closing raw is empty).
+    """
+
+    text: str
+    raw: str
+    escape: Escape = ""
+    codes: tuple[tuple[str, str], ...] = ()
+    detached: bool = False  # rendered inside another segment's markup, not where it was added
+    wrap: Wrap | None = None
+
+    def render(self, translation: str | None, attached: Sequence[str | None] = ()) -> str:
+        """The segment in the output: the source if untranslated (or unchanged), else the translation.
+
+        ``attached``: the rendered detached segments by index, for the markup that holds them.
+
+        A translation whose placeholder tags do not match the source's keeps the source (the
+        worker checks the tags before a translation is stored, so only a bug gets here; the
+        document's report lists it: :meth:`tags_kept`).
+        """
+        if translation is None or translation == self.text or not self.tags_kept(translation):
+            out = [self.raw]
+        elif not self.codes:
+            out = [self._escaped(self._wrapped(translation))]
+        else:
+            out = self._restored(self._wrapped(translation))  # wrapped with tags: no break inside markup
+        if self.escape in _QUOTED and out != [self.raw]:
+            out = ['"', *out, '"']
+        return fill_attached("".join(out), attached)
+
+    def _wrapped(self, text: str) -> str:
+        """``text`` wrapped as the source paragraph was (at its width, with its indentation)."""
+        if self.wrap is None:
+            return text
+        width, first_indent, indent, newline, _ = self.wrap
+        tags = [match.group(0) for match in inline_tags.TAG.finditer(text)]
+        stand_ins = bool(tags) and len(tags) <= _STAND_INS and not _PRIVATE_USE.search(text)
+        if stand_ins:  # each tag counts as one character and is never broken
+            numbered = iter(range(len(tags)))
+            text = inline_tags.TAG.sub(lambda _: chr(_PRIVATE_USE_START + next(numbered)), text)
+        lines = textwrap.wrap(
+            " " * first_indent + text,
+            width=max(width, 20),
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        wrapped = newline.join(lines)[first_indent:] if lines else text
+        if stand_ins:
+            wrapped = _PRIVATE_USE.sub(lambda m: tags[ord(m.group(0)) - _PRIVATE_USE_START], wrapped)
+        return wrapped
+
+    def _restored(self, translation: str) -> list[str]:
+        out: list[str] = []
+        for token in inline_tags.tokens(translation):
+            if isinstance(token, str):
+                out.append(self._escaped(token))
+            else:
+                opening, closing = self.codes[token.number - 1]
+                out.append(closing if token.kind == "close" else opening)
+        return out
+
+    def tags_kept(self, translation: str) -> bool:
+        """Whether ``translation`` keeps this segment's placeholder tags (always, for a segment without)."""
+        return not self.codes or inline_tags.tag_problem(self.text, translation) is None
+
+    def _escaped(self, text: str) -> str:
+        if self.escape == "html":
+            return html.escape(text, quote=False)
+        if self.escape == "attr":
+            return html.escape(text, quote=True)
+        if self.escape == "po":
+            return text.translate(_PO_ESCAPES)
+        if self.escape == "json":
+            return json.dumps(text, ensure_ascii=False)[1:-1]
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class LangAttribute:
+    """The value of an HTML ``lang`` attribute: the target language once translated, as written until then."""
+
+    raw: str
+
+    def render(self, target_lang: str | None) -> str:
+        """``target_lang`` if the document was translated, else the source's value."""
+        return self.raw if target_lang is None else html.escape(target_lang, quote=True)
+
+
+Piece = str | Segment | LangAttribute
+
+
+def fill_attached(text: str, attached: Sequence[str | None]) -> str:
+    """``text`` with the place of each detached segment (``U+FDD0 N U+FDD1``) filled with its rendering."""
+    if ATTACHED_MARK not in text:
+        return text
+    return _ATTACHED.sub(lambda m: attached[int(m.group(1))] or "", text)
