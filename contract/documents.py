@@ -6,8 +6,19 @@ splitting itself, so a producer never imports it.
 
 from __future__ import annotations
 
-FORMATS = ("txt", "md", "html")
-SUFFIXES = {".txt": "txt", ".text": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
+FORMATS = ("txt", "md", "html", "srt", "vtt", "po")
+SUFFIXES = {
+    ".txt": "txt",
+    ".text": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".srt": "srt",
+    ".vtt": "vtt",
+    ".po": "po",
+    ".pot": "po",
+}
 SPLIT_TASK = "orchestrator.tasks.split_document"
 FINISH_TASK = "orchestrator.tasks.finish_group"
 SPLIT_TIMEOUT_SECONDS = 600

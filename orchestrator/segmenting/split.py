@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
+from orchestrator.segmenting.gettext import split_po
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.markdown_format import split_markdown
 from orchestrator.segmenting.skeleton import Skeleton
+from orchestrator.segmenting.subtitles import split_srt, split_vtt
 from orchestrator.segmenting.text_format import split_text
 
 
@@ -20,7 +22,7 @@ def split_document(
     max_document_chars: int | None = None,
     max_segments: int | None = None,
 ) -> Skeleton:
-    """Cut ``source`` (a ``txt``, ``md`` or ``html`` document) into literals and segments.
+    """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
     Every splitter is linear in the document's length and recursion-free, so no input can make it
     run for minutes or overflow the stack. Over ``max_document_chars`` characters or
@@ -30,6 +32,9 @@ def split_document(
         "txt": split_text,
         "md": split_markdown,
         "html": split_html,
+        "srt": split_srt,
+        "vtt": split_vtt,
+        "po": split_po,
     }
     if fmt not in splitters:
         raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -1,0 +1,135 @@
+"""gettext catalogues (``.po``/``.pot``): each untranslated ``msgid`` fills its ``msgstr``.
+
+An entry whose ``msgstr`` is empty (``msgstr ""`` on one line) is translated; an entry that
+already has a translation is left as it is, as are comments, flags (``#, fuzzy``), references,
+``msgctxt``, obsolete entries (``#~``) and the header. For plurals, ``msgstr[0]`` gets the
+translation of ``msgid`` and every other ``msgstr[N]`` that of ``msgid_plural``. printf and
+Python placeholders (``%s``, ``%(name)d``, ``{name}``) are unit tags the model never sees;
+inline HTML tags in a message are paired tags. A line that is none of a comment, a keyword
+with its quoted string, a continuation string or a blank is a clear error with its number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from contract.errors import InvalidJobError
+from orchestrator.segmenting.inline_block import segment_of
+from orchestrator.segmenting.pieces import Code
+from orchestrator.segmenting.skeleton import Skeleton
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_KEYWORD = re.compile(r"(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)[ \t]+(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
+_CONTINUATION = re.compile(r"[ \t]*(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
+_PLACEHOLDER = re.compile(
+    r"%(?:\([^)\s]*\))?[-#0 +']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsa%]"
+    r"|\{[A-Za-z0-9_.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"
+    r"|</?[a-zA-Z][^<>]*>"
+)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def split_po(source: str, max_chars: int, skeleton: Skeleton) -> None:
+    """A gettext catalogue: the empty ``msgstr`` of each untranslated entry becomes a segment."""
+    lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
+    entry = _Entry()
+    for number, line in enumerate(lines, start=1):
+        body = line.rstrip("\r\n")
+        stripped = body.strip()
+        if not stripped or stripped.startswith("#"):
+            entry = _Entry() if not stripped else entry
+            skeleton.literal(line)
+            continue
+        keyword = _KEYWORD.match(stripped)
+        if keyword is not None:
+            name, index, quoted = keyword.group(1), keyword.group(2), keyword.group(3)
+            if name in ("msgctxt", "msgid") and entry.seen_msgstr:
+                entry = _Entry()  # a new entry without a blank line before it
+            entry.current = name
+            if name.startswith("msgstr"):
+                entry.seen_msgstr = True
+                plural_index = int(index) if index is not None else 0
+                if quoted == '""' and entry.translatable(plural_index, lines, number):
+                    start = line.index('""', len(line) - len(line.lstrip()) + len(keyword.group(1)))
+                    skeleton.literal(line[:start])
+                    _msgstr(skeleton, entry.text_for(plural_index))
+                    skeleton.literal(line[start + 2 :])
+                    continue
+            else:
+                entry.values[name] = [_unquote(quoted, number)]
+            skeleton.literal(line)
+            continue
+        continuation = _CONTINUATION.match(body)
+        if continuation is None or entry.current is None:
+            raise InvalidJobError(
+                f"this is not a gettext catalogue: line {number} is not a comment, a keyword with a quoted "
+                f"string (msgid, msgstr, ...) or a quoted continuation: {body[:60]!r}"
+            )
+        if not entry.current.startswith("msgstr"):
+            entry.values.setdefault(entry.current, []).append(_unquote(continuation.group(1), number))
+        skeleton.literal(line)
+
+
+@dataclass(slots=True)
+class _Entry:
+    """What has been read of the entry being walked."""
+
+    values: dict[str, list[str]] = field(default_factory=dict)
+    current: str | None = None
+    seen_msgstr: bool = False
+
+    def text_for(self, plural_index: int) -> str:
+        """The source text of ``msgstr[plural_index]``: the plural form for every index past 0."""
+        key = "msgid_plural" if plural_index > 0 and "msgid_plural" in self.values else "msgid"
+        return "".join(self.values.get(key, []))
+
+    def translatable(self, plural_index: int, lines: list[str], number: int) -> bool:
+        """An empty ``msgstr`` on one line (no continuation after it) of an entry with a message."""
+        if not "".join(self.values.get("msgid", [])).strip():
+            return False  # the header, or an entry without a message
+        following = lines[number].strip() if number < len(lines) else ""
+        return not following.startswith('"') and bool(self.text_for(plural_index).strip())
+
+
+def _msgstr(skeleton: Skeleton, text: str) -> None:
+    """The segment for one ``msgstr ""``: the message as the model reads it, its placeholders as tags."""
+    tokens: list[str | Code] = []
+    position = 0
+    for match in _PLACEHOLDER.finditer(text):
+        if match.start() > position:
+            tokens.append(text[position : match.start()])
+        raw = match.group(0)
+        if raw.startswith("<") and not raw.endswith("/>"):
+            name = re.match(r"</?([a-zA-Z][\w-]*)", raw)
+            tag = name.group(1).lower() if name else ""
+            tokens.append(Code(raw, "close" if raw.startswith("</") else "open", tag))
+        else:
+            tokens.append(Code(raw, "unit"))
+        position = match.end()
+    if position < len(text):
+        tokens.append(text[position:])
+    segment = segment_of(tokens, "po", raw='""')
+    if segment is None:  # no words (a message of placeholders only): stays untranslated
+        skeleton.literal('""')
+    else:
+        skeleton.add_segment(segment)
+
+
+def _unquote(quoted: str, number: int) -> str:
+    """The text of a PO string literal (``"a\\"b"`` -> ``a"b``)."""
+    out: list[str] = []
+    inner = quoted[1:-1]
+    index = 0
+    while index < len(inner):
+        char = inner[index]
+        if char == "\\" and index + 1 < len(inner):
+            escaped = inner[index + 1]
+            if escaped not in _ESCAPES:
+                raise InvalidJobError(f"line {number}: unknown escape \\{escaped} in a gettext string")
+            out.append(_ESCAPES[escaped])
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)

@@ -1,0 +1,114 @@
+"""Subtitles and gettext catalogues: identity round trips, what the model is sent, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract.errors import InvalidJobError
+from contract.inline_tags import Tag, tokens
+from orchestrator.segmenting import split_document
+
+SRT = (
+    "1\r\n00:00:01,000 --> 00:00:04,000\r\nHello there,\r\n<i>how are you</i> today?\r\n\r\n"
+    "2\r\n00:00:05,000 --> 00:00:07,500\r\n{\\an8}I am fine, thanks.\r\n"
+)
+VTT = (
+    "WEBVTT - a test\n\nNOTE this is a note\nspanning lines\n\nSTYLE\n::cue { color: red }\n\n"
+    "intro\n00:00.000 --> 00:02.000 align:start\n<v Bob>Hi <b>everyone</b>, welcome!</v>\n\n"
+    "00:02.500 --> 00:04.000\nKaraoke <00:03.000>style text.\n"
+)
+PO = r"""# Translations for dragoman.
+msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\n"
+
+#: app.py:10
+#, python-format
+msgid "Hello %(name)s, you have {count} new <b>messages</b>."
+msgstr ""
+
+#, fuzzy
+msgid "Already done"
+msgstr "Déjà fait"
+
+msgctxt "menu"
+msgid ""
+"Open the "
+"\"file\"\n"
+msgstr ""
+
+msgid "One file"
+msgid_plural "%d files"
+msgstr[0] ""
+msgstr[1] ""
+
+#~ msgid "Old entry"
+#~ msgstr ""
+
+msgid "%s"
+msgstr ""
+"""
+
+
+def shout(text: str) -> str:
+    """A stand-in translation: the text in capitals, placeholder tags as they were."""
+    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(text))
+
+
+def _translate(source: str, fmt: str, extra: str = "") -> tuple[list[str], str]:
+    skeleton = split_document(source, fmt, 200)
+    assert skeleton.source() == source
+    return [s.text for s in skeleton.segments], skeleton.assemble([shout(s.text) + extra for s in skeleton.segments])
+
+
+def test_srt_cues_keep_numbers_timings_and_styling() -> None:
+    sent, out = _translate(SRT, "srt")
+    assert sent == ["Hello there, <x1>how are you</x1> today?", "I am fine, thanks."]
+    assert out == (
+        "1\r\n00:00:01,000 --> 00:00:04,000\r\nHELLO THERE, <i>HOW ARE YOU</i> TODAY?\r\n\r\n"  # fits 42
+        "2\r\n00:00:05,000 --> 00:00:07,500\r\n{\\an8}I AM FINE, THANKS.\r\n"
+    )
+
+
+def test_a_longer_cue_translation_is_wrapped_to_the_cues_line_length() -> None:
+    _, out = _translate(SRT, "srt", " and some more words to make it longer")
+    cue = out.split("\r\n\r\n")[0].split("\r\n")[2:]
+    assert len(cue) == 2 and all(len(line.replace("<i>", "").replace("</i>", "")) <= 42 for line in cue)
+
+
+def test_vtt_keeps_header_notes_styles_identifiers_and_settings() -> None:
+    sent, out = _translate(VTT, "vtt")
+    assert sent == ["Hi <x1>everyone</x1>, welcome!", "Karaoke <x1/>style text."]
+    assert out == VTT.replace("Hi <b>everyone</b>, welcome!", "HI <b>EVERYONE</b>, WELCOME!").replace(
+        "Karaoke <00:03.000>style text.", "KARAOKE <00:03.000>STYLE TEXT."
+    )
+
+
+def test_po_fills_empty_msgstrs_and_leaves_the_rest() -> None:
+    sent, out = _translate(PO, "po")
+    assert sent == [
+        "Hello <x1/>, you have <x2/> new <x3>messages</x3>.",
+        'Open the "file"\n',
+        "One file",
+        "<x1/> files",
+    ]
+    assert 'msgstr "HELLO %(name)s, YOU HAVE {count} NEW <b>MESSAGES</b>."' in out
+    assert 'msgstr "Déjà fait"' in out  # already translated: left alone
+    assert 'msgstr "OPEN THE \\"FILE\\"\\n"' in out  # escaped back into a PO string
+    assert 'msgstr[0] "ONE FILE"\nmsgstr[1] "%d FILES"' in out
+    assert '#~ msgstr ""' in out and 'msgid "%s"\nmsgstr ""' in out  # obsolete; nothing to translate
+    assert 'msgid ""\nmsgstr ""\n"Content-Type' in out  # the header is not a message
+
+
+@pytest.mark.parametrize(
+    ("source", "fmt", "message"),
+    [
+        ("just some text\n", "srt", "not a SubRip"),
+        ("1\n00:00:01,000 --> 00:00:02,000\nHi\n", "vtt", "must start with WEBVTT"),
+        ("hello world\n", "po", "line 1 is not a comment"),
+        ('msgid "a\\q"\nmsgstr ""\n', "po", "unknown escape"),
+    ],
+)
+def test_a_file_that_is_not_its_format_is_a_clear_error(source: str, fmt: str, message: str) -> None:
+    with pytest.raises(InvalidJobError, match=message):
+        split_document(source, fmt, 200)
