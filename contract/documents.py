@@ -6,7 +6,7 @@ splitting itself, so a producer never imports it.
 
 from __future__ import annotations
 
-FORMATS = ("txt", "md", "html", "srt", "vtt", "po")
+FORMATS = ("txt", "md", "html", "srt", "vtt", "po", "json")
 SUFFIXES = {
     ".txt": "txt",
     ".text": "txt",
@@ -18,6 +18,7 @@ SUFFIXES = {
     ".vtt": "vtt",
     ".po": "po",
     ".pot": "po",
+    ".json": "json",
 }
 SPLIT_TASK = "orchestrator.tasks.split_document"
 FINISH_TASK = "orchestrator.tasks.finish_group"

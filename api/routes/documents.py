@@ -28,6 +28,7 @@ MEDIA_TYPES = {
     "srt": "application/x-subrip",
     "vtt": "text/vtt",
     "po": "text/x-gettext-translation",
+    "json": "application/json",
 }
 """The content type of each format, both ways: an upload's type names its format, a download's says it."""
 _BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}

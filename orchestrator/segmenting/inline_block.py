@@ -11,6 +11,7 @@ unit tag in each, so every segment's tags pair up on their own.
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace as dataclass_replace
@@ -197,7 +198,7 @@ def _segment(group: Sequence[str | Code], escape: Escape, wrap: Wrap | None) -> 
     raw = "".join(t if isinstance(t, str) else t.raw for t in group)
     for index, token in enumerate(group):
         if isinstance(token, str):
-            text.append(html.unescape(token) if escape in ("html", "attr") else token)
+            text.append(model_text(token, escape))
         elif token.kind == "space":
             text.append(" ")
         elif index in pairs:  # an opening code with its closing one
@@ -213,6 +214,15 @@ def _segment(group: Sequence[str | Code], escape: Escape, wrap: Wrap | None) -> 
             text.append(f"<x{len(codes)}/>")
     spans_lines = wrap is not None and (wrap.always or any(not isinstance(t, str) and t.kind == "space" for t in group))
     return Segment(text="".join(text), raw=raw, escape=escape, codes=tuple(codes), wrap=wrap if spans_lines else None)
+
+
+def model_text(raw: str, escape: Escape) -> str:
+    """A text run as the model reads it: HTML entities and JSON escapes decoded."""
+    if escape in ("html", "attr"):
+        return html.unescape(raw)
+    if escape == "json":
+        return str(json.loads(f'"{raw}"'))
+    return raw
 
 
 def _pair(group: Sequence[str | Code]) -> dict[int, int]:

@@ -13,9 +13,9 @@ from typing import Literal, NamedTuple
 from contract import inline_tags
 
 Escape = Literal["", "html", "attr", "po", "json"]
-"""How a translation is written back: as it is, as HTML text or attribute value, or as a quoted
-gettext or JSON string (the segment's raw is then the quoted string of the source)."""
-_QUOTED = ("po", "json")
+"""How a translation is written back: as it is, as HTML text or attribute value, as a quoted gettext
+string (the segment's raw is the empty ``msgstr``), or escaped for inside a JSON string."""
+_QUOTED = ("po",)
 _PRIVATE_USE_START = 0xE000
 _STAND_INS = 6_000  # private-use characters that stand for tags while a translation is wrapped
 _PRIVATE_USE = re.compile(f"[{chr(_PRIVATE_USE_START)}-{chr(_PRIVATE_USE_START + _STAND_INS)}]")

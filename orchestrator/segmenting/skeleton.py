@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,7 +10,7 @@ from typing import Any
 
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
-from orchestrator.segmenting.inline_block import block_pieces
+from orchestrator.segmenting.inline_block import block_pieces, model_text
 from orchestrator.segmenting.pieces import Code, Escape, LangAttribute, Piece, Segment, Wrap, fill_attached
 
 __all__ = ["Code", "Escape", "LangAttribute", "Piece", "Segment", "Skeleton", "Wrap"]
@@ -67,7 +66,7 @@ class Skeleton:
                 if part.isspace():
                     self.literal(part)
                 else:
-                    text = html.unescape(part) if escape in ("html", "attr") else part
+                    text = model_text(part, escape)
                     self.add_segment(Segment(text=text, raw=part, escape=escape))
         self.literal(raw[start + len(stripped) :])
 

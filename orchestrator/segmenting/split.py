@@ -8,6 +8,7 @@ from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting.gettext import split_po
 from orchestrator.segmenting.html_format import split_html
+from orchestrator.segmenting.json_resources import split_json
 from orchestrator.segmenting.markdown_format import split_markdown
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.subtitles import split_srt, split_vtt
@@ -35,6 +36,7 @@ def split_document(
         "srt": split_srt,
         "vtt": split_vtt,
         "po": split_po,
+        "json": split_json,
     }
     if fmt not in splitters:
         raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")

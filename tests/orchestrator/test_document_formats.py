@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contract.errors import InvalidJobError
@@ -100,6 +102,48 @@ def test_po_fills_empty_msgstrs_and_leaves_the_rest() -> None:
     assert 'msgid ""\nmsgstr ""\n"Content-Type' in out  # the header is not a message
 
 
+JSON = """{
+  "app": {
+    "title": "Dragoman \\"beta\\"",
+    "greeting": "Hello, {name}! Welcome back.",
+    "files": "You have {count, plural, =0 {no files} one {# file} other {# files}} in {folder}.",
+    "url": "https://example.com/help",
+    "count": 3,
+    "tags": ["New", "Caf\\u00e9 menu"],
+    "nested": {"gender": "{g, select, male {He replied} other {They replied}}"}
+  }
+}
+"""
+
+
+def test_json_translates_values_and_keeps_keys_icu_syntax_and_urls() -> None:
+    sent, out = _translate(JSON, "json")
+    assert sent == [
+        'Dragoman "beta"',  # decoded for the model
+        "Hello, <x1/>! Welcome back.",
+        "You have",
+        "no files",
+        "file",
+        "files",
+        "in <x1/>.",
+        "New",
+        "Café menu",
+        "He replied",
+        "They replied",
+    ]
+    assert json.loads(out) == {
+        "app": {
+            "title": 'DRAGOMAN "BETA"',
+            "greeting": "HELLO, {name}! WELCOME BACK.",
+            "files": "YOU HAVE {count, plural, =0 {NO FILES} one {# FILE} other {# FILES}} IN {folder}.",
+            "url": "https://example.com/help",
+            "count": 3,
+            "tags": ["NEW", "CAFÉ MENU"],
+            "nested": {"gender": "{g, select, male {HE REPLIED} other {THEY REPLIED}}"},
+        }
+    }
+
+
 @pytest.mark.parametrize(
     ("source", "fmt", "message"),
     [
@@ -107,6 +151,7 @@ def test_po_fills_empty_msgstrs_and_leaves_the_rest() -> None:
         ("1\n00:00:01,000 --> 00:00:02,000\nHi\n", "vtt", "must start with WEBVTT"),
         ("hello world\n", "po", "line 1 is not a comment"),
         ('msgid "a\\q"\nmsgstr ""\n', "po", "unknown escape"),
+        ('{"a": "x",}', "json", "not a JSON file: .* line 1, column 11"),
     ],
 )
 def test_a_file_that_is_not_its_format_is_a_clear_error(source: str, fmt: str, message: str) -> None:

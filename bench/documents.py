@@ -1,0 +1,200 @@
+"""Document segmenting before and after placeholder tags: segments, engine requests, whole sentences.
+
+    python -m bench.documents [--before 6da7ad9] [--out bench/results/documents.json]
+
+For each sample (the README, an HTML product page, the demo's Markdown file, a subtitle file),
+the splitter of this checkout and the one of ``--before`` (a git revision, read with
+``git archive`` into a temporary folder and run there in a child process) cut the same file:
+
+- ``segments``: jobs one document becomes;
+- ``requests``: engine requests on the default few-shot profile, which sends every sentence of a
+  segment on its own (first attempts; a retry or fallback of lost tags adds to it);
+- ``whole``: the share of the words the model is sent inside a whole sentence (an attribute value,
+  such as an image's ``alt``, counts as whole). A segment is whole
+  when it neither starts nor ends inside a sentence: its text (tags left out) does not start with
+  a lower-case letter, and it ends with sentence punctuation or at a block boundary of the source
+  (a line break, the end, a table pipe, or an HTML tag that is not an inline element). The
+  fragments the old splitters cut at inline markup ("Click", "here", "to open the file.") fail it.
+
+The splitters run on the CPU with no server; the result is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = {
+    "README.md": ("md", ROOT / "README.md"),
+    "product-page.html": ("html", ROOT / "bench" / "samples" / "product-page.html"),
+    "getting-started.md": ("md", ROOT / "examples" / "getting-started.md"),
+    "episode.srt": ("srt", ROOT / "bench" / "samples" / "episode.srt"),
+}
+MAX_SEGMENT_CHARS = 1_500  # the default of DRAGOMAN_MAX_SEGMENT_CHARS
+_WORD = re.compile(r"[^\W\d_]+")
+_TAG = re.compile(r"</?x\d+/?>")
+_ENDS_SENTENCE = re.compile(r"[.!?:;…)\]\"'»”]\s*$")
+_INLINE = frozenset(
+    "a abbr b bdi bdo big br cite code data del dfn em font i img ins kbd label mark nobr q s samp small span "
+    "strike strong sub sup time tt u var wbr".split()
+)
+_NEXT_TAG = re.compile(r"</?([a-zA-Z][a-zA-Z0-9]*)")
+_MARKUP = r"<[^<>\n]*>|`+[^`\n]*`+|\*\*|\*|__|_|~~|!\[|\[|\]\([^)\n]*\)|\]\[[^\]\n]*\]|\]"
+_MARKUP_BEFORE = re.compile(rf"(?P<m>{_MARKUP})[ \t]*$")
+_MARKUP_AFTER = re.compile(rf"^[ \t]*(?P<m>{_MARKUP})")
+_LINE_MARKER = re.compile(r"(?:^|\n)[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+$")
+
+
+def measure(fmt: str, source: str) -> dict[str, Any]:
+    """Segments, few-shot requests and the whole-sentence share of words for one document."""
+    from contract.sentences import split_sentences
+    from orchestrator.segmenting import split_document
+
+    skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS)
+    segments = skeleton.segments
+    attached = [s.raw if getattr(s, "detached", False) else None for s in segments]
+    words = whole_words = requests = 0
+    position = 0
+    for piece in skeleton.pieces:
+        if not hasattr(piece, "text"):  # a literal, or a lang attribute's value
+            position += len(piece if isinstance(piece, str) else piece.raw)
+            continue
+        text = _TAG.sub("", piece.text)
+        count = len(_WORD.findall(text))
+        words += count
+        lines = [line for line in piece.text.split("\n") if line.strip()]
+        requests += sum(len([s for s in split_sentences(line.strip()) if not s.isspace()]) for line in lines)
+        if getattr(piece, "detached", False):
+            whole_words += count  # an attribute value inside a sentence's markup: whole by itself
+            continue
+        length = len(_source_of(piece, attached))
+        if getattr(piece, "escape", "") == "attr" or _is_whole(text, source, position, position + length):
+            whole_words += count
+        position += length
+    return {
+        "segments": len(skeleton.segments),
+        "requests": requests,
+        "words": words,
+        "whole_share": round(whole_words / words, 4) if words else 1.0,
+    }
+
+
+def _source_of(segment: Any, attached: list[str | None]) -> str:
+    """The source text a segment stands for (with the values of attributes inside its markup)."""
+    try:
+        return str(segment.render(None, attached))
+    except TypeError:  # a splitter from before detached segments
+        return str(segment.render(None))
+
+
+def _is_whole(text: str, source: str, start: int, end: int) -> bool:
+    """Whether the segment at ``source[start:end]`` neither starts nor ends inside a sentence."""
+    stripped = text.strip()
+    first = next((c for c in stripped if c.isalpha()), "")
+    starts = not first.islower() or _at_boundary(source[:start], before=True)
+    ends = bool(_ENDS_SENTENCE.search(stripped)) or _at_boundary(source[end:], before=False)
+    return starts and ends
+
+
+def _at_boundary(side: str, *, before: bool) -> bool:
+    """Whether a block or sentence boundary is next to a segment, past the inline markup beside it.
+
+    ``side`` is the source before the segment (``before``) or after it. Inline markup (code spans,
+    emphasis, link brackets and targets, inline HTML tags) is skipped; then a boundary is the
+    start or end of the text, a line break, a table pipe, a list, heading or quote marker at the
+    start of a line, sentence punctuation before, or an HTML tag that is not an inline element.
+    """
+    pattern = _MARKUP_BEFORE if before else _MARKUP_AFTER
+    for _ in range(50):  # inline markup next to each other: a few at most
+        match = pattern.search(side)
+        if match is None:
+            break
+        tag = _NEXT_TAG.match(match.group("m"))
+        if tag is not None and tag.group(1).lower() not in _INLINE:
+            return True  # a block-level tag
+        side = side[: match.start()] if before else side[match.end() :]
+    side = side.rstrip(" \t") if before else side.lstrip(" \t")
+    if not side:
+        return True
+    if before:
+        return side[-1] in "\r\n|" or bool(_LINE_MARKER.search(side)) or bool(_ENDS_SENTENCE.search(side))
+    return side[0] in "\r\n|"
+
+
+def measure_all() -> dict[str, Any]:
+    """:func:`measure` on every sample a splitter knows the format of."""
+    from contract.documents import FORMATS
+
+    return {
+        name: measure(fmt, path.read_text(encoding="utf-8")) for name, (fmt, path) in SAMPLES.items() if fmt in FORMATS
+    }
+
+
+def _before(revision: str) -> dict[str, Any]:
+    """The same measurement with the segmenting code of ``revision`` (a child process in its tree)."""
+    with tempfile.TemporaryDirectory(prefix="dragoman-before-") as tree:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", revision, "orchestrator", "contract"], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+        env = {**os.environ, "PYTHONPATH": tree}
+        result = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(ROOT)], cwd=tree, env=env, check=True, capture_output=True, text=True
+        )
+        return dict(json.loads(result.stdout))
+
+
+_CHILD = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("documents_bench", sys.argv[1] + "/bench/documents.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps(module.measure_all()))
+"""
+
+
+def main() -> None:
+    """Measure both splitters, print a table and write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--before", default="6da7ad9", help="git revision of the splitter to compare with")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "documents.json")
+    args = parser.parse_args()
+    after = measure_all()
+    before = _before(args.before)
+    print(f"{'sample':<22} {'segments':>17} {'requests':>17} {'whole sentences':>21}")
+    for name in SAMPLES:
+        old, new = before.get(name), after[name]
+        if old is None:
+            print(
+                f"{name:<22} {'-':>7} -> {new['segments']:<7} {'-':>7} -> {new['requests']:<7} "
+                f"{'-':>8} -> {new['whole_share']:<8.1%} (format new)"
+            )
+            continue
+        print(
+            f"{name:<22} {old['segments']:>7} -> {new['segments']:<7} {old['requests']:>7} -> {new['requests']:<7} "
+            f"{old['whole_share']:>8.1%} -> {new['whole_share']:<8.1%}"
+        )
+    total_words = sum(after[n]["words"] for n in SAMPLES)
+    share = sum(after[n]["whole_share"] * after[n]["words"] for n in SAMPLES) / total_words
+    old_words = sum(before[n]["words"] for n in before)
+    old_share = sum(before[n]["whole_share"] * before[n]["words"] for n in before) / old_words
+    print(f"all samples: whole-sentence share of words {old_share:.1%} -> {share:.1%} (target >= 95%)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {"before_revision": args.before, "before": before, "after": after, "share": [old_share, share]}, indent=2
+        )
+        + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""JSON i18n resource files: every string value is translated; keys, numbers and layout are kept.
+
+The file must parse as JSON (a clear error with line and column otherwise). A linear scan then
+finds each string; a string followed by ``:`` is a key and stays. In a value, ICU message
+syntax stays as it is: a simple argument (``{count}``, ``{n, number}``) is a unit tag the model
+never sees, and a ``plural``/``select`` argument's branches (``one {# file}``) are translated
+one by one, their syntax literal and ``#`` a unit tag. Values that are only a URL or an e-mail
+address are kept. The model sees the decoded text; the translation is written back escaped as
+a JSON string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from contract.errors import InvalidJobError
+from orchestrator.segmenting.pieces import Code
+from orchestrator.segmenting.skeleton import Skeleton
+
+_KEEP_VALUE = re.compile(r"\s*(?:[a-zA-Z][a-zA-Z0-9+.-]*://\S*|[^@\s]+@[^@\s]+\.\w+)\s*")
+_BRANCHING = ("plural", "select", "selectordinal")
+_SIMPLE_ARGUMENT = re.compile(r"\{[^{}]*\}")
+_HEADER = re.compile(r"\{\s*[\w.]+\s*,\s*(\w+)\s*,\s*(?:offset:\d+\s*)?(?:=\d+|[a-zA-Z_]+)\s*\{")
+_NEXT_BRANCH = re.compile(r"\s*(?:=\d+|[a-zA-Z_]+)\s*\{")
+_ARGUMENT_END = re.compile(r"\s*\}")
+_BRANCH_UNITS = re.compile(r"\{[^{}]*\}|#")
+
+
+def split_json(source: str, max_chars: int, skeleton: Skeleton) -> None:
+    """A JSON resource file: string values as prose, everything else literal."""
+    try:
+        json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise InvalidJobError(f"this is not a JSON file: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    position = 0
+    index = source.find('"')
+    while index != -1:
+        end = _string_end(source, index)
+        after = end
+        while after < len(source) and source[after] in " \t\r\n":
+            after += 1
+        is_key = after < len(source) and source[after] == ":"
+        skeleton.literal(source[position : index + 1])
+        raw = source[index + 1 : end - 1]
+        if is_key or _KEEP_VALUE.fullmatch(json.loads(source[index:end])):
+            skeleton.literal(raw)
+        else:
+            _value(skeleton, raw, max_chars)
+        skeleton.literal('"')
+        position = end
+        index = source.find('"', end)
+    skeleton.literal(source[position:])
+
+
+def _string_end(source: str, start: int) -> int:
+    """Just past the closing quote of the string literal opening at ``start`` (the file is valid JSON)."""
+    index = start + 1
+    while True:
+        quote = source.find('"', index)
+        backslashes = 0
+        while source[quote - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return quote + 1
+        index = quote + 1
+
+
+def _value(skeleton: Skeleton, raw: str, max_chars: int) -> None:
+    """One string value (still JSON-escaped): its message runs as prose, its ICU syntax literal."""
+    for kind, chunk in _icu_chunks(raw):
+        if kind == "syntax":
+            skeleton.literal(chunk)
+        else:
+            skeleton.block(_run_tokens(chunk, in_branch=kind == "branch"), max_chars, escape="json")
+
+
+def _run_tokens(run: str, *, in_branch: bool) -> list[str | Code]:
+    """A message run as text and unit codes: simple ICU arguments, and ``#`` inside a plural branch."""
+    pattern = _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT
+    out: list[str | Code] = []
+    position = 0
+    for match in pattern.finditer(run):
+        if match.start() > position:
+            out.append(run[position : match.start()])
+        out.append(Code(match.group(0), "unit"))
+        position = match.end()
+    if position < len(run):
+        out.append(run[position:])
+    return out
+
+
+def _icu_chunks(raw: str) -> list[tuple[str, str]]:
+    """``raw`` as ("text" | "branch", message) and ("syntax", ICU syntax) chunks, in order.
+
+    Malformed ICU (braces that do not close) leaves the whole value one text chunk.
+    """
+    chunks: list[tuple[str, str]] = []
+    stack: list[str] = []  # "argument" braces inside messages, "branch" braces of plural/select branches
+    run_start = 0
+    index = 0
+    while index < len(raw):
+        char = raw[index]
+        if char == "{":
+            header = _branching_header(raw, index)
+            if header is None:
+                simple = _SIMPLE_ARGUMENT.match(raw, index)
+                index = simple.end() if simple else index + 1  # an argument stays in the run: a unit tag later
+                continue
+            chunks.append(("branch" if stack else "text", raw[run_start:index]))
+            chunks.append(("syntax", raw[index:header]))
+            stack += ["argument", "branch"]
+            run_start = index = header
+            continue
+        if char == "}" and stack:
+            chunks.append(("branch", raw[run_start:index]))
+            stack.pop()  # the branch's closing brace
+            next_branch = _NEXT_BRANCH.match(raw, index + 1)
+            if next_branch is not None:
+                stack.append("branch")
+                chunks.append(("syntax", raw[index : next_branch.end()]))
+                run_start = index = next_branch.end()
+                continue
+            closing = _ARGUMENT_END.match(raw, index + 1)
+            if closing is None:
+                return [("text", raw)]
+            stack.pop()  # the argument's closing brace
+            chunks.append(("syntax", raw[index : closing.end()]))
+            run_start = index = closing.end()
+            continue
+        index += 1
+    if stack:
+        return [("text", raw)]
+    chunks.append(("text", raw[run_start:]))
+    return [chunk for chunk in chunks if chunk[1]]
+
+
+def _branching_header(raw: str, start: int) -> int | None:
+    """For ``{count, plural, offset:1 one {`` at ``start``: just past the first branch's ``{``; else ``None``."""
+    match = _HEADER.match(raw, start)
+    if match is None or match.group(1) not in _BRANCHING:
+        return None
+    return match.end()

@@ -1,0 +1,96 @@
+"""Documents in every format through the real CPU engine: structure kept, prose translated, markup whole.
+
+The default model (Gemma 3 270M) is small: the assertions hold what dragoman guarantees (every
+segment translated or reported, markup, timings, keys and placeholders intact, the output
+parses as its format), not the quality of its French.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from producer.client import Client
+from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT
+from tests.orchestrator.test_runs_and_documents import orchestrate_until
+from worker.engine import EngineOptions
+from worker.model import prepare_default_model
+from worker.profiles import choose_profile
+from worker.service import Worker
+from worker.vllm_engine import VllmEngine
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(loop_scope="module")]
+
+HTML = '<html lang="en"><body><p>Click <a href="/docs">the guide</a> to <b>start</b> today.</p></body></html>'
+MARKDOWN = "# Getting started\n\nRun `dragoman translate` to translate this file.\n"
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[VllmEngine]:
+    """The real engine on the default model."""
+    engine = VllmEngine.start(
+        prepare_default_model(Settings().model_cache_dir), EngineOptions(max_num_seqs=16, max_model_len=1024)
+    )
+    yield engine
+    engine.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _env(settings_env: Settings) -> None:
+    """The orchestrator's tasks read their settings from the environment."""
+
+
+def _kept(fmt: str, out: str) -> None:
+    """What must survive translation in each format, whatever the model wrote."""
+    if fmt == "html":
+        assert '<html lang="fr">' in out and '<a href="/docs">' in out and "</a>" in out and "<b>" in out
+    elif fmt == "md":
+        assert out.startswith("# ") and "`dragoman translate`" in out and out.endswith("\n")
+    elif fmt == "srt":
+        assert "00:00:01,000 --> 00:00:04,000\r\n" in out and "<i>" in out and "{\\an8}" in out
+    elif fmt == "vtt":
+        assert out.startswith("WEBVTT - a test\n\nNOTE this is a note") and "00:00.000 --> 00:02.000 align:start" in out
+    elif fmt == "po":
+        assert 'msgstr "Déjà fait"' in out and re.search(r'msgstr "[^"]*%\(name\)s[^"]*\{count\}', out)
+        assert re.search(r'msgstr\[1\] "[^"]*%d', out)
+    elif fmt == "json":
+        data = json.loads(out)["app"]
+        assert data["url"] == "https://example.com/help" and "{name}" in data["greeting"]
+        assert "{count, plural, =0 {" in data["files"] and "{folder}" in data["files"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "source"),
+    [("html", HTML), ("md", MARKDOWN), ("srt", SRT), ("vtt", VTT), ("po", PO), ("json", JSON)],
+)
+async def test_a_document_comes_back_translated_with_its_structure(
+    engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, client: Client, fmt: str, source: str
+) -> None:
+    document_id = client.submit_document(source, fmt, "en", "fr")
+    profile = choose_profile(None, prepare_default_model(settings.model_cache_dir), engine.tokenizer)
+    worker = Worker(
+        settings,
+        redis_url=service_urls.redis_url,
+        database_url=service_urls.database_url,
+        engine=engine,
+        profile=profile,
+        max_in_flight=16,
+    )
+    await worker.start()
+    try:
+        await orchestrate_until(lambda: client.get_document(document_id).status in ("completed", "failed"), 600)
+    finally:
+        await worker.stop(grace_seconds=30)
+    result = client.document_result(document_id)
+    assert result.status == "completed" and result.failed_segments == []
+    assert result.text != source  # translated
+    _kept(fmt, result.text)
+    report = result.report
+    assert report is not None and report["failed"] == 0
+    assert report["tags_kept"] + len(report["retried"]) + len(report["fell_back"]) == report["with_tags"]
+    assert report["tags_broken"] == []
