@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cli.help import EXAMPLE_ID, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
+from contract.documents import FORMATS
 from contract.errors import InvalidJobError, JobTimeoutError
 from contract.progress import GroupProgress
 from contract.settings import Settings
@@ -96,20 +97,23 @@ def add_commands(sub: SubParsers) -> None:
     translate = add_command(
         sub,
         "translate",
-        help="translate a .txt, .md or .html file, keeping its structure",
-        description="Translate a .txt, .md or .html file segment by segment, keeping its structure (markup, code "
-        "and URLs untouched), and write NAME.<to>.<suffix> beside it. Needs `dragoman rq-worker` next to the "
-        "worker. Ctrl-C cancels the document.",
+        help="translate a document (txt, md, html, srt, vtt, po, json), keeping its structure",
+        description="Translate a document sentence by sentence, keeping its structure (markup, code, URLs, "
+        "timings, keys and placeholders untouched; inline markup travels as placeholder tags inside whole "
+        "sentences), and write NAME.<to>.<suffix> beside it. Formats: "
+        + ", ".join(FORMATS)
+        + ". Needs `dragoman rq-worker` next to the worker. Ctrl-C cancels the document.",
         epilog=examples(
             "dragoman translate notes.md --from en --to fr",
             "dragoman translate page.html --to de --from en -o out.html",
+            "dragoman translate messages.pot --from en --to ja -o ja.po",
         ),
     )
     translate.add_argument("file", type=Path, help="the document to translate (UTF-8)")
     translate.add_argument("--from", dest="source", required=True, help="source language")
     translate.add_argument("--to", dest="target", required=True, help="target language")
     translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
-    translate.add_argument("--format", choices=["txt", "md", "html"], help="default: from the file's suffix")
+    translate.add_argument("--format", choices=FORMATS, help="default: from the file's suffix")
     translate.add_argument(
         "--keep-failed-source",
         action="store_true",

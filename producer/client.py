@@ -192,7 +192,7 @@ class Client:
         callback_url: str | None = None,
         max_segment_chars: int | None = None,
     ) -> str:
-        """Submit a ``txt``, ``md`` or ``html`` document; an orchestrator splits it. Returns the document id."""
+        """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id."""
         return self.groups.submit_document(
             text,
             fmt,

@@ -1,4 +1,4 @@
-"""Native documents: upload a ``.txt``/``.md``/``.html`` file, follow it, download the translation, cancel it."""
+"""Native documents: upload a file (txt, md, html, srt, vtt, po, json), follow it, download it translated, cancel."""
 
 from __future__ import annotations
 
@@ -75,7 +75,9 @@ async def submit_document(
     api: ServicesDep,
     source_lang: Annotated[str, Query(description="the document's language")],
     target_lang: Annotated[str, Query(description="the language to translate it into")],
-    format: Annotated[str | None, Query(description="txt, md or html (else from filename or Content-Type)")] = None,
+    format: Annotated[
+        str | None, Query(description=f"one of {', '.join(FORMATS)} (else from filename or Content-Type)")
+    ] = None,
     filename: Annotated[str | None, Query(max_length=256, description="the file's name (its label)")] = None,
     max_segment_chars: Annotated[int | None, Query(description="longest segment sent as one job")] = None,
     callback_url: Annotated[str | None, Query(description="POSTed (signed) when the document is assembled")] = None,
