@@ -109,7 +109,7 @@ def _msgstr(skeleton: Skeleton, text: str) -> None:
         position = match.end()
     if position < len(text):
         tokens.append(text[position:])
-    segment = segment_of(tokens, "po", raw='""')
+    segment = segment_of(tokens, "po", raw='""', frame=('"', '"'))
     if segment is None:  # no words (a message of placeholders only): stays untranslated
         skeleton.literal('""')
     else:

@@ -58,16 +58,19 @@ def block_pieces(
     return [piece for piece in out if piece != ""]
 
 
-def segment_of(tokens: Sequence[str | Code], escape: Escape, *, raw: str) -> Segment | None:
+def segment_of(
+    tokens: Sequence[str | Code], escape: Escape, *, raw: str, frame: tuple[str, str] = ("", "")
+) -> Segment | None:
     """``tokens`` as one segment, however long, that stands for ``raw`` in the source (``None``: no words).
 
     For a message that is written somewhere else than its source: a gettext ``msgstr`` filled from
-    its ``msgid``, whose source is the empty string.
+    its ``msgid`` (the source is the empty string, the translation is framed in quotes), an XLIFF
+    ``<target>`` from its ``<source>``.
     """
     plain, _ = _plain_text(tokens)
     if not _HAS_WORDS.search(plain) or any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
         return None
-    return dataclass_replace(_segment(tokens, escape, None), raw=raw)
+    return dataclass_replace(_segment(tokens, escape, None), raw=raw, frame=frame)
 
 
 def _raw(group: Sequence[str | Code]) -> str:

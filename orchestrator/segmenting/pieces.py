@@ -13,9 +13,8 @@ from typing import Literal, NamedTuple
 from contract import inline_tags
 
 Escape = Literal["", "html", "attr", "po", "json"]
-"""How a translation is written back: as it is, as HTML text or attribute value, as a quoted gettext
-string (the segment's raw is the empty ``msgstr``), or escaped for inside a JSON string."""
-_QUOTED = ("po",)
+"""How a translation is written back: as it is, as HTML (or XML) text or attribute value, escaped
+for inside a gettext or a JSON string."""
 _PRIVATE_USE_START = 0xE000
 _STAND_INS = 6_000  # private-use characters that stand for tags while a translation is wrapped
 _PRIVATE_USE = re.compile(f"[{chr(_PRIVATE_USE_START)}-{chr(_PRIVATE_USE_START + _STAND_INS)}]")
@@ -77,6 +76,8 @@ class Segment:
     codes: tuple[tuple[str, str], ...] = ()
     detached: bool = False  # rendered inside another segment's markup, not where it was added
     wrap: Wrap | None = None
+    frame: tuple[str, str] = ("", "")
+    """Written around a translation, not around the raw: a gettext string's quotes, an XLIFF ``<target>``."""
 
     def render(self, translation: str | None, attached: Sequence[str | None] = ()) -> str:
         """The segment in the output: the source if untranslated (or unchanged), else the translation.
@@ -93,8 +94,8 @@ class Segment:
             out = [self._escaped(self._wrapped(translation))]
         else:
             out = self._restored(self._wrapped(translation))  # wrapped with tags: no break inside markup
-        if self.escape in _QUOTED and out != [self.raw]:
-            out = ['"', *out, '"']
+        if out != [self.raw] and self.frame != ("", ""):
+            out = [self.frame[0], *out, self.frame[1]]
         return fill_attached("".join(out), attached)
 
     def _wrapped(self, text: str) -> str:
@@ -156,7 +157,21 @@ class LangAttribute:
         return self.raw if target_lang is None else html.escape(target_lang, quote=True)
 
 
-Piece = str | Segment | LangAttribute
+@dataclass(frozen=True, slots=True)
+class Marked:
+    """Source text that changes when segment ``segment`` is translated (an XLIFF ``state``)."""
+
+    raw: str
+    translated: str
+    segment: int
+
+    def render(self, translations: Sequence[str | None]) -> str:
+        """``translated`` once the segment has a translation of its own, else ``raw``."""
+        translation = translations[self.segment]
+        return self.raw if translation is None else self.translated
+
+
+Piece = str | Segment | LangAttribute | Marked
 
 
 def fill_attached(text: str, attached: Sequence[str | None]) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
 from orchestrator.segmenting.inline_block import block_pieces, model_text
-from orchestrator.segmenting.pieces import Code, Escape, LangAttribute, Piece, Segment, Wrap, fill_attached
+from orchestrator.segmenting.pieces import Code, Escape, LangAttribute, Marked, Piece, Segment, Wrap, fill_attached
 
-__all__ = ["Code", "Escape", "LangAttribute", "Piece", "Segment", "Skeleton", "Wrap"]
+__all__ = ["Code", "Escape", "LangAttribute", "Marked", "Piece", "Segment", "Skeleton", "Wrap"]
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter: otherwise nothing to translate
 
@@ -69,6 +69,11 @@ class Skeleton:
                     text = model_text(part, escape)
                     self.add_segment(Segment(text=text, raw=part, escape=escape))
         self.literal(raw[start + len(stripped) :])
+
+    def add_marked(self, raw: str, translated: str) -> None:
+        """Append text that becomes ``translated`` once the next segment added is translated."""
+        self._flush()
+        self.pieces.append(Marked(raw, translated, self._count))
 
     def add_lang(self, attribute: LangAttribute) -> None:
         """Append a ``lang`` attribute value (set to the target language when assembled)."""
@@ -144,6 +149,8 @@ class Skeleton:
                 out.append(fill_attached(piece, attached))
             elif isinstance(piece, LangAttribute):
                 out.append(piece.render(target_lang))
+            elif isinstance(piece, Marked):
+                out.append(piece.render(translations))
             else:
                 if not piece.detached:
                     out.append(piece.render(translations[index], attached))
@@ -172,13 +179,19 @@ def _piece_to_json(piece: Piece) -> Any:
         return piece
     if isinstance(piece, LangAttribute):
         return {"lang": piece.raw}
+    if isinstance(piece, Marked):
+        return {"marked": [piece.raw, piece.translated, piece.segment]}
     wrap = None if piece.wrap is None else list(piece.wrap)
-    return [piece.text, piece.raw, piece.escape, [list(c) for c in piece.codes], piece.detached, wrap]
+    frame = list(piece.frame) if piece.frame != ("", "") else None
+    return [piece.text, piece.raw, piece.escape, [list(c) for c in piece.codes], piece.detached, wrap, frame]
 
 
 def _piece_from_json(data: Any) -> Piece:
     if isinstance(data, str):
         return data
+    if isinstance(data, dict) and "marked" in data:
+        raw, translated, segment = data["marked"]
+        return Marked(raw, translated, int(segment))
     if isinstance(data, dict):
         return LangAttribute(data["lang"])
     return _segment_from_json(data)
@@ -188,4 +201,5 @@ def _segment_from_json(data: list[Any]) -> Segment:
     codes = tuple((c[0], c[1]) for c in data[3]) if len(data) > 3 else ()  # skeletons stored before codes had 3 fields
     detached = bool(data[4]) if len(data) > 4 else False
     wrap = Wrap(*data[5]) if len(data) > 5 and data[5] else None
-    return Segment(text=data[0], raw=data[1], escape=data[2], codes=codes, detached=detached, wrap=wrap)
+    frame = (str(data[6][0]), str(data[6][1])) if len(data) > 6 and data[6] else ("", "")
+    return Segment(text=data[0], raw=data[1], escape=data[2], codes=codes, detached=detached, wrap=wrap, frame=frame)

@@ -9,6 +9,7 @@ import pytest
 from contract.errors import InvalidJobError
 from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
+from orchestrator.segmenting.skeleton import Skeleton
 
 SRT = (
     "1\r\n00:00:01,000 --> 00:00:04,000\r\nHello there,\r\n<i>how are you</i> today?\r\n\r\n"
@@ -60,7 +61,9 @@ def shout(text: str) -> str:
 def _translate(source: str, fmt: str, extra: str = "") -> tuple[list[str], str]:
     skeleton = split_document(source, fmt, 200)
     assert skeleton.source() == source
-    return [s.text for s in skeleton.segments], skeleton.assemble([shout(s.text) + extra for s in skeleton.segments])
+    stored = Skeleton.from_json(json.loads(json.dumps(skeleton.to_json())))  # as the orchestrator keeps it
+    assert stored.source() == source
+    return [s.text for s in stored.segments], stored.assemble([shout(s.text) + extra for s in stored.segments], "fr")
 
 
 def test_srt_cues_keep_numbers_timings_and_styling() -> None:

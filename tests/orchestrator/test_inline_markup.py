@@ -7,10 +7,13 @@ tags kept; the byte-exact identity round trip is checked for every case.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
+from orchestrator.segmenting.skeleton import Skeleton
 
 
 def shout(text: str) -> str:
@@ -174,3 +177,6 @@ def test_inline_markup_stays_inside_whole_sentences(name: str) -> None:
     assert skeleton.source() == source
     assert [segment.text for segment in skeleton.segments] == sent
     assert skeleton.assemble([shout(segment.text) for segment in skeleton.segments], "fr") == translated
+    stored = Skeleton.from_json(json.loads(json.dumps(skeleton.to_json())))  # as the orchestrator keeps it
+    assert stored.source() == source
+    assert stored.assemble([shout(segment.text) for segment in stored.segments], "fr") == translated
