@@ -6,7 +6,7 @@ splitting itself, so a producer never imports it.
 
 from __future__ import annotations
 
-FORMATS = ("txt", "md", "html", "srt", "vtt", "po", "json")
+FORMATS = ("txt", "md", "html", "srt", "vtt", "po", "json", "xliff")
 SUFFIXES = {
     ".txt": "txt",
     ".text": "txt",
@@ -19,6 +19,8 @@ SUFFIXES = {
     ".po": "po",
     ".pot": "po",
     ".json": "json",
+    ".xlf": "xliff",
+    ".xliff": "xliff",
 }
 SPLIT_TASK = "orchestrator.tasks.split_document"
 FINISH_TASK = "orchestrator.tasks.finish_group"

@@ -1,4 +1,4 @@
-"""Native documents: upload a file (txt, md, html, srt, vtt, po, json), follow it, download it translated, cancel."""
+"""Native documents: upload a file (one of ``contract.documents.FORMATS``), follow it, download it translated, cancel."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ MEDIA_TYPES = {
     "vtt": "text/vtt",
     "po": "text/x-gettext-translation",
     "json": "application/json",
+    "xliff": "application/xliff+xml",
 }
 """The content type of each format, both ways: an upload's type names its format, a download's says it."""
 _BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}

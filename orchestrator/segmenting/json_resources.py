@@ -33,6 +33,8 @@ def split_json(source: str, max_chars: int, skeleton: Skeleton) -> None:
         json.loads(source)
     except json.JSONDecodeError as exc:
         raise InvalidJobError(f"this is not a JSON file: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InvalidJobError("this JSON file is nested too deeply to read (arrays or objects thousands deep)") from None
     position = 0
     index = source.find('"')
     while index != -1:

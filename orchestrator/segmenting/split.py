@@ -13,6 +13,7 @@ from orchestrator.segmenting.markdown_format import split_markdown
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.subtitles import split_srt, split_vtt
 from orchestrator.segmenting.text_format import split_text
+from orchestrator.segmenting.xliff import split_xliff
 
 
 def split_document(
@@ -37,6 +38,7 @@ def split_document(
         "vtt": split_vtt,
         "po": split_po,
         "json": split_json,
+        "xliff": split_xliff,
     }
     if fmt not in splitters:
         raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ElementTree
 
 import pytest
 
@@ -119,6 +120,71 @@ JSON = """{
 """
 
 
+XLIFF_12 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file source-language="en" target-language="de" datatype="plaintext" original="ui.txt">
+    <body>
+      <trans-unit id="1">
+        <source>Click <g id="1">here</g> to continue.<x id="2"/></source>
+      </trans-unit>
+      <trans-unit id="2">
+        <source>Save &amp; close</source>
+        <target/>
+      </trans-unit>
+      <trans-unit id="3">
+        <source>Already done</source>
+        <target state="final">Schon erledigt</target>
+      </trans-unit>
+      <trans-unit id="4" translate="no">
+        <source>BrandName</source>
+      </trans-unit>
+      <trans-unit id="5">
+        <source>Press <bpt id="1">&lt;b&gt;</bpt>Enter<ept id="1">&lt;/b&gt;</ept> now.</source>
+        <target state="new"></target>
+      </trans-unit>
+    </body>
+  </file>
+</xliff>
+"""
+XLIFF_20 = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en" trgLang="de">
+  <file id="f1">
+    <unit id="u1">
+      <segment id="s1" state="initial">
+        <source>Hello <pc id="1">world</pc><ph id="2"/>!</source>
+      </segment>
+      <segment id="s2">
+        <source>Good bye.</source>
+        <target>Auf Wiedersehen.</target>
+      </segment>
+    </unit>
+  </file>
+</xliff>
+"""
+
+
+def test_xliff_12_fills_missing_and_empty_targets_with_inline_codes_and_state() -> None:
+    sent, out = _translate(XLIFF_12, "xliff")
+    assert sent == ["Click <x1>here</x1> to continue.<x2/>", "Save & close", "Press <x1/>Enter<x2/> now."]
+    root = ElementTree.fromstring(out.encode())  # still well-formed
+    assert root.tag.endswith("xliff")
+    assert '<target state="translated">CLICK <g id="1">HERE</g> TO CONTINUE.<x id="2"/></target>' in out
+    assert '<target state="translated">SAVE &amp; CLOSE</target>' in out
+    assert '<target state="final">Schon erledigt</target>' in out  # translated already: left alone
+    assert '<trans-unit id="4" translate="no">\n        <source>BrandName</source>\n      </trans-unit>' in out
+    assert 'ENTER<ept id="1">&lt;/b&gt;</ept> NOW.</target>' in out
+    assert 'target-language="fr"' in out
+
+
+def test_xliff_20_sets_the_segment_state_and_trglang() -> None:
+    sent, out = _translate(XLIFF_20, "xliff")
+    assert sent == ["Hello <x1>world</x1><x2/>!"]
+    ElementTree.fromstring(out.encode())
+    assert '<segment id="s1" state="translated">' in out and 'trgLang="fr"' in out
+    assert '<target>HELLO <pc id="1">WORLD</pc><ph id="2"/>!</target>' in out
+    assert '<segment id="s2">\n        <source>Good bye.</source>\n        <target>Auf Wiedersehen.</target>' in out
+
+
 def test_json_translates_values_and_keeps_keys_icu_syntax_and_urls() -> None:
     sent, out = _translate(JSON, "json")
     assert sent == [
@@ -155,6 +221,9 @@ def test_json_translates_values_and_keeps_keys_icu_syntax_and_urls() -> None:
         ("hello world\n", "po", "line 1 is not a comment"),
         ('msgid "a\\q"\nmsgstr ""\n', "po", "unknown escape"),
         ('{"a": "x",}', "json", "not a JSON file: .* line 1, column 11"),
+        ("<xliff version='1.2'><file>", "xliff", "not a well-formed XLIFF"),
+        ("<html/>", "xliff", "root element is 'html'"),
+        ('<!DOCTYPE x [<!ENTITY a "b">]><xliff version="1.2"/>', "xliff", "DOCTYPE"),
     ],
 )
 def test_a_file_that_is_not_its_format_is_a_clear_error(source: str, fmt: str, message: str) -> None:

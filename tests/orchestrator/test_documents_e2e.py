@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT
+from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12
 from tests.orchestrator.test_runs_and_documents import orchestrate_until
 from worker.engine import EngineOptions
 from worker.model import prepare_default_model
@@ -58,6 +59,10 @@ def _kept(fmt: str, out: str) -> None:
     elif fmt == "po":
         assert 'msgstr "Déjà fait"' in out and re.search(r'msgstr "[^"]*%\(name\)s[^"]*\{count\}', out)
         assert re.search(r'msgstr\[1\] "[^"]*%d', out)
+    elif fmt == "xliff":
+        ElementTree.fromstring(out.encode())
+        assert out.count('<target state="translated">') == 3 and '<x id="2"/></target>' in out
+        assert '<target state="final">Schon erledigt</target>' in out
     elif fmt == "json":
         data = json.loads(out)["app"]
         assert data["url"] == "https://example.com/help" and "{name}" in data["greeting"]
@@ -66,7 +71,7 @@ def _kept(fmt: str, out: str) -> None:
 
 @pytest.mark.parametrize(
     ("fmt", "source"),
-    [("html", HTML), ("md", MARKDOWN), ("srt", SRT), ("vtt", VTT), ("po", PO), ("json", JSON)],
+    [("html", HTML), ("md", MARKDOWN), ("srt", SRT), ("vtt", VTT), ("po", PO), ("json", JSON), ("xliff", XLIFF_12)],
 )
 async def test_a_document_comes_back_translated_with_its_structure(
     engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, client: Client, fmt: str, source: str

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from contract.errors import DocumentTooLargeError
+from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting import split_document
 
 SIZE = 200_000
@@ -32,6 +32,17 @@ HOSTILE = {
     "md: backtick runs never closed": ("".join("`" * (i % 50 + 1) + " w " for i in range(SIZE // 30)), "md"),
     "txt: one sentence without punctuation": ("word " * (SIZE // 5), "txt"),
     "html: one tag per character": ("<b>" * (SIZE // 3), "html"),
+    "html: inline elements with alt text in one sentence": ('w <img alt="a b"> ' * (SIZE // 18), "html"),
+    "srt: one cue of styling tags": ("1\n00:00:01,000 --> 00:00:02,000\n" + "<i>a " * (SIZE // 5), "srt"),
+    "vtt: ten thousand cues": ("WEBVTT\n\n" + "00:01.000 --> 00:02.000\nHi <b>you</b>.\n\n" * (SIZE // 40), "vtt"),
+    "po: one message of continuation lines": ('msgid ""\n' + '"word %s "\n' * (SIZE // 12) + 'msgstr ""\n', "po"),
+    "json: a value of unclosed ICU braces": ('{"a": "' + "{x, plural, one {" * (SIZE // 17) + '"}', "json"),
+    "xliff: one source of inline codes": (
+        '<xliff version="1.2"><file><body><trans-unit id="1"><source>'
+        + '<g id="1">w</g><x id="2"/>' * (SIZE // 26)
+        + "</source></trans-unit></body></file></xliff>",
+        "xliff",
+    ),
 }
 
 
@@ -44,6 +55,11 @@ def test_hostile_documents_split_in_linear_time(case: str) -> None:
     elapsed = time.monotonic() - started
     assert skeleton.source() == source
     assert elapsed < GENEROUS_SECONDS, f"{case}: {elapsed:.1f}s for {len(source):,} characters"
+
+
+def test_json_nested_past_pythons_recursion_limit_is_a_clear_error() -> None:
+    with pytest.raises(InvalidJobError, match="nested too deeply"):
+        split_document("[" * 100_000 + "]" * 100_000, "json", 1_500)
 
 
 def test_a_document_over_the_size_limit_is_refused_with_the_setting_named() -> None:
