@@ -1,4 +1,4 @@
-"""Native documents: upload a file (one of ``contract.documents.FORMATS``), follow it, download it translated, cancel."""
+"""Native documents: upload a file (any of ``contract.documents.FORMATS``), follow it, download it, cancel it."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def split_json(source: str, max_chars: int, skeleton: Skeleton) -> None:
     except json.JSONDecodeError as exc:
         raise InvalidJobError(f"this is not a JSON file: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
-        raise InvalidJobError("this JSON file is nested too deeply to read (arrays or objects thousands deep)") from None
+        raise InvalidJobError("this JSON file is nested too deeply to read (thousands of levels)") from None
     position = 0
     index = source.find('"')
     while index != -1:
