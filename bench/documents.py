@@ -2,7 +2,8 @@
 
     python -m bench.documents [--before 6da7ad9] [--out bench/results/documents.json]
 
-For each sample (the README, an HTML product page, the demo's Markdown file, a subtitle file),
+For each sample (the README, an HTML product page, the demo's Markdown file, a subtitle file, a
+Word document),
 the splitter of this checkout and the one of ``--before`` (a git revision, read with
 ``git archive`` into a temporary folder and run there in a child process) cut the same file:
 
@@ -22,6 +23,7 @@ The splitters run on the CPU with no server; the result is deterministic.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -37,6 +39,7 @@ SAMPLES = {
     "product-page.html": ("html", ROOT / "bench" / "samples" / "product-page.html"),
     "getting-started.md": ("md", ROOT / "examples" / "getting-started.md"),
     "episode.srt": ("srt", ROOT / "bench" / "samples" / "episode.srt"),
+    "report.docx": ("docx", ROOT / "bench" / "samples" / "report.docx"),
 }
 MAX_SEGMENT_CHARS = 1_500  # the default of DRAGOMAN_MAX_SEGMENT_CHARS
 _WORD = re.compile(r"[^\W\d_]+")
@@ -59,6 +62,7 @@ def measure(fmt: str, source: str) -> dict[str, Any]:
     from orchestrator.segmenting import split_document
 
     skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS)
+    source = skeleton.source()  # a zipped format's container text, where the segments' positions are
     segments = skeleton.segments
     attached = [s.raw if getattr(s, "detached", False) else None for s in segments]
     words = whole_words = requests = 0
@@ -133,9 +137,11 @@ def measure_all() -> dict[str, Any]:
     """:func:`measure` on every sample a splitter knows the format of."""
     from contract.documents import FORMATS
 
-    return {
-        name: measure(fmt, path.read_text(encoding="utf-8")) for name, (fmt, path) in SAMPLES.items() if fmt in FORMATS
-    }
+    def text_of(fmt: str, path: Path) -> str:
+        data = path.read_bytes()
+        return base64.b64encode(data).decode() if fmt == "docx" else data.decode()
+
+    return {name: measure(fmt, text_of(fmt, path)) for name, (fmt, path) in SAMPLES.items() if fmt in FORMATS}
 
 
 def _before(revision: str) -> dict[str, Any]:

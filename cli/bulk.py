@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cli.help import EXAMPLE_ID, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
-from contract.documents import FORMATS
+from contract.documents import FORMATS, decode_document, encode_document
 from contract.errors import InvalidJobError, JobTimeoutError
 from contract.progress import GroupProgress
 from contract.settings import Settings
@@ -97,7 +97,7 @@ def add_commands(sub: SubParsers) -> None:
     translate = add_command(
         sub,
         "translate",
-        help="translate a document (txt, md, html, srt, vtt, po, json, xliff), keeping its structure",
+        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx), keeping its structure",
         description="Translate a document sentence by sentence, keeping its structure (markup, code, URLs, "
         "timings, keys and placeholders untouched; inline markup travels as placeholder tags inside whole "
         "sentences), and write NAME.<to>.<suffix> beside it. Formats: "
@@ -107,6 +107,7 @@ def add_commands(sub: SubParsers) -> None:
             "dragoman translate notes.md --from en --to fr",
             "dragoman translate page.html --to de --from en -o out.html",
             "dragoman translate messages.pot --from en --to ja -o ja.po",
+            "dragoman translate report.docx --from en --to de",
         ),
     )
     translate.add_argument("file", type=Path, help="the document to translate (UTF-8)")
@@ -204,11 +205,11 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
 
     fmt = document_format(args.file, args.format)
     try:
-        text = args.file.read_text(encoding="utf-8")
+        text = encode_document(fmt, args.file.read_bytes())
     except FileNotFoundError:
         raise InvalidJobError(f"{args.file}: no such file") from None
-    except UnicodeDecodeError:
-        raise InvalidJobError(f"{args.file}: not UTF-8 text") from None
+    except InvalidJobError as exc:
+        raise InvalidJobError(f"{args.file}: {exc}") from None
     output = args.output or args.file.with_name(f"{args.file.stem}.{args.target}{args.file.suffix}")
     with Client(settings) as client:
         document_id = client.submit_document(
@@ -243,7 +244,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
         if not args.keep_failed_source:
             print("nothing written; --keep-failed-source writes the file with their source text", file=sys.stderr)
             return 1
-    output.write_text(result.text, encoding="utf-8")
+    output.write_bytes(decode_document(fmt, result.text))
     print(f"wrote {output} ({progress.counts.total} segments)", file=sys.stderr)
     return 0
 

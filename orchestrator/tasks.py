@@ -16,7 +16,7 @@ from rq.job import Job as RqJob
 
 from contract.backoff import retry_intervals
 from contract.documents import FINISH_TASK, RETRY_MAX_SECONDS, SPLIT_TASK, SPLIT_TIMEOUT_SECONDS, UNCAPPED_RETRIES
-from contract.errors import DragomanError
+from contract.errors import DragomanError, InvalidJobError
 from contract.ids import job_id_for
 from contract.schemas import build_job_spec
 from orchestrator.background import OUTAGES
@@ -24,6 +24,7 @@ from orchestrator.context import TaskContext
 from orchestrator.segmenting.preceding import preceding_text
 from orchestrator.segmenting.report import DocumentReport
 from orchestrator.segmenting.skeleton import Segment, Skeleton
+from orchestrator.segmenting.split import finish_document
 from orchestrator.segmenting.split import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.client import Client
@@ -168,7 +169,15 @@ def _assemble(store: GroupStore, document_id: str) -> str:
     report.failed = len(failed)
     status = "completed" if not failed else ("cancelled" if assembly.cancel_requested else "failed")
     translated = any(t is not None for t in translations)
-    text = skeleton.assemble(translations, assembly.target_lang if translated else None)
+    try:
+        text = finish_document(
+            assembly.format, skeleton.assemble(translations, assembly.target_lang if translated else None)
+        )
+    except InvalidJobError as exc:  # a translated part that would not open: the source, and the reason
+        log.error("document %s: %s", document_id, exc)
+        text = finish_document(assembly.format, skeleton.source())
+        failed.append({"segment": None, "status": "failed", "error": str(exc), "source": ""})
+        status = "failed"
     store.save_assembly(document_id, text, failed, status, report.to_dict())
     return status
 

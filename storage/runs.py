@@ -147,6 +147,7 @@ class AssemblyInput:
     cancel_requested: bool
     segments: list[SegmentRow]
     target_lang: str | None = None
+    format: str = "txt"
 
 
 class GroupStore:
@@ -361,15 +362,15 @@ class GroupStore:
     def assembly_input(self, document_id: str) -> AssemblyInput:
         """The document's stored skeleton, whether a cancel was requested, and its segments' rows in order."""
         conn = self._conn()
-        skeleton, cancel_requested, target_lang = conn.execute(
-            "SELECT skeleton, cancel_requested, target_lang FROM documents WHERE id = %s", (document_id,)
+        skeleton, cancel_requested, target_lang, fmt = conn.execute(
+            "SELECT skeleton, cancel_requested, target_lang, format FROM documents WHERE id = %s", (document_id,)
         ).fetchone()
         rows = conn.execute(
             "SELECT sequence, status, translated_text, error, inline_tags FROM jobs WHERE document_id = %s "
             "ORDER BY sequence",
             (document_id,),
         ).fetchall()
-        return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows], target_lang)
+        return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows], target_lang, fmt)
 
     def save_assembly(
         self,

@@ -11,8 +11,8 @@ from api.auth import CallerDep
 from api.errors import ApiError
 from api.schemas import DocumentView, ErrorBody, GroupView
 from api.services import ApiServices, services
-from contract.documents import FORMATS, SUFFIXES
-from contract.errors import RunNotFinishedError
+from contract.documents import BINARY_FORMATS, FORMATS, SUFFIXES, decode_document, encode_document
+from contract.errors import InvalidJobError, RunNotFinishedError
 from producer.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
@@ -30,6 +30,7 @@ MEDIA_TYPES = {
     "po": "text/x-gettext-translation",
     "json": "application/json",
     "xliff": "application/xliff+xml",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
 """The content type of each format, both ways: an upload's type names its format, a download's says it."""
 _BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}
@@ -85,17 +86,16 @@ async def submit_document(
 ) -> GroupView:
     """Queue a document: ``202`` with it, ``splitting`` until the orchestrator has cut it into jobs.
 
-    The body is the file itself (UTF-8; at most ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters).
+    The body is the file itself (UTF-8 text, or the bytes of a ``.docx``; at most
+    ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters, a ``.docx`` counted as its base64).
     Its structure (Markdown, HTML tags, blank lines) comes back unchanged around the translated text.
     """
     fmt = _format(request, format, filename)
     raw = await request.body()
     try:
-        text = raw.decode()
-    except UnicodeDecodeError as exc:
-        raise ApiError(
-            422, "invalid_document", f"the document is not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
+        text = encode_document(fmt, raw)  # a .docx is kept as base64 text
+    except InvalidJobError as exc:
+        raise ApiError(422, "invalid_document", str(exc)) from None
     document_id = await api.groups.submit_document(
         caller.tenant,
         text,
@@ -134,7 +134,10 @@ async def document_content(document_id: str, caller: CallerDep, api: ServicesDep
     Segments that failed are kept in the source language (``GET /v1/documents/{id}`` lists them).
     """
     fmt, result = await api.groups.document_result(caller.tenant, document_id)
-    return Response(result.text, media_type=f"{MEDIA_TYPES.get(fmt, 'text/plain')}; charset=utf-8")
+    media_type = MEDIA_TYPES.get(fmt, "text/plain")
+    if fmt in BINARY_FORMATS:
+        return Response(decode_document(fmt, result.text), media_type=media_type)
+    return Response(result.text, media_type=f"{media_type}; charset=utf-8")
 
 
 @router.post("/{document_id}/cancel", response_model=GroupView, responses=_ERRORS)

@@ -22,7 +22,7 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-FORMATS = ("txt", "md", "html", "srt", "vtt", "po", "json", "xliff")
+FORMATS = ("txt", "md", "html", "srt", "vtt", "po", "json", "xliff", "docx")
 
 
 def upgrade() -> None:

@@ -87,9 +87,9 @@ def _peel(group: Sequence[str | Code]) -> tuple[int, int]:
     first, last = 0, len(group)
     while first < last:
         head, tail = group[first], group[last - 1]
-        if not isinstance(head, str) and head.kind in ("unit", "break"):
+        if not isinstance(head, str) and head.kind in ("unit", "break", "join"):
             first += 1
-        elif not isinstance(tail, str) and tail.kind in ("unit", "break"):
+        elif not isinstance(tail, str) and tail.kind in ("unit", "break", "join"):
             last -= 1
         elif pairs.get(first) == last - 1:
             first, last = first + 1, last - 1
@@ -204,6 +204,8 @@ def _segment(group: Sequence[str | Code], escape: Escape, wrap: Wrap | None) -> 
             text.append(model_text(token, escape))
         elif token.kind == "space":
             text.append(" ")
+        elif token.kind == "join":
+            continue
         elif index in pairs:  # an opening code with its closing one
             closing = pairs[index]
             number = len(codes) + 1

@@ -31,7 +31,7 @@ class Wrap(NamedTuple):
     always: bool = False  # also a one-line source (a cue: the translation keeps to its width)
 
 
-CodeKind = Literal["open", "close", "unit", "break", "space"]
+CodeKind = Literal["open", "close", "unit", "break", "space", "join"]
 
 ATTACHED_MARK = "\ufdd0"
 """A Unicode noncharacter: marks where a code's raw holds a detached segment (PostgreSQL stores it; NUL it cannot)."""
@@ -51,7 +51,8 @@ class Code:
     ``name`` into ``<xN>…</xN>``; ``unit``: something the model never sees (a code span, a URL, an
     image, a ``translate="no"`` span) as ``<xN/>``; ``break``: a unit that also ends a line (``<br>``),
     so a sentence may end at it; ``space``: a soft line break (with the prefix of the next line)
-    that the model sees as one space and a translation replaces.
+    that the model sees as one space and a translation replaces; ``join``: markup the model never
+    sees and a translation drops (a Word run boundary with the same formatting on both sides).
 
     A raw may hold ``U+FDD0 N U+FDD1``: the place of detached segment ``N`` (an ``alt`` attribute of an
     image inside the sentence), filled in when the document is assembled.

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
+from orchestrator.segmenting import docx
+from orchestrator.segmenting.docx import split_docx_container
 from orchestrator.segmenting.gettext import split_po
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.json_resources import split_json
@@ -39,6 +41,7 @@ def split_document(
         "po": split_po,
         "json": split_json,
         "xliff": split_xliff,
+        "docx": split_docx_container,
     }
     if fmt not in splitters:
         raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -49,8 +52,14 @@ def split_document(
             f"the document has {len(source):,} characters, over the limit of {max_document_chars:,} "
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
+    text = docx.unpack(source) if fmt == "docx" else source  # a zipped format: split its container text
     skeleton = Skeleton(max_segments=max_segments)
-    splitters[fmt](source, max_chars, skeleton)
-    if skeleton.source() != source:  # an invariant; a bug here must never change a user's document
+    splitters[fmt](text, max_chars, skeleton)
+    if skeleton.source() != text:  # an invariant; a bug here must never change a user's document
         raise InvalidJobError(f"this {fmt} document could not be split without changing it (a dragoman bug)")
     return skeleton
+
+
+def finish_document(fmt: str, assembled: str) -> str:
+    """The stored form of an assembled document: its container zipped again for a ``.docx``, else itself."""
+    return docx.pack(assembled) if fmt == "docx" else assembled

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import zipfile
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,6 +18,7 @@ from contract.keys import RedisKeys
 from contract.settings import Settings
 from storage import AsyncGroupStore
 from tests.api.conftest import KeyMaker, bearer
+from tests.orchestrator.test_document_formats import make_docx
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
 from tests.worker.conftest import WorkerFactory
@@ -278,3 +281,37 @@ async def test_cancel_a_document(http: httpx.AsyncClient, tenant_key: KeyMaker, 
     content = await http.get(f"/v1/documents/{document['id']}/content", headers=bearer(key))
     assert error_code(content, 409)[0] == "document_not_assembled"
     assert (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()["failed_segments"] is None
+
+
+async def test_a_word_document_goes_up_as_bytes_and_comes_back_as_a_word_document(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    params = {"source_lang": "en", "target_lang": "fr", "filename": "report.docx"}
+    response = await http.post("/v1/documents", params=params, content=make_docx(), headers=bearer(key))
+    assert response.status_code == 202, response.text
+    document_id = response.json()["id"]
+
+    async def assembled() -> bool:
+        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
+        return bool(view["status"] == "completed")
+
+    async with start_worker(DeterministicEngine()):
+        await until(assembled)
+    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
+    assert content.status_code == 200
+    assert content.headers["content-type"] == (
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    )
+    translated = zipfile.ZipFile(io.BytesIO(content.content))
+    original = zipfile.ZipFile(io.BytesIO(make_docx()))
+    # The echoing engine leaves every text as it was: the same members with the same bytes.
+    assert {n: translated.read(n) for n in translated.namelist()} == {n: original.read(n) for n in original.namelist()}
+    broken = await http.post("/v1/documents", params=params, content=b"not a zip", headers=bearer(key))
+    assert broken.status_code == 202  # bytes are accepted; the split fails the document with the reason
+
+    async def failed() -> bool:
+        view = (await http.get(f"/v1/documents/{broken.json()['id']}", headers=bearer(key))).json()
+        return bool(view["status"] == "failed" and "not a .docx file" in (view["error"] or ""))
+
+    await until(failed)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import base64
+import importlib.util
+import io
 import json
 import xml.etree.ElementTree as ElementTree
+import zipfile
+from pathlib import Path
 
 import pytest
 
+from contract.documents import FORMATS, decode_document, encode_document
 from contract.errors import InvalidJobError
 from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.skeleton import Skeleton
+from orchestrator.segmenting.split import finish_document
 
 SRT = (
     "1\r\n00:00:01,000 --> 00:00:04,000\r\nHello there,\r\n<i>how are you</i> today?\r\n\r\n"
@@ -185,6 +192,75 @@ def test_xliff_20_sets_the_segment_state_and_trglang() -> None:
     assert '<segment id="s2">\n        <source>Good bye.</source>\n        <target>Auf Wiedersehen.</target>' in out
 
 
+WORD_NS = (
+    'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+    'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+)
+DOCX_BODY = (
+    '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Getting started</w:t></w:r></w:p>'
+    '<w:p><w:r><w:t xml:space="preserve">Click </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>here</w:t></w:r>'
+    '<w:r><w:t xml:space="preserve"> to open the </w:t></w:r><w:proofErr w:type="spellStart"/>'
+    "<w:r><w:t>fi</w:t></w:r><w:r><w:t>le.</w:t></w:r></w:p>"
+    '<w:p><w:r><w:t xml:space="preserve">See </w:t></w:r><w:hyperlink r:id="rId9"><w:r><w:rPr>'
+    '<w:rStyle w:val="Hyperlink"/></w:rPr><w:t>our guide</w:t></w:r></w:hyperlink><w:r>'
+    '<w:t xml:space="preserve"> and press</w:t></w:r><w:r><w:tab/><w:t>Enter &amp; go.</w:t></w:r></w:p>'
+    "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>A cell</w:t></w:r></w:p></w:tc></w:tr></w:tbl><w:p/>"
+)
+
+
+def make_docx(body: str = DOCX_BODY, header: str = "Company confidential") -> bytes:
+    """A small Word document: a body, a header, an image; the parts Word needs to open it."""
+    declaration = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+    members = {
+        "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/'
+        'package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+        'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/'
+        'document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"'
+        "/></Types>",
+        "_rels/.rels": '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/'
+        'package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
+        '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+        "word/document.xml": f"{declaration}<w:document {WORD_NS}><w:body>{body}<w:sectPr/></w:body></w:document>",
+        "word/header1.xml": f"{declaration}<w:hdr {WORD_NS}><w:p><w:r><w:t>{header}</w:t></w:r></w:p></w:hdr>",
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+        archive.writestr("word/media/image1.png", b"\x89PNG not really")
+    return buffer.getvalue()
+
+
+def _members(document: str) -> dict[str, bytes]:
+    archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(document)))
+    return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_docx_paragraphs_are_whole_sentences_with_run_formatting_as_tags() -> None:
+    source = encode_document("docx", make_docx())
+    skeleton = split_document(source, "docx", 200)
+    assert [s.text for s in skeleton.segments] == [
+        "Getting started",
+        "Click <x1/>here<x2/> to open the file.",  # "fi" + "le." (a spell-check split) is one word
+        "See <x1>our guide</x1> and press<x2/>Enter & go.",
+        "A cell",
+        "Company confidential",
+    ]
+    stored = Skeleton.from_json(json.loads(json.dumps(skeleton.to_json())))
+    original = _members(source)
+    assert _members(finish_document("docx", stored.source())) == original  # the same members, byte for byte
+    translated = _members(finish_document("docx", stored.assemble([shout(s.text) for s in stored.segments], "fr")))
+    assert translated.keys() == original.keys() and translated["word/media/image1.png"] == b"\x89PNG not really"
+    body = translated["word/document.xml"].decode()
+    ElementTree.fromstring(body)
+    assert '<w:t xml:space="preserve">CLICK </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>HERE</w:t>' in body
+    assert "<w:t>FILE.</w:t>" not in body and " TO OPEN THE FILE.</w:t>" in body  # merged into one run
+    assert '<w:hyperlink r:id="rId9"><w:r><w:rPr><w:rStyle w:val="Hyperlink"/></w:rPr><w:t>OUR GUIDE</w:t>' in body
+    assert "<w:tab/><w:t>ENTER &amp; GO.</w:t>" in body and "<w:t>A CELL</w:t>" in body
+    assert b"COMPANY CONFIDENTIAL" in translated["word/header1.xml"]
+    assert decode_document("docx", source) == make_docx()
+
+
 def test_json_translates_values_and_keeps_keys_icu_syntax_and_urls() -> None:
     sent, out = _translate(JSON, "json")
     assert sent == [
@@ -213,6 +289,23 @@ def test_json_translates_values_and_keeps_keys_icu_syntax_and_urls() -> None:
     }
 
 
+def test_a_zip_without_a_word_document_is_refused() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("content.xml", "<x/>")
+    with pytest.raises(InvalidJobError, match=r"no word/document\.xml"):
+        split_document(base64.b64encode(buffer.getvalue()).decode(), "docx", 200)
+
+
+def test_the_migration_admits_every_format() -> None:
+    path = Path(__file__).resolve().parents[2] / "migrations" / "versions" / "0009_inline_tags_and_formats.py"
+    spec = importlib.util.spec_from_file_location("migration_0009", path)
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    assert tuple(migration.FORMATS) == FORMATS
+
+
 @pytest.mark.parametrize(
     ("source", "fmt", "message"),
     [
@@ -224,6 +317,8 @@ def test_json_translates_values_and_keeps_keys_icu_syntax_and_urls() -> None:
         ("<xliff version='1.2'><file>", "xliff", "not a well-formed XLIFF"),
         ("<html/>", "xliff", "root element is 'html'"),
         ('<!DOCTYPE x [<!ENTITY a "b">]><xliff version="1.2"/>', "xliff", "DOCTYPE"),
+        ("not base64 at all!", "docx", "not a .docx file"),
+        (base64.b64encode(b"PK but not a zip").decode(), "docx", "not a .docx file"),
     ],
 )
 def test_a_file_that_is_not_its_format_is_a_clear_error(source: str, fmt: str, message: str) -> None:

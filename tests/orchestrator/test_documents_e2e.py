@@ -7,17 +7,21 @@ parses as its format), not the quality of its French.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 import xml.etree.ElementTree as ElementTree
+import zipfile
 from collections.abc import Iterator
 
 import pytest
 
+from contract.documents import encode_document
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12
+from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12, make_docx
 from tests.orchestrator.test_runs_and_documents import orchestrate_until
 from worker.engine import EngineOptions
 from worker.model import prepare_default_model
@@ -63,6 +67,12 @@ def _kept(fmt: str, out: str) -> None:
         ElementTree.fromstring(out.encode())
         assert out.count('<target state="translated">') == 3 and '<x id="2"/></target>' in out
         assert '<target state="final">Schon erledigt</target>' in out
+    elif fmt == "docx":
+        archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(out)))
+        body = archive.read("word/document.xml").decode()
+        ElementTree.fromstring(body)
+        assert '<w:hyperlink r:id="rId9">' in body and "<w:tab/>" in body and "<w:b/>" in body
+        assert archive.read("word/media/image1.png") == b"\x89PNG not really"
     elif fmt == "json":
         data = json.loads(out)["app"]
         assert data["url"] == "https://example.com/help" and "{name}" in data["greeting"]
@@ -71,7 +81,16 @@ def _kept(fmt: str, out: str) -> None:
 
 @pytest.mark.parametrize(
     ("fmt", "source"),
-    [("html", HTML), ("md", MARKDOWN), ("srt", SRT), ("vtt", VTT), ("po", PO), ("json", JSON), ("xliff", XLIFF_12)],
+    [
+        ("html", HTML),
+        ("md", MARKDOWN),
+        ("srt", SRT),
+        ("vtt", VTT),
+        ("po", PO),
+        ("json", JSON),
+        ("xliff", XLIFF_12),
+        ("docx", encode_document("docx", make_docx())),
+    ],
 )
 async def test_a_document_comes_back_translated_with_its_structure(
     engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, client: Client, fmt: str, source: str

@@ -8,6 +8,7 @@ import hmac
 import json
 import re
 import threading
+import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -27,6 +28,7 @@ from orchestrator.sweeper import GroupSweeper
 from orchestrator.tasks import finish_group
 from producer.client import Client
 from producer.run_files import InvalidRunFileError
+from tests.orchestrator.test_document_formats import make_docx
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -294,14 +296,30 @@ async def test_translate_command_reports_failed_segments(
     assert (tmp_path / "notes.fr.md").read_text() == source.read_text()  # identity engine; failed kept as source
 
 
+async def test_translate_command_writes_a_word_document(
+    start_worker: WorkerFactory, rq_worker_process: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli.main import main
+
+    source = tmp_path / "report.docx"
+    source.write_bytes(make_docx())
+    async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
+        args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress", "--timeout", "120"]
+        assert await asyncio.to_thread(main, args) == 0
+    assert "inline markup: 2 segments with placeholder tags, 2 kept them" in capsys.readouterr().err
+    archive = zipfile.ZipFile(tmp_path / "report.fr.docx")
+    assert b"CLICK </w:t>" in archive.read("word/document.xml")
+    assert archive.read("word/media/image1.png") == b"\x89PNG not really"
+
+
 def test_translate_command_rejects_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from cli.main import EXIT_BAD_INPUT, main
 
-    (tmp_path / "a.docx").write_text("x")
+    (tmp_path / "a.pages").write_text("x")
     (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00binary")
     (tmp_path / "empty.md").write_text("  \n")
     for name, message in (
-        ("a.docx", "use --format"),
+        ("a.pages", "use --format"),
         ("bin.txt", "not UTF-8"),
         ("empty.md", "empty"),
         ("missing.txt", "no such file"),
