@@ -89,7 +89,8 @@ class Segment:
         worker checks the tags before a translation is stored, so only a bug gets here; the
         document's report lists it: :meth:`tags_kept`).
         """
-        if translation is None or translation == self.text or not self.tags_kept(translation):
+        unchanged = translation == self.text and self.frame == ("", "")  # a framed target is written even so
+        if translation is None or unchanged or not self.tags_kept(translation):
             out = [self.raw]
         elif not self.codes:
             out = [self._escaped(self._wrapped(translation))]

@@ -183,6 +183,13 @@ def test_xliff_12_fills_missing_and_empty_targets_with_inline_codes_and_state() 
     assert 'target-language="fr"' in out
 
 
+def test_a_target_is_written_even_when_the_translation_equals_the_source() -> None:
+    skeleton = split_document(XLIFF_12, "xliff", 200)
+    out = skeleton.assemble([s.text for s in skeleton.segments])  # e.g. a brand name, the same in French
+    assert '<target state="translated">Save &amp; close</target>' in out
+    assert out.count('<target state="translated">') == 3
+
+
 def test_xliff_20_sets_the_segment_state_and_trglang() -> None:
     sent, out = _translate(XLIFF_20, "xliff")
     assert sent == ["Hello <x1>world</x1><x2/>!"]

@@ -167,7 +167,7 @@ def test_long_prose_is_cut_at_sentence_ends() -> None:
 
 def test_unsupported_format_and_silly_limits_are_clear_errors() -> None:
     with pytest.raises(InvalidJobError, match="use one of txt, md, html"):
-        split_document("hello", "docx", 200)
+        split_document("hello", "pages", 200)
     with pytest.raises(InvalidJobError, match="at least 20"):
         split_document("hello", "txt", 5)
 
