@@ -17,7 +17,10 @@ the splitter of this checkout and the one of ``--before`` (a git revision, read 
   (a line break, the end, a table pipe, or an HTML tag that is not an inline element). The
   fragments the old splitters cut at inline markup ("Click", "here", "to open the file.") fail it.
 
-The splitters run on the CPU with no server; the result is deterministic.
+The splitters run on the CPU with no server; the result is deterministic. With
+``--tags-on-cpu fr`` the tagged segments of the samples (the README aside) go through the real
+CPU engine with the default model instead, and the result counts how many kept their tags at
+once, on the retry, or fell back to translating the text between them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -167,12 +171,72 @@ print(json.dumps(module.measure_all()))
 """
 
 
+def tags_on_cpu(target: str) -> dict[str, Any]:
+    """Every tagged segment of the samples but the README through the real CPU engine: how its tags fared."""
+    import asyncio
+
+    import msgspec
+
+    from contract.schemas import build_job_spec
+    from contract.settings import Settings
+    from orchestrator.segmenting import split_document
+    from worker.engine import EngineOptions
+    from worker.model import prepare_default_model
+    from worker.profiles import choose_profile
+    from worker.translator import Translator
+    from worker.vllm_engine import VllmEngine
+
+    texts: list[str] = []
+    for name, (fmt, path) in SAMPLES.items():
+        if name != "README.md":
+            data = path.read_bytes()
+            source = base64.b64encode(data).decode() if fmt == "docx" else data.decode()
+            texts += [s.text for s in split_document(source, fmt, MAX_SEGMENT_CHARS).segments if s.codes]
+    model = prepare_default_model(Settings().model_cache_dir)
+    engine = VllmEngine.start(model, EngineOptions(max_num_seqs=16, max_model_len=1024))
+    translator = Translator(engine, choose_profile(None, model, engine.tokenizer), None)
+
+    async def run() -> list[Any]:
+        specs = [
+            msgspec.structs.replace(
+                build_job_spec(str(uuid.uuid4()), text, "en", target, max_chars=100_000),
+                inline_tags=True,
+                document_id=str(uuid.uuid4()),
+            )
+            for text in texts
+        ]
+        return list(await asyncio.gather(*(translator.translate(spec, spec.job_id) for spec in specs)))
+
+    try:
+        results = asyncio.run(run())
+    finally:
+        engine.shutdown()
+    outcomes = [r.inline_tags for r in results]
+    return {
+        "target": target,
+        "segments": len(texts),
+        "kept": outcomes.count("kept"),
+        "retried": outcomes.count("retried"),
+        "fallback": outcomes.count("fallback"),
+        "examples": [[t, r.text, r.inline_tags] for t, r in zip(texts, results, strict=True)][:8],
+    }
+
+
 def main() -> None:
     """Measure both splitters, print a table and write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--before", default="6da7ad9", help="git revision of the splitter to compare with")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "documents.json")
+    parser.add_argument(
+        "--tags-on-cpu", metavar="LANG", help="also send the tagged segments through the CPU engine into LANG"
+    )
     args = parser.parse_args()
+    if args.tags_on_cpu:
+        outcome = tags_on_cpu(args.tags_on_cpu)
+        print(json.dumps(outcome, indent=2, ensure_ascii=False))
+        path = args.out.with_name(f"documents-tags-cpu-{args.tags_on_cpu}.json")
+        path.write_text(json.dumps(outcome, indent=2, ensure_ascii=False) + "\n")
+        return
     after = measure_all()
     before = _before(args.before)
     print(f"{'sample':<22} {'segments':>17} {'requests':>17} {'whole sentences':>21}")

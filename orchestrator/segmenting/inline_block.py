@@ -21,6 +21,7 @@ from contract.sentences import cut_prose
 from orchestrator.segmenting.pieces import Code, Escape, Segment, Wrap
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
+_HTML_WHITESPACE = re.compile(r"[ \t\r\n\f]+")
 
 
 def block_pieces(
@@ -222,9 +223,9 @@ def _segment(group: Sequence[str | Code], escape: Escape, wrap: Wrap | None) -> 
 
 
 def model_text(raw: str, escape: Escape) -> str:
-    """A text run as the model reads it: HTML entities and JSON escapes decoded."""
-    if escape in ("html", "attr"):
-        return html.unescape(raw)
+    """A text run as the model reads it: HTML entities and JSON escapes decoded, HTML whitespace collapsed."""
+    if escape in ("html", "attr"):  # HTML whitespace (not a no-break space) collapses: one line to the model
+        return html.unescape(_HTML_WHITESPACE.sub(" ", raw))
     if escape == "json":
         return str(json.loads(f'"{raw}"'))
     return raw
