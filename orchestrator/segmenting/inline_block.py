@@ -21,6 +21,9 @@ from contract.sentences import cut_prose
 from orchestrator.segmenting.pieces import Code, Escape, Segment, Wrap
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
+MAX_TAGS = 100
+"""Most placeholder tags one segment carries; a sentence with more markup than that is sent as its
+text runs, each on its own (the model could not keep them all, and the job would outgrow its text limit)."""
 _HTML_WHITESPACE = re.compile(r"[ \t\r\n\f]+")
 
 
@@ -54,7 +57,10 @@ def block_pieces(
             out.append(_raw(group))
         else:
             first, last = _peel(group)
-            out += [_raw(group[:first]), _segment(group[first:last], escape, wrap), _raw(group[last:])]
+            segment = _segment(group[first:last], escape, wrap)
+            if len(segment.codes) > MAX_TAGS:
+                return None  # more markup than words: the runs go out on their own
+            out += [_raw(group[:first]), segment, _raw(group[last:])]
         position = end
     return [piece for piece in out if piece != ""]
 

@@ -77,3 +77,11 @@ def test_code_spans_close_on_a_run_of_the_same_length() -> None:
     skeleton = split_document("Use ``a ` b`` here and `c` there, ``` not closed\n", "md", 200)
     assert [s.text for s in skeleton.segments] == ["Use <x1/> here and <x2/> there, ``` not closed"]
     assert skeleton.segments[0].codes == (("``a ` b``", ""), ("`c`", ""))
+
+
+def test_a_sentence_with_more_markup_than_tags_goes_out_as_its_runs() -> None:
+    source = "<p>" + "".join(f"w{i} <b>x</b> " for i in range(150)) + "end.</p>"
+    skeleton = split_document(source, "html", 100_000)
+    assert skeleton.source() == source
+    assert all(not segment.codes for segment in skeleton.segments)  # no segment carries 300 tags
+    assert len(skeleton.segments) > 100
