@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
 from orchestrator.segmenting.inline_block import segment_of
-from orchestrator.segmenting.pieces import Code
+from orchestrator.segmenting.pieces import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -27,6 +27,7 @@ _PLACEHOLDER = re.compile(
     r"|\{[A-Za-z0-9_.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"
     r"|</?[a-zA-Z][^<>]*>"
 )
+_TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 
 
@@ -94,26 +95,20 @@ class _Entry:
 
 def _msgstr(skeleton: Skeleton, text: str) -> None:
     """The segment for one ``msgstr ""``: the message as the model reads it, its placeholders as tags."""
-    tokens: list[str | Code] = []
-    position = 0
-    for match in _PLACEHOLDER.finditer(text):
-        if match.start() > position:
-            tokens.append(text[position : match.start()])
-        raw = match.group(0)
-        if raw.startswith("<") and not raw.endswith("/>"):
-            name = re.match(r"</?([a-zA-Z][\w-]*)", raw)
-            tag = name.group(1).lower() if name else ""
-            tokens.append(Code(raw, "close" if raw.startswith("</") else "open", tag))
-        else:
-            tokens.append(Code(raw, "unit"))
-        position = match.end()
-    if position < len(text):
-        tokens.append(text[position:])
-    segment = segment_of(tokens, "po", raw='""', frame=('"', '"'))
+    segment = segment_of(tokens_between(text, _PLACEHOLDER, _placeholder_code), "po", raw='""', frame=('"', '"'))
     if segment is None:  # no words (a message of placeholders only): stays untranslated
         skeleton.literal('""')
     else:
         skeleton.add_segment(segment)
+
+
+def _placeholder_code(match: re.Match[str]) -> Code:
+    """A printf or Python placeholder is a unit; an HTML tag in a message opens or closes a pair."""
+    raw = match.group(0)
+    if not raw.startswith("<") or raw.endswith("/>"):
+        return Code(raw, "unit")
+    name = _TAG_NAME.match(raw)
+    return Code(raw, "close" if raw.startswith("</") else "open", name.group(1).lower() if name else "")
 
 
 def _unquote(quoted: str, number: int) -> str:

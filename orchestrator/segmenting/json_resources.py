@@ -15,7 +15,7 @@ import json
 import re
 
 from contract.errors import InvalidJobError
-from orchestrator.segmenting.pieces import Code
+from orchestrator.segmenting.pieces import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 _KEEP_VALUE = re.compile(r"\s*(?:[a-zA-Z][a-zA-Z0-9+.-]*://\S*|[^@\s]+@[^@\s]+\.\w+)\s*")
@@ -79,17 +79,7 @@ def _value(skeleton: Skeleton, raw: str, max_chars: int) -> None:
 
 def _run_tokens(run: str, *, in_branch: bool) -> list[str | Code]:
     """A message run as text and unit codes: simple ICU arguments, and ``#`` inside a plural branch."""
-    pattern = _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT
-    out: list[str | Code] = []
-    position = 0
-    for match in pattern.finditer(run):
-        if match.start() > position:
-            out.append(run[position : match.start()])
-        out.append(Code(match.group(0), "unit"))
-        position = match.end()
-    if position < len(run):
-        out.append(run[position:])
-    return out
+    return tokens_between(run, _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT, lambda m: Code(m.group(0), "unit"))
 
 
 def _icu_chunks(raw: str) -> list[tuple[str, str]]:

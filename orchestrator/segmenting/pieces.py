@@ -6,7 +6,7 @@ import html
 import json
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -181,3 +181,17 @@ def fill_attached(text: str, attached: Sequence[str | None]) -> str:
     if ATTACHED_MARK not in text:
         return text
     return _ATTACHED.sub(lambda m: attached[int(m.group(1))] or "", text)
+
+
+def tokens_between(text: str, pattern: re.Pattern[str], code_of: Callable[[re.Match[str]], Code]) -> list[str | Code]:
+    """``text`` as the runs between the matches of ``pattern`` and a code for each match, in order."""
+    out: list[str | Code] = []
+    position = 0
+    for match in pattern.finditer(text):
+        if match.start() > position:
+            out.append(text[position : match.start()])
+        out.append(code_of(match))
+        position = match.end()
+    if position < len(text):
+        out.append(text[position:])
+    return out

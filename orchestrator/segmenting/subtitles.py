@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from contract.errors import InvalidJobError
-from orchestrator.segmenting.pieces import Code, Wrap
+from orchestrator.segmenting.pieces import Code, Wrap, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 MIN_LINE = 42
@@ -86,17 +86,12 @@ def _cue_text(skeleton: Skeleton, lines: list[str], max_chars: int) -> None:
 
 def _cue_line(text: str) -> list[str | Code]:
     """A line of cue text as text runs and styling codes."""
-    out: list[str | Code] = []
-    position = 0
-    for match in _CUE_TAG.finditer(text):
-        if match.start() > position:
-            out.append(text[position : match.start()])
-        name = match.group(2)
-        if name is None:
-            out.append(Code(match.group(0), "unit"))
-        else:
-            out.append(Code(match.group(0), "close" if match.group(1) else "open", name.lower()))
-        position = match.end()
-    if position < len(text):
-        out.append(text[position:])
-    return out
+    return tokens_between(text, _CUE_TAG, _cue_code)
+
+
+def _cue_code(match: re.Match[str]) -> Code:
+    """A styling tag opens or closes a pair; a timestamp or an SSA override is a unit."""
+    name = match.group(2)
+    if name is None:
+        return Code(match.group(0), "unit")
+    return Code(match.group(0), "close" if match.group(1) else "open", name.lower())

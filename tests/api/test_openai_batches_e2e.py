@@ -22,10 +22,9 @@ from tests.api.test_openai_batches import (
     sdk,
     translation_line,
 )
+from tests.worker.conftest import default_model_worker
 from worker.engine import EngineOptions
 from worker.model import prepare_default_model
-from worker.profiles import choose_profile
-from worker.service import Worker
 from worker.vllm_engine import VllmEngine
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -67,15 +66,7 @@ async def test_translation_and_completion_batches_on_the_real_engine(
         batch = await call(client.batches.create, input_file_id=uploaded.id, endpoint=endpoint, completion_window="24h")
         assert batch.status == "in_progress", batch.errors
         ids.append(batch.id)
-    profile = choose_profile(None, prepare_default_model(settings.model_cache_dir), engine.tokenizer)
-    worker = Worker(
-        settings,
-        redis_url=service_urls.redis_url,
-        database_url=service_urls.database_url,
-        engine=engine,
-        profile=profile,
-        max_in_flight=8,
-    )
+    worker = default_model_worker(settings, service_urls, engine, max_in_flight=8)
     await worker.start()
     try:
         done = [await poll(client, batch_id, {"completed", "failed"}, within=600) for batch_id in ids]

@@ -23,10 +23,9 @@ from contract.settings import Settings
 from producer.client import Client
 from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12, make_docx
 from tests.orchestrator.test_runs_and_documents import orchestrate_until
+from tests.worker.conftest import default_model_worker
 from worker.engine import EngineOptions
 from worker.model import prepare_default_model
-from worker.profiles import choose_profile
-from worker.service import Worker
 from worker.vllm_engine import VllmEngine
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(loop_scope="module")]
@@ -96,15 +95,7 @@ async def test_a_document_comes_back_translated_with_its_structure(
     engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, client: Client, fmt: str, source: str
 ) -> None:
     document_id = client.submit_document(source, fmt, "en", "fr")
-    profile = choose_profile(None, prepare_default_model(settings.model_cache_dir), engine.tokenizer)
-    worker = Worker(
-        settings,
-        redis_url=service_urls.redis_url,
-        database_url=service_urls.database_url,
-        engine=engine,
-        profile=profile,
-        max_in_flight=16,
-    )
+    worker = default_model_worker(settings, service_urls, engine, max_in_flight=16)
     await worker.start()
     try:
         await orchestrate_until(lambda: client.get_document(document_id).status in ("completed", "failed"), 600)

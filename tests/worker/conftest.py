@@ -23,6 +23,22 @@ from worker.service import Worker
 WorkerFactory = Callable[..., Any]
 
 
+def default_model_worker(settings: Settings, urls: ServiceUrls, engine: Any, *, max_in_flight: int) -> Worker:
+    """A worker on a real engine serving the default model, with the prompt profile that model gets."""
+    from worker.model import prepare_default_model
+    from worker.profiles import choose_profile
+
+    profile = choose_profile(None, prepare_default_model(settings.model_cache_dir), engine.tokenizer)
+    return Worker(
+        settings,
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        engine=engine,
+        profile=profile,
+        max_in_flight=max_in_flight,
+    )
+
+
 def identity_worker(
     settings: Settings,
     urls: ServiceUrls,

@@ -26,7 +26,7 @@ from worker.profiles import choose_profile
 from worker.service import Worker
 from worker.vllm_engine import VllmEngine
 
-from .conftest import wait_all
+from .conftest import default_model_worker, wait_all
 from .long_text_sample import FIVE_PARAGRAPHS
 from .workload import varied_texts
 
@@ -106,15 +106,7 @@ async def test_a_long_five_paragraph_text_comes_back_whole_with_a_stop(
     """Issue 16: a ~3,000-character, five-paragraph text to French keeps its five paragraphs and ends on ``stop``."""
     assert 2_800 <= len(FIVE_PARAGRAPHS) <= settings.max_text_chars and FIVE_PARAGRAPHS.count("\n\n") == 4
     job_id = client.submit(FIVE_PARAGRAPHS, "en", "fr")
-    profile = choose_profile(None, prepare_default_model(settings.model_cache_dir), engine.tokenizer)
-    worker = Worker(
-        settings,
-        redis_url=service_urls.redis_url,
-        database_url=service_urls.database_url,
-        engine=engine,
-        profile=profile,
-        max_in_flight=8,
-    )
+    worker = default_model_worker(settings, service_urls, engine, max_in_flight=8)
     await worker.start()
     try:
         (job,) = await wait_all(client, [job_id], within=1000)  # 40 pieces on a shared 2-core CPU
