@@ -116,6 +116,11 @@ def add_commands(sub: SubParsers) -> None:
     translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
     translate.add_argument("--format", choices=FORMATS, help="default: from the file's suffix")
     translate.add_argument(
+        "--retranslate",
+        action="store_true",
+        help=".po/.xliff: translate the entries that already have a translation too (default: keep them)",
+    )
+    translate.add_argument(
         "--keep-failed-source",
         action="store_true",
         help="write the file even if segments failed, with their source text",
@@ -220,6 +225,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             name=args.file.name,
             callback_url=args.callback,
             max_segment_chars=args.max_segment_chars,
+            retranslate=args.retranslate,
         )
         print(f"document {document_id}", file=sys.stderr)
         try:

@@ -64,6 +64,7 @@ def split_document(document_id: str) -> int:
                     document.max_segment_chars,
                     max_document_chars=ctx.settings.max_document_chars,
                     max_segments=ctx.settings.max_document_segments,
+                    retranslate=document.retranslate,
                 )
                 segments = skeleton.segments
                 store.save_skeleton(document_id, skeleton.to_json(), len(segments))

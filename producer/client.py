@@ -191,8 +191,14 @@ class Client:
         name: str | None = None,
         callback_url: str | None = None,
         max_segment_chars: int | None = None,
+        retranslate: bool = False,
     ) -> str:
-        """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id."""
+        """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
+
+        ``text`` is the file's text, or for a ``.docx`` its bytes as base64
+        (``contract.documents.encode_document``). ``retranslate``: a ``.po`` or XLIFF file's entries
+        that already have a translation are translated again (by default they are kept).
+        """
         return self.groups.submit_document(
             text,
             fmt,
@@ -201,6 +207,7 @@ class Client:
             name=name,
             callback_url=callback_url,
             max_segment_chars=max_segment_chars,
+            retranslate=retranslate,
         )
 
     def get_document(self, document_id: str) -> GroupProgress:

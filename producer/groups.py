@@ -192,6 +192,7 @@ class Groups:
         name: str | None,
         callback_url: str | None,
         max_segment_chars: int | None,
+        retranslate: bool = False,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it."""
         limit = check_document(text, fmt, self._submitter.settings, max_segment_chars)
@@ -199,7 +200,7 @@ class Groups:
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
         name = storable(name, "the document's name")
-        self._store.create_document(document_id, fmt, text, source, target, name, callback_url, limit)
+        self._store.create_document(document_id, fmt, text, source, target, name, callback_url, limit, retranslate)
         self._enqueue(SPLIT_TASK, document_id, job_id=f"split-{document_id}")
         return document_id
 

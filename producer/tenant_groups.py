@@ -220,6 +220,7 @@ class TenantGroups:
         callback_url: str | None,
         max_segment_chars: int | None,
         max_queued_jobs: int,
+        retranslate: bool = False,
     ) -> str:
         """Store the document and ask the orchestrator to split and queue it; its id.
 
@@ -233,7 +234,9 @@ class TenantGroups:
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
         label = storable(name, "the document's name")
-        await self._store.create_document(tenant, document_id, fmt, text, source, target, label, callback_url, limit)
+        await self._store.create_document(
+            tenant, document_id, fmt, text, source, target, label, callback_url, limit, retranslate
+        )
         await self._orchestrate(SPLIT_TASK, document_id, job_id=f"split-{document_id}")
         return document_id
 

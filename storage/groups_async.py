@@ -72,12 +72,13 @@ class AsyncGroupStore:
         name: str | None,
         callback_url: str | None,
         max_segment_chars: int,
+        retranslate: bool = False,
     ) -> None:
         """Record a document waiting to be split."""
         async with self._pool.connection() as conn:
             await conn.execute(
                 CREATE_DOCUMENT_SQL,
-                (document_id, fmt, text, source, target, name, callback_url, max_segment_chars, tenant),
+                (document_id, fmt, text, source, target, name, callback_url, max_segment_chars, tenant, retranslate),
             )
 
     async def progress(self, tenant: str, kind: str, group_id: str) -> GroupProgress | None:

@@ -56,7 +56,7 @@ CREATE_RUN_SQL = (
 )
 CREATE_DOCUMENT_SQL = (
     "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
-    "max_segment_chars, tenant) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s)"
+    "max_segment_chars, tenant, retranslate) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 RUN_SUBMITTED_SQL = (
     "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
@@ -119,6 +119,7 @@ class LockedDocument:
     callback_url: str | None
     cancel_requested: bool
     tenant: str | None = None  # the API key's tenant that submitted it (its jobs are the tenant's)
+    retranslate: bool = False  # translate a catalogue's translated entries too
 
 
 class RunSubmission(NamedTuple):
@@ -227,11 +228,12 @@ class GroupStore:
         name: str | None,
         callback_url: str | None,
         max_segment_chars: int,
+        retranslate: bool = False,
     ) -> None:
         """Record a document waiting to be split."""
         self._conn().execute(
             CREATE_DOCUMENT_SQL,
-            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars, None),
+            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars, None, retranslate),
         )
 
     def request_cancel(self, kind: str, group_id: str) -> int | None:
@@ -285,7 +287,7 @@ class GroupStore:
         with conn.transaction():
             row = conn.execute(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-                "cancel_requested, tenant FROM documents WHERE id = %s FOR UPDATE",
+                "cancel_requested, tenant, retranslate FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
             ).fetchone()
             yield None if row is None else LockedDocument(*row)

@@ -83,6 +83,9 @@ async def submit_document(
     filename: Annotated[str | None, Query(max_length=256, description="the file's name (its label)")] = None,
     max_segment_chars: Annotated[int | None, Query(description="longest segment sent as one job")] = None,
     callback_url: Annotated[str | None, Query(description="POSTed (signed) when the document is assembled")] = None,
+    retranslate: Annotated[
+        bool, Query(description="po/xliff: translate the entries that already have a translation too")
+    ] = False,
 ) -> GroupView:
     """Queue a document: ``202`` with it, ``splitting`` until the orchestrator has cut it into jobs.
 
@@ -106,6 +109,7 @@ async def submit_document(
         callback_url=callback_url,
         max_segment_chars=max_segment_chars,
         max_queued_jobs=caller.max_queued_jobs,
+        retranslate=retranslate,
     )
     return GroupView.of(await api.groups.progress(caller.tenant, "document", document_id))
 

@@ -31,11 +31,17 @@ _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 
 
-def split_po(source: str, max_chars: int, skeleton: Skeleton) -> None:
-    """A gettext catalogue: the empty ``msgstr`` of each untranslated entry becomes a segment."""
+def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
+    """A gettext catalogue: the empty ``msgstr`` of each untranslated entry becomes a segment.
+
+    With ``retranslate``, a ``msgstr`` that has a translation (on one line or several) is replaced too.
+    """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
     entry = _Entry()
-    for number, line in enumerate(lines, start=1):
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1  # 1-based: the line being read
         body = line.rstrip("\r\n")
         stripped = body.strip()
         if not stripped or stripped.startswith("#"):
@@ -51,11 +57,12 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton) -> None:
             if name.startswith("msgstr"):
                 entry.seen_msgstr = True
                 plural_index = int(index) if index is not None else 0
-                if quoted == '""' and entry.translatable(plural_index, lines, number):
-                    start = line.index('""', len(line) - len(line.lstrip()) + len(keyword.group(1)))
-                    skeleton.literal(line[:start])
-                    _msgstr(skeleton, entry.text_for(plural_index))
-                    skeleton.literal(line[start + 2 :])
+                continued = _continuation_lines(lines, number)
+                empty = quoted == '""' and not continued
+                if (empty or retranslate) and entry.has_message(plural_index):
+                    start = line.index('"', len(line) - len(line.lstrip()) + len(name))
+                    _msgstr(skeleton, lines, number - 1, start, continued, entry.text_for(plural_index))
+                    number += continued
                     continue
             else:
                 entry.values[name] = [_unquote(quoted, number)]
@@ -72,6 +79,14 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton) -> None:
         skeleton.literal(line)
 
 
+def _continuation_lines(lines: list[str], after: int) -> int:
+    """How many quoted continuation lines follow line number ``after`` (1-based)."""
+    count = 0
+    while after + count < len(lines) and _CONTINUATION.match(lines[after + count].rstrip("\r\n")):
+        count += 1
+    return count
+
+
 @dataclass(slots=True)
 class _Entry:
     """What has been read of the entry being walked."""
@@ -85,21 +100,33 @@ class _Entry:
         key = "msgid_plural" if plural_index > 0 and "msgid_plural" in self.values else "msgid"
         return "".join(self.values.get(key, []))
 
-    def translatable(self, plural_index: int, lines: list[str], number: int) -> bool:
-        """An empty ``msgstr`` on one line (no continuation after it) of an entry with a message."""
+    def has_message(self, plural_index: int) -> bool:
+        """Whether ``msgstr[plural_index]`` has a message to translate (the header has none)."""
         if not "".join(self.values.get("msgid", [])).strip():
-            return False  # the header, or an entry without a message
-        following = lines[number].strip() if number < len(lines) else ""
-        return not following.startswith('"') and bool(self.text_for(plural_index).strip())
+            return False
+        return bool(self.text_for(plural_index).strip())
 
 
-def _msgstr(skeleton: Skeleton, text: str) -> None:
-    """The segment for one ``msgstr ""``: the message as the model reads it, its placeholders as tags."""
-    segment = segment_of(tokens_between(text, _PLACEHOLDER, _placeholder_code), "po", raw='""', frame=('"', '"'))
-    if segment is None:  # no words (a message of placeholders only): stays untranslated
-        skeleton.literal('""')
+def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, continued: int, text: str) -> None:
+    """The segment for one ``msgstr``: its string(s), from the quote at ``start`` of line ``first``, replaced.
+
+    The model reads the message with its placeholders as tags; the translation is written back as
+    one quoted string. A message of placeholders only has nothing to translate and stays.
+    """
+    last = first + continued
+    end_line = lines[last]
+    end = end_line.rstrip("\r\n").rstrip(" \t")
+    skeleton.literal(lines[first][:start])
+    if continued:
+        raw = "".join([lines[first][start:], *lines[first + 1 : last], end])
+    else:
+        raw = lines[first][start : len(end)]
+    segment = segment_of(tokens_between(text, _PLACEHOLDER, _placeholder_code), "po", raw=raw, frame=('"', '"'))
+    if segment is None:
+        skeleton.literal(raw)
     else:
         skeleton.add_segment(segment)
+    skeleton.literal(end_line[len(end) :])
 
 
 def _placeholder_code(match: re.Match[str]) -> Code:

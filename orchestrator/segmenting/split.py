@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
@@ -25,12 +26,14 @@ def split_document(
     *,
     max_document_chars: int | None = None,
     max_segments: int | None = None,
+    retranslate: bool = False,
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
     Every splitter is linear in the document's length and recursion-free, so no input can make it
     run for minutes or overflow the stack. Over ``max_document_chars`` characters or
-    ``max_segments`` segments raises :class:`DocumentTooLargeError`.
+    ``max_segments`` segments raises :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
+    entries that already have a translation (``.po``, XLIFF) are translated again.
     """
     splitters: dict[str, Callable[[str, int, Skeleton], None]] = {
         "txt": split_text,
@@ -38,9 +41,9 @@ def split_document(
         "html": split_html,
         "srt": split_srt,
         "vtt": split_vtt,
-        "po": split_po,
+        "po": partial(split_po, retranslate=retranslate),
         "json": split_json,
-        "xliff": split_xliff,
+        "xliff": partial(split_xliff, retranslate=retranslate),
         "docx": split_docx_container,
     }
     if fmt not in splitters:

@@ -38,8 +38,8 @@ class _Unit(NamedTuple):
     target_blank: bool
 
 
-def split_xliff(source: str, max_chars: int, skeleton: Skeleton) -> None:
-    """An XLIFF file: each untranslated source's target becomes a segment."""
+def split_xliff(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
+    """An XLIFF file: each untranslated source's target becomes a segment (with ``retranslate``, every one)."""
     version = _check(source)
     unit_name = "trans-unit" if version == "1.2" else "segment"
     position = 0
@@ -52,7 +52,9 @@ def split_xliff(source: str, max_chars: int, skeleton: Skeleton) -> None:
         unit = _unit(source, tag, unit_name)
         if unit is None or _no_translate(tag.group(0)):
             continue
-        position = _translate_unit(skeleton, source, position, unit, version, max_chars)
+        if unit.target is not None and not unit.target_blank and not retranslate:
+            continue  # translated already
+        position = _translate_unit(skeleton, source, position, unit, version)
     skeleton.literal(source[position:])
 
 
@@ -126,10 +128,8 @@ def _no_translate(start_tag: str) -> bool:
     return bool(re.search(r"""\stranslate\s*=\s*["']no["']""", start_tag))
 
 
-def _translate_unit(skeleton: Skeleton, source: str, position: int, unit: _Unit, version: str, max_chars: int) -> int:
+def _translate_unit(skeleton: Skeleton, source: str, position: int, unit: _Unit, version: str) -> int:
     """The unit's target as a segment (with its state); returns how far the source is written."""
-    if unit.target is not None and not unit.target_blank:
-        return position  # translated already
     tokens = _inline(source[unit.source[0] : unit.source[1]])
     if version == "1.2":
         open_tag = '<target state="translated">'

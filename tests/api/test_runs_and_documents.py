@@ -19,7 +19,7 @@ from contract.settings import Settings
 from storage import AsyncGroupStore
 from tests.api.conftest import KeyMaker, bearer
 from tests.orchestrator.test_document_formats import make_docx
-from tests.orchestrator.test_runs_and_documents import run_orchestrator
+from tests.orchestrator.test_runs_and_documents import _shout_or_lose, run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -315,3 +315,26 @@ async def test_a_word_document_goes_up_as_bytes_and_comes_back_as_a_word_documen
         return bool(view["status"] == "failed" and "not a .docx file" in (view["error"] or ""))
 
     await until(failed)
+
+
+async def test_retranslate_asks_for_a_catalogues_translated_entries_too(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    catalogue = 'msgid "Open"\nmsgstr ""\n\nmsgid "Close"\nmsgstr "Fermer"\n'
+    ids = []
+    for retranslate in ("false", "true"):
+        params = {"source_lang": "en", "target_lang": "fr", "format": "po", "retranslate": retranslate}
+        response = await http.post("/v1/documents", params=params, content=catalogue.encode(), headers=bearer(key))
+        assert response.status_code == 202, response.text
+        ids.append(response.json()["id"])
+
+    async def assembled() -> bool:
+        views = [(await http.get(f"/v1/documents/{i}", headers=bearer(key))).json() for i in ids]
+        return all(view["status"] == "completed" for view in views)
+
+    async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
+        await until(assembled)
+    kept, again = [(await http.get(f"/v1/documents/{i}/content", headers=bearer(key))).text for i in ids]
+    assert kept == 'msgid "Open"\nmsgstr "OPEN"\n\nmsgid "Close"\nmsgstr "Fermer"\n'
+    assert again == 'msgid "Open"\nmsgstr "OPEN"\n\nmsgid "Close"\nmsgstr "CLOSE"\n'

@@ -170,6 +170,28 @@ XLIFF_20 = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+def test_po_retranslate_replaces_existing_translations_on_one_line_or_several() -> None:
+    source = PO + 'msgid "Two lines"\nmsgstr ""\n"Deux "\n"lignes"\n'
+    skeleton = split_document(source, "po", 200, retranslate=True)
+    assert skeleton.source() == source
+    assert [s.text for s in skeleton.segments][1] == "Already done" and skeleton.segments[-1].text == "Two lines"
+    out = skeleton.assemble([shout(s.text) for s in skeleton.segments])
+    assert '#, fuzzy\nmsgid "Already done"\nmsgstr "ALREADY DONE"\n' in out  # flags and comments stay
+    assert out.endswith('msgid "Two lines"\nmsgstr "TWO LINES"\n')
+    assert 'msgstr "Déjà fait"' in split_document(source, "po", 200).assemble(
+        [shout(s.text) for s in split_document(source, "po", 200).segments]
+    )  # without it, kept
+
+
+def test_xliff_retranslate_replaces_filled_targets() -> None:
+    skeleton = split_document(XLIFF_12, "xliff", 200, retranslate=True)
+    assert skeleton.source() == XLIFF_12
+    assert "Already done" in [s.text for s in skeleton.segments]
+    out = skeleton.assemble([shout(s.text) for s in skeleton.segments])
+    assert '<target state="translated">ALREADY DONE</target>' in out
+    assert "<source>BrandName</source>\n      </trans-unit>" in out  # translate="no" still wins
+
+
 def test_xliff_12_fills_missing_and_empty_targets_with_inline_codes_and_state() -> None:
     sent, out = _translate(XLIFF_12, "xliff")
     assert sent == ["Click <x1>here</x1> to continue.<x2/>", "Save & close", "Press <x1/>Enter<x2/> now."]
