@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.inline_tags import strip_tags
 from orchestrator.segmenting.skeleton import Segment
 
 _EXCERPT = 120
@@ -34,7 +33,7 @@ class DocumentReport:
         if not segment.codes:
             return
         self.with_tags += 1
-        excerpt = {"segment": sequence, "source": strip_tags(segment.text)[:_EXCERPT]}
+        excerpt = {"segment": sequence, "source": segment.text[:_EXCERPT]}  # with its tags: where the markup was
         if translation is not None and not segment.tags_kept(translation):
             self.tags_broken.append(excerpt)
         elif outcome == "fallback":

@@ -353,7 +353,7 @@ async def test_inline_markup_round_trips_and_the_report_names_the_fallbacks(
     assert result.text == '<p>CLICK <a href="/x">HERE</a> NOW.</p><p>WE <b>LOSE</b> TAGS HERE.</p><p>PLAIN.</p>'
     assert result.report is not None
     assert result.report["with_tags"] == 2 and result.report["tags_kept"] == 1 and result.report["failed"] == 0
-    assert result.report["fell_back"] == [{"segment": 1, "source": "We lose tags here."}]
+    assert result.report["fell_back"] == [{"segment": 1, "source": "We <x1>lose</x1> tags here."}]
     rows = pg.execute(
         "SELECT sequence, inline_tags, source_text FROM jobs WHERE document_id = %s ORDER BY sequence", (document_id,)
     ).fetchall()

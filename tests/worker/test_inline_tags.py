@@ -109,5 +109,6 @@ def test_the_few_shot_prompt_shows_a_tagged_example_only_for_tagged_text() -> No
     tagged = profile.build_prompt(_spec())
     assert "English: Press <x1>the button</x1> to open the <x2>menu</x2>." in tagged
     assert "French: Appuyez sur <x1>le bouton</x1> pour ouvrir le <x2>menu</x2>." in tagged
+    assert "English: Type <x1/> and then save the <x2>file</x2>.\nFrench: Tapez <x1/> puis enregistrez le" in tagged
     assert tagged.endswith(f"English: {SOURCE}\nFrench:")
     assert "<x1>" not in profile.build_prompt(_spec("Click here.", inline_tags=False))

@@ -32,18 +32,34 @@ FEW_SHOT_EXAMPLES: dict[str, tuple[str, str, str]] = {
 }
 
 
-# One more pair, with placeholder tags, for a document segment whose inline markup the model must keep.
-TAGGED_EXAMPLES: dict[str, str] = {
-    "en": "Press <x1>the button</x1> to open the <x2>menu</x2>.",
-    "fr": "Appuyez sur <x1>le bouton</x1> pour ouvrir le <x2>menu</x2>.",
-    "de": "Drücken Sie <x1>die Taste</x1>, um das <x2>Menü</x2> zu öffnen.",
-    "es": "Pulse <x1>el botón</x1> para abrir el <x2>menú</x2>.",
-    "it": "Premi <x1>il pulsante</x1> per aprire il <x2>menu</x2>.",
-    "pt": "Pressione <x1>o botão</x1> para abrir o <x2>menu</x2>.",
-    "nl": "Druk op <x1>de knop</x1> om het <x2>menu</x2> te openen.",
-    "ja": "<x1>ボタン</x1>を押して<x2>メニュー</x2>を開きます。",
-    "zh": "按<x1>按钮</x1>打开<x2>菜单</x2>。",
-    "ko": "<x1>버튼</x1>을 눌러 <x2>메뉴</x2>를 여세요.",
+# Two more pairs, with placeholder tags (a paired one and a unit one), for a document segment whose
+# inline markup the model must keep: a base model copies the shape of its examples.
+TAGGED_EXAMPLES: dict[str, tuple[str, str]] = {
+    "en": ("Press <x1>the button</x1> to open the <x2>menu</x2>.", "Type <x1/> and then save the <x2>file</x2>."),
+    "fr": (
+        "Appuyez sur <x1>le bouton</x1> pour ouvrir le <x2>menu</x2>.",
+        "Tapez <x1/> puis enregistrez le <x2>fichier</x2>.",
+    ),
+    "de": (
+        "Drücken Sie <x1>die Taste</x1>, um das <x2>Menü</x2> zu öffnen.",
+        "Geben Sie <x1/> ein und speichern Sie dann die <x2>Datei</x2>.",
+    ),
+    "es": ("Pulse <x1>el botón</x1> para abrir el <x2>menú</x2>.", "Escriba <x1/> y luego guarde el <x2>archivo</x2>."),
+    "it": ("Premi <x1>il pulsante</x1> per aprire il <x2>menu</x2>.", "Digita <x1/> e poi salva il <x2>file</x2>."),
+    "pt": (
+        "Pressione <x1>o botão</x1> para abrir o <x2>menu</x2>.",
+        "Digite <x1/> e depois salve o <x2>arquivo</x2>.",
+    ),
+    "nl": (
+        "Druk op <x1>de knop</x1> om het <x2>menu</x2> te openen.",
+        "Typ <x1/> en sla daarna het <x2>bestand</x2> op.",
+    ),
+    "ja": (
+        "<x1>ボタン</x1>を押して<x2>メニュー</x2>を開きます。",
+        "<x1/>と入力してから<x2>ファイル</x2>を保存します。",
+    ),
+    "zh": ("按<x1>按钮</x1>打开<x2>菜单</x2>。", "输入<x1/>，然后保存<x2>文件</x2>。"),
+    "ko": ("<x1>버튼</x1>을 눌러 <x2>메뉴</x2>를 여세요.", "<x1/>을 입력한 다음 <x2>파일</x2>을 저장하세요."),
 }
 
 
@@ -74,9 +90,9 @@ class FewShotProfile(PromptProfile):
         else:
             pairs = list(zip(src_examples, tgt_examples, strict=True))
             if tagged:
-                pairs.append(
-                    (TAGGED_EXAMPLES[base_language(spec.source_lang)], TAGGED_EXAMPLES[base_language(spec.target_lang)])
-                )
+                source_tagged = TAGGED_EXAMPLES[base_language(spec.source_lang)]
+                target_tagged = TAGGED_EXAMPLES[base_language(spec.target_lang)]
+                pairs += list(zip(source_tagged, target_tagged, strict=True))
             header = "".join(f"{source}: {src}\n{target}: {tgt}\n\n" for src, tgt in pairs)
         controls = ""
         if spec.context is not None:
