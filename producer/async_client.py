@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from contract.backoff import Backoff
 from contract.errors import JobTimeoutError
 from contract.keys import RedisKeys
+from contract.redis_client import open_redis
 from contract.schemas import Job, TranslationRequest
 from contract.scripts import CancelOutcome
 from contract.settings import Settings
@@ -67,9 +68,7 @@ class AsyncClient:
                 "redis_url= and database_url=); resolve the embedded servers first with storage.embedded.resolve_urls"
             )
         self.keys = RedisKeys.from_settings(self.settings)
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(
-            redis_url, decode_responses=True, max_connections=max(4, max_connections * 4)
-        )
+        self.redis: aioredis.Redis = open_redis(redis_url, max_connections=max(4, max_connections * 4))
         self._pool = AsyncConnectionPool(database_url, max_connections=max_connections)
         self._store = AsyncJobStore(self._pool)
         self.submitter = AsyncJobSubmitter(self.redis, self.keys, self.settings)

@@ -21,6 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from contract.keys import RedisKeys
+from contract.redis_client import open_redis
 from contract.schemas import Priority
 from contract.settings import Settings
 from contract.version import dragoman_version
@@ -31,7 +32,6 @@ from worker.metrics import WorkerMetrics
 from worker.ops_server import OpsServer
 from worker.profiles import PromptProfile
 from worker.reclaim import HEARTBEAT_INTERVAL_S, HEARTBEAT_TTL_S, Housekeeper
-from worker.redis_client import open_redis
 from worker.translator import Translator
 from worker.writer import ResultWriter
 
@@ -62,7 +62,7 @@ class Worker:
         self.settings = settings
         self.keys = RedisKeys.from_settings(settings)
         self.metrics = metrics if metrics is not None else WorkerMetrics()
-        self.redis: aioredis.Redis = open_redis(redis_url)
+        self.redis: aioredis.Redis = open_redis(redis_url, encoding_errors="surrogateescape")
         self.writer = ResultWriter(settings, self.redis, database_url, self.metrics)
         self.memory = TranslationMemory(
             settings,

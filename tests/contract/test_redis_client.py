@@ -1,4 +1,4 @@
-"""The worker's Redis client packs with hiredis and behaves like redis-py's own, on a real server."""
+"""The shared asyncio Redis client packs with hiredis and behaves like redis-py's own, on a real server."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import uuid
 import pytest
 from redis.exceptions import DataError
 
+from contract.redis_client import open_redis
 from contract.services import ServiceUrls
-from worker.redis_client import open_redis
 
 
 async def test_commands_scripts_and_pipelines_round_trip(service_urls: ServiceUrls) -> None:
