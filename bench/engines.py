@@ -88,7 +88,7 @@ from worker.reclaim import HEARTBEAT_TTL_S
 
 TEXT_SEED, WARM_SEED, PROBE_SEED = 1, 4, 5  # the same seeds as bench.gpu's texts and warm-up
 FINAL_STATUSES = ("succeeded", "failed", "cancelled")
-AUTO_LINE = re.compile(r"--engines auto: (\d+) per GPU group")
+GROUP_LINE = re.compile(r"running (\d+) engines \(")  # an engine group's count over all its GPUs
 RETRY_LINE = "stopped at its output budget"  # worker.translator's log line when it retries a job
 
 COUNT_SQL = "SELECT count(*) FROM jobs WHERE id = ANY(%s::uuid[])"
@@ -196,14 +196,22 @@ class WorkerProcess:
             raise RuntimeError(f"worker {self.name} exited with {code} (log {self.log_path}):\n{tail}")
 
 
-def worker_argv(args: argparse.Namespace, engines: str, memory: float) -> list[str]:
-    """The ``dragoman worker`` command line for ``engines`` (a count or ``auto``) with ``memory`` of the GPU."""
+def split_point(label: str) -> tuple[str, str | None]:
+    """A sweep point ``ENGINES[@GPUS]`` (``1``, ``auto``, ``1@0``, ``auto@all``) as (engines, gpus or None)."""
+    engines, _, gpus = label.partition("@")
+    return engines, gpus or None
+
+
+def worker_argv(args: argparse.Namespace, engines: str, memory: float, gpus: str | None = None) -> list[str]:
+    """The ``dragoman worker`` command line for ``engines`` (a count or ``auto``) per GPU with ``memory``
+    of each, on ``gpus`` (``--gpus``; None: the GPUs left as they are)."""
     argv = [
         *(sys.executable, "-m", "cli.main", "worker", "--model", str(args.model)),
         *("--load-format", args.load_format, "--engines", engines),
         *("--gpu-memory-utilization", str(memory), "--max-num-seqs", str(args.max_num_seqs)),
         *("--max-model-len", str(args.max_model_len), "--scheduling-policy", args.scheduling_policy),
         *("--log-level", "INFO", "--enforce-eager" if args.enforce_eager else "--no-enforce-eager"),
+        *(("--gpus", gpus) if gpus else ()),
     ]
     return [*argv, "--ignore-eos"] if ignore_eos(args) else argv
 
@@ -224,21 +232,28 @@ def worker_env(urls: ServiceUrls, prefix: str, consumer: str | None) -> dict[str
 
 
 def start_worker(
-    bench: Bench, prefix: str, name: str, engines: str, memory: float, consumer: str | None = None
+    bench: Bench,
+    prefix: str,
+    name: str,
+    engines: str,
+    memory: float,
+    consumer: str | None = None,
+    gpus: str | None = None,
 ) -> WorkerProcess:
     """Start one ``dragoman worker`` process (``engines`` > 1 or auto: a supervisor of children)."""
     log_path = bench.logs / f"{name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            worker_argv(bench.args, engines, memory),
+            worker_argv(bench.args, engines, memory, gpus),
             env=worker_env(bench.urls, prefix, consumer),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    say(f"started worker {name} (pid {process.pid}, --engines {engines}, memory {memory}, log {log_path})")
+    on = f", --gpus {gpus}" if gpus else ""
+    say(f"started worker {name} (pid {process.pid}, --engines {engines}{on}, memory {memory}, log {log_path})")
     return WorkerProcess(name, process, log_path, consumer)
 
 
@@ -285,15 +300,16 @@ def running_workers(workers: list[WorkerProcess]) -> Iterator[list[WorkerProcess
             stop_worker(worker)
 
 
-def engine_count(worker: WorkerProcess, engines: str, timeout: float) -> int:
-    """The engines the worker runs: ``engines``, or for ``auto`` the count it logs."""
-    if engines != "auto":
+def engine_count(worker: WorkerProcess, engines: str, timeout: float, gpus: str | None = None) -> int:
+    """The engines the worker runs over all its GPUs: ``engines``, or for ``auto`` or ``--gpus`` the count
+    its engine group logs."""
+    if engines != "auto" and gpus is None:
         return int(engines)
     deadline = time.perf_counter() + timeout
-    while not (match := AUTO_LINE.search(worker.log_text())):
+    while not (match := GROUP_LINE.search(worker.log_text())):
         worker.check_alive()
         if time.perf_counter() > deadline:
-            raise TimeoutError(f"worker {worker.name} did not log its --engines auto count in {timeout:.0f}s")
+            raise TimeoutError(f"worker {worker.name} did not log its engine count in {timeout:.0f}s")
         time.sleep(0.2)
     return int(match.group(1))
 
@@ -424,14 +440,17 @@ def new_prefix(kind: str) -> str:
 # sweep -----------------------------------------------------------------------------------------
 
 
-def measure_dragoman(bench: Bench, engines: str, texts: list[str], warm: list[str]) -> dict[str, Any]:
-    """One sweep point: start the worker, wait for every engine, warm up, then the measured jobs."""
+def measure_dragoman(bench: Bench, label: str, texts: list[str], warm: list[str]) -> dict[str, Any]:
+    """One sweep point (``ENGINES[@GPUS]``): start the worker, wait for every engine, warm up, then the
+    measured jobs."""
     args, prefix = bench.args, new_prefix("sweep")
+    engines, gpus = split_point(label)
     jobs = Jobs(bench.urls, prefix)
-    worker = start_worker(bench, prefix, f"sweep-engines-{engines}", engines, args.gpu_memory_utilization)
+    name = f"sweep-engines-{label.replace('@', '-gpus-').replace(',', '_')}"
+    worker = start_worker(bench, prefix, name, engines, args.gpu_memory_utilization, gpus=gpus)
     with running_workers([worker]):
-        count = engine_count(worker, engines, args.start_timeout)
-        point: dict[str, Any] = {"engines": engines, "engine_count": count, "log": str(worker.log_path)}
+        count = engine_count(worker, engines, args.start_timeout, gpus)
+        point: dict[str, Any] = {"engines": label, "engine_count": count, "log": str(worker.log_path)}
         point["start_s"] = wait_heartbeats(jobs, [worker], count, args.start_timeout)
         say(f"{count} engine(s) up in {point['start_s']}s; warm-up of {len(warm)} jobs")
         point["warm_up_s"] = round(run_batch(jobs, warm, args.priority, [worker], args.drain_timeout)[2], 2)
@@ -525,12 +544,14 @@ def measure_bare(bench: Bench, count: int) -> dict[str, Any]:
 
 
 def sweep_ratios(points: dict[str, Any], bare: dict[str, Any] | None) -> dict[str, float]:
-    """jobs/s of each point over one engine's, and of dragoman with K engines over bare K engines."""
+    """jobs/s of each point over the first point's (one engine: ``1`` or ``1@0``), and of dragoman with
+    K engines over bare K engines."""
     ratios: dict[str, float] = {}
-    one = points.get("1", {}).get("jobs_per_s")
+    first = next(iter(points), None)
+    one = points[first].get("jobs_per_s") if first else None
     for label, point in points.items():
-        if label != "1" and one and "jobs_per_s" in point:
-            ratios[f"engines_{label}_vs_1"] = round(point["jobs_per_s"] / one, 3)
+        if label != first and one and "jobs_per_s" in point:
+            ratios[f"engines_{label}_vs_{first}"] = round(point["jobs_per_s"] / one, 3)
     if bare and "jobs_per_s" in bare:
         ordered = sorted(points.items(), key=lambda item: item[0] != "auto")  # auto's point first
         match = next((p for _, p in ordered if p.get("engine_count") == bare["engines"] and "jobs_per_s" in p), None)
@@ -884,7 +905,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
     sweep = sub.add_parser("sweep", parents=[common], help="jobs/s per engine count (and bare engines)")
-    sweep.add_argument("--engines", default="1,auto", help="comma-separated counts or auto (default 1,auto)")
+    sweep.add_argument(
+        "--engines",
+        default="1,auto",
+        help="comma-separated points ENGINES[@GPUS], ENGINES a count or auto, GPUS as --gpus takes them "
+        "(1@0,1@all: one GPU against all); ratios are over the first point (default 1,auto)",
+    )
     sweep.add_argument("--jobs", type=int, default=3000)
     sweep.add_argument("--priority", choices=("bulk", "interactive"), default="bulk")
     sweep.add_argument("--bare", action="store_true", help="also K bare engines, K as auto chose")
