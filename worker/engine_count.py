@@ -2,9 +2,10 @@
 
 One vLLM engine's core runs on one CPU thread, and for small models that thread, not the GPU,
 is the limit: measured on an H100 with real ``dragoman worker`` processes (bench/RESULTS.md,
-issue 15), K processes on one GPU gave 135M: 3.7x at K=4, 1B (Llama-3.2-1B shape): 2.1x at K=2
-(2.4x at K=4), 3B: 1.5x at K=2, 8B: 0.93x at K=2. So the count follows the size of the weights,
-and is then capped by what the GPU's memory holds.
+issue 15), engines started one after the other gave 135M: 3.42x at K=4, 1B (Llama-3.2-1B shape):
+1.79x at K=2 (each engine still at 90% of a lone one's rate, so the GPU had room for a third),
+3B: 1.41x at K=2, 8B: 0.93x at K=2. So the count follows the size of the weights, and is then
+capped by what the GPU's memory holds.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-ENGINES_BY_WEIGHT_GB: tuple[tuple[float, int], ...] = ((1.0, 4), (8.0, 2))
+ENGINES_BY_WEIGHT_GB: tuple[tuple[float, int], ...] = ((1.0, 5), (4.0, 3), (8.0, 2))
 """(weights below this many GB, engines per GPU); anything larger gets one engine."""
 
 BYTES_PER_PARAMETER = 2  # bf16 / fp16 weights

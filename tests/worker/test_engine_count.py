@@ -46,7 +46,7 @@ def test_a_nested_text_config_is_read_and_an_unreadable_one_is_unknown(tmp_path:
     assert estimate_parameters(tmp_path / "missing") is None
 
 
-@pytest.mark.parametrize(("shape", "engines"), [("135m", 4), ("1b", 2), ("3b", 2), ("8b", 1)])
+@pytest.mark.parametrize(("shape", "engines"), [("135m", 5), ("1b", 3), ("3b", 2), ("8b", 1)])
 def test_auto_follows_the_measured_table_on_an_h100(tmp_path: Path, shape: str, engines: int) -> None:
     parameters = estimate_parameters(_model(tmp_path, shape, SHAPES[shape]))
     assert choose_engine_count(parameters, H100, 0.85) == engines
@@ -57,6 +57,7 @@ def test_auto_is_one_engine_without_a_gpu_an_unknown_size_or_the_memory_for_more
     assert choose_engine_count(None, H100, 0.85) == 1
     assert choose_engine_count(3_200_000_000, 16 * 10**9, 0.85) == 1  # a 16 GB GPU holds one 3B engine
     assert choose_engine_count(135_000_000, 2 * 10**9, 0.85) == 2  # a small GPU caps a small model too
+    assert choose_engine_count(1_200_000_000, 24 * 10**9, 0.85) == 2  # a 24 GB GPU holds two 1B engines
 
 
 def test_gpus_are_parsed_or_refused_with_the_reason() -> None:
