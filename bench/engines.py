@@ -939,6 +939,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def gpu_names(listing: str) -> str:
+    """``nvidia-smi``'s one name per GPU as ``2 x NVIDIA H200`` (or the one name)."""
+    names = [line.strip() for line in listing.splitlines() if line.strip()]
+    if len(set(names)) == 1 and len(names) > 1:
+        return f"{len(names)} x {names[0]}"
+    return ", ".join(names) or "no GPU"
+
+
 def header(args: argparse.Namespace) -> dict[str, Any]:
     """What the report says about this run before any point."""
     gpu = shutil.which("nvidia-smi")
@@ -950,7 +958,7 @@ def header(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "command": "python -m bench.engines " + " ".join(sys.argv[1:]),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {name.stdout.strip() if name else 'no GPU'}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {gpu_names(name.stdout) if name else 'no GPU'}",
         "model": args.model.name,
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "ignore_eos": ignore_eos(args),
