@@ -1,10 +1,10 @@
 """How many engines one GPU should run for a model: ``--engines auto``.
 
 One vLLM engine's core runs on one CPU thread, and for small models that thread, not the GPU,
-is the limit: measured on an H100 with real ``dragoman worker`` processes (bench/RESULTS.md,
-issue 15), engines started one after the other gave 135M: 3.42x at K=4, 1B (Llama-3.2-1B shape):
-1.79x at K=2 (each engine still at 90% of a lone one's rate, so the GPU had room for a third),
-3B: 1.41x at K=2, 8B: 0.93x at K=2. So the count follows the size of the weights, and is then
+is the limit. Measured with real ``dragoman worker`` processes (bench/RESULTS.md, issue 15),
+engines started one after the other: 135M: 3.42x at K=4, 4.54x at K=5 (H100); 1B (Llama-3.2-1B
+shape): 1.79x at K=2, each engine still at 90% of a lone one's rate, 2.62x at K=3 (H100); 3B:
+1.41x at K=2; 8B: 0.93x at K=2. So the count follows the size of the weights, and is then
 capped by what the GPU's memory holds.
 """
 
