@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -61,40 +60,48 @@ def child_specs(
     urls: ServiceUrls,
     groups: list[list[str]],
     engines_per_group: int,
+    port_files: Path,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
     """One :class:`ChildSpec` per engine: the same options, its GPU group, ``1/engines`` of the memory.
 
-    Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ... (free ports picked
-    here when that is 0), on loopback unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's
-    port is the one Prometheus and the probes use, and the parent must know where each engine is.
-    With metrics off the engines still answer on free loopback ports: their ``/readyz`` is how the
-    group knows an engine is up before it starts the next one on the same GPU (``start_after``).
+    Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ..., on loopback
+    unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's port is the one Prometheus and
+    the probes use, and the parent must know where each engine is. When that port is 0 (any free
+    one) or metrics are off, each engine binds a free port itself and writes it to a file in the
+    folder ``port_files``. With metrics off the engines still answer on loopback: their ``/readyz``
+    is how the group knows an engine is up before it starts the next one on the same GPU
+    (``start_after``).
     """
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",") if visible else None
     fraction = round(options.gpu_memory_utilization / engines_per_group, 4)
     ops_host = child_ops_host(settings.metrics_host) if settings.metrics_enabled else "127.0.0.1"
-    ports = _child_ops_ports(settings, ops_host, len(groups) * engines_per_group)
+    fixed_ports = bool(settings.metrics_port and settings.metrics_enabled)
     specs: list[ChildSpec] = []
     for group in groups:
         for engine in range(engines_per_group):
             label = f"gpu{'+'.join(group)}-e{engine}" if group else f"e{engine}"
-            port = ports[len(specs)]
+            if fixed_ports:
+                ops = OpsAddress(ops_host, settings.metrics_port + 1 + len(specs))
+            else:
+                ops = OpsAddress(ops_host, 0, port_file=port_files / f"{label}.port")
             env = {
                 "DRAGOMAN_REDIS_URL": urls.redis_url,
                 "DRAGOMAN_DATABASE_URL": urls.database_url,
                 "DRAGOMAN_METRICS_ENABLED": "true",
                 "DRAGOMAN_METRICS_HOST": ops_host,
-                "DRAGOMAN_METRICS_PORT": str(port),
+                "DRAGOMAN_METRICS_PORT": str(ops.port),
             }
+            if ops.port_file is not None:
+                env["DRAGOMAN_OPS_PORT_FILE"] = str(ops.port_file)
             if group:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(physical[int(i)] if physical else i for i in group)
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
             argv = [sys.executable, "-m", "cli.main", "worker", *_engine_flags(args, options, model_path, fraction)]
             after = specs[-1].name if engine > 0 else None  # the engine before it on the same GPU(s)
-            specs.append(ChildSpec(name=label, argv=argv, env=env, ops=OpsAddress(ops_host, port), start_after=after))
+            specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops, start_after=after))
     return specs
 
 
@@ -106,28 +113,6 @@ def child_ops_host(metrics_host: str) -> str:
     ``kubectl port-forward``). A single address (``10.0.0.5``) is used for the engines too.
     """
     return "127.0.0.1" if metrics_host in ("", "0.0.0.0", "::") else metrics_host
-
-
-def pick_free_ports(host: str, count: int) -> list[int]:
-    """``count`` distinct ports free on ``host`` now (each held until all are picked, then released)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            held = socket.socket(family, socket.SOCK_STREAM)
-            sockets.append(held)
-            held.bind((host, 0))
-        return [int(held.getsockname()[1]) for held in sockets]
-    finally:
-        for held in sockets:
-            held.close()
-
-
-def _child_ops_ports(settings: Settings, host: str, count: int) -> list[int]:
-    """Each engine's ops port: the group's port + 1, + 2, ...; free ones if that is 0 (any free port)."""
-    if settings.metrics_port and settings.metrics_enabled:
-        return [settings.metrics_port + 1 + index for index in range(count)]
-    return pick_free_ports(host, count)
 
 
 def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: Path, fraction: float) -> list[str]:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -375,22 +376,24 @@ def _run_engine_group(
             f"{memory / 2**30:.0f} GiB" if memory else "no GPU",
         )
     upgrade_database(urls.database_url)
-    specs = child_specs(args, settings, options, model_path, urls, groups, engines)
-    log.info(
-        "running %d engines (%d per GPU group, groups %s), each with %.2f of its GPU's memory",
-        len(specs),
-        engines,
-        [",".join(g) or "default" for g in groups],
-        options.gpu_memory_utilization / engines,
-    )
-    supervisor = EngineSupervisor(
-        specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready
-    )
-    if not settings.metrics_enabled:
-        return supervisor.run()
-    # The group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.
-    with EngineGroupOpsServer(supervisor, host=settings.metrics_host, port=settings.metrics_port):
-        return supervisor.run()
+    # Where engines that bind a free ops port write it (the folder goes with the group).
+    with tempfile.TemporaryDirectory(prefix="dragoman-engine-ports-") as port_files:
+        specs = child_specs(args, settings, options, model_path, urls, groups, engines, Path(port_files))
+        log.info(
+            "running %d engines (%d per GPU group, groups %s), each with %.2f of its GPU's memory",
+            len(specs),
+            engines,
+            [",".join(g) or "default" for g in groups],
+            options.gpu_memory_utilization / engines,
+        )
+        supervisor = EngineSupervisor(
+            specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready
+        )
+        if not settings.metrics_enabled:
+            return supervisor.run()
+        # The group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.
+        with EngineGroupOpsServer(supervisor, host=settings.metrics_host, port=settings.metrics_port):
+            return supervisor.run()
 
 
 async def _serve_until_signalled(worker: Worker) -> int:

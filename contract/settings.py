@@ -138,6 +138,10 @@ class Settings(BaseSettings):
     metrics_host: str = Field(
         default="127.0.0.1", description="address the worker's metrics endpoint listens on (0.0.0.0: every interface)"
     )
+    ops_port_file: Path | None = Field(
+        default=None,
+        description="file the worker writes the /metrics port it bound to (an engine group sets it for each engine)",
+    )
     api_host: str = Field(
         default="127.0.0.1", description="address `dragoman api` listens on (0.0.0.0: every interface)"
     )

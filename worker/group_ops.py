@@ -41,7 +41,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from contract.errors import ConfigurationError
 from contract.version import dragoman_version
 from worker.exposition import MetricFamilies, escape_label_value
-from worker.supervisor import ChildSpec, ChildStatus, OpsAddress
+from worker.supervisor import ChildStatus, OpsAddress
 
 log = logging.getLogger(__name__)
 
@@ -113,15 +113,15 @@ def fetch(address: OpsAddress, path: str, timeout: float = FETCH_TIMEOUT_S) -> C
         connection.close()
 
 
-def engine_answers_ready(spec: ChildSpec) -> bool:
+def engine_answers_ready(child: ChildStatus) -> bool:
     """Whether an engine of a group has started (the supervisor starts the next one on its GPU only then).
 
     Its ``/readyz`` answers with the engine's own check ``ok``, whatever Redis and PostgreSQL say: an
     outage of theirs must not hold back the other engines' start.
     """
-    if spec.ops is None:
+    if child.ops is None:
         return False
-    answer = fetch(spec.ops, "/readyz")
+    answer = fetch(child.ops, "/readyz")
     if answer.status == 200:
         return True
     body = _json_or_text(answer.body) if answer.status is not None else None
@@ -257,7 +257,7 @@ class EngineGroupOpsServer:
         elif child.phase == "stopped":
             state = "stopped"
         elif child.ops is None:
-            state = "not answering: it serves no ops port (DRAGOMAN_METRICS_ENABLED=false)"
+            state = "starting"  # it has not opened its ops port yet
         elif answer.status is not None:
             with self._lock:
                 self._answered[child.name] = child.pid

@@ -19,9 +19,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -59,6 +61,13 @@ class Readiness:
     def to_json(self) -> str:
         """The ``/readyz`` response body."""
         return json.dumps({"ready": self.ready, "checks": self.checks})
+
+
+def write_port_file(path: Path, port: int) -> None:
+    """Tell an engine group's parent which port this engine bound (whole or not at all: written, then renamed)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(f"{port}\n", encoding="ascii")
+    os.replace(partial, path)
 
 
 class OpsServer:
@@ -107,6 +116,8 @@ class OpsServer:
             ) from exc
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("serving /metrics, /healthz and /readyz on %s:%d", host, self.port)
+        if self._settings.ops_port_file is not None:
+            await asyncio.to_thread(write_port_file, self._settings.ops_port_file, self.port)
 
     async def close(self) -> None:
         """Stop listening, end open connections and close the probe connections."""

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Literal
 
@@ -41,10 +42,16 @@ STOP_MARGIN_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class OpsAddress:
-    """Where a child serves its ``/metrics``, ``/healthz`` and ``/readyz``, for the group's ops server to read."""
+    """Where a child serves its ``/metrics``, ``/healthz`` and ``/readyz``, for the group's ops server to read.
+
+    With ``port_file``, ``port`` is 0: the child binds any free port itself and writes its number to
+    that file (``DRAGOMAN_OPS_PORT_FILE``), so no other process can take the port between a choice
+    made here and the child's bind, minutes later for an engine that starts after others.
+    """
 
     host: str
     port: int
+    port_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,15 @@ class _Child:
         self.restart_at: float | None = None
         self.restarts = 0
         self.waiting_since: float | None = None  # first start held back for the engine before it
+        self.ops: OpsAddress | None = None if _port_from_file(spec.ops) else spec.ops  # known once bound
+
+    def resolve_ops(self) -> OpsAddress | None:
+        """Where the running process serves its ops endpoints; None until it has written its port."""
+        if self.ops is None and self.process is not None and self.spec.ops is not None:
+            port = _read_port(self.spec.ops.port_file)
+            if port is not None:
+                self.ops = OpsAddress(self.spec.ops.host, port)
+        return self.ops
 
 
 class EngineSupervisor:
@@ -109,7 +125,7 @@ class EngineSupervisor:
         stop_timeout: float,
         backoff: Callable[[], Backoff] = lambda: Backoff(1.0, 60.0),
         poll_interval: float = 0.2,
-        engine_started: Callable[[ChildSpec], bool] = lambda spec: True,
+        engine_started: Callable[[ChildStatus], bool] = lambda status: True,
         start_timeout: float = START_TIMEOUT_S,
     ) -> None:
         if not children:
@@ -142,7 +158,8 @@ class EngineSupervisor:
         return self._stopping
 
     def children(self) -> list[ChildStatus]:
-        """Each child's phase, process id and restart count now, in the order of the specs (thread-safe)."""
+        """Each child's phase, process id, restart count and ops address now, in the order of the specs
+        (thread-safe)."""
         with self._lock:
             return [_status(child) for child in self._children]
 
@@ -182,15 +199,24 @@ class EngineSupervisor:
                 child.waiting_since = now
             waited = now - child.waiting_since
             if waited < self._start_timeout:
-                if first.process is None or not self._engine_started(first.spec):
+                if first.process is None or not self._engine_started(self._status_of(first)):
                     return False  # still starting, or crashed while starting and waiting to restart
             else:
                 log.warning("engine %s not up after %.0fs; starting %s anyway", after, waited, child.spec.name)
         self._start(child)
         return True
 
+    def _status_of(self, child: _Child) -> ChildStatus:
+        with self._lock:
+            return _status(child)
+
     def _start(self, child: _Child) -> None:
         env = {**os.environ, **child.spec.env}
+        if _port_from_file(child.spec.ops):
+            assert child.spec.ops is not None and child.spec.ops.port_file is not None
+            child.spec.ops.port_file.unlink(missing_ok=True)  # the last process's port
+            with self._lock:
+                child.ops = None
         # Its own process group, so that the engine processes vLLM spawns can be killed with it.
         process = subprocess.Popen(list(child.spec.argv), env=env, start_new_session=True)
         with self._lock:
@@ -265,7 +291,22 @@ def _status(child: _Child) -> ChildStatus:
     else:
         phase = "stopped"
     pid = child.process.pid if child.process is not None else None
-    return ChildStatus(child.spec.name, phase, pid, child.restarts, child.spec.ops)
+    return ChildStatus(child.spec.name, phase, pid, child.restarts, child.resolve_ops())
+
+
+def _port_from_file(ops: OpsAddress | None) -> bool:
+    return ops is not None and ops.port_file is not None
+
+
+def _read_port(path: Path | None) -> int | None:
+    """The port a child wrote (None: not written yet, or not a port)."""
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and 0 < int(text) < 65_536 else None
 
 
 def _kill_leftovers(group: int) -> None:

@@ -17,6 +17,7 @@ from worker.engine import EngineOptions
 from worker.supervisor import ChildSpec, OpsAddress
 
 URLS = ServiceUrls("redis://cache:6379/0", "postgresql://app@db/dragoman")
+PORTS = Path("/run/group-ports")
 
 
 def _specs(
@@ -24,7 +25,7 @@ def _specs(
 ) -> tuple[argparse.Namespace, EngineOptions, list[ChildSpec]]:
     args = build_parser().parse_args(["worker", *argv])
     options = engine_options(args)
-    specs = child_specs(args, settings, options, Path("/models/m"), URLS, groups, engines, environ)
+    specs = child_specs(args, settings, options, Path("/models/m"), URLS, groups, engines, PORTS, environ)
     return args, options, specs
 
 
@@ -70,11 +71,13 @@ def test_without_gpus_or_a_consumer_name_the_engines_leave_them_alone() -> None:
     assert all("CUDA_VISIBLE_DEVICES" not in s.env and "DRAGOMAN_CONSUMER_NAME" not in s.env for s in specs)
 
 
-def test_with_any_free_port_the_parent_picks_each_engines_port_so_that_it_can_read_them() -> None:
+def test_with_any_free_port_each_engine_binds_one_and_writes_it_where_the_parent_reads_it() -> None:
+    """No port chosen by the parent: another process could take it before the engine binds, minutes later."""
     _, _, specs = _specs([], Settings(metrics_port=0, metrics_host="0.0.0.0"), [["0"], ["1"]], 2, {})
-    ports = [int(s.env["DRAGOMAN_METRICS_PORT"]) for s in specs]
-    assert len(set(ports)) == 4 and all(port > 0 for port in ports)  # four distinct ports, none "any"
-    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", port) for port in ports]
+    assert {s.env["DRAGOMAN_METRICS_PORT"] for s in specs} == {"0"}
+    files = [PORTS / f"{name}.port" for name in ("gpu0-e0", "gpu0-e1", "gpu1-e0", "gpu1-e1")]
+    assert [s.env["DRAGOMAN_OPS_PORT_FILE"] for s in specs] == [str(f) for f in files]
+    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", 0, port_file=f) for f in files]
     assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"127.0.0.1"}  # only the group's port is public
 
 
@@ -88,9 +91,9 @@ def test_engines_listen_on_loopback_unless_one_address_is_named() -> None:
 
 def test_with_metrics_off_the_engines_still_answer_on_loopback_for_the_staggered_start() -> None:
     _, _, specs = _specs([], Settings(metrics_enabled=False, metrics_port=9464, metrics_host="0.0.0.0"), [[]], 2, {})
-    ports = [int(s.env["DRAGOMAN_METRICS_PORT"]) for s in specs]
-    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", port) for port in ports]
-    assert 9464 not in ports and 9465 not in ports  # free ports: nothing was asked to listen on the usual ones
+    # Free ports, each engine's own: nothing was asked to listen on the usual ones.
+    assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", 0, port_file=PORTS / f"e{i}.port") for i in (0, 1)]
+    assert {s.env["DRAGOMAN_METRICS_PORT"] for s in specs} == {"0"}
     assert {s.env["DRAGOMAN_METRICS_ENABLED"] for s in specs} == {"true"}
 
 

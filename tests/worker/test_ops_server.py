@@ -143,6 +143,22 @@ async def test_busy_port_is_a_clear_error(settings: Settings, service_urls: Serv
         await first.stop(grace_seconds=1)
 
 
+async def test_the_bound_port_is_written_where_an_engine_group_reads_it(
+    settings: Settings, service_urls: ServiceUrls, tmp_path: Path
+) -> None:
+    port_file = tmp_path / "e0.port"
+    told = settings.model_copy(update={"metrics_port": 0, "ops_port_file": port_file})
+    worker = identity_worker(told, service_urls, DeterministicEngine())
+    await worker.start()
+    try:
+        written, names = await asyncio.to_thread(lambda: (port_file.read_text(), [p.name for p in tmp_path.iterdir()]))
+        assert written == f"{port_of(worker)}\n"
+        assert names == ["e0.port"]  # no partial file left
+        assert (await http_get(port_of(worker), "/healthz"))[0] == 200
+    finally:
+        await worker.stop(grace_seconds=1)
+
+
 async def test_metrics_can_be_switched_off(settings: Settings, service_urls: ServiceUrls) -> None:
     worker = identity_worker(
         settings.model_copy(update={"metrics_enabled": False}), service_urls, DeterministicEngine()

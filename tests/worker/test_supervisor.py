@@ -159,7 +159,7 @@ def test_engines_sharing_a_gpu_start_one_after_the_other() -> None:
         [first, second, other_gpu],
         stop_timeout=10.0,
         poll_interval=0.02,
-        engine_started=lambda spec: spec.name in up,
+        engine_started=lambda status: status.name in up,
     )
     thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
     thread.start()
@@ -180,7 +180,7 @@ def test_an_engine_that_never_comes_up_holds_the_next_one_only_until_the_start_t
         [first, ChildSpec("e1", first.argv, start_after="e0")],
         stop_timeout=10.0,
         poll_interval=0.02,
-        engine_started=lambda spec: False,
+        engine_started=lambda status: False,
         start_timeout=0.5,
     )
     thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
@@ -206,13 +206,74 @@ def test_an_engine_crashing_while_it_starts_holds_the_next_one_until_it_is_up() 
         stop_timeout=5.0,
         backoff=lambda: Backoff(2.0, 2.0),
         poll_interval=0.05,
-        engine_started=lambda spec: False,  # e0's engine never comes up
+        engine_started=lambda status: False,  # e0's engine never comes up
     )
     thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
     thread.start()
     try:
         time.sleep(1.2)  # e0 crashed and waits to restart
         assert {c.name: c.phase for c in supervisor.children()} == {"e0": "restarting", "e1": "stopped"}
+    finally:
+        supervisor.request_stop()
+        thread.join(30)
+
+
+# A child that binds any free port, writes it where DRAGOMAN_OPS_PORT_FILE says, serves, then exits 1.
+BINDS = """
+import os, socket, sys, time
+held = socket.socket(); held.bind(("127.0.0.1", 0)); held.listen()
+path = os.environ["DRAGOMAN_OPS_PORT_FILE"]
+with open(path + ".partial", "w") as f: f.write(f"{held.getsockname()[1]}\\n")
+os.replace(path + ".partial", path)
+time.sleep(float(os.environ.get("DRAGOMAN_TEST_LIFETIME", "600"))); sys.exit(1)
+"""
+
+
+def test_an_engine_that_binds_any_free_port_is_found_where_it_wrote_the_port_and_again_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    port_file = tmp_path / "e0.port"
+    spec = ChildSpec(
+        "e0",
+        [sys.executable, "-c", BINDS],
+        env={"DRAGOMAN_OPS_PORT_FILE": str(port_file), "DRAGOMAN_TEST_LIFETIME": "1.0"},
+        ops=OpsAddress("127.0.0.1", 0, port_file=port_file),
+    )
+    port_file.write_text("1\n")  # a previous group's leftover must not be read as this engine's port
+    supervisor, thread, result = _supervise([spec])
+    seen: list[int] = []
+    try:
+        _until(lambda: (ops := supervisor.children()[0].ops) is not None and ops.port > 1)
+        first = supervisor.children()[0].ops
+        assert first is not None and first.host == "127.0.0.1" and first.port_file is None
+        seen.append(first.port)
+        _until(lambda: supervisor.restarts["e0"] >= 1)  # it exits after a second and starts again
+        _until(lambda: (ops := supervisor.children()[0].ops) is not None and ops.port not in seen)
+    finally:
+        supervisor.request_stop()
+        thread.join(30)
+    assert result
+
+
+def test_a_group_waits_for_an_engine_that_has_not_written_its_port_yet(tmp_path: Path) -> None:
+    port_file = tmp_path / "e0.port"
+    first = ChildSpec("e0", [sys.executable, "-c", SERVES], ops=OpsAddress("127.0.0.1", 0, port_file=port_file))
+    second = ChildSpec("e1", [sys.executable, "-c", SERVES], start_after="e0")
+    asked: list[ChildStatus] = []
+    supervisor = EngineSupervisor(
+        [first, second],
+        stop_timeout=10.0,
+        poll_interval=0.02,
+        engine_started=lambda status: asked.append(status) is None and status.ops is not None,
+    )
+    thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
+    thread.start()
+    try:
+        _until(lambda: len(asked) >= 5)
+        assert supervisor.pids()["e1"] is None and all(status.ops is None for status in asked)
+        port_file.write_text("45123\n")
+        _until(lambda: supervisor.pids()["e1"] is not None)
+        assert asked[-1].ops == OpsAddress("127.0.0.1", 45123)
     finally:
         supervisor.request_stop()
         thread.join(30)
