@@ -23,10 +23,11 @@ from typing import Any
 
 from contract.errors import DragomanError
 from contract.ids import job_id_for
-from contract.schemas import Job, JobSpec, JobStatus
+from contract.schemas import Job, JobStatus
 from producer.async_client import AsyncClient
 from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
 from producer.duplicates import DuplicateFinder, custom_ids_at
+from producer.job_spill import JobSpill
 from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from producer.run_files import repeated_id_errors
 from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, numbered_lines
@@ -209,9 +210,16 @@ class BatchService:
         writes only the jobs that are not queued yet; a resume also skips the lines whose job
         already has its row (its state record may have expired since).
         """
-        errors, total = await self._validate(source, row.endpoint)
-        if errors:
-            return await self._batches.fail_validation(row.id, errors)
+        async with JobSpill(self._client.settings.submit_chunk_size) as spill:
+            errors, total = await self._validate(source, row, spill)
+            if errors:
+                return await self._batches.fail_validation(row.id, errors)
+            return await self._enqueue_valid(row, spill, total, max_queued_jobs, resuming)
+
+    async def _enqueue_valid(
+        self, row: BatchRow, spill: JobSpill, total: int, max_queued_jobs: int | None, resuming: bool
+    ) -> BatchRow:
+        """Queue the ``total`` jobs of a batch whose every line is valid (``spill`` holds them)."""
         if max_queued_jobs is not None:
             try:
                 await self._limit.admit(row.tenant, max_queued_jobs, total)
@@ -224,7 +232,7 @@ class BatchService:
         await submitter.register_group(run_id, "run", total)
         finished = await self._batches.sequences_with_rows(run_id) if resuming else frozenset[int]()
         try:
-            await self._write_jobs(row, source, finished)
+            await self._write_jobs(spill, finished)
         except Exception:
             with contextlib.suppress(Exception):  # best effort: the services may be what failed
                 await self._batches.fail_validation(
@@ -238,26 +246,22 @@ class BatchService:
             await submitter.cancel_many([job_id_for(run_id, sequence) for sequence in range(total)])
         return started
 
-    async def _write_jobs(self, row: BatchRow, source: StoredFile, skip: frozenset[int]) -> None:
-        """Queue a job for every line not in ``skip``, a chunk at a time (``only_new``: see :meth:`_enqueue`)."""
+    async def _write_jobs(self, spill: JobSpill, skip: frozenset[int]) -> None:
+        """Queue every job of ``spill`` whose line is not in ``skip``, a frame (one round trip) at a time
+        (``only_new``: see :meth:`_enqueue`)."""
         submitter = self._client.submitter
-        chunk: list[tuple[JobSpec, str | None]] = []
-        async for spec in self._jobs(source, row.endpoint, row.run_id, row.tenant):
-            if spec.sequence in skip:
-                continue
-            chunk.append((spec, None))
-            if len(chunk) >= self._client.settings.submit_chunk_size:
-                await submitter.write(chunk, only_new=True)
-                chunk = []
-        await submitter.write(chunk, only_new=True)
+        async for frame in spill.frames():
+            await submitter.write([(spec, None) for spec in frame if spec.sequence not in skip], only_new=True)
 
-    async def _validate(self, source: StoredFile, endpoint: str) -> tuple[list[dict[str, Any]], int]:
-        """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass.
+    async def _validate(self, source: StoredFile, row: BatchRow, spill: JobSpill) -> tuple[list[dict[str, Any]], int]:
+        """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass;
+        while every line so far is valid, each line's job goes to ``spill``.
 
         Repeated ``custom_id``s are found in bounded memory (:class:`~producer.duplicates.DuplicateFinder`
         spills sorted digests to disk; its final merge runs in a thread).
         """
         max_chars = self._client.settings.max_text_chars
+        endpoint, run_id, tenant = row.endpoint, row.run_id, row.tenant
         errors: list[dict[str, Any]] = []
         bad = 0
         count = 0
@@ -265,8 +269,10 @@ class BatchService:
             async for number, raw in numbered_lines(self._files, source.id):
                 count += 1
                 try:
-                    custom_id, _ = parse_line(raw, endpoint, max_chars=max_chars)
+                    custom_id, spec = parse_line(raw, endpoint, max_chars=max_chars)
                     ids.add(custom_id, number)
+                    if not bad:  # once a line is bad nothing is queued: the jobs need not be kept
+                        await spill.add(numbered(spec, run_id, count - 1, tenant))
                 except BadLineError as exc:
                     bad += 1
                     if len(errors) < MAX_LISTED_ERRORS:
@@ -284,14 +290,6 @@ class BatchService:
         if count == 0 and not errors:
             errors.append({"code": "empty_file", "line": None, "message": "the input file has no requests"})
         return errors, count
-
-    async def _jobs(self, source: StoredFile, endpoint: str, run_id: str, tenant: str) -> AsyncIterator[JobSpec]:
-        max_chars = self._client.settings.max_text_chars
-        sequence = 0
-        async for _, raw in numbered_lines(self._files, source.id):
-            _, spec = parse_line(raw, endpoint, max_chars=max_chars)
-            yield numbered(spec, run_id, sequence, tenant)
-            sequence += 1
 
     # Following -------------------------------------------------------------------------------
 
