@@ -21,9 +21,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from contract.errors import DragomanError
 from contract.ids import job_id_for
-from contract.schemas import Job, JobStatus
+from contract.schemas import Job
 from producer.async_client import AsyncClient
 from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
 from producer.duplicates import DuplicateFinder, custom_ids_at
@@ -43,6 +45,9 @@ MAX_WINDOW_SECONDS = 7 * 24 * 3_600
 _ACTIVE = ("in_progress", "cancelling", "finalizing")
 VALIDATING_TIMEOUT_SECONDS = 1_800
 """A batch ``validating`` this long was being created by a server that died: the next read resumes it."""
+RENDERED_BLOCK_BYTES = 1 << 20
+RENDERED_BLOCKS_AHEAD = 4
+"""An output file is rendered in blocks of about 1 MiB, up to 4 of them ahead of the writing."""
 MAX_CREATING = 4
 """Batches one server validates and enqueues at once (others wait, ``validating``, for a slot)."""
 
@@ -382,16 +387,42 @@ class BatchService:
         succeeded: bool,
         render: Callable[[Job, str | None], dict[str, Any]],
     ) -> str:
-        """A file of the run's succeeded jobs (or of the others), one rendered line each, in input order."""
+        """A file of the run's succeeded jobs (or of the others), one rendered line each, in input order.
 
-        async def lines() -> AsyncIterator[bytes]:
-            async for job, finish_reason in self._batches.iter_jobs(row.run_id):
-                if (job.status is JobStatus.SUCCEEDED) == succeeded:
-                    yield json.dumps(render(job, finish_reason), ensure_ascii=False).encode() + b"\n"
+        The lines are read and rendered in a task of their own, a block ahead of the writing: reading
+        the rows and storing the file then run side by side on two connections.
+        """
+        blocks: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(maxsize=RENDERED_BLOCKS_AHEAD)
 
-        stored = await self._files.create(
-            row.tenant, "batch_output", f"{row.id}_{kind}.jsonl", lines(), max_bytes=2**62
-        )
+        async def render_blocks() -> None:
+            encode, block = msgspec.json.encode, bytearray()
+            try:
+                async for job, finish_reason in self._batches.iter_jobs(row.run_id, succeeded=succeeded):
+                    block += encode(render(job, finish_reason))
+                    block += b"\n"
+                    if len(block) >= RENDERED_BLOCK_BYTES:
+                        await blocks.put(bytes(block))
+                        block.clear()
+                if block:
+                    await blocks.put(bytes(block))
+                await blocks.put(None)
+            except Exception as exc:  # handed to the writer, which raises it
+                await blocks.put(exc)
+
+        async def rendered() -> AsyncIterator[bytes]:
+            while (block := await blocks.get()) is not None:
+                if isinstance(block, BaseException):
+                    raise block
+                yield block
+
+        renderer = asyncio.create_task(render_blocks())
+        try:
+            stored = await self._files.create(
+                row.tenant, "batch_output", f"{row.id}_{kind}.jsonl", rendered(), max_bytes=2**62
+            )
+        finally:
+            renderer.cancel()
+            await asyncio.gather(renderer, return_exceptions=True)
         return stored.id
 
 
