@@ -12,7 +12,9 @@ coming from ``--clients`` concurrent keep-alive connections (aiohttp) in this pr
 2. an OpenAI batch end to end: its JSONL uploaded (``/v1/files``), the batch created, drained by
    a zero-cost worker in a process of its own, polled until ``completed`` and its output file
    downloaded, against the same jobs through ``submit_many`` and the same worker until the last
-   row is written.
+   row is written, and against the same lines as a native run (``Client.submit_run`` of a JSONL
+   file: jobs of a group, with line numbers, in the bulk lane, as a batch's jobs are) until the
+   last row is written.
 """
 
 from __future__ import annotations
@@ -255,11 +257,36 @@ def native_round_trip(settings: Settings, count: int) -> float:
     return time.perf_counter() - start
 
 
+def _run_lines(count: int) -> bytes:
+    return b"".join(
+        json.dumps({"custom_id": f"r{n}", **_job(item)}).encode() + b"\n"
+        for n, item in enumerate(workload(count, seed=2))
+    )
+
+
+def native_run_round_trip(settings: Settings, count: int) -> float:
+    """The same lines as a native run (``Client.submit_run`` of a JSONL file), until the worker has
+    written the last row; the seconds (writing the file is not timed)."""
+    database_url = settings.database_url or ""
+    target = _row_count(database_url) + count
+    with tempfile.TemporaryDirectory(prefix="dragoman-bench-run-") as folder:
+        path = Path(folder) / "run.jsonl"
+        path.write_bytes(_run_lines(count))
+        start = time.perf_counter()
+        with Client(settings) as client:
+            client.submit_run(path)
+        while _row_count(database_url) < target:
+            time.sleep(POLL_SECONDS)
+    return time.perf_counter() - start
+
+
 def bench_batch(settings: Settings, base: str, key: str, lines: int) -> dict[str, Any]:
-    """An OpenAI batch of ``lines`` end to end against the same jobs submitted natively, one worker."""
+    """An OpenAI batch of ``lines`` end to end against the same jobs submitted natively (one by one,
+    and as a run), one worker."""
     content = _batch_lines(lines)
     with worker_process(settings):
         native_s = native_round_trip(settings, lines)
+        run_s = native_run_round_trip(settings, lines)
         phases, output_lines = asyncio.run(batch_round_trip(base, key, content))
     batch_s = phases["downloaded"]
     assert output_lines == lines, f"{output_lines} output lines for {lines} input lines"
@@ -268,6 +295,8 @@ def bench_batch(settings: Settings, base: str, key: str, lines: int) -> dict[str
         "input_bytes": len(content),
         "native_seconds": round(native_s, 2),
         "native_jobs_per_s": round(lines / native_s),
+        "native_run_seconds": round(run_s, 2),
+        "native_run_jobs_per_s": round(lines / run_s),
         "batch_seconds": round(batch_s, 2),
         "batch_jobs_per_s": round(lines / batch_s),
         "batch_phases_seconds": phases,
@@ -299,6 +328,7 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
                 submit["api_100_per_request_jobs_per_s"] / submit["submit_many_jobs_per_s"], 3
             ),
             "batch_time_vs_native": round(batch["batch_seconds"] / batch["native_seconds"], 3),
+            "batch_time_vs_native_run": round(batch["batch_seconds"] / batch["native_run_seconds"], 3),
         },
     }
 
@@ -320,6 +350,7 @@ def main() -> None:
     print(f"POST /v1/jobs, 100 jobs a request: {submit['api_100_per_request_jobs_per_s']:>8,} jobs/s")
     print(f"POST /v1/jobs, one job a request:  {submit['api_single_requests_per_s']:>8,} requests/s")
     print(f"{batch['lines']:,} jobs natively, end to end: {batch['native_seconds']:.1f} s")
+    print(f"{batch['lines']:,} lines as a native run, end to end: {batch['native_run_seconds']:.1f} s")
     print(f"{batch['lines']:,}-line OpenAI batch, upload to output: {batch['batch_seconds']:.1f} s")
     print(f"ratios: {result['ratios']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
