@@ -50,6 +50,11 @@ RENDERED_BLOCKS_AHEAD = 4
 """An output file is rendered in blocks of about 1 MiB, up to 4 of them ahead of the writing."""
 MAX_CREATING = 4
 """Batches one server validates and enqueues at once (others wait, ``validating``, for a slot)."""
+MAX_FINALIZING = 4
+"""Batches one server writes output files for at once (others wait, ``finalizing``, for a slot)."""
+FINALIZE_WAIT_SECONDS = 2.0
+"""How long a read that claimed a finished batch waits for its output before answering ``finalizing``:
+writing 100,000 lines takes seconds, which a status read should not."""
 
 
 class BatchNotFoundError(DragomanError, LookupError):
@@ -132,10 +137,13 @@ class BatchService:
         self._create_wait = create_wait_seconds
         self._creating: set[asyncio.Task[BatchRow]] = set()
         self._slots = asyncio.Semaphore(MAX_CREATING)
+        self._finalizing: set[asyncio.Task[BatchRow]] = set()
+        self._output_slots = asyncio.Semaphore(MAX_FINALIZING)
 
     async def close(self) -> None:
-        """Stop the creations still running (their batches are released: the next read resumes them)."""
-        tasks = list(self._creating)
+        """Stop the creations and finalizations still running (their batches are released: the next read
+        resumes them)."""
+        tasks = [*self._creating, *self._finalizing]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -334,10 +342,30 @@ class BatchService:
             if row.status == "in_progress" and row.expired_at is None and datetime.now(UTC) >= row.expires_at:
                 row = await self._expire(row)
             return replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
+        counted = replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
         claimed = await self._batches.claim_finalizing(row.id)
         if claimed is None:  # another reader is writing the output
-            return replace(row, status="finalizing", completed=tally.succeeded, failed=tally.failed + tally.cancelled)
-        return await self._finalize(claimed)
+            return replace(counted, status="finalizing")
+        task = asyncio.create_task(self._finalize_in_background(claimed))
+        self._finalizing.add(task)
+        task.add_done_callback(self._finalized)
+        done, _ = await asyncio.wait({task}, timeout=FINALIZE_WAIT_SECONDS)
+        return task.result() if done else replace(counted, status="finalizing", finalizing_at=claimed.finalizing_at)
+
+    async def _finalize_in_background(self, row: BatchRow) -> BatchRow:
+        """:meth:`_finalize`, owned by this service; stopped or failed, the batch is released for another reader."""
+        try:
+            async with self._output_slots:
+                return await self._finalize(row)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._batches.release_finalizing(row.id))
+            raise
+
+    def _finalized(self, task: asyncio.Task[BatchRow]) -> None:
+        self._finalizing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("writing a batch's output failed (the next read tries again): %s", task.exception())
 
     async def _resume_if_stale(self, row: BatchRow) -> BatchRow:
         """A batch ``validating`` past :data:`VALIDATING_TIMEOUT_SECONDS`: its server died; enqueue it here."""

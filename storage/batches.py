@@ -251,6 +251,14 @@ class AsyncBatchStore:
             (batch_id, FINALIZING_TIMEOUT_SECONDS),
         )
 
+    async def release_finalizing(self, batch_id: str) -> None:
+        """A server that could not write the output (stopping, or an error) gives the batch up: the next
+        read (any server's) claims it again at once."""
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE batches SET finalizing_at = 'epoch' WHERE id = %s AND status = 'finalizing'", (batch_id,)
+            )
+
     async def finish(
         self,
         batch_id: str,

@@ -476,3 +476,69 @@ async def test_a_slow_create_answers_validating_and_a_stopped_server_leaves_the_
             batch = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
     assert batch["status"] == "in_progress" and batch["request_counts"]["total"] == 5_000, batch
     assert raw_redis.xlen(RedisKeys.from_settings(settings).bulk_jobs_stream) == 5_000  # nothing queued twice
+
+
+async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leaves_it_to_the_next(
+    settings: Settings,
+    tenant_key: KeyMaker,
+    start_worker: WorkerFactory,
+    pg: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that claims a finished batch waits FINALIZE_WAIT_SECONDS for the output file, then answers
+    ``finalizing`` while it is written; a server shut down meanwhile releases the batch, and the next
+    read (another server's) writes the output, once."""
+    from api import create_app
+
+    monkeypatch.setattr(producer.batches, "FINALIZE_WAIT_SECONDS", 0.0)
+    write_file = producer.batches.BatchService._write_file
+    writing = asyncio.Event()
+
+    async def slow_write_file(self: Any, *args: Any, **kwargs: Any) -> str:
+        writing.set()
+        await asyncio.sleep(3600)  # a very large output: still being written when the server stops
+        return await write_file(self, *args, **kwargs)
+
+    monkeypatch.setattr(producer.batches.BatchService, "_write_file", slow_write_file)
+    key = {"Authorization": f"Bearer {tenant_key('final')}"}
+    lines = [translation_line(f"r{n}", f"text {n}") for n in range(300)]
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            uploaded = await http.post(
+                "/v1/files", files={"file": ("in.jsonl", jsonl(lines))}, data={"purpose": "batch"}, headers=key
+            )
+            request = {
+                "input_file_id": uploaded.json()["id"],
+                "endpoint": "/v1/translations",
+                "completion_window": "1h",
+            }
+            created = (await http.post("/v1/batches", json=request, headers=key)).json()
+            assert created["status"] == "in_progress"
+            async with start_worker(DeterministicEngine()):
+                for _ in range(300):
+                    first = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
+                    if first["status"] != "in_progress":
+                        break
+                    await asyncio.sleep(0.05)
+            assert first["status"] == "finalizing" and first["finalizing_at"], first  # answered before the output
+            assert first["request_counts"]["completed"] == 300
+            await asyncio.wait_for(writing.wait(), 10)
+    monkeypatch.setattr(producer.batches.BatchService, "_write_file", write_file)
+    released = pg.execute("SELECT status, finalizing_at FROM batches WHERE id = %s", (created["id"],)).fetchone()
+    assert released[0] == "finalizing" and released[1].year == 1970  # the stopped server gave it up
+    successor = create_app(settings)
+    async with successor.router.lifespan_context(successor):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=successor), base_url="http://t") as http:
+            for _ in range(200):
+                batch = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
+                if batch["status"] == "completed":
+                    break
+                await asyncio.sleep(0.05)
+            assert batch["status"] == "completed", batch
+            output = (await http.get(f"/v1/files/{batch['output_file_id']}/content", headers=key)).content
+    assert [line["custom_id"] for line in parse(output)] == [f"r{n}" for n in range(300)]
+    outputs = pg.execute(
+        "SELECT count(*) FROM files WHERE purpose = 'batch_output' AND filename LIKE %s", (f"{created['id']}%",)
+    )
+    assert outputs.fetchone()[0] == 1  # the first server's cancelled write left no file behind
