@@ -32,7 +32,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -244,17 +244,22 @@ def _row_count(database_url: str) -> int:
     return int(row[0]) if row else 0
 
 
-def native_round_trip(settings: Settings, count: int) -> float:
-    """The same jobs through submit_many, until the worker has written the last row; the seconds."""
+def _timed_until_rows(settings: Settings, count: int, submit: Callable[[Client], object]) -> float:
+    """Seconds from ``submit`` (given a client) until the worker has written ``count`` more rows."""
     database_url = settings.database_url or ""
     target = _row_count(database_url) + count
-    items = workload(count, seed=2)
     start = time.perf_counter()
     with Client(settings) as client:
-        client.submit_many(items)
+        submit(client)
     while _row_count(database_url) < target:
         time.sleep(POLL_SECONDS)
     return time.perf_counter() - start
+
+
+def native_round_trip(settings: Settings, count: int) -> float:
+    """The same jobs through submit_many, until the worker has written the last row; the seconds."""
+    items = workload(count, seed=2)
+    return _timed_until_rows(settings, count, lambda client: client.submit_many(items))
 
 
 def _run_lines(count: int) -> bytes:
@@ -267,17 +272,10 @@ def _run_lines(count: int) -> bytes:
 def native_run_round_trip(settings: Settings, count: int) -> float:
     """The same lines as a native run (``Client.submit_run`` of a JSONL file), until the worker has
     written the last row; the seconds (writing the file is not timed)."""
-    database_url = settings.database_url or ""
-    target = _row_count(database_url) + count
     with tempfile.TemporaryDirectory(prefix="dragoman-bench-run-") as folder:
         path = Path(folder) / "run.jsonl"
         path.write_bytes(_run_lines(count))
-        start = time.perf_counter()
-        with Client(settings) as client:
-            client.submit_run(path)
-        while _row_count(database_url) < target:
-            time.sleep(POLL_SECONDS)
-    return time.perf_counter() - start
+        return _timed_until_rows(settings, count, lambda client: client.submit_run(path))
 
 
 def bench_batch(settings: Settings, base: str, key: str, lines: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -189,29 +189,50 @@ class BatchService:
     async def _start(
         self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None, *, resuming: bool = False
     ) -> BatchRow:
-        """Validate and enqueue in a task of this service; the batch once that is done, or after the wait."""
-        task = asyncio.create_task(self._create_in_background(row, source, max_queued_jobs, resuming))
-        self._creating.add(task)
-        task.add_done_callback(self._created)
-        done, _ = await asyncio.wait({task}, timeout=self._create_wait)
-        return task.result() if done else row
+        """Validate and enqueue in a task of this service; the batch once that is done, or after the wait
+        (a busy server answers ``validating``: the slot is waited for in the task, not in the request)."""
+        created = await self._in_background(
+            self._creating,
+            self._slots,
+            lambda: self._enqueue(row, source, max_queued_jobs, resuming=resuming),
+            lambda: self._batches.release_validation(row.id),
+            self._create_wait,
+            "creating a batch",
+        )
+        return created or row
 
-    async def _create_in_background(
-        self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None, resuming: bool
-    ) -> BatchRow:
-        """:meth:`_enqueue`, owned by this service; if it is stopped, the batch is released for another reader."""
-        try:
-            async with self._slots:  # waited for here, not in the request: a busy server answers validating
-                return await self._enqueue(row, source, max_queued_jobs, resuming=resuming)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._batches.release_validation(row.id))
-            raise
+    async def _in_background(
+        self,
+        tasks: set[asyncio.Task[BatchRow]],
+        slots: asyncio.Semaphore,
+        work: Callable[[], Awaitable[BatchRow]],
+        release: Callable[[], Awaitable[None]],
+        wait: float,
+        what: str,
+    ) -> BatchRow | None:
+        """Run ``work`` in a task of this service (in ``tasks``, holding one of ``slots``); its batch if it is
+        done within ``wait`` seconds, else None while it goes on. Stopped (:meth:`close`) or failed, the
+        task ``release``s the batch so that the next read, on any server, takes it up."""
 
-    def _created(self, task: asyncio.Task[BatchRow]) -> None:
-        self._creating.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("creating a batch failed: %s", task.exception())
+        async def owned() -> BatchRow:
+            try:
+                async with slots:
+                    return await work()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(release())
+                raise
+
+        def forget(task: asyncio.Task[BatchRow]) -> None:
+            tasks.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                log.error("%s failed (the next read tries again): %s", what, task.exception())
+
+        task = asyncio.create_task(owned())
+        tasks.add(task)
+        task.add_done_callback(forget)
+        done, _ = await asyncio.wait({task}, timeout=wait)
+        return task.result() if done else None
 
     async def _enqueue(
         self, row: BatchRow, source: StoredFile, max_queued_jobs: int | None = None, *, resuming: bool = False
@@ -346,26 +367,15 @@ class BatchService:
         claimed = await self._batches.claim_finalizing(row.id)
         if claimed is None:  # another reader is writing the output
             return replace(counted, status="finalizing")
-        task = asyncio.create_task(self._finalize_in_background(claimed))
-        self._finalizing.add(task)
-        task.add_done_callback(self._finalized)
-        done, _ = await asyncio.wait({task}, timeout=FINALIZE_WAIT_SECONDS)
-        return task.result() if done else replace(counted, status="finalizing", finalizing_at=claimed.finalizing_at)
-
-    async def _finalize_in_background(self, row: BatchRow) -> BatchRow:
-        """:meth:`_finalize`, owned by this service; stopped or failed, the batch is released for another reader."""
-        try:
-            async with self._output_slots:
-                return await self._finalize(row)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._batches.release_finalizing(row.id))
-            raise
-
-    def _finalized(self, task: asyncio.Task[BatchRow]) -> None:
-        self._finalizing.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("writing a batch's output failed (the next read tries again): %s", task.exception())
+        finished = await self._in_background(
+            self._finalizing,
+            self._output_slots,
+            lambda: self._finalize(claimed),
+            lambda: self._batches.release_finalizing(claimed.id),
+            FINALIZE_WAIT_SECONDS,
+            "writing a batch's output",
+        )
+        return finished or replace(counted, status="finalizing", finalizing_at=claimed.finalizing_at)
 
     async def _resume_if_stale(self, row: BatchRow) -> BatchRow:
         """A batch ``validating`` past :data:`VALIDATING_TIMEOUT_SECONDS`: its server died; enqueue it here."""

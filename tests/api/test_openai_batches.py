@@ -73,6 +73,15 @@ async def poll(client: OpenAI, batch_id: str, until: set[str], within: float = 3
         await asyncio.sleep(0.1)
 
 
+async def create_over_http(http: httpx.AsyncClient, key: dict[str, str], lines: list[dict[str, Any]]) -> Any:
+    """Upload ``lines`` and create a one-hour ``/v1/translations`` batch of them; the batch as answered."""
+    uploaded = await http.post(
+        "/v1/files", files={"file": ("in.jsonl", jsonl(lines))}, data={"purpose": "batch"}, headers=key
+    )
+    request = {"input_file_id": uploaded.json()["id"], "endpoint": "/v1/translations", "completion_window": "1h"}
+    return (await http.post("/v1/batches", json=request, headers=key)).json()
+
+
 def parse(content: bytes) -> list[dict[str, Any]]:
     """The lines of an output or error file."""
     return [json.loads(line) for line in content.decode().splitlines()]
@@ -458,15 +467,7 @@ async def test_a_slow_create_answers_validating_and_a_stopped_server_leaves_the_
     app = create_app(settings.model_copy(update={"api_batch_create_wait_seconds": 0}))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
-            uploaded = await http.post(
-                "/v1/files", files={"file": ("in.jsonl", jsonl(lines))}, data={"purpose": "batch"}, headers=key
-            )
-            request = {
-                "input_file_id": uploaded.json()["id"],
-                "endpoint": "/v1/translations",
-                "completion_window": "1h",
-            }
-            created = (await http.post("/v1/batches", json=request, headers=key)).json()
+            created = await create_over_http(http, key, lines)
     assert created["status"] == "validating"  # answered at once; the server then stopped mid-creation
     released = pg.execute("SELECT status, claimed_at FROM batches WHERE id = %s", (created["id"],)).fetchone()
     assert released[0] == "validating" and released[1].year == 1970  # given up for the next reader
@@ -505,15 +506,7 @@ async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leave
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
-            uploaded = await http.post(
-                "/v1/files", files={"file": ("in.jsonl", jsonl(lines))}, data={"purpose": "batch"}, headers=key
-            )
-            request = {
-                "input_file_id": uploaded.json()["id"],
-                "endpoint": "/v1/translations",
-                "completion_window": "1h",
-            }
-            created = (await http.post("/v1/batches", json=request, headers=key)).json()
+            created = await create_over_http(http, key, lines)
             assert created["status"] == "in_progress"
             async with start_worker(DeterministicEngine()):
                 for _ in range(300):
