@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import uuid
 
@@ -29,5 +31,18 @@ def canonical_uuid(value: object) -> str | None:
 
 
 def job_id_for(group_id: str, sequence: int) -> str:
-    """The id of a run's (or document's) job number ``sequence``: the same every time it is computed."""
-    return str(uuid.uuid5(uuid.UUID(group_id), str(sequence)))
+    """The id of a run's (or document's) job number ``sequence``: the same every time it is computed.
+
+    It is ``uuid5(UUID(group_id), str(sequence))``, computed without building UUID objects: a
+    100,000-line batch derives every id when it is validated and again when it is cancelled.
+    """
+    digest = bytearray(hashlib.sha1(_namespace(group_id) + str(sequence).encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+@functools.lru_cache(maxsize=256)
+def _namespace(group_id: str) -> bytes:
+    return uuid.UUID(group_id).bytes

@@ -48,11 +48,7 @@ def parse_line(raw: bytes, endpoint: str, *, max_chars: int) -> tuple[str, JobSp
 
     Raises :class:`BadLineError` with the reason the line cannot run.
     """
-    try:
-        item = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-        raise BadLineError(f"not JSON ({reason})") from None
+    item = _decoded(raw)
     if not isinstance(item, dict):
         raise BadLineError("must be a JSON object with custom_id, method, url and body")
     unknown = set(item) - _LINE_FIELDS
@@ -94,6 +90,23 @@ def parse_line(raw: bytes, endpoint: str, *, max_chars: int) -> tuple[str, JobSp
     except DragomanError as exc:
         raise BadLineError(str(exc)) from None
     return custom_id, spec
+
+
+def _decoded(raw: bytes) -> Any:
+    """The line's JSON value; :class:`BadLineError` with the standard library's reason if it has none.
+
+    msgspec decodes a line several times faster; the few documents it refuses that ``json``
+    reads (``NaN``, numbers out of range) are read by ``json``, whose message names a real error.
+    """
+    try:
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        pass
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise BadLineError(f"not JSON ({reason})") from None
 
 
 def _generation_spec(custom_id: str, url: str, body: dict[str, Any], max_chars: int) -> JobSpec:

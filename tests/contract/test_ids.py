@@ -42,3 +42,10 @@ def test_a_groups_job_ids_are_stable_distinct_and_canonical() -> None:
     assert len(set(ids)) == 100
     assert all(canonical_uuid(job_id) == job_id for job_id in ids)
     assert job_id_for(str(uuid.uuid4()), 0) != ids[0]
+
+
+def test_a_groups_job_ids_are_the_uuid5_of_the_sequence_whatever_form_the_group_id_has() -> None:
+    group = uuid.uuid4()
+    expected = [str(uuid.uuid5(group, str(sequence))) for sequence in (0, 1, 9, 10, 99_999, 1_000_000)]
+    for form in (str(group), str(group).upper(), group.hex, "{" + str(group) + "}"):
+        assert [job_id_for(form, sequence) for sequence in (0, 1, 9, 10, 99_999, 1_000_000)] == expected

@@ -65,7 +65,9 @@ def test_a_translation_line_becomes_a_job_with_a_derived_id() -> None:
 @pytest.mark.parametrize(
     ("raw", "endpoint", "reason"),
     [
-        (b"{oops", "/v1/translations", "not JSON"),
+        (b"{oops", "/v1/translations", "not JSON (Expecting property name enclosed in double quotes)"),
+        (b'{"custom_id": "\xff"}', "/v1/translations", "not JSON (not UTF-8 text)"),
+        (b"", "/v1/translations", "not JSON (Expecting value)"),
         (b"[1]", "/v1/translations", "must be a JSON object"),
         (_line(extra=1), "/v1/translations", "unknown field(s) extra"),
         (_line(custom_id=""), "/v1/translations", "custom_id"),
@@ -93,6 +95,19 @@ def test_a_bad_line_is_refused_with_its_reason(raw: bytes, endpoint: str, reason
     with pytest.raises(BadLineError) as raised:
         parse_line(raw, endpoint, max_chars=100)
     assert reason in str(raised.value)
+
+
+def test_json_the_standard_library_reads_is_read_even_where_msgspec_refuses_it() -> None:
+    raw = json.dumps(
+        {
+            "custom_id": "c",
+            "method": "POST",
+            "url": "/v1/translations",
+            "body": {"text": "x", "source_lang": "en", "target_lang": "de", "metadata": {"big": 10**400}},
+        }
+    ).encode()
+    _, spec = parse_line(raw, "/v1/translations", max_chars=100)
+    assert spec.metadata["big"] == 10**400
 
 
 def _job(status: JobStatus, **fields: Any) -> Job:
