@@ -4,8 +4,10 @@ A batch is a run with an OpenAI facade. Creating one validates every line of the
 first (streaming, nothing enqueued if one is bad: the batch is ``failed`` with every bad line
 listed), then writes the run and enqueues one job per line through the same scripts as any
 other job, ids derived from the run id and the line's position. Its status is read from the
-run's job rows; the first reader that sees every job finished writes the output and error
-files (``finalizing``) and completes the batch, so no background process is needed.
+run's job rows. The server that enqueued it (or, if that one died, the next to read it) writes
+its output file while the jobs finish (:mod:`producer.batch_output`) and completes the batch
+when the last one does; a batch nobody follows is finalized by the first read that sees every
+job finished. No process other than the API servers is needed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from contract.ids import job_id_for
 from contract.schemas import Job
 from producer.async_client import AsyncClient
 from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
+from producer.batch_output import FOLLOW_SECONDS, OutputFollower
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.job_spill import JobSpill
 from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
@@ -52,6 +55,8 @@ MAX_CREATING = 4
 """Batches one server validates and enqueues at once (others wait, ``validating``, for a slot)."""
 MAX_FINALIZING = 4
 """Batches one server writes output files for at once (others wait, ``finalizing``, for a slot)."""
+MAX_FOLLOWING = 16
+"""Running batches one server writes output files for as their jobs finish (others are finalized at the end)."""
 FINALIZE_WAIT_SECONDS = 2.0
 """How long a read that claimed a finished batch waits for its output before answering ``finalizing``:
 writing 100,000 lines takes seconds, which a status read should not."""
@@ -139,11 +144,13 @@ class BatchService:
         self._slots = asyncio.Semaphore(MAX_CREATING)
         self._finalizing: set[asyncio.Task[BatchRow]] = set()
         self._output_slots = asyncio.Semaphore(MAX_FINALIZING)
+        self._output = OutputFollower(files, batches, uuid.uuid4().hex)
+        self._following: dict[str, asyncio.Task[None]] = {}
 
     async def close(self) -> None:
-        """Stop the creations and finalizations still running (their batches are released: the next read
-        resumes them)."""
-        tasks = [*self._creating, *self._finalizing]
+        """Stop the creations, output files and finalizations still running (their batches are released:
+        the next read resumes them)."""
+        tasks = [*self._creating, *self._finalizing, *self._following.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -278,6 +285,7 @@ class BatchService:
         started = await self._batches.started(row.id, run_id, total)
         if started.status == "cancelling":  # cancelled while it was validating: its jobs exist only now
             await submitter.cancel_many([job_id_for(run_id, sequence) for sequence in range(total)])
+        await self._follow(started)
         return started
 
     async def _write_jobs(self, spill: JobSpill, skip: frozenset[int]) -> None:
@@ -362,6 +370,8 @@ class BatchService:
         if tally.finished < row.total:
             if row.status == "in_progress" and row.expired_at is None and datetime.now(UTC) >= row.expires_at:
                 row = await self._expire(row)
+            if row.status != "finalizing" and (row.follow_until is None or row.follow_until < datetime.now(UTC)):
+                await self._follow(row)  # nobody writes its output yet (its server died): this one will
             return replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
         counted = replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
         claimed = await self._batches.claim_finalizing(row.id)
@@ -376,6 +386,50 @@ class BatchService:
             "writing a batch's output",
         )
         return finished or replace(counted, status="finalizing", finalizing_at=claimed.finalizing_at)
+
+    async def _follow(self, row: BatchRow) -> None:
+        """Write a running batch's output as its jobs finish, in a task of this service, unless another
+        server does (its claim holds) or this one follows :data:`MAX_FOLLOWING` batches already."""
+        if row.id in self._following or len(self._following) >= MAX_FOLLOWING:
+            return
+        try:
+            claimed = await self._batches.claim_following(row.id, self._output.follower, FOLLOW_SECONDS)
+            if claimed is None:
+                return
+            if claimed.partial_output_file_id:  # the file of a follower whose claim lapsed
+                await self._files.discard(claimed.partial_output_file_id)
+        except Exception as exc:  # the output is then written by a later read or at the end
+            log.warning("could not start writing batch %s's output as it runs: %s", row.id, exc)
+            return
+        task = asyncio.create_task(self._follow_to_the_end(claimed))
+        self._following[row.id] = task
+
+        def forget(task: asyncio.Task[None]) -> None:
+            self._following.pop(row.id, None)
+            if not task.cancelled() and task.exception() is not None:
+                log.error(
+                    "writing batch %s's output failed (the next read takes it over): %s", row.id, task.exception()
+                )
+
+        task.add_done_callback(forget)
+
+    async def _follow_to_the_end(self, row: BatchRow) -> None:
+        """Follow the batch until its jobs are final, then finish it; stopped or failed, the batch is
+        released for the next read."""
+        try:
+            followed = await self._output.follow(row)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._batches.release_following(row.id, self._output.follower))
+            raise
+        if followed is None:  # another server took it over
+            return
+        try:
+            await self._finalize(followed.row, written_output=(followed.output_file_id,))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._batches.release_finalizing(row.id))
+            raise
 
     async def _resume_if_stale(self, row: BatchRow) -> BatchRow:
         """A batch ``validating`` past :data:`VALIDATING_TIMEOUT_SECONDS`: its server died; enqueue it here."""
@@ -396,15 +450,21 @@ class BatchService:
         await self._client.submitter.cancel_many([job_id_for(row.run_id, n) for n in range(row.total)])
         return expired
 
-    async def _finalize(self, row: BatchRow) -> BatchRow:
-        """Write the output file (succeeded lines) and the error file (the others), in input order."""
+    async def _finalize(self, row: BatchRow, written_output: tuple[str | None] | None = None) -> BatchRow:
+        """Write the output file (succeeded lines, unless a follower wrote it: ``written_output``) and the
+        error file (the others), in input order."""
         tally = await self._batches.tally(row.run_id)
         failed = tally.failed + tally.cancelled
         output_id = error_id = None
-        if tally.succeeded:
-            output_id = await self._write_file(
-                row, "output", True, lambda job, finish: output_line(job, row.endpoint, finish)
-            )
+        if written_output is not None:
+            (output_id,) = written_output
+        else:
+            if row.partial_output_file_id:  # a follower's unfinished file: written again here
+                await self._files.discard(row.partial_output_file_id)
+            if tally.succeeded:
+                output_id = await self._write_file(
+                    row, "output", True, lambda job, finish: output_line(job, row.endpoint, finish)
+                )
         if failed:
             expired = row.expired_at is not None
             error_id = await self._write_file(row, "errors", False, lambda job, _: error_line(job, expired))

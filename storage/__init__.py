@@ -38,7 +38,16 @@ from storage.connection import (
     libpq_url,
     sqlalchemy_url,
 )
-from storage.files import FileStore, FileTooLargeError, PostgresFileStore, StoredFile, iter_lines, numbered_lines
+from storage.files import (
+    FileGoneError,
+    FileStore,
+    FileTooLargeError,
+    FileWriter,
+    PostgresFileStore,
+    StoredFile,
+    iter_lines,
+    numbered_lines,
+)
 from storage.groups_async import AsyncGroupStore
 from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping, ping_async
 from storage.jobs import (
@@ -66,8 +75,10 @@ __all__ = [
     "AsyncJobStore",
     "BatchRow",
     "DatabaseUnavailableError",
+    "FileGoneError",
     "FileStore",
     "FileTooLargeError",
+    "FileWriter",
     "FinalRow",
     "GroupStore",
     "JobRowWriter",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,7 @@ from storage.jobs import JOB_COLUMNS, row_to_job
 _COLUMNS = (
     "id, tenant, run_id::text, endpoint, input_file_id, completion_window, status, total, completed, failed, "
     "output_file_id, error_file_id, errors, metadata, created_at, expires_at, in_progress_at, finalizing_at, "
-    "completed_at, failed_at, expired_at, cancelling_at, cancelled_at"
+    "completed_at, failed_at, expired_at, cancelling_at, cancelled_at, partial_output_file_id, follower, follow_until"
 )
 
 FINALIZING_TIMEOUT_SECONDS = 300
@@ -58,6 +58,9 @@ class BatchRow:
     expired_at: datetime | None
     cancelling_at: datetime | None
     cancelled_at: datetime | None
+    partial_output_file_id: str | None
+    follower: str | None
+    follow_until: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,19 +240,86 @@ class AsyncBatchStore:
                 await conn.execute("UPDATE runs SET cancel_requested = true WHERE id = %s", (row[2],))
         return None if row is None else _batch(row)
 
-    async def claim_finalizing(self, batch_id: str) -> BatchRow | None:
+    async def claim_finalizing(self, batch_id: str, *, follower: str | None = None) -> BatchRow | None:
         """Move a batch whose jobs all finished to ``finalizing``; the row if this caller won it, else ``None``.
 
         Several API servers may see the batch finished at once: one ``UPDATE`` decides which of them
-        writes the output. A batch stuck ``finalizing`` (its server died) can be claimed again after
-        :data:`FINALIZING_TIMEOUT_SECONDS`.
+        writes the output. While a follower's claim holds (:meth:`claim_following`), only that
+        follower wins (``follower``). A batch stuck ``finalizing`` (its server died) can be claimed
+        again after :data:`FINALIZING_TIMEOUT_SECONDS`.
         """
+        if follower is not None:
+            return await self._one(
+                "UPDATE batches SET status = 'finalizing', finalizing_at = now() WHERE id = %s AND follower = %s "
+                f"AND follow_until > now() AND status IN ('in_progress', 'cancelling') RETURNING {_COLUMNS}",
+                (batch_id, follower),
+            )
         return await self._one(
             "UPDATE batches SET status = 'finalizing', finalizing_at = now() WHERE id = %s AND "
-            "(status IN ('in_progress', 'cancelling') OR (status = 'finalizing' AND "
+            "((status IN ('in_progress', 'cancelling') AND (follow_until IS NULL OR follow_until < now())) "
+            "OR (status = 'finalizing' AND "
             f"finalizing_at < now() - make_interval(secs => %s))) RETURNING {_COLUMNS}",
             (batch_id, FINALIZING_TIMEOUT_SECONDS),
         )
+
+    async def claim_following(self, batch_id: str, follower: str, seconds: float) -> BatchRow | None:
+        """Take the writing of an unfinished batch's output for ``seconds`` (renewed by :meth:`renew_following`).
+
+        The row as it was before (its ``partial_output_file_id`` is the abandoned file of a
+        follower that lapsed, for the caller to discard) if no other follower's claim holds, else
+        ``None``.
+        """
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "SELECT partial_output_file_id FROM batches WHERE id = %s FOR UPDATE", (batch_id,)
+            )
+            before = await cursor.fetchone()
+            cursor = await conn.execute(
+                "UPDATE batches SET follower = %s, follow_until = now() + make_interval(secs => %s), "
+                "partial_output_file_id = NULL WHERE id = %s AND status IN ('in_progress', 'cancelling') "
+                f"AND (follow_until IS NULL OR follow_until < now()) RETURNING {_COLUMNS}",
+                (follower, seconds, batch_id),
+            )
+            row = await cursor.fetchone()
+        if row is None or before is None:
+            return None
+        return replace(_batch(row), partial_output_file_id=before[0])
+
+    async def renew_following(
+        self, batch_id: str, follower: str, seconds: float, partial_output_file_id: str | None
+    ) -> bool:
+        """Extend ``follower``'s claim and record the file it is writing; False if the claim was lost
+        (it lapsed and another server took it, or the batch is no longer running)."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE batches SET follow_until = now() + make_interval(secs => %s), partial_output_file_id = %s "
+                "WHERE id = %s AND follower = %s AND follow_until > now() AND status IN ('in_progress', 'cancelling')",
+                (seconds, partial_output_file_id, batch_id, follower),
+            )
+            return cursor.rowcount > 0
+
+    async def release_following(self, batch_id: str, follower: str) -> None:
+        """A follower stopping gives its claim up at once: the next read takes the work over."""
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE batches SET follow_until = 'epoch' WHERE id = %s AND follower = %s", (batch_id, follower)
+            )
+
+    async def finished_prefix(self, run_id: str, start: int, limit: int) -> int:
+        """The first line at or after ``start`` whose job has no row yet (at most ``start + limit``): every
+        line before it is final, so the output file can be written up to there."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT sequence FROM jobs WHERE run_id = %s AND sequence >= %s ORDER BY sequence LIMIT %s",
+                (run_id, start, limit),
+            )
+            rows = await cursor.fetchall()
+        end = start
+        for (sequence,) in rows:
+            if sequence != end:
+                break
+            end += 1
+        return end
 
     async def release_finalizing(self, batch_id: str) -> None:
         """A server that could not write the output (stopping, or an error) gives the batch up: the next
@@ -277,7 +347,8 @@ class AsyncBatchStore:
         async with self._pool.connection() as conn, conn.transaction():
             cursor = await conn.execute(
                 f"UPDATE batches SET status = %s, {stamp} = coalesce({stamp}, now()), output_file_id = %s, "
-                f"error_file_id = %s, completed = %s, failed = %s WHERE id = %s RETURNING {_COLUMNS}",
+                "error_file_id = %s, completed = %s, failed = %s, partial_output_file_id = NULL, follow_until = NULL "
+                f"WHERE id = %s RETURNING {_COLUMNS}",
                 (status, output_file_id, error_file_id, completed, failed, batch_id),
             )
             row = await cursor.fetchone()
@@ -289,18 +360,21 @@ class AsyncBatchStore:
             )
         return _batch(row)
 
-    async def iter_jobs(self, run_id: str, *, succeeded: bool) -> AsyncIterator[tuple[Job, str | None]]:
-        """The run's succeeded jobs (or its others) in input order with their finish reasons, read with a
-        server-side cursor."""
+    async def iter_jobs(
+        self, run_id: str, *, succeeded: bool, start: int = 0, stop: int | None = None
+    ) -> AsyncIterator[tuple[Job, str | None]]:
+        """The run's succeeded jobs (or its others) of lines ``start`` to ``stop`` (excluded; all by default)
+        in input order with their finish reasons, read with a server-side cursor."""
         chosen = "=" if succeeded else "<>"
+        stop = 2**31 - 1 if stop is None else stop
         async with self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(name=f"batch-jobs-{run_id}")
             set_json_loads(msgspec.json.decode, cursor)  # the metadata of every row: C rather than json.loads
             try:
                 await cursor.execute(
                     f"SELECT {JOB_COLUMNS}, finish_reason FROM jobs WHERE run_id = %s AND status {chosen} 'succeeded' "
-                    "ORDER BY sequence",
-                    (run_id,),
+                    "AND sequence >= %s AND sequence < %s ORDER BY sequence",
+                    (run_id, start, stop),
                 )
                 while rows := await cursor.fetchmany(1_000):
                     for row in rows:

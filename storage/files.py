@@ -21,6 +21,10 @@ CHUNK_BYTES = 1024 * 1024
 _COLUMNS = "id, tenant, purpose, filename, bytes, created_at"
 
 
+class FileGoneError(DragomanError):
+    """A file being written was discarded meanwhile (another server took the work over)."""
+
+
 class FileTooLargeError(DragomanError):
     """An upload passed the size limit (``DRAGOMAN_MAX_FILE_BYTES``); nothing of it was kept."""
 
@@ -68,8 +72,33 @@ class FileStore(Protocol):
         """The file's bytes, chunk by chunk (the caller checked ownership)."""
         ...
 
+    async def begin(self, tenant: str, purpose: str, filename: str) -> FileWriter:
+        """A new file written a piece at a time: invisible (to :meth:`get`, :meth:`list`) until completed."""
+        ...
+
+    async def discard(self, file_id: str) -> None:
+        """Delete a file that was begun and never completed (a completed file is left alone)."""
+        ...
+
     async def delete(self, tenant: str, file_id: str) -> bool:
         """Delete the tenant's file and its bytes; whether there was one."""
+        ...
+
+
+class FileWriter(Protocol):
+    """A file being written over time (a batch's output while its jobs finish): its id, appends, completion."""
+
+    @property
+    def id(self) -> str:
+        """The file's id (recorded by the caller, so that whoever finds it abandoned can discard it)."""
+        ...
+
+    async def append(self, data: bytes) -> None:
+        """Add ``data`` at the end (kept at once: a later failure does not lose it)."""
+        ...
+
+    async def complete(self) -> StoredFile:
+        """Make the file visible, as it is now; nothing can be appended after."""
         ...
 
 
@@ -160,11 +189,63 @@ class PostgresFileStore:
             yield bytes(row[0])
             seq += 1
 
+    async def begin(self, tenant: str, purpose: str, filename: str) -> PostgresFileWriter:
+        """A ``files`` row not yet complete; each append is a transaction of its own."""
+        file_id = new_file_id()
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO files (id, tenant, purpose, filename) VALUES (%s, %s, %s, %s)",
+                (file_id, tenant, purpose, filename),
+            )
+        return PostgresFileWriter(self._pool, file_id)
+
+    async def discard(self, file_id: str) -> None:
+        """Delete the file if it was never completed (its chunks go with it)."""
+        async with self._pool.connection() as conn:
+            await conn.execute("DELETE FROM files WHERE id = %s AND NOT complete", (file_id,))
+
     async def delete(self, tenant: str, file_id: str) -> bool:
         """Delete the tenant's file (its chunks go with it)."""
         async with self._pool.connection() as conn:
             cursor = await conn.execute("DELETE FROM files WHERE id = %s AND tenant = %s", (file_id, tenant))
             return cursor.rowcount > 0
+
+
+class PostgresFileWriter:
+    """:class:`FileWriter` of :class:`PostgresFileStore`: chunks appended, then the row marked complete."""
+
+    def __init__(self, pool: AsyncConnectionPool, file_id: str) -> None:
+        self._pool = pool
+        self._id = file_id
+        self._seq = 0
+        self._size = 0
+
+    @property
+    def id(self) -> str:
+        """The file's id."""
+        return self._id
+
+    async def append(self, data: bytes) -> None:
+        """Store ``data`` as the next chunks (at most :data:`CHUNK_BYTES` each), in one transaction."""
+        if not data:
+            return
+        async with self._pool.connection() as conn, conn.transaction():
+            for start in range(0, len(data), CHUNK_BYTES):
+                await _insert_chunk(conn, self._id, self._seq, data[start : start + CHUNK_BYTES])
+                self._seq += 1
+            self._size += len(data)
+
+    async def complete(self) -> StoredFile:
+        """Record the size and make the file visible; :class:`FileGoneError` if it was discarded meanwhile."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                f"UPDATE files SET bytes = %s, complete = true WHERE id = %s AND NOT complete RETURNING {_COLUMNS}",
+                (self._size, self._id),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise FileGoneError(f"file {self._id} was discarded while it was being written")
+        return _file(row)
 
 
 async def _insert_chunk(conn: Any, file_id: str, seq: int, data: bytes) -> None:

@@ -486,12 +486,13 @@ async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leave
     pg: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A read that claims a finished batch waits FINALIZE_WAIT_SECONDS for the output file, then answers
-    ``finalizing`` while it is written; a server shut down meanwhile releases the batch, and the next
-    read (another server's) writes the output, once."""
+    """A read that claims a finished batch nobody follows waits FINALIZE_WAIT_SECONDS for the output file,
+    then answers ``finalizing`` while it is written; a server shut down meanwhile releases the batch,
+    and the next read (another server's) writes the output, once."""
     from api import create_app
 
     monkeypatch.setattr(producer.batches, "FINALIZE_WAIT_SECONDS", 0.0)
+    monkeypatch.setattr(producer.batches, "MAX_FOLLOWING", 0)  # a server following batches already
     write_file = producer.batches.BatchService._write_file
     writing = asyncio.Event()
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from contract.services import ServiceUrls
-from storage import AsyncConnectionPool, FileTooLargeError, PostgresFileStore, iter_lines
+from storage import AsyncConnectionPool, FileGoneError, FileTooLargeError, PostgresFileStore, iter_lines
 from storage.files import CHUNK_BYTES
 
 
@@ -61,6 +61,30 @@ async def test_list_pages_in_creation_order(store: PostgresFileStore) -> None:
     oldest = await store.list("t-list", purpose=None, after=ids[0], limit=5, descending=False)
     assert [f.id for f in oldest] == ids[1:]
     assert await store.list("t-list", purpose="batch_output", after=None, limit=5, descending=True) == []
+
+
+async def test_a_file_written_over_time_is_invisible_until_completed(store: PostgresFileStore) -> None:
+    writer = await store.begin("t-append", "batch_output", "out.jsonl")
+    await writer.append(b"one\n")
+    await writer.append(b"")
+    await writer.append(b"x" * (CHUNK_BYTES + 5))
+    assert await store.get("t-append", writer.id) is None
+    assert await store.list("t-append", purpose=None, after=None, limit=5, descending=True) == []
+    stored = await writer.complete()
+    assert stored.id == writer.id and stored.bytes == 4 + CHUNK_BYTES + 5 and stored.purpose == "batch_output"
+    assert await store.get("t-append", writer.id) == stored
+    assert b"".join(await _read(store, stored.id)) == b"one\n" + b"x" * (CHUNK_BYTES + 5)
+    await store.discard(stored.id)  # a completed file is not discarded
+    assert await store.get("t-append", stored.id) == stored
+
+
+async def test_a_discarded_file_cannot_be_completed_and_leaves_no_bytes(store: PostgresFileStore) -> None:
+    writer = await store.begin("t-discard", "batch_output", "out.jsonl")
+    await writer.append(b"partial\n")
+    await store.discard(writer.id)
+    assert await _read(store, writer.id) == []
+    with pytest.raises(FileGoneError, match="discarded"):
+        await writer.complete()
 
 
 async def test_lines_are_split_however_the_chunks_cut_them() -> None:

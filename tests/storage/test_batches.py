@@ -1,0 +1,51 @@
+"""The batch store's reads for a batch's output: the finished prefix of its lines, a range of its jobs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from contract.ids import job_id_for
+from contract.services import ServiceUrls
+from storage import AsyncBatchStore, AsyncConnectionPool
+
+
+@pytest.fixture
+async def batches(service_urls: ServiceUrls) -> AsyncIterator[AsyncBatchStore]:
+    pool = AsyncConnectionPool(service_urls.database_url, max_connections=2)
+    yield AsyncBatchStore(pool)
+    await pool.close()
+
+
+def _rows(pg: Any, run_id: str, sequences: list[int], status: str = "succeeded") -> None:
+    for n in sequences:
+        pg.execute(
+            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, run_id, sequence) "
+            "VALUES (%s, %s, 'en', 'fr', 'x', now(), %s, %s)",
+            (job_id_for(run_id, n), status, run_id, n),
+        )
+
+
+async def test_the_finished_prefix_ends_at_the_first_line_without_a_row(batches: AsyncBatchStore, pg: Any) -> None:
+    run_id = str(uuid.uuid4())
+    assert await batches.finished_prefix(run_id, 0, 100) == 0
+    _rows(pg, run_id, [0, 1, 2, 4, 5])
+    assert await batches.finished_prefix(run_id, 0, 100) == 3
+    assert await batches.finished_prefix(run_id, 0, 2) == 2  # at most limit lines at a time
+    assert await batches.finished_prefix(run_id, 3, 100) == 3
+    assert await batches.finished_prefix(run_id, 4, 100) == 6
+    _rows(pg, run_id, [3], status="failed")
+    assert await batches.finished_prefix(run_id, 0, 100) == 6
+
+
+async def test_jobs_of_a_range_of_lines_in_input_order(batches: AsyncBatchStore, pg: Any) -> None:
+    run_id = str(uuid.uuid4())
+    _rows(pg, run_id, [3, 0, 2, 5])
+    _rows(pg, run_id, [1, 4], status="failed")
+    succeeded = [job.id async for job, _ in batches.iter_jobs(run_id, succeeded=True, start=2, stop=5)]
+    assert succeeded == [job_id_for(run_id, 2), job_id_for(run_id, 3)]
+    others = [job.id async for job, _ in batches.iter_jobs(run_id, succeeded=False, start=1)]
+    assert others == [job_id_for(run_id, 1), job_id_for(run_id, 4)]
