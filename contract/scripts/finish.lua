@@ -1,6 +1,6 @@
 -- Finishes a batch whose rows are committed: XACK every entry, finalise the state records,
 -- append the events and publish them, count them in the current second's counter, and note
--- the jobs of runs and documents; all in one atomic call. The job that completes a run or
+-- the jobs of runs and documents; all in one atomic call. The call that completes a run or
 -- document (its set of finished jobs reaches the total) appends one entry to the completions
 -- stream: exactly once, however often a job is delivered. The done-set expires with the group's
 -- hash; the finish task deletes both once the group is final.
@@ -13,10 +13,17 @@
 --       set name around the tenant
 -- An events-stream entry also names the job's tenant (from its state record) and run/document,
 -- when it has them, so that a reader can follow one tenant's or one group's jobs.
+-- A batch's jobs mostly share one run and one tenant, so the unfinished-jobs sets and the
+-- done-sets are updated once per tenant and once per group, with all of the batch's members.
 -- Returns the number of entry ids.
 local function ack(stream, first, count)
   for i = first, first + count - 1, 500 do
     redis.call('XACK', stream, ARGV[1], unpack(ARGV, i, math.min(i + 499, first + count - 1)))
+  end
+end
+local function in_chunks(command, key, members)
+  for i = 1, #members, 500 do
+    redis.call(command, key, unpack(members, i, math.min(i + 499, #members)))
   end
 end
 local n_interactive = tonumber(ARGV[6])
@@ -25,6 +32,9 @@ local n_bulk = tonumber(ARGV[7 + n_interactive])
 ack(KEYS[5], 8 + n_interactive, n_bulk)
 local n_entries = n_interactive + n_bulk
 local base = 7 + n_entries
+local tenant_prefix, tenant_suffix = ARGV[#ARGV - 1], ARGV[#ARGV]
+local by_tenant, tenants = {}, {}
+local by_group, groups = {}, {}
 for k = 6, #KEYS do
   local j = base + (k - 6) * 8
   redis.call('HSET', KEYS[k], 'status', ARGV[j + 2], 'finished_at', ARGV[j + 3], 'error', ARGV[j + 4])
@@ -34,25 +44,51 @@ for k = 6, #KEYS do
   if tenant then
     fields[#fields + 1] = 'tenant'
     fields[#fields + 1] = tenant
-    redis.call('ZREM', ARGV[#ARGV - 1] .. tenant .. ARGV[#ARGV], ARGV[j + 1])
+    if not by_tenant[tenant] then
+      by_tenant[tenant] = {}
+      tenants[#tenants + 1] = tenant
+    end
+    local members = by_tenant[tenant]
+    members[#members + 1] = ARGV[j + 1]
   end
-  if ARGV[j + 8] ~= '' then
+  local group = ARGV[j + 6]
+  if group ~= '' then
     fields[#fields + 1] = 'group'
     fields[#fields + 1] = ARGV[j + 8]
+    if not by_group[group] then
+      by_group[group] = {done = ARGV[j + 7], ids = {}}
+      groups[#groups + 1] = group
+    end
+    local ids = by_group[group].ids
+    ids[#ids + 1] = ARGV[j + 1]
   end
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', unpack(fields))
   redis.call('PUBLISH', ARGV[2], ARGV[j + 5])
-  local group, done = ARGV[j + 6], ARGV[j + 7]
+end
+for _, tenant in ipairs(tenants) do
+  in_chunks('ZREM', tenant_prefix .. tenant .. tenant_suffix, by_tenant[tenant])
+end
+for _, group in ipairs(groups) do
   -- A group's hash is gone once it finished (or expired): its done-set is not recreated then.
-  if group ~= '' and redis.call('EXISTS', group) == 1 and redis.call('SADD', done, ARGV[j + 1]) == 1 then
-    local info = redis.call('HMGET', group, 'total', 'kind', 'id')
-    local count = redis.call('SCARD', done)
-    if count == 1 then  -- a new done-set expires with its group's hash
-      local ttl = redis.call('PTTL', group)
-      if ttl > 0 then redis.call('PEXPIRE', done, ttl) end
+  if redis.call('EXISTS', group) == 1 then
+    local done, ids = by_group[group].done, by_group[group].ids
+    local added = 0
+    for i = 1, #ids, 500 do
+      added = added + redis.call('SADD', done, unpack(ids, i, math.min(i + 499, #ids)))
     end
-    if info[1] and count == tonumber(info[1]) then
-      redis.call('XADD', KEYS[4], '*', 'kind', info[2], 'id', info[3])
+    if added > 0 then
+      local count = redis.call('SCARD', done)
+      if count == added then  -- a new done-set expires with its group's hash
+        local ttl = redis.call('PTTL', group)
+        if ttl > 0 then redis.call('PEXPIRE', done, ttl) end
+      end
+      -- The call whose members take the count to the total completes the group: exactly once,
+      -- since the count was below the total before this atomic call added them.
+      local info = redis.call('HMGET', group, 'total', 'kind', 'id')
+      local total = tonumber(info[1])
+      if total and count >= total and count - added < total then
+        redis.call('XADD', KEYS[4], '*', 'kind', info[2], 'id', info[3])
+      end
     end
   end
 end

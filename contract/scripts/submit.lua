@@ -17,10 +17,12 @@ if ARGV[11] == '1' then
   if existing then return existing end
 end
 redis.call('XADD', KEYS[1], '*', 'v', ARGV[8], 'id', ARGV[1], 'payload', ARGV[2])
-redis.call('HSET', KEYS[2], 'status', 'queued', 'created_at', ARGV[3],
-           'source_lang', ARGV[4], 'target_lang', ARGV[5], 'attempts', '0')
-if ARGV[9] ~= '' then
-  redis.call('HSET', KEYS[2], 'tenant', ARGV[9])
+if ARGV[9] == '' then
+  redis.call('HSET', KEYS[2], 'status', 'queued', 'created_at', ARGV[3],
+             'source_lang', ARGV[4], 'target_lang', ARGV[5], 'attempts', '0')
+else
+  redis.call('HSET', KEYS[2], 'status', 'queued', 'created_at', ARGV[3],
+             'source_lang', ARGV[4], 'target_lang', ARGV[5], 'attempts', '0', 'tenant', ARGV[9])
   redis.call('ZADD', KEYS[#KEYS], ARGV[3], ARGV[1])
   redis.call('EXPIRE', KEYS[#KEYS], ARGV[6])
 end

@@ -561,3 +561,30 @@ def test_finish_names_the_tenant_and_group_and_uncounts_the_job(raw_redis: redis
     assert tenant_entry == {**_event(tenant_job).to_fields(), "tenant": "acme", "group": run_id}
     assert plain_entry == _event(plain_job).to_fields()
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 0  # finished: no longer counted
+
+
+def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+    """Members are added per group and uncounted per tenant, 500 at a time: one call may hold a whole run."""
+    submit = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+    big, small = str(uuid.uuid4()), str(uuid.uuid4())
+    raw_redis.hset(keys.group(big), mapping={"kind": "run", "id": big, "total": "1201"})
+    raw_redis.expire(keys.group(big), 1_000)
+    raw_redis.hset(keys.group(small), mapping={"kind": "document", "id": small, "total": "3"})
+    big_jobs = [submit.call(raw_redis, _spec(tenant="acme")) for _ in range(1200)]
+    small_jobs = [submit.call(raw_redis, _spec(tenant="globex")) for _ in range(2)]
+    script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
+    finished = [FinishedJob(_event(job), big) for job in big_jobs] + [FinishedJob(_event(j), small) for j in small_jobs]
+    script.call(raw_redis, [], finished, NOW)
+    assert raw_redis.xlen(keys.completions_stream) == 0  # 1200 of 1201, 2 of 3
+    assert raw_redis.scard(keys.group_done(big)) == 1200
+    assert 0 < raw_redis.ttl(keys.group_done(big)) <= 1_000  # a new done-set takes its group's TTL
+    assert raw_redis.zcard(keys.tenant_queued("acme")) == 0
+    assert raw_redis.zcard(keys.tenant_queued("globex")) == 0
+    last_big, last_small = submit.call(raw_redis, _spec(tenant="acme")), str(uuid.uuid4())
+    again = [FinishedJob(_event(big_jobs[0]), big), FinishedJob(_event(last_big), big)]  # a duplicate beside it
+    script.call(raw_redis, [], [*again, FinishedJob(_event(last_small), small), *again], NOW)
+    script.call(raw_redis, [], again, NOW)  # both delivered once more: nothing completes twice
+    assert _entries(raw_redis, keys.completions_stream) == [
+        {"kind": "run", "id": big},
+        {"kind": "document", "id": small},
+    ]
