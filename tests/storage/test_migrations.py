@@ -28,8 +28,15 @@ def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
     upgrade_database(fresh_database)
     tables, indexes = _tables_and_indexes(fresh_database)
     assert {"jobs", "alembic_version", "api_keys"} <= tables
-    assert {"jobs_pkey", "jobs_status_created_at", "jobs_run_status", "jobs_document_sequence"} <= indexes
-    assert {"jobs_tenant_created_at", "api_keys_key_hash_key"} <= indexes
+    assert {"jobs_pkey", "jobs_status_created_at", "jobs_run_lines", "jobs_document_sequence"} <= indexes
+    assert "api_keys_key_hash_key" in indexes
+    assert not {"jobs_run_status", "jobs_run_sequence", "jobs_tenant_created_at"} & indexes  # 0012: one run index
+
+    downgrade_database(fresh_database, "0011")  # 0012 alone: the three indexes it replaced come back
+    _, indexes = _tables_and_indexes(fresh_database)
+    assert {"jobs_run_status", "jobs_run_sequence", "jobs_tenant_created_at"} <= indexes
+    assert "jobs_run_lines" not in indexes
+    upgrade_database(fresh_database)
 
     with psycopg.connect(fresh_database) as conn:
         columns = {
