@@ -20,6 +20,7 @@ from contract.errors import DragomanError
 from contract.generation import RAW_LANGUAGE, generation_text, validate_generation
 from contract.ids import job_id_for
 from contract.schemas import Job, JobSpec, JobStatus, build_job_spec, validate_text
+from storage import OutputRow
 
 TRANSLATIONS = "/v1/translations"
 CHAT = "/v1/chat/completions"
@@ -150,55 +151,105 @@ def numbered(spec: JobSpec, run_id: str, sequence: int, tenant: str) -> JobSpec:
     )
 
 
-def request_id(job: Job) -> str:
-    """The output line's ``id`` (``batch_req_`` and the job id's hex digits)."""
-    return "batch_req_" + job.id.replace("-", "")
+def request_id(job_id: str) -> str:
+    """An output or error line's ``id`` (``batch_req_`` and the job id's hex digits)."""
+    return "batch_req_" + job_id.replace("-", "")
 
 
-def output_line(job: Job, endpoint: str = TRANSLATIONS, finish_reason: str | None = None) -> dict[str, Any]:
-    """A succeeded job as an output-file line: ``response.body`` as ``endpoint`` answers, with its usage.
+class _Usage(msgspec.Struct):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
 
-    ``finish_reason`` is the engine's (``stop`` when a row has none: one written before it was recorded).
+
+class _TranslationBody(msgspec.Struct):
+    id: str
+    object: str
+    created: int | None
+    model: str | None
+    source_lang: str
+    target_lang: str
+    translation: str | None
+    usage: _Usage
+    metadata: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Message(msgspec.Struct):
+    role: str
+    content: str | None
+
+
+class _ChatChoice(msgspec.Struct):
+    index: int
+    message: _Message
+    finish_reason: str
+    logprobs: None = None
+
+
+class _TextChoice(msgspec.Struct):
+    index: int
+    text: str | None
+    finish_reason: str
+    logprobs: None = None
+
+
+class _GeneratedBody(msgspec.Struct):
+    id: str
+    object: str
+    created: int | None
+    model: str | None
+    choices: list[_ChatChoice] | list[_TextChoice]
+    usage: _Usage
+
+
+class _Response(msgspec.Struct):
+    status_code: int
+    request_id: str
+    body: _TranslationBody | _GeneratedBody
+
+
+class _OutputLine(msgspec.Struct):
+    id: str
+    custom_id: str | None
+    response: _Response
+    error: None = None
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def encode_output_line(row: OutputRow, endpoint: str = TRANSLATIONS) -> bytes:
+    """A succeeded job's output-file line (JSON, no newline): ``response.body`` as ``endpoint`` answers,
+    with its usage. A row without a finish reason (written before one was recorded) finished with ``stop``.
+
+    Built from :class:`~storage.OutputRow` and encoded from structs: a large batch's output file has a
+    line per job, written while its jobs run, and this is the API server's share of that work.
     """
-    finish = "length" if finish_reason == "length" else "stop"
-    metadata = {k: v for k, v in job.metadata.items() if k != "custom_id"}
-    prompt, completion = job.prompt_tokens or 0, job.output_tokens or 0
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-    created = int(job.finished_at.timestamp()) if job.finished_at else None
-    body: dict[str, Any]
+    finish = "length" if row.finish_reason == "length" else "stop"
+    prompt, completion = row.prompt_tokens or 0, row.output_tokens or 0
+    usage = _Usage(prompt, completion, prompt + completion)
+    body: _TranslationBody | _GeneratedBody
     if endpoint == CHAT:
-        message = {"role": "assistant", "content": job.translation}
-        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-        body = {"id": "chatcmpl-" + job.id, "object": "chat.completion", "created": created, "model": job.model}
-        body |= {"choices": [choice], "usage": usage}
+        choice = _ChatChoice(0, _Message("assistant", row.translation), finish)
+        body = _GeneratedBody("chatcmpl-" + row.job_id, "chat.completion", row.finished_at, row.model, [choice], usage)
     elif endpoint == COMPLETIONS:
-        choice = {"index": 0, "text": job.translation, "finish_reason": finish, "logprobs": None}
-        body = {"id": "cmpl-" + job.id, "object": "text_completion", "created": created, "model": job.model}
-        body |= {"choices": [choice], "usage": usage}
+        text = _TextChoice(0, row.translation, finish)
+        body = _GeneratedBody("cmpl-" + row.job_id, "text_completion", row.finished_at, row.model, [text], usage)
     else:
-        body = _translation_body(job, created, usage, metadata)
-    return {
-        "id": request_id(job),
-        "custom_id": job.metadata.get("custom_id"),
-        "response": {"status_code": 200, "request_id": job.id, "body": body},
-        "error": None,
-    }
-
-
-def _translation_body(job: Job, created: int | None, usage: dict[str, int], metadata: dict[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": job.id,
-        "object": "translation",
-        "created": created,
-        "model": job.model,
-        "source_lang": job.source_lang,
-        "target_lang": job.target_lang,
-        "translation": job.translation,
-        "usage": usage,
-    }
-    if metadata:
-        body["metadata"] = metadata
-    return body
+        metadata = msgspec.UNSET if row.metadata_json is None else msgspec.Raw(row.metadata_json.encode())
+        body = _TranslationBody(
+            row.job_id,
+            "translation",
+            row.finished_at,
+            row.model,
+            row.source_lang,
+            row.target_lang,
+            row.translation,
+            usage,
+            metadata,
+        )
+    response = _Response(200, row.job_id, body)
+    return _encode(_OutputLine(request_id(row.job_id), row.custom_id, response))
 
 
 def error_line(job: Job, expired: bool = False) -> dict[str, Any]:
@@ -213,7 +264,7 @@ def error_line(job: Job, expired: bool = False) -> dict[str, Any]:
     else:
         code, message = "request_cancelled", job.error or "cancelled before it ran"
     return {
-        "id": request_id(job),
+        "id": request_id(job.id),
         "custom_id": job.metadata.get("custom_id"),
         "response": None,
         "error": {"code": code, "message": message},

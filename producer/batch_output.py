@@ -16,21 +16,20 @@ import contextlib
 import time
 from dataclasses import dataclass
 
-import msgspec
-
-from producer.batch_lines import output_line
+from producer.batch_lines import encode_output_line
 from storage import AsyncBatchStore, BatchRow, FileStore, FileWriter
 
 FOLLOW_SECONDS = 30.0
 """How long a follower's claim holds without being renewed (a dead server's batch waits this long)."""
 RENEW_SECONDS = 5.0
 """How often a follower renews its claim."""
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.2
 """How often a follower looks for newly finished lines when there were none."""
 PREFIX_STEP = 10_000
 """Lines looked at per query for the finished prefix."""
-APPEND_BYTES = 1 << 20
-"""Rendered output gathered before it is appended to the file (about one chunk)."""
+APPEND_BYTES = 4 << 20
+"""Rendered output gathered before it is appended to the file: four chunks a transaction (each commit
+waits for its WAL to reach the disk, and a large batch's output is tens of megabytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +81,7 @@ class OutputFollower:
     async def _write_until_final(self, row: BatchRow, writer: FileWriter) -> bool | None:
         """Append every finished line's output until all ``row.total`` are final; whether any line was
         written, or ``None`` if the claim was lost."""
-        encode, pending = msgspec.json.encode, bytearray()
+        pending = bytearray()
         line, wrote, renewed = 0, False, time.monotonic()
         while line < row.total:
             if time.monotonic() - renewed >= RENEW_SECONDS:
@@ -93,8 +92,8 @@ class OutputFollower:
             if end == line:
                 await asyncio.sleep(POLL_SECONDS)
                 continue
-            async for job, finish_reason in self._batches.iter_jobs(row.run_id, succeeded=True, start=line, stop=end):
-                pending += encode(output_line(job, row.endpoint, finish_reason))
+            async for output in self._batches.iter_output_rows(row.run_id, start=line, stop=end):
+                pending += encode_output_line(output, row.endpoint)
                 pending += b"\n"
                 wrote = True
                 if len(pending) >= APPEND_BYTES:

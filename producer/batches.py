@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -27,9 +28,8 @@ import msgspec
 
 from contract.errors import DragomanError
 from contract.ids import job_id_for
-from contract.schemas import Job
 from producer.async_client import AsyncClient
-from producer.batch_lines import ENDPOINTS, BadLineError, error_line, numbered, output_line, parse_line
+from producer.batch_lines import ENDPOINTS, BadLineError, encode_output_line, error_line, numbered, parse_line
 from producer.batch_output import FOLLOW_SECONDS, OutputFollower
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.job_spill import JobSpill
@@ -252,10 +252,15 @@ class BatchService:
         already has its row (its state record may have expired since).
         """
         async with JobSpill(self._client.settings.submit_chunk_size) as spill:
+            began = time.monotonic()
             errors, total = await self._validate(source, row, spill)
+            validated = time.monotonic()
+            log.info("batch %s: %d lines validated in %.2fs", row.id, total, validated - began)
             if errors:
                 return await self._batches.fail_validation(row.id, errors)
-            return await self._enqueue_valid(row, spill, total, max_queued_jobs, resuming)
+            started = await self._enqueue_valid(row, spill, total, max_queued_jobs, resuming)
+            log.info("batch %s: %d jobs queued in %.2fs", row.id, total, time.monotonic() - validated)
+            return started
 
     async def _enqueue_valid(
         self, row: BatchRow, spill: JobSpill, total: int, max_queued_jobs: int | None, resuming: bool
@@ -462,12 +467,9 @@ class BatchService:
             if row.partial_output_file_id:  # a follower's unfinished file: written again here
                 await self._files.discard(row.partial_output_file_id)
             if tally.succeeded:
-                output_id = await self._write_file(
-                    row, "output", True, lambda job, finish: output_line(job, row.endpoint, finish)
-                )
+                output_id = await self._write_file(row, "output", self._output_lines(row))
         if failed:
-            expired = row.expired_at is not None
-            error_id = await self._write_file(row, "errors", False, lambda job, _: error_line(job, expired))
+            error_id = await self._write_file(row, "errors", self._error_lines(row))
         status = "expired" if row.expired_at else "cancelled" if row.cancelling_at else "completed"
         return await self._batches.finish(
             row.id,
@@ -478,14 +480,8 @@ class BatchService:
             failed=failed,
         )
 
-    async def _write_file(
-        self,
-        row: BatchRow,
-        kind: str,
-        succeeded: bool,
-        render: Callable[[Job, str | None], dict[str, Any]],
-    ) -> str:
-        """A file of the run's succeeded jobs (or of the others), one rendered line each, in input order.
+    async def _write_file(self, row: BatchRow, kind: str, lines: AsyncIterator[bytes]) -> str:
+        """A file of ``lines`` (each an encoded JSON line, in input order) for the batch's ``kind``.
 
         The lines are read and rendered in a task of their own, a block ahead of the writing: reading
         the rows and storing the file then run side by side on two connections.
@@ -493,10 +489,10 @@ class BatchService:
         blocks: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(maxsize=RENDERED_BLOCKS_AHEAD)
 
         async def render_blocks() -> None:
-            encode, block = msgspec.json.encode, bytearray()
+            block = bytearray()
             try:
-                async for job, finish_reason in self._batches.iter_jobs(row.run_id, succeeded=succeeded):
-                    block += encode(render(job, finish_reason))
+                async for line in lines:
+                    block += line
                     block += b"\n"
                     if len(block) >= RENDERED_BLOCK_BYTES:
                         await blocks.put(bytes(block))
@@ -522,6 +518,17 @@ class BatchService:
             renderer.cancel()
             await asyncio.gather(renderer, return_exceptions=True)
         return stored.id
+
+    async def _output_lines(self, row: BatchRow) -> AsyncIterator[bytes]:
+        """The output file's lines: the run's succeeded jobs, in input order."""
+        async for output in self._batches.iter_output_rows(row.run_id):
+            yield encode_output_line(output, row.endpoint)
+
+    async def _error_lines(self, row: BatchRow) -> AsyncIterator[bytes]:
+        """The error file's lines: the run's failed and cancelled jobs, in input order."""
+        expired = row.expired_at is not None
+        async for job, _ in self._batches.iter_jobs(row.run_id, succeeded=False):
+            yield msgspec.json.encode(error_line(job, expired))
 
 
 def unix(moment: datetime | None) -> int | None:

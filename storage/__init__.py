@@ -30,7 +30,7 @@ Importing this package loads neither psycopg nor Alembic; they are imported on f
 """
 
 from storage.api_keys import ApiKey, ApiKeyStore, AsyncApiKeyStore, hash_api_key
-from storage.batches import AsyncBatchStore, BatchRow, RunTally
+from storage.batches import AsyncBatchStore, BatchRow, OutputRow, RunTally
 from storage.connection import (
     AsyncConnectionPool,
     DatabaseUnavailableError,
@@ -88,6 +88,7 @@ __all__ = [
     "MemoryStats",
     "MemoryStore",
     "MemoryStoreError",
+    "OutputRow",
     "PostgresConnection",
     "PostgresFileStore",
     "ReadinessProbe",

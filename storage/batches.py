@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from psycopg.types.json import set_json_loads
@@ -61,6 +61,34 @@ class BatchRow:
     partial_output_file_id: str | None
     follower: str | None
     follow_until: datetime | None
+
+
+class OutputRow(NamedTuple):
+    """What a succeeded job's output line is made of, read without the rest of its row.
+
+    A batch's output file is written from these while its jobs finish (100,000 of them for a large
+    batch), so the row's source text, timestamps and other columns are not read at all.
+    """
+
+    job_id: str
+    custom_id: str | None
+    metadata_json: str | None  # the job's metadata but its custom_id, as JSON text; None when that is empty
+    source_lang: str
+    target_lang: str
+    translation: str | None
+    model: str | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    finished_at: int | None  # unix seconds
+    finish_reason: str | None
+
+
+_OUTPUT_COLUMNS = (
+    "id::text, metadata->>'custom_id', "
+    "CASE WHEN metadata - 'custom_id' = '{}'::jsonb THEN NULL ELSE (metadata - 'custom_id')::text END, "
+    "source_lang, target_lang, translated_text, model, prompt_tokens, output_tokens, "
+    "floor(extract(epoch FROM finished_at))::bigint, finish_reason"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +387,26 @@ class AsyncBatchStore:
                 ("completed" if status == "completed" else "cancelled", row[2]),
             )
         return _batch(row)
+
+    async def iter_output_rows(
+        self, run_id: str, *, start: int = 0, stop: int | None = None
+    ) -> AsyncIterator[OutputRow]:
+        """The run's succeeded jobs of lines ``start`` to ``stop`` (excluded; all by default) in input order,
+        as their output lines need them, read with a server-side cursor."""
+        stop = 2**31 - 1 if stop is None else stop
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = conn.cursor(name=f"batch-output-{run_id}")
+            try:
+                await cursor.execute(
+                    f"SELECT {_OUTPUT_COLUMNS} FROM jobs WHERE run_id = %s AND status = 'succeeded' "
+                    "AND sequence >= %s AND sequence < %s ORDER BY sequence",
+                    (run_id, start, stop),
+                )
+                while rows := await cursor.fetchmany(2_000):
+                    for row in rows:
+                        yield OutputRow(*row)
+            finally:
+                await cursor.close()
 
     async def iter_jobs(
         self, run_id: str, *, succeeded: bool, start: int = 0, stop: int | None = None

@@ -10,8 +10,9 @@ import pytest
 
 from contract.ids import job_id_for
 from contract.schemas import Job, JobStatus
-from producer.batch_lines import BadLineError, error_line, numbered, output_line, parse_line
+from producer.batch_lines import BadLineError, encode_output_line, error_line, numbered, parse_line
 from producer.batches import InvalidBatchError, _window_seconds
+from storage import OutputRow
 
 RUN = "5b1f0c1e-3f9c-4c4e-9f55-0e3c1a7d2b10"
 
@@ -122,12 +123,48 @@ def _job(status: JobStatus, **fields: Any) -> Job:
     )
 
 
+def _output(endpoint: str = "/v1/translations", **fields: Any) -> dict[str, Any]:
+    row = OutputRow(
+        job_id=job_id_for(RUN, 0),
+        custom_id="c-1",
+        metadata_json=fields.pop("metadata_json", '{"k": 1}'),
+        source_lang="en",
+        target_lang="de",
+        translation=fields.pop("translation", "Hallo"),
+        model="m",
+        prompt_tokens=2,
+        output_tokens=3,
+        finished_at=1_795_392_000,
+        finish_reason=fields.pop("finish_reason", "stop"),
+    )
+    line: dict[str, Any] = json.loads(encode_output_line(row, endpoint))
+    return line
+
+
 def test_output_and_error_lines_in_openai_s_shape() -> None:
-    done = output_line(_job(JobStatus.SUCCEEDED, translation="Hallo", model="m", prompt_tokens=2, output_tokens=3))
-    assert done["custom_id"] == "c-1" and done["error"] is None and done["id"].startswith("batch_req_")
-    assert done["response"]["status_code"] == 200
-    assert done["response"]["body"]["translation"] == "Hallo" and done["response"]["body"]["metadata"] == {"k": 1}
-    assert done["response"]["body"]["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+    done = _output()
+    job_id = job_id_for(RUN, 0)
+    assert done == {
+        "id": "batch_req_" + job_id.replace("-", ""),
+        "custom_id": "c-1",
+        "response": {
+            "status_code": 200,
+            "request_id": job_id,
+            "body": {
+                "id": job_id,
+                "object": "translation",
+                "created": 1_795_392_000,
+                "model": "m",
+                "source_lang": "en",
+                "target_lang": "de",
+                "translation": "Hallo",
+                "usage": {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5},
+                "metadata": {"k": 1},
+            },
+        },
+        "error": None,
+    }
+    assert "metadata" not in _output(metadata_json=None)["response"]["body"]  # none but its custom_id
     failed = error_line(_job(JobStatus.FAILED, error="engine said no"))
     assert failed["response"] is None and failed["error"] == {"code": "request_failed", "message": "engine said no"}
     assert error_line(_job(JobStatus.CANCELLED))["error"]["code"] == "request_cancelled"
@@ -147,13 +184,12 @@ def test_bad_completion_windows(window: str) -> None:
 
 
 def test_chat_and_completion_output_bodies() -> None:
-    job = _job(JobStatus.SUCCEEDED, translation="Hello!", model="m", prompt_tokens=2, output_tokens=3)
-    chat = output_line(job, "/v1/chat/completions")["response"]["body"]
+    chat = _output("/v1/chat/completions", translation="Hello!", finish_reason=None)["response"]["body"]
     assert chat["object"] == "chat.completion" and chat["model"] == "m"
     assert chat["choices"] == [
         {"index": 0, "message": {"role": "assistant", "content": "Hello!"}, "finish_reason": "stop", "logprobs": None}
     ]
     assert chat["usage"]["total_tokens"] == 5
-    completion = output_line(job, "/v1/completions", "length")["response"]["body"]
+    completion = _output("/v1/completions", translation="Hello!", finish_reason="length")["response"]["body"]
     assert completion["object"] == "text_completion" and completion["choices"][0]["text"] == "Hello!"
     assert completion["choices"][0]["finish_reason"] == "length"

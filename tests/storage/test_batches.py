@@ -49,3 +49,24 @@ async def test_jobs_of_a_range_of_lines_in_input_order(batches: AsyncBatchStore,
     assert succeeded == [job_id_for(run_id, 2), job_id_for(run_id, 3)]
     others = [job.id async for job, _ in batches.iter_jobs(run_id, succeeded=False, start=1)]
     assert others == [job_id_for(run_id, 1), job_id_for(run_id, 4)]
+
+
+async def test_output_rows_carry_what_an_output_line_needs(batches: AsyncBatchStore, pg: Any) -> None:
+    run_id = str(uuid.uuid4())
+    _rows(pg, run_id, [0, 1, 2])
+    _rows(pg, run_id, [3], status="failed")
+    pg.execute(
+        "UPDATE jobs SET translated_text = 'Salut', model = 'm', prompt_tokens = 4, output_tokens = 5, "
+        "finish_reason = 'length', finished_at = to_timestamp(1795392000.75), "
+        """metadata = '{"custom_id": "r-1", "team": "docs"}' WHERE id = %s""",
+        (job_id_for(run_id, 1),),
+    )
+    pg.execute("""UPDATE jobs SET metadata = '{"custom_id": "r-2"}' WHERE id = %s""", (job_id_for(run_id, 2),))
+    rows = [row async for row in batches.iter_output_rows(run_id, start=1)]
+    assert [row.job_id for row in rows] == [job_id_for(run_id, 1), job_id_for(run_id, 2)]  # succeeded, in order
+    first, second = rows
+    assert first.custom_id == "r-1" and first.metadata_json == '{"team": "docs"}'
+    assert (first.translation, first.model, first.prompt_tokens, first.output_tokens) == ("Salut", "m", 4, 5)
+    assert first.finished_at == 1_795_392_000 and first.finish_reason == "length"  # whole seconds, rounded down
+    assert second.custom_id == "r-2" and second.metadata_json is None  # nothing but the custom_id
+    assert [row.job_id async for row in batches.iter_output_rows(run_id, stop=1)] == [job_id_for(run_id, 0)]
