@@ -8,6 +8,7 @@ outside this module knows how the bytes are kept.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
@@ -264,10 +265,37 @@ async def iter_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
         yield pending.rstrip(b"\r")
 
 
+async def read_ahead(chunks: AsyncIterator[bytes], depth: int = 2) -> AsyncIterator[bytes]:
+    """``chunks``, with up to ``depth`` of them fetched ahead in a task while the caller works on the last.
+
+    Reading a chunk is a database round trip; a caller that parses each one (a batch's validation)
+    then no longer waits for the next between its own pieces of work.
+    """
+    queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(maxsize=depth)
+
+    async def fetch() -> None:
+        try:
+            async for chunk in chunks:
+                await queue.put(chunk)
+            await queue.put(None)
+        except Exception as exc:  # raised in the caller's task
+            await queue.put(exc)
+
+    fetcher = asyncio.create_task(fetch())
+    try:
+        while (chunk := await queue.get()) is not None:
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+    finally:
+        fetcher.cancel()
+        await asyncio.gather(fetcher, return_exceptions=True)
+
+
 async def numbered_lines(files: FileStore, file_id: str) -> AsyncIterator[tuple[int, bytes]]:
     """The non-blank lines of a stored file with their (1-based) line numbers (blank lines count)."""
     number = 0
-    async for line in iter_lines(files.read(file_id)):
+    async for line in iter_lines(read_ahead(files.read(file_id))):
         number += 1
         if line.strip():
             yield number, line
