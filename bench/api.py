@@ -1,7 +1,7 @@
 """The HTTP API's cost, side by side with the Python client, on this machine (zero-cost engine).
 
     python -m bench.api [--jobs 20000] [--single 5000] [--clients 16] [--batch-lines 100000]
-                        [--out bench/out/api.json]
+                        [--rounds 2] [--out bench/out/api.json]
 
 Measured in one run against one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL /
 DRAGOMAN_DATABASE_URL) and a real ``dragoman api`` process (uvicorn, one process), the load
@@ -14,7 +14,9 @@ coming from ``--clients`` concurrent keep-alive connections (aiohttp) in this pr
    downloaded, against the same jobs through ``submit_many`` and the same worker until the last
    row is written, and against the same lines as a native run (``Client.submit_run`` of a JSONL
    file: jobs of a group, with line numbers, in the bulk lane, as a batch's jobs are) until the
-   last row is written.
+   last row is written. Each of the three starts on emptied servers (every Redis key of the
+   deployment and every job row dropped, untimed) with a fresh worker, and ``--rounds`` rounds
+   alternate which side goes first; the ratios are the medians of each round's own.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import multiprocessing
 import os
 import platform
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -278,26 +281,80 @@ def native_run_round_trip(settings: Settings, count: int) -> float:
         return _timed_until_rows(settings, count, lambda client: client.submit_run(path))
 
 
-def bench_batch(settings: Settings, base: str, key: str, lines: int) -> dict[str, Any]:
+def reset_state(settings: Settings) -> None:
+    """Forget what earlier measurements left (not timed): every Redis key of the deployment and every
+    job row, so that each end-to-end measurement starts from the same empty servers.
+
+    Without it the measurement run last found the earlier ones' 100,000s of state records and rows
+    (Redis's keyspace and the jobs table's indexes grown, autovacuum at work) and paid for them: the
+    same batch took 9.6 s to drain first and 14.5 s after two others (a throwaway script, this machine).
+    """
+    client = redis.Redis.from_url(settings.redis_url or "")
+    try:
+        for key in client.scan_iter(match=f"{settings.key_prefix}:*", count=10_000):
+            client.unlink(key)
+    finally:
+        client.close()
+    with psycopg.connect(libpq_url(settings.database_url or ""), autocommit=True) as conn:
+        conn.execute("TRUNCATE jobs")
+        conn.execute("VACUUM ANALYZE jobs")
+
+
+def measure_batch_round(
+    settings: Settings, base: str, key: str, lines: int, content: bytes, order: list[str]
+) -> dict[str, Any]:
+    """One round: the native jobs, the native run and the OpenAI batch, in ``order``, each on emptied
+    servers with a fresh worker; their seconds (and the batch's phases)."""
+    measured: dict[str, Any] = {"order": order}
+    for what in order:
+        reset_state(settings)
+        with worker_process(settings):
+            if what == "native":
+                measured["native_seconds"] = round(native_round_trip(settings, lines), 2)
+            elif what == "native_run":
+                measured["native_run_seconds"] = round(native_run_round_trip(settings, lines), 2)
+            else:
+                phases, output_lines = asyncio.run(batch_round_trip(base, key, content))
+                assert output_lines == lines, f"{output_lines} output lines for {lines} input lines"
+                measured["batch_seconds"] = phases["downloaded"]
+                measured["batch_phases_seconds"] = phases
+    measured["batch_vs_native"] = round(measured["batch_seconds"] / measured["native_seconds"], 3)
+    measured["batch_vs_native_run"] = round(measured["batch_seconds"] / measured["native_run_seconds"], 3)
+    return measured
+
+
+ORDERS = (["native", "native_run", "batch"], ["batch", "native_run", "native"])
+"""Rounds alternate these orders, so that neither side always runs first on a fresh machine."""
+
+
+def bench_batch(settings: Settings, base: str, key: str, lines: int, rounds: int) -> dict[str, Any]:
     """An OpenAI batch of ``lines`` end to end against the same jobs submitted natively (one by one,
-    and as a run), one worker."""
+    and as a run), ``rounds`` times in alternating order; each round's numbers and their medians."""
     content = _batch_lines(lines)
-    with worker_process(settings):
-        native_s = native_round_trip(settings, lines)
-        run_s = native_run_round_trip(settings, lines)
-        phases, output_lines = asyncio.run(batch_round_trip(base, key, content))
-    batch_s = phases["downloaded"]
-    assert output_lines == lines, f"{output_lines} output lines for {lines} input lines"
+    results = []
+    for number in range(rounds):
+        results.append(measure_batch_round(settings, base, key, lines, content, ORDERS[number % 2]))
+        done = results[-1]
+        print(
+            f"round {number + 1} ({', '.join(done['order'])}): native {done['native_seconds']} s, "
+            f"run {done['native_run_seconds']} s, batch {done['batch_seconds']} s ({done['batch_vs_native']}x)",
+            flush=True,
+        )
+    native_s = statistics.median(r["native_seconds"] for r in results)
+    run_s = statistics.median(r["native_run_seconds"] for r in results)
+    batch_s = statistics.median(r["batch_seconds"] for r in results)
     return {
         "lines": lines,
         "input_bytes": len(content),
-        "native_seconds": round(native_s, 2),
+        "rounds": results,
+        "native_seconds": native_s,
         "native_jobs_per_s": round(lines / native_s),
-        "native_run_seconds": round(run_s, 2),
+        "native_run_seconds": run_s,
         "native_run_jobs_per_s": round(lines / run_s),
-        "batch_seconds": round(batch_s, 2),
+        "batch_seconds": batch_s,
         "batch_jobs_per_s": round(lines / batch_s),
-        "batch_phases_seconds": phases,
+        "median_round_ratio": statistics.median(r["batch_vs_native"] for r in results),
+        "median_round_ratio_vs_run": statistics.median(r["batch_vs_native_run"] for r in results),
     }
 
 
@@ -317,7 +374,7 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
     key = _key(settings, tenant)
     with api_process(settings, log_dir / "api.log") as base:
         submit = bench_submit(settings, base, key, tenant, args.jobs, args.single, args.clients)
-        batch = bench_batch(settings, base, key, args.batch_lines)
+        batch = bench_batch(settings, base, key, args.batch_lines, args.rounds)
     return {
         "submit": submit,
         "batch": batch,
@@ -325,8 +382,8 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
             "api_batched_vs_submit_many": round(
                 submit["api_100_per_request_jobs_per_s"] / submit["submit_many_jobs_per_s"], 3
             ),
-            "batch_time_vs_native": round(batch["batch_seconds"] / batch["native_seconds"], 3),
-            "batch_time_vs_native_run": round(batch["batch_seconds"] / batch["native_run_seconds"], 3),
+            "batch_time_vs_native": batch["median_round_ratio"],
+            "batch_time_vs_native_run": batch["median_round_ratio_vs_run"],
         },
     }
 
@@ -338,6 +395,7 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=5_000, help="one-job requests")
     parser.add_argument("--clients", type=int, default=16, help="concurrent connections")
     parser.add_argument("--batch-lines", type=int, default=100_000, help="lines of the OpenAI batch")
+    parser.add_argument("--rounds", type=int, default=2, help="end-to-end rounds, alternating which side runs first")
     parser.add_argument("--out", type=Path, default=Path("bench/out/api.json"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dragoman-bench-api-") as logs, benchmark_servers() as urls:
