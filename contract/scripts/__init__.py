@@ -10,12 +10,14 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 - ``finish.lua``      :class:`FinishScript`     ack a committed batch, finalise state, publish events
 - ``requeue.lua``     :class:`RequeueScript`    a dead letter back on the jobs stream, exactly once
 - ``count_after.lua`` :class:`CountAfterScript` a group's lag on Redis before 7
+- ``overdue.lua``     :class:`OverdueScript`    a lane's undelivered entries that have waited long enough
 """
 
 from contract.scripts.cancel import CancelOutcome, CancelScript
 from contract.scripts.count_after import CountAfterScript
 from contract.scripts.finish import FinishedJob, FinishScript
 from contract.scripts.lua import Arg, LuaScript
+from contract.scripts.overdue import Overdue, OverdueScript
 from contract.scripts.requeue import RequeueScript
 from contract.scripts.start import MISSING, StartOutcome, StartScript
 from contract.scripts.submit import SubmitScript
@@ -29,6 +31,8 @@ __all__ = [
     "FinishScript",
     "FinishedJob",
     "LuaScript",
+    "Overdue",
+    "OverdueScript",
     "RequeueScript",
     "StartOutcome",
     "StartScript",

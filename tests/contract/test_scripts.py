@@ -21,6 +21,8 @@ from contract.scripts import (
     FinishedJob,
     FinishScript,
     LuaScript,
+    Overdue,
+    OverdueScript,
     RequeueScript,
     StartOutcome,
     StartScript,
@@ -28,6 +30,7 @@ from contract.scripts import (
     cancel,
     count_after,
     finish,
+    overdue,
     requeue,
     start,
     submit,
@@ -108,7 +111,7 @@ def _record(raw_redis: redis.Redis, key: str) -> dict[str, str]:
 # The scripts' files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [submit, cancel, start, finish, requeue, count_after])
+@pytest.mark.parametrize("module", [submit, cancel, start, finish, requeue, count_after, overdue])
 def test_each_script_is_loaded_under_the_sha_it_is_called_by(raw_redis: redis.Redis, module: Any) -> None:
     lua: LuaScript = module._LUA
     assert lua.filename.endswith(".lua") and "redis.call" in lua.source
@@ -493,6 +496,32 @@ async def test_count_after_counts_later_entries_up_to_the_limit(
     assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[1], 2) == 2
     assert await script.call_async(async_redis, keys.jobs_stream, "0-0", 100) == 5
     assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[-1], 100) == 0
+
+
+# OVERDUE --------------------------------------------------------------------------------------
+
+
+async def test_overdue_counts_the_undelivered_entries_that_waited_long_enough(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    """Entry ids carry their XADD time: ids made 9, 6, 4 and 0.1 s ago wait that long (server clock)."""
+    stream, group, script = keys.jobs_stream, keys.consumer_group, OverdueScript()
+    assert await script.call_async(async_redis, stream, group, 1.0, 100) == Overdue(0, None)  # no stream yet
+    now_ms = int(raw_redis.time()[0]) * 1000
+    for ago_ms in (9_000, 6_000, 4_000, 100):
+        raw_redis.xadd(stream, {"n": ago_ms}, id=f"{now_ms - ago_ms}-0")
+    before_group = await script.call_async(async_redis, stream, group, 5.0, 100)
+    assert before_group.count == 2 and 9.0 <= before_group.oldest_age_s < 11.0  # type: ignore[operator]
+    raw_redis.xgroup_create(stream, group, id="0")
+    raw_redis.xreadgroup(group, "a", {stream: ">"}, count=1)  # the 9 s one is delivered: no longer waiting
+    found = await script.call_async(async_redis, stream, group, 3.0, 100)
+    assert found.count == 2 and 6.0 <= found.oldest_age_s < 8.0  # type: ignore[operator]
+    assert (await script.call_async(async_redis, stream, group, 3.0, 1)).count == 1  # up to the limit
+    fresh = await script.call_async(async_redis, stream, group, 30.0, 100)
+    assert fresh.count == 0 and fresh.oldest_age_s is not None and fresh.oldest_age_s >= 6.0  # none that old
+    assert (await script.call_async(async_redis, stream, group, 0.0, 100)).count == 3  # no delay: all waiting
+    raw_redis.xreadgroup(group, "a", {stream: ">"}, count=10)
+    assert await script.call_async(async_redis, stream, group, 0.0, 100) == Overdue(0, None)  # all delivered
 
 
 async def test_finish_keeps_a_done_set_only_while_its_group_lives(
