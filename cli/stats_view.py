@@ -49,8 +49,11 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     lines += [f"  {c.name:<40} {c.pending:>8,} {format_duration(c.idle_seconds):>10}" for c in stats.consumers]
     if not stats.consumers:
         lines.append("  (none)")
-    lines += ["", f"  {'live worker':<40} {'in flight':>9} {'written':>10} {'reclaimed':>10}"]
-    lines += [f"  {w.name:<40} {w.in_flight:>9,} {w.written:>10,} {w.reclaimed:>10,}" for w in stats.workers]
+    lines += ["", f"  {'live worker':<40} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}"]
+    lines += [
+        f"  {w.name:<40} {w.lane_policy or '-':>11} {w.in_flight:>9,} {w.written:>10,} {w.reclaimed:>10,}"
+        for w in stats.workers
+    ]
     if not stats.workers:
         lines.append("  (none: no worker heartbeat)")
     return "\n".join(lines)

@@ -32,12 +32,17 @@ class ConsumerStats:
 
 @dataclass(frozen=True, slots=True)
 class WorkerStats:
-    """A live worker's heartbeat (see :meth:`contract.keys.RedisKeys.worker`)."""
+    """A live worker's heartbeat (see :meth:`contract.keys.RedisKeys.worker`).
+
+    ``lane_policy`` is what it reads from each lane (``shared``, ``interactive`` or ``bulk``;
+    None for a worker of a version that does not say).
+    """
 
     name: str
     in_flight: int
     written: int
     reclaimed: int
+    lane_policy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +241,7 @@ async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerSt
                     in_flight=int(beat.get("in_flight", 0)),
                     written=int(beat.get("written", 0)),
                     reclaimed=int(beat.get("reclaimed", 0)),
+                    lane_policy=_text(beat.get("lane_policy") or "") or None,
                 )
             )
     return sorted(workers, key=lambda w: w.name)

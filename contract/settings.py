@@ -52,6 +52,22 @@ class Settings(BaseSettings):
         description="share of a worker's free slots bulk jobs get while interactive jobs are waiting too "
         "(a lane with nothing waiting leaves its share to the other)",
     )
+    lane_policy: Literal["shared", "interactive", "bulk"] = Field(
+        default="shared",
+        description="how this worker reads the two lanes: shared (both, bulk getting bulk_share while both wait), "
+        "interactive (interactive first, bulk only within interactive_bulk_in_flight), or bulk (bulk, and "
+        "interactive jobs only once they have waited interactive_spill_seconds)",
+    )
+    interactive_bulk_in_flight: int = Field(
+        default=0,
+        ge=0,
+        description="lane policy interactive: most bulk jobs in flight on this worker (0: it never reads bulk)",
+    )
+    interactive_spill_seconds: float = Field(
+        default=0.5,
+        ge=0,
+        description="lane policy bulk: how long an interactive job waits in its lane before this worker takes it",
+    )
     writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
     writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
     writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")

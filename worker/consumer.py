@@ -3,8 +3,9 @@
 It reads with ``XREADGROUP`` only as many entries as there are free slots (``max_in_flight``,
 about twice the engine's ``max_num_seqs``, so vLLM's waiting queue never runs dry), marks them
 running, and starts one task per job. A task holds its slot until its result is in the
-writer's buffer, so a slow database stops the reading instead of filling memory. The free
-slots are shared between the interactive and the bulk lane by weight (``worker.lanes``).
+writer's buffer, so a slow database stops the reading instead of filling memory. What each read
+asks of the interactive and the bulk lane is the worker's lane policy's to say (``worker.lanes``:
+shared by weight, interactive first, or bulk first); the reading, and what it must never do, is here.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from contract.schemas import JobSpec, JobStatus, Priority
 from contract.scripts import StartOutcome, StartScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
-from worker.lanes import LaneShares
+from worker.lanes import LanePolicy, lane_policy
 from worker.language_detection import LanguageDetector
 from worker.memory import TranslationMemory
 from worker.metrics import WorkerMetrics
@@ -89,7 +90,8 @@ class StreamConsumer:
         self._next_reclaim = 0.0
         self._reclaim_start = dict.fromkeys(Priority, "0-0")  # where the next scan of each pending list goes on from
         self._own_cursor = dict.fromkeys(Priority, "0")  # own pending entries first; ">" once exhausted
-        self._shares = LaneShares(settings.bulk_share)
+        self._policy = lane_policy(settings, redis, self._keys)
+        self._held = dict.fromkeys(Priority, 0)  # jobs of each lane running here (with a task)
         self._lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
@@ -98,6 +100,11 @@ class StreamConsumer:
     def held_entries(self) -> list[tuple[Priority, str]]:
         """Lanes and stream entries of the jobs running here."""
         return list(self._entries.values())
+
+    @property
+    def lane_policy(self) -> LanePolicy:
+        """What this consumer reads from each lane (``DRAGOMAN_LANE_POLICY``)."""
+        return self._policy
 
     @property
     def in_flight(self) -> int:
@@ -177,55 +184,53 @@ class StreamConsumer:
         return {}
 
     async def _read_new(self, count: int) -> dict[Priority, Entries]:
-        """New entries for ``count`` free slots, shared between the lanes by weight (see ``worker.lanes``).
+        """New entries for ``count`` free slots, as the lane policy plans them (see ``worker.lanes``).
 
-        Each lane is first offered its share (both reads in one round trip); slots a lane left
-        are then offered to a lane that filled its offer (it may have more). Only when both lanes
-        are empty does the read block, on both streams at once.
+        Each lane is first offered what the plan says (both reads in one round trip); slots left
+        are then offered to the plan's top-up lanes that filled their offer (they may have more),
+        each within its limit. Only when nothing was read does the read block, on the lanes the
+        policy waits on.
         """
-        offered = self._shares.split(count)
-        asked = {lane: n for lane, n in offered.items() if n}
-        got = await self._read_lanes(asked)
+        plan = await self._policy.plan(count, self._held)
+        got = await self._read_lanes({lane: n for lane, n in plan.offers.items() if n})
         left = count - sum(len(entries) for entries in got.values())
-        if left:
-            for lane in Priority:
-                if len(got.get(lane, ())) < offered[lane]:
-                    continue  # it had fewer than offered: nothing more waits there
-                try:
-                    more = (await self._read_lanes({lane: left})).get(lane, [])
-                except (RedisConnectionError, RedisTimeoutError):
-                    if any(got.values()):  # run what was read; the next read meets the error again
-                        break
-                    raise
-                got[lane] = [*got.get(lane, ()), *more]
-                left -= len(more)
-                if not left:
+        for lane in plan.top_up:
+            if not left:
+                break
+            if len(got.get(lane, ())) < plan.offers.get(lane, 0):
+                continue  # it had fewer than offered: nothing more waits there
+            asked = min(left, plan.limits[lane] - len(got.get(lane, ())))
+            if asked <= 0:
+                continue
+            try:
+                more = (await self._read_lanes({lane: asked})).get(lane, [])
+            except (RedisConnectionError, RedisTimeoutError):
+                if any(got.values()):  # run what was read; the next read meets the error again
                     break
+                raise
+            got[lane] = [*got.get(lane, ()), *more]
+            left -= len(more)
         if any(got.values()):
             return got
         return await self._wait_for_entries(count)
 
     async def _wait_for_entries(self, count: int) -> dict[Priority, Entries]:
-        """Block until a lane has entries (at most ``read_block_ms``); never more than ``count`` in all.
+        """Block until a lane the policy waits on has entries (at most ``read_block_ms``); never more than
+        ``count`` in all.
 
         ``COUNT`` applies to each stream of an ``XREADGROUP``, so with both lanes in one blocking
-        read each may bring half the slots; a single slot blocks on one lane (chosen by weight; the
-        other's entries wait for the next read, at most ``read_block_ms`` later). Reading more
-        than there are slots would leave entries that no slot frees, on a worker whose reader
-        holds them all.
+        read each may bring half the slots (the policy's :class:`~worker.lanes.WaitPlan` says so).
+        Reading more than there are slots would leave entries that no slot frees, on a worker
+        whose reader holds them all.
         """
-        streams: dict[Any, Any]
-        if count == 1:
-            (lane,) = (lane for lane, n in self._shares.split(1).items() if n)
-            streams = {self._keys.lane(lane): ">"}
-        else:
-            streams = {stream: ">" for _, stream in self._keys.lanes}
+        wait = self._policy.wait(count, self._held)
+        assert wait.count * len(wait.lanes) <= count, wait
         response: Any = await self._redis.xreadgroup(
             self._keys.consumer_group,
             self.consumer_name,
-            streams,
-            count=count if count == 1 else count // 2,
-            block=self._settings.read_block_ms,
+            {self._keys.lane(lane): ">" for lane in wait.lanes},
+            count=wait.count,
+            block=wait.block_ms,
         )
         return self._by_lane(response or [])
 
@@ -254,20 +259,24 @@ class StreamConsumer:
         self._next_reclaim = now + self._settings.reclaim_interval_seconds
         claimed: dict[Priority, Entries] = {}
         left = count
+        limits = self._policy.claim_limits(count, self._held)
         for lane, stream in self._keys.lanes:
             entries: Entries = []
+            most = min(left, limits[lane])
+            if not most:
+                continue
             try:
                 entries += await claim_orphans(
-                    self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, left, stream
+                    self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, most, stream
                 )
-                if len(entries) < left:
+                if len(entries) < most:
                     min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
                     self._reclaim_start[lane], stale = await claim_stale(
                         self._redis,
                         self._keys,
                         self.consumer_name,
                         min_idle_ms,
-                        left - len(entries),
+                        most - len(entries),
                         self._reclaim_start[lane],
                         stream,
                     )
@@ -407,6 +416,7 @@ class StreamConsumer:
                 await self._finish(self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True))
                 continue
             self._entries[spec.job_id] = (lane, entry_id)
+            self._held[lane] += 1
             self._tasks[spec.job_id] = asyncio.create_task(
                 self._run_job(entry_id, spec, job, attempts, now), name=f"job-{spec.job_id}"
             )
@@ -453,7 +463,9 @@ class StreamConsumer:
         finally:
             self._tasks.pop(spec.job_id, None)
             self._requests.pop(spec.job_id, None)
-            self._entries.pop(spec.job_id, None)
+            held = self._entries.pop(spec.job_id, None)
+            if held is not None:
+                self._held[held[0]] -= 1
             self._slots.release()
 
     async def _execute(

@@ -124,15 +124,14 @@ class Worker:
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         self._remembering = asyncio.create_task(self.memory.run(), name="dragoman-memory")
         log.info(
-            "worker %s (dragoman %s) reading %s and %s (group %s, up to %d jobs in flight, %.0f%% for bulk "
-            "while interactive jobs wait)",
+            "worker %s (dragoman %s) reading %s and %s (group %s, up to %d jobs in flight, %s)",
             self.consumer.consumer_name,
             dragoman_version(),
             self.keys.jobs_stream,
             self.keys.bulk_jobs_stream,
             self.settings.consumer_group,
             self.consumer.max_in_flight,
-            self.settings.bulk_share * 100,
+            self.consumer.lane_policy.describe(),
         )
 
     def _engine_state(self) -> str:
@@ -159,6 +158,7 @@ class Worker:
                     "in_flight": self.consumer.in_flight,
                     "written": self.writer.stats.rows,
                     "reclaimed": self.consumer.reclaimed,
+                    "lane_policy": self.consumer.lane_policy.name,
                     "postgres_down_since": "" if down is None else repr(down),
                 },
             )

@@ -98,3 +98,18 @@ def test_each_lane_shows_its_own_backlog(
     raw_redis.xreadgroup(keys.consumer_group, "worker-a", {keys.bulk_jobs_stream: ">"}, count=6)
     waiting = {lane["lane"]: lane["oldest_waiting_age_seconds"] for lane in _stats_json(capsys)["lanes"]}  # type: ignore[attr-defined]
     assert waiting["bulk"] is None  # every bulk entry read: nothing waits in that lane
+
+
+def test_each_live_worker_shows_its_lane_policy(
+    settings: Settings, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    raw_redis.hset(keys.worker("gpu0-e0"), mapping={"in_flight": 512, "written": 9, "lane_policy": "bulk"})
+    raw_redis.hset(keys.worker("gpu0-interactive"), mapping={"in_flight": 1, "lane_policy": "interactive"})
+    raw_redis.hset(keys.worker("old-version"), mapping={"in_flight": 3})  # a worker that does not say
+    workers = {w["name"]: w["lane_policy"] for w in _stats_json(capsys)["workers"]}  # type: ignore[attr-defined]
+    assert workers == {"gpu0-e0": "bulk", "gpu0-interactive": "interactive", "old-version": None}
+    assert main(["stats"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split()[:3] == ["gpu0-interactive", "interactive", "1"] for line in lines)
+    assert any(line.split()[:3] == ["old-version", "-", "3"] for line in lines)
