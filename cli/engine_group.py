@@ -5,23 +5,112 @@ supervises one ``dragoman worker`` child per engine (:class:`worker.supervisor.E
 each told its GPU, its share of that GPU's memory, its own metrics port and consumer name. The
 parent serves the group's /metrics, /healthz and /readyz on ``DRAGOMAN_METRICS_PORT``
 (:class:`worker.group_ops.EngineGroupOpsServer`), from what each child serves on its own port.
+
+With ``--interactive-engine`` each GPU group also runs one small engine for interactive jobs: its
+regular engines read with the lane policy ``bulk`` (interactive jobs only once they have waited
+the spill delay) and the added one with ``interactive`` (interactive jobs first, bulk only within
+``DRAGOMAN_INTERACTIVE_BULK_IN_FLIGHT``), with ``--interactive-max-seqs`` sequences and no more
+jobs in flight than that plus its bulk cap, so vLLM never queues an interactive request behind
+bulk ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from worker.engine import EngineOptions
+from worker.engine_count import (
+    choose_engine_count,
+    interactive_memory_share,
+    regular_memory_share,
+)
 from worker.supervisor import ChildSpec, OpsAddress
 
 log = logging.getLogger("dragoman.worker")
+
+INTERACTIVE_MAX_SEQS = 32
+"""``--interactive-max-seqs``' default: sequences the interactive engine batches at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class InteractiveEngine:
+    """The engine ``--interactive-engine`` adds to each GPU group: its batch, its jobs in flight (the batch
+    plus its bulk cap, so none waits in vLLM's queue), its share of the GPU's memory."""
+
+    max_num_seqs: int
+    max_in_flight: int
+    memory: float
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLayout:
+    """What runs on each GPU group: ``engines`` regular engines with ``memory`` of the GPU each, and the
+    interactive engine if asked for."""
+
+    engines: int
+    memory: float
+    interactive: InteractiveEngine | None = None
+
+    @property
+    def engines_per_group(self) -> int:
+        """Worker processes per GPU group, the interactive engine included."""
+        return self.engines + (self.interactive is not None)
+
+    def describe(self, groups: list[list[str]]) -> str:
+        """The layout as the group's start line says it (bench.engines reads the engine count from it)."""
+        added = " + 1 interactive" if self.interactive else ""
+        line = (
+            f"running {self.engines_per_group * len(groups)} engines ({self.engines} per GPU group{added}, "
+            f"groups {[','.join(g) or 'default' for g in groups]}), each with {self.memory:.4g} of its GPU's memory"
+        )
+        if self.interactive is None:
+            return line
+        return (
+            f"{line}; lane policy bulk on those, and an interactive engine with {self.interactive.memory:.4g}, "
+            f"{self.interactive.max_num_seqs} sequences and {self.interactive.max_in_flight} jobs in flight "
+            "(lane policy interactive)"
+        )
+
+
+def check_lane_arguments(args: argparse.Namespace) -> None:
+    """Refuse (``ValueError``: exit 2) lane flags that contradict each other, before anything starts."""
+    if args.interactive_engine and args.lane_policy is not None:
+        raise ValueError(
+            "--interactive-engine sets each engine's lane policy itself (bulk for the regular engines, "
+            "interactive for the one it adds): leave --lane-policy out"
+        )
+    if args.interactive_max_seqs is not None and not args.interactive_engine:
+        raise ValueError("--interactive-max-seqs sizes the engine --interactive-engine adds: give both, or neither")
+
+
+def group_layout(
+    args: argparse.Namespace,
+    settings: Settings,
+    options: EngineOptions,
+    parameters: int | None,
+    gpu_memory: int | None,
+) -> GroupLayout:
+    """The engines of each GPU group for these flags, a model of ``parameters`` and GPUs of ``gpu_memory``
+    bytes (None: unknown, or no GPU). Raises ``ValueError`` when the interactive engine does not fit."""
+    engines = args.engines
+    if engines == "auto":
+        engines = choose_engine_count(parameters, gpu_memory, options.gpu_memory_utilization)
+    whole = options.gpu_memory_utilization
+    if not args.interactive_engine:
+        return GroupLayout(engines, round(whole / engines, 4))
+    share = interactive_memory_share(parameters, gpu_memory, whole, engines)
+    seqs = args.interactive_max_seqs or INTERACTIVE_MAX_SEQS
+    interactive = InteractiveEngine(seqs, seqs + settings.interactive_bulk_in_flight, share)
+    return GroupLayout(engines, regular_memory_share(whole, engines, share), interactive)
 
 
 def parse_engines(value: str) -> int | str:
@@ -59,11 +148,13 @@ def child_specs(
     model_path: Path,
     urls: ServiceUrls,
     groups: list[list[str]],
-    engines_per_group: int,
+    engines_per_group: int | GroupLayout,
     port_files: Path,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
-    """One :class:`ChildSpec` per engine: the same options, its GPU group, ``1/engines`` of the memory.
+    """One :class:`ChildSpec` per engine: the same options, its GPU group, ``1/engines`` of the memory
+    (``engines_per_group`` a count), or the :class:`GroupLayout`'s shares, its interactive engine last on
+    each GPU group (named ``gpu0-interactive``, started after that GPU's regular engines).
 
     Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ..., on loopback
     unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's port is the one Prometheus and
@@ -73,15 +164,19 @@ def child_specs(
     is how the group knows an engine is up before it starts the next one on the same GPU
     (``start_after``).
     """
+    layout = engines_per_group
+    if isinstance(layout, int):
+        layout = GroupLayout(layout, round(options.gpu_memory_utilization / layout, 4))
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",") if visible else None
-    fraction = round(options.gpu_memory_utilization / engines_per_group, 4)
     ops_host = child_ops_host(settings.metrics_host) if settings.metrics_enabled else "127.0.0.1"
     fixed_ports = bool(settings.metrics_port and settings.metrics_enabled)
     specs: list[ChildSpec] = []
     for group in groups:
-        for engine in range(engines_per_group):
-            label = f"gpu{'+'.join(group)}-e{engine}" if group else f"e{engine}"
+        for engine in range(layout.engines_per_group):
+            interactive = layout.interactive if engine == layout.engines else None
+            name = "interactive" if interactive else f"e{engine}"
+            label = f"gpu{'+'.join(group)}-{name}" if group else name
             if fixed_ports:
                 ops = OpsAddress(ops_host, settings.metrics_port + 1 + len(specs))
             else:
@@ -99,7 +194,8 @@ def child_specs(
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(physical[int(i)] if physical else i for i in group)
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
-            argv = [sys.executable, "-m", "cli.main", "worker", *_engine_flags(args, options, model_path, fraction)]
+            flags = _child_flags(args, options, model_path, layout, interactive)
+            argv = [sys.executable, "-m", "cli.main", "worker", *flags]
             after = specs[-1].name if engine > 0 else None  # the engine before it on the same GPU(s)
             specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops, start_after=after))
     return specs
@@ -115,7 +211,26 @@ def child_ops_host(metrics_host: str) -> str:
     return "127.0.0.1" if metrics_host in ("", "0.0.0.0", "::") else metrics_host
 
 
-def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: Path, fraction: float) -> list[str]:
+def _child_flags(
+    args: argparse.Namespace,
+    options: EngineOptions,
+    model_path: Path,
+    layout: GroupLayout,
+    interactive: InteractiveEngine | None,
+) -> list[str]:
+    """A regular engine's flags, or the interactive engine's (its batch, in-flight jobs, memory and policy)."""
+    if interactive is not None:
+        small = dataclasses.replace(options, max_num_seqs=interactive.max_num_seqs)
+        flags = _engine_flags(args, small, model_path, interactive.memory, interactive.max_in_flight)
+        return [*flags, "--lane-policy=interactive"]
+    flags = _engine_flags(args, options, model_path, layout.memory, args.max_in_flight)
+    policy = "bulk" if layout.interactive is not None else args.lane_policy
+    return [*flags, f"--lane-policy={policy}"] if policy else flags
+
+
+def _engine_flags(
+    args: argparse.Namespace, options: EngineOptions, model_path: Path, fraction: float, max_in_flight: int | None
+) -> list[str]:
     """The ``dragoman worker`` flags that make a child run the engine the parent was asked for."""
     flags = [
         "--engines=1",
@@ -142,8 +257,8 @@ def _engine_flags(args: argparse.Namespace, options: EngineOptions, model_path: 
         flags.append(f"--profile={args.profile}")
     if args.profile_file:
         flags.append(f"--profile-file={args.profile_file.resolve()}")
-    if args.max_in_flight:
-        flags.append(f"--max-in-flight={args.max_in_flight}")
+    if max_in_flight:
+        flags.append(f"--max-in-flight={max_in_flight}")
     if args.log_format:
         flags.append(f"--log-format={args.log_format}")
     return flags

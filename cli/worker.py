@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.embedded import services_left_running, starts_embedded_services
-from cli.engine_group import parse_engines
+from cli.engine_group import INTERACTIVE_MAX_SEQS, check_lane_arguments, parse_engines
 from cli.help import SubParsers, add_command, choices, examples
 from cli.model_check import add_check_arguments, cmd_model_check
 from contract.errors import EngineNotInstalledError, InvalidJobError
@@ -25,6 +25,7 @@ from contract.version import dragoman_version
 from worker.engine import EngineOptions
 
 if TYPE_CHECKING:
+    from cli.engine_group import GroupLayout
     from contract.services import ServiceUrls
     from worker.service import Worker
 
@@ -43,6 +44,7 @@ def add_commands(sub: SubParsers) -> None:
             "dragoman worker > worker.log 2>&1 &",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --max-num-seqs 128",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --engines auto --gpus all",
+            "dragoman worker --model /models/small-mt-model --no-enforce-eager --engines auto --interactive-engine",
         ),
     )
     add_engine_arguments(worker)
@@ -57,6 +59,27 @@ def add_commands(sub: SubParsers) -> None:
         "--gpus",
         help="run an engine group on each of these GPUs under this one command: all, or ids such as 0,1 "
         "(with --tensor-parallel-size T, each group spans T of them); default: the GPUs as they are",
+    )
+    worker.add_argument(
+        "--interactive-engine",
+        action="store_true",
+        help="per GPU group, one more engine for interactive jobs (lane policy interactive, a small batch and "
+        "memory share) beside the --engines ones (lane policy bulk: interactive jobs only once they have waited "
+        "DRAGOMAN_INTERACTIVE_SPILL_SECONDS); for small models with interactive traffic beside bulk runs, not for "
+        "a model whose one engine keeps the GPU busy",
+    )
+    worker.add_argument(
+        "--interactive-max-seqs",
+        type=_positive_count,
+        help=f"sequences the --interactive-engine batches at once (default {INTERACTIVE_MAX_SEQS}); its jobs in "
+        "flight are that many plus DRAGOMAN_INTERACTIVE_BULK_IN_FLIGHT",
+    )
+    worker.add_argument(
+        "--lane-policy",
+        choices=LANE_POLICIES,
+        help="what this worker reads from each lane: shared (both, by DRAGOMAN_BULK_SHARE), interactive "
+        "(interactive first, bulk only within DRAGOMAN_INTERACTIVE_BULK_IN_FLIGHT), bulk (interactive jobs only "
+        "once they have waited DRAGOMAN_INTERACTIVE_SPILL_SECONDS); default DRAGOMAN_LANE_POLICY or shared",
     )
     worker.add_argument("--max-in-flight", type=int, help="jobs inside the engine (default 2 x max-num-seqs)")
     worker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
@@ -197,6 +220,20 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+LANE_POLICIES = ("shared", "interactive", "bulk")
+
+
+def _positive_count(value: str) -> int:
+    """A count for the command line: a whole number above 0 (argparse shows the error)."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {count}")
+    return count
+
+
 def _positive_gib(value: str) -> float:
     """A memory size in GiB for the command line: a number above 0 (argparse shows the error)."""
     try:
@@ -282,6 +319,9 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     SIGTERM/SIGINT."""
     from storage.embedded import ensure_services
 
+    check_lane_arguments(args)
+    if args.lane_policy is not None:
+        settings = settings.model_copy(update={"lane_policy": args.lane_policy})
     require_engine_for("dragoman worker", settings, args.model)
     check_profile_arguments(args.profile, args.profile_file)
     configure_logging(args.log_level, args.log_format or settings.log_format)
@@ -289,14 +329,17 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     log.info("dragoman %s worker starting", dragoman_version())
     options = engine_options(args)
     model_path = resolve_model(settings, options.model)
+    group = None  # one engine in this process; else the GPU groups and what runs on each
+    if args.engines != 1 or args.gpus is not None or args.interactive_engine:
+        group = _group_layout(args, settings, log, options, model_path)  # refused before anything starts
     started = starts_embedded_services(settings)
     urls = ensure_services(settings)
     code = 1  # if _run_worker raises
     try:
-        if args.engines == 1 and args.gpus is None:
+        if group is None:
             code = _run_worker(args, settings, log, options, model_path, urls)
         else:
-            code = _run_engine_group(args, settings, log, options, model_path, urls)
+            code = _run_engine_group(args, settings, log, options, model_path, urls, *group)
         return code
     finally:
         if started and code != 0:
@@ -347,6 +390,30 @@ def _run_worker(
         engine.shutdown()
 
 
+def _group_layout(
+    args: argparse.Namespace, settings: Settings, log: logging.Logger, options: EngineOptions, model_path: Path
+) -> tuple[list[list[str]], GroupLayout]:
+    """The GPU groups and what runs on each (``--engines``, ``--interactive-engine``), from the model's size and
+    the GPU's memory where they matter; ``ValueError`` (exit 2) for flags that cannot work."""
+    from cli.engine_group import gpu_groups, group_layout
+    from worker.engine_count import estimate_parameters, gpu_ids, gpu_memory_bytes
+
+    groups = gpu_groups(gpu_ids(args.gpus), options.tensor_parallel_size)
+    parameters = memory = None
+    if args.engines == "auto" or args.interactive_engine:
+        parameters = estimate_parameters(model_path)
+        memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
+    layout = group_layout(args, settings, options, parameters, memory)
+    if args.engines == "auto":
+        log.info(
+            "--engines auto: %d per GPU group (%s parameters, %s of GPU memory)",
+            layout.engines,
+            f"{parameters / 1e9:.2f}B" if parameters else "unknown",
+            f"{memory / 2**30:.0f} GiB" if memory else "no GPU",
+        )
+    return groups, layout
+
+
 def _run_engine_group(
     args: argparse.Namespace,
     settings: Settings,
@@ -354,38 +421,21 @@ def _run_engine_group(
     options: EngineOptions,
     model_path: Path,
     urls: ServiceUrls,
+    groups: list[list[str]],
+    layout: GroupLayout,
 ) -> int:
     """Migrate once, then supervise one worker process per engine until signalled, serving the group's
     /metrics, /healthz and /readyz; the group's exit code."""
-    from cli.engine_group import child_specs, gpu_groups
+    from cli.engine_group import child_specs
     from storage import upgrade_database
-    from worker.engine_count import choose_engine_count, estimate_parameters, gpu_ids, gpu_memory_bytes
     from worker.group_ops import EngineGroupOpsServer, engine_answers_ready
     from worker.supervisor import STOP_MARGIN_S, EngineSupervisor
 
-    groups = gpu_groups(gpu_ids(args.gpus), options.tensor_parallel_size)
-    engines = args.engines
-    if engines == "auto":
-        parameters = estimate_parameters(model_path)
-        memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
-        engines = choose_engine_count(parameters, memory, options.gpu_memory_utilization)
-        log.info(
-            "--engines auto: %d per GPU group (%s parameters, %s of GPU memory)",
-            engines,
-            f"{parameters / 1e9:.2f}B" if parameters else "unknown",
-            f"{memory / 2**30:.0f} GiB" if memory else "no GPU",
-        )
     upgrade_database(urls.database_url)
     # Where engines that bind a free ops port write it (the folder goes with the group).
     with tempfile.TemporaryDirectory(prefix="dragoman-engine-ports-") as port_files:
-        specs = child_specs(args, settings, options, model_path, urls, groups, engines, Path(port_files))
-        log.info(
-            "running %d engines (%d per GPU group, groups %s), each with %.2f of its GPU's memory",
-            len(specs),
-            engines,
-            [",".join(g) or "default" for g in groups],
-            options.gpu_memory_utilization / engines,
-        )
+        specs = child_specs(args, settings, options, model_path, urls, groups, layout, Path(port_files))
+        log.info("%s", layout.describe(groups))
         supervisor = EngineSupervisor(
             specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready
         )

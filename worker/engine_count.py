@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,53 @@ def choose_engine_count(parameters: int | None, gpu_memory_bytes: int | None, me
     by_size = next((count for limit, count in ENGINES_BY_WEIGHT_GB if weight_bytes < limit * 1e9), 1)
     by_memory = int(gpu_memory_bytes * memory_fraction // (weight_bytes * MEMORY_PER_WEIGHT))
     return max(1, min(by_size, by_memory))
+
+
+INTERACTIVE_MIN_MEMORY = 0.05
+"""The smallest share of its GPU's memory the interactive engine gets (KV cache for its few sequences)."""
+
+INTERACTIVE_MIN_PER_WEIGHT = 1.5
+"""The interactive engine must hold its weights and half as much again, or it is refused."""
+
+
+def interactive_memory_share(
+    parameters: int | None, gpu_memory_bytes: int | None, memory_fraction: float, regular_engines: int
+) -> float:
+    """The share of its GPU's memory for the engine ``--interactive-engine`` adds beside ``regular_engines``.
+
+    ``max(0.05, weights x 3 / GPU memory)``, an engine's need by the same rule as
+    :func:`choose_engine_count`, capped so that each regular engine keeps that need out of
+    ``memory_fraction``. Without a GPU or a known size, 0.05 (never more than an equal share).
+    Raises ``ValueError`` with the reason when what is left cannot hold the interactive engine's
+    weights and some KV cache.
+    """
+    if gpu_memory_bytes is None or parameters is None:
+        return _floor(min(INTERACTIVE_MIN_MEMORY, memory_fraction / (regular_engines + 1)))
+    weight_bytes = parameters * BYTES_PER_PARAMETER
+    need = weight_bytes * MEMORY_PER_WEIGHT / gpu_memory_bytes
+    share = _floor(min(max(INTERACTIVE_MIN_MEMORY, need), memory_fraction - regular_engines * need))
+    if share * gpu_memory_bytes < weight_bytes * INTERACTIVE_MIN_PER_WEIGHT:
+        gib = 2**30
+        raise ValueError(
+            f"--interactive-engine: {regular_engines} engine(s) of {need * gpu_memory_bytes / gib:.1f} GiB each "
+            f"leave {max(0.0, share) * gpu_memory_bytes / gib:.1f} GiB of --gpu-memory-utilization "
+            f"{memory_fraction} x {gpu_memory_bytes / gib:.0f} GiB for the interactive engine, less than its "
+            f"{weight_bytes / gib:.1f} GiB of weights and their KV cache need; run fewer --engines, raise "
+            "--gpu-memory-utilization, or leave --interactive-engine out (a model this large keeps the GPU "
+            "busy with one engine: a second one only takes GPU time from bulk jobs)"
+        )
+    return share
+
+
+def regular_memory_share(memory_fraction: float, regular_engines: int, interactive_share: float) -> float:
+    """Each regular engine's share once the interactive engine has ``interactive_share`` (all of them add up
+    to at most ``memory_fraction``)."""
+    return _floor((memory_fraction - interactive_share) / regular_engines)
+
+
+def _floor(fraction: float) -> float:
+    """A memory fraction rounded down to 4 decimals, so that shares never add up to more than the whole."""
+    return math.floor(round(fraction * 10_000, 6)) / 10_000
 
 
 def gpu_ids(spec: str | None) -> list[str] | None:

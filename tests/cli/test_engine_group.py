@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from cli.engine_group import child_ops_host, child_specs, gpu_groups
-from cli.main import build_parser
+from cli.engine_group import GroupLayout, InteractiveEngine, child_ops_host, child_specs, gpu_groups, group_layout
+from cli.main import EXIT_BAD_INPUT, build_parser, main
 from cli.worker import engine_options
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from worker.engine import EngineOptions
+from worker.engine_count import BYTES_PER_PARAMETER, MEMORY_PER_WEIGHT
 from worker.supervisor import ChildSpec, OpsAddress
 
 URLS = ServiceUrls("redis://cache:6379/0", "postgresql://app@db/dragoman")
@@ -120,3 +121,149 @@ def test_engines_is_auto_or_a_positive_number() -> None:
     for bad in ("0", "many"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["worker", "--engines", bad])
+
+
+# --interactive-engine ----------------------------------------------------------------------------
+
+H100 = 80 * 2**30
+
+
+def _layout(
+    argv: list[str], settings: Settings, parameters: int | None, memory: int | None
+) -> tuple[argparse.Namespace, EngineOptions, GroupLayout]:
+    args = build_parser().parse_args(["worker", *argv])
+    options = engine_options(args)
+    return args, options, group_layout(args, settings, options, parameters, memory)
+
+
+def _child_args(spec: ChildSpec) -> argparse.Namespace:
+    assert list(spec.argv[1:4]) == ["-m", "cli.main", "worker"]
+    return build_parser().parse_args(list(spec.argv[3:]))
+
+
+def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_batch_and_memory() -> None:
+    argv = ["--engines", "auto", "--interactive-engine", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "256"]
+    settings = Settings(consumer_name="pod-0", metrics_port=9464)
+    args, options, layout = _layout(argv, settings, 135_000_000, H100)  # a 135M model: 5 engines per GPU
+    assert (layout.engines, layout.memory) == (5, 0.16)
+    assert layout.interactive == InteractiveEngine(max_num_seqs=32, max_in_flight=32, memory=0.05)
+    specs = child_specs(args, settings, options, Path("/models/m"), URLS, [["0"], ["1"]], layout, PORTS, {})
+    names = [f"gpu{g}-e{e}" for g in (0, 1) for e in range(5)]
+    assert [s.name for s in specs] == [*names[:5], "gpu0-interactive", *names[5:], "gpu1-interactive"]
+    # Started one after the other on each GPU, the interactive engine after that GPU's regular ones.
+    assert [s.start_after for s in specs[:6]] == [None, "gpu0-e0", "gpu0-e1", "gpu0-e2", "gpu0-e3", "gpu0-e4"]
+    assert specs[11].start_after == "gpu1-e4" and specs[6].start_after is None
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["0"] * 6 + ["1"] * 6
+    assert specs[5].env["DRAGOMAN_CONSUMER_NAME"] == "pod-0-gpu0-interactive"  # metrics say what it is
+    assert [s.env["DRAGOMAN_METRICS_PORT"] for s in specs] == [str(9465 + i) for i in range(12)]
+    children = [_child_args(spec) for spec in specs]
+    for gpu in (children[:6], children[6:]):
+        *regular, interactive = gpu
+        assert {(c.lane_policy, c.max_num_seqs, c.max_in_flight) for c in regular} == {("bulk", 256, None)}
+        assert (interactive.lane_policy, interactive.max_num_seqs, interactive.max_in_flight) == ("interactive", 32, 32)
+        assert round(sum(c.gpu_memory_utilization for c in gpu), 9) <= 0.85
+        assert interactive.gpu_memory_utilization == 0.05
+        assert not any(c.interactive_engine for c in gpu) and {c.engines for c in gpu} == {1}
+        assert engine_options(interactive) == dataclasses.replace(
+            options, model="/models/m", max_num_seqs=32, gpu_memory_utilization=0.05
+        )
+    line = layout.describe([["0"], ["1"]])
+    assert line.startswith("running 12 engines (5 per GPU group + 1 interactive, groups ['0', '1'])")
+    assert "interactive engine with 0.05, 32 sequences and 32 jobs in flight" in line
+    from bench.engines import GROUP_LINE
+
+    match = GROUP_LINE.search(line)
+    assert match and match.group(1) == "12"  # what bench.engines waits for
+
+
+def test_the_interactive_engines_batch_and_bulk_cap_make_its_jobs_in_flight() -> None:
+    argv = ["--engines", "2", "--interactive-engine", "--interactive-max-seqs", "16", "--max-in-flight", "300"]
+    args, options, layout = _layout(argv, Settings(interactive_bulk_in_flight=4), None, None)
+    assert layout.interactive == InteractiveEngine(max_num_seqs=16, max_in_flight=20, memory=0.05)
+    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    assert [(c.max_num_seqs, c.max_in_flight) for c in map(_child_args, specs)] == [(64, 300), (64, 300), (16, 20)]
+
+
+def test_without_a_gpu_one_engine_and_an_interactive_one_are_a_group_of_two() -> None:
+    """The same layout on a CPU: the memory shares are unused there but still add up."""
+    args, options, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None)
+    assert layout.engines_per_group == 2 and layout.memory + layout.interactive.memory <= 0.25  # type: ignore[union-attr]
+    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    assert [(s.name, s.start_after) for s in specs] == [("e0", None), ("interactive", "e0")]
+    assert [c.lane_policy for c in map(_child_args, specs)] == ["bulk", "interactive"]
+    assert "running 2 engines (1 per GPU group + 1 interactive" in layout.describe([[]])
+
+
+def test_the_interactive_engines_memory_leaves_the_regular_engines_what_they_need() -> None:
+    weights = 8_030_000_000 * BYTES_PER_PARAMETER
+    need = weights * MEMORY_PER_WEIGHT / H100
+    _, _, layout = _layout(
+        ["--interactive-engine", "--gpu-memory-utilization", "0.95"], Settings(), 8_030_000_000, H100
+    )
+    assert layout.interactive is not None
+    assert layout.interactive.memory < need <= layout.memory  # capped: the bulk engine keeps its share
+    assert layout.memory + layout.interactive.memory <= 0.95
+    with pytest.raises(ValueError, match="leave --interactive-engine out"):  # 0.8: no room for its weights
+        _layout(["--interactive-engine", "--gpu-memory-utilization", "0.8"], Settings(), 8_030_000_000, H100)
+    argv = ["--interactive-engine", "--engines", "3", "--gpu-memory-utilization", "0.85"]
+    _, _, small = _layout(argv, Settings(), 1_240_000_000, H100)
+    assert small.interactive is not None and small.interactive.memory > 0.05  # weights x 3 above 5%
+
+
+def test_without_interactive_engine_the_engines_keep_their_policy_flag_and_even_shares() -> None:
+    args, options, layout = _layout(["--engines", "4", "--lane-policy", "bulk"], Settings(), None, None)
+    assert layout == GroupLayout(4, 0.0625)
+    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    assert {c.lane_policy for c in map(_child_args, specs)} == {"bulk"}
+    _, _, plain = _layout(["--engines", "2"], Settings(), None, None)
+    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], 2, PORTS, {})
+    assert plain == GroupLayout(2, 0.125) and len(specs) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--interactive-max-seqs", "0"], "must be 1 or more, got 0"),
+        (["--interactive-max-seqs", "many"], "expected a whole number"),
+        (["--lane-policy", "urgent"], "invalid choice: 'urgent'"),
+    ],
+)
+def test_a_bad_lane_flag_value_exits_2_with_the_reason(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["worker", "--interactive-engine", *argv])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--interactive-engine", "--lane-policy", "bulk"], "leave --lane-policy out"),
+        (["--interactive-max-seqs", "8"], "give both, or neither"),
+    ],
+)
+def test_lane_flags_that_contradict_each_other_exit_2_before_anything_starts(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("cli.worker.require_engine_for", _must_not_start)
+    assert main(["worker", *argv]) == EXIT_BAD_INPUT
+    assert message in capsys.readouterr().err
+
+
+def _must_not_start(*args: object) -> None:
+    raise AssertionError("the worker went on to start")
+
+
+def test_lane_policy_overrides_the_setting_for_this_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRAGOMAN_LANE_POLICY", "bulk")
+    seen: list[Settings] = []
+
+    def stop_here(command: str, settings: Settings, model: str | None) -> None:
+        seen.append(settings)
+        raise ValueError("stopped before the engine")
+
+    monkeypatch.setattr("cli.worker.require_engine_for", stop_here)
+    assert main(["worker", "--lane-policy", "interactive"]) == EXIT_BAD_INPUT
+    assert main(["worker"]) == EXIT_BAD_INPUT
+    assert [s.lane_policy for s in seen] == ["interactive", "bulk"]

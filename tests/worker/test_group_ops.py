@@ -464,3 +464,18 @@ def test_a_busy_port_is_a_configuration_error_that_says_what_to_do() -> None:
         with pytest.raises(ConfigurationError, match="DRAGOMAN_METRICS_PORT"):
             ops.start()
         ops.close()
+
+
+def test_the_interactive_engine_counts_for_the_groups_readiness_like_the_others(
+    engines: Engines, group_ops: OpsFactory
+) -> None:
+    """``--interactive-engine``'s engine is a child of the group like any: not ready, the group is not."""
+    regular = engines.serving("gpu0-e0", Canned(A_METRICS), pid=31)
+    interactive = ChildStatus("gpu0-interactive", "restarting", None, 1, OpsAddress("127.0.0.1", 1))
+    group = FakeGroup([regular, interactive])
+    ops = group_ops(group)
+    status, _, body = get(ops, "/readyz")
+    assert status == 503 and json.loads(body)["engines"]["gpu0-interactive"]["state"] == "restarting"
+    group.statuses = [regular, engines.serving("gpu0-interactive", Canned(B_METRICS), pid=32)]
+    assert get(ops, "/readyz")[0] == 200
+    assert 'dragoman_jobs_in_flight{engine="gpu0-interactive"} 0.0\n' in get(ops, "/metrics")[2]
