@@ -10,6 +10,10 @@ On the lent H100 (dummy weights with real shapes), from the repository root:
         --bulk-alone --out $OUT/engines-mixed-8b-priority-on.json
     python -m bench.engines mixed --model .gpu/models/llama3-8b-shape --scheduling-policy fcfs --lanes off \\
         --out $OUT/engines-mixed-8b-fcfs-off.json                    # the baseline: one lane, fcfs
+    python -m bench.engines mixed --model .gpu/models/smollm2-135m-shape --engines auto --bulk-jobs 20000 \\
+        --interactive-jobs 40 --bulk-alone --out $OUT/engines-mixed-135m-auto.json
+    python -m bench.engines mixed --model .gpu/models/smollm2-135m-shape --engines auto --interactive-engine \\
+        --bulk-jobs 20000 --interactive-jobs 40 --bulk-alone --out $OUT/engines-mixed-135m-auto-interactive.json
     python -m bench.engines orphans --model .gpu/models/smollm2-135m-shape --jobs 4000 \\
         --out $OUT/engines-orphans-135m.json
 
@@ -39,8 +43,12 @@ point it cut short.
   K engines fed in-process (``bench.gpu``'s ``start_engine``/``run_bare``), one process each with
   1/K of the memory and 1/K of the same requests, released together once all are built. Ratios:
   each count / one engine, and dragoman with K engines / bare K engines.
-- ``mixed``: one engine. A: interactive jobs one every ``1/rate`` s on an idle worker, each
-  one's latency from submit to its row being seen (polled every 20 ms). B: ``--bulk-jobs`` bulk
+- ``mixed``: ``--engines`` per GPU (default 1; ``auto`` as the worker picks it), with
+  ``--interactive-engine`` one more engine for interactive jobs beside them (the others then read
+  with the lane policy ``bulk``); every engine is up (its heartbeat) and both lanes warmed up
+  before anything is measured, and every phase goes through the same worker. A: interactive jobs
+  one every ``1/rate`` s on an idle worker, each one's latency from submit to its row being seen
+  (polled every 20 ms). B: ``--bulk-jobs`` bulk
   jobs (``--lanes off``: submitted as interactive, one lane), then the same interactive probe
   while they drain: its latency, and bulk jobs/s during the probe. C (``--bulk-alone``): bulk
   jobs/s for ``--bulk-alone-s`` more seconds with no interactive jobs. A probe job not done
@@ -204,7 +212,8 @@ def split_point(label: str) -> tuple[str, str | None]:
 
 def worker_argv(args: argparse.Namespace, engines: str, memory: float, gpus: str | None = None) -> list[str]:
     """The ``dragoman worker`` command line for ``engines`` (a count or ``auto``) per GPU with ``memory``
-    of each, on ``gpus`` (``--gpus``; None: the GPUs left as they are)."""
+    of each, on ``gpus`` (``--gpus``; None: the GPUs left as they are); ``mixed --interactive-engine`` adds
+    the interactive engine."""
     argv = [
         *(sys.executable, "-m", "cli.main", "worker", "--model", str(args.model)),
         *("--load-format", args.load_format, "--engines", engines),
@@ -213,6 +222,10 @@ def worker_argv(args: argparse.Namespace, engines: str, memory: float, gpus: str
         *("--log-level", "INFO", "--enforce-eager" if args.enforce_eager else "--no-enforce-eager"),
         *(("--gpus", gpus) if gpus else ()),
     ]
+    if getattr(args, "interactive_engine", False):
+        argv.append("--interactive-engine")
+        if args.interactive_max_seqs:
+            argv += ["--interactive-max-seqs", str(args.interactive_max_seqs)]
     return [*argv, "--ignore-eos"] if ignore_eos(args) else argv
 
 
@@ -300,10 +313,12 @@ def running_workers(workers: list[WorkerProcess]) -> Iterator[list[WorkerProcess
             stop_worker(worker)
 
 
-def engine_count(worker: WorkerProcess, engines: str, timeout: float, gpus: str | None = None) -> int:
-    """The engines the worker runs over all its GPUs: ``engines``, or for ``auto`` or ``--gpus`` the count
-    its engine group logs."""
-    if engines != "auto" and gpus is None:
+def engine_count(
+    worker: WorkerProcess, engines: str, timeout: float, gpus: str | None = None, interactive: bool = False
+) -> int:
+    """The engines the worker runs over all its GPUs: ``engines``, or for ``auto``, ``--gpus`` or an
+    interactive engine the count its engine group logs."""
+    if engines != "auto" and gpus is None and not interactive:
         return int(engines)
     deadline = time.perf_counter() + timeout
     while not (match := GROUP_LINE.search(worker.log_text())):
@@ -715,14 +730,22 @@ def run_mixed(bench: Bench) -> None:
     """The ``mixed`` subcommand: idle latency, latency beside a bulk backlog, bulk throughput."""
     args, prefix = bench.args, new_prefix("mixed")
     bulk_priority = "bulk" if args.lanes == "on" else "interactive"
-    bench.report.add("setup", {"scheduling_policy": args.scheduling_policy, "lanes": args.lanes})
+    setup = {
+        "scheduling_policy": args.scheduling_policy,
+        "lanes": args.lanes,
+        "engines": args.engines,
+        "interactive_engine": args.interactive_engine,
+    }
     jobs = Jobs(bench.urls, prefix)
-    worker = start_worker(
-        bench, prefix, f"mixed-{args.scheduling_policy}-lanes-{args.lanes}", "1", args.gpu_memory_utilization
-    )
+    name = f"mixed-{args.scheduling_policy}-lanes-{args.lanes}-engines-{args.engines}"
+    name += "-interactive" if args.interactive_engine else ""
+    worker = start_worker(bench, prefix, name, args.engines, args.gpu_memory_utilization)
     with running_workers([worker]):
-        bench.report.add("start_s", wait_heartbeats(jobs, [worker], 1, args.start_timeout))
-        run_batch(jobs, bench.texts(args.warm_up_jobs, WARM_SEED), "interactive", [worker], args.drain_timeout)
+        count = engine_count(worker, args.engines, args.start_timeout, interactive=args.interactive_engine)
+        bench.report.add("setup", setup | {"engine_count": count})
+        bench.report.add("start_s", wait_heartbeats(jobs, [worker], count, args.start_timeout))
+        for lane in ("interactive", "bulk"):  # the interactive engine, and the others
+            run_batch(jobs, bench.texts(args.warm_up_jobs, WARM_SEED), lane, [worker], args.drain_timeout)
         interactive = bench.texts(2 * args.interactive_jobs, PROBE_SEED)
         rate, timeout = args.interactive_rate, args.probe_timeout
         say(f"A: {args.interactive_jobs} interactive jobs, {rate}/s, idle worker")
@@ -924,6 +947,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     mixed.add_argument("--settle-s", type=float, default=5, help="wait after submitting the bulk jobs")
     mixed.add_argument("--bulk-alone", action="store_true", help="then bulk jobs/s without interactive jobs")
     mixed.add_argument("--bulk-alone-s", type=float, default=20)
+    mixed.add_argument("--engines", default="1", help="engines per GPU: a count or auto (default 1)")
+    mixed.add_argument(
+        "--interactive-engine",
+        action="store_true",
+        help="the worker's --interactive-engine: one more engine for interactive jobs, the others lane policy bulk",
+    )
+    mixed.add_argument("--interactive-max-seqs", type=int, help="the worker's --interactive-max-seqs (default its own)")
     orphans = sub.add_parser("orphans", parents=[common], help="kill one of two workers; recovery time")
     orphans.add_argument("--jobs", type=int, default=4000)
     orphans.add_argument("--priority", choices=("bulk", "interactive", "mixed"), default="mixed")
@@ -934,6 +964,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     one.add_argument("--jobs", type=int, required=True)
     one.add_argument("--barrier", type=Path, required=True, help="folder: ready-i written, go awaited")
     args = parser.parse_args(argv)
+    if args.command == "mixed" and args.interactive_engine and args.lanes == "off":
+        parser.error("--lanes off queues bulk jobs as interactive ones: nothing for --interactive-engine to keep apart")
     if args.gpu_memory_utilization is None:
         args.gpu_memory_utilization = 0.4 if args.command == "orphans" else 0.85
     return args

@@ -267,3 +267,25 @@ def test_lane_policy_overrides_the_setting_for_this_worker(monkeypatch: pytest.M
     assert main(["worker", "--lane-policy", "interactive"]) == EXIT_BAD_INPUT
     assert main(["worker"]) == EXIT_BAD_INPUT
     assert [s.lane_policy for s in seen] == ["interactive", "bulk"]
+
+
+def test_bench_mixed_runs_the_worker_with_the_group_flags_and_counts_its_engines(tmp_path: Path) -> None:
+    from typing import Any, cast
+
+    from bench.engines import WorkerProcess, engine_count, parse_args, worker_argv
+
+    args = parse_args(["mixed", "--model", "/m", "--engines", "auto", "--interactive-engine"])
+    argv = worker_argv(args, args.engines, args.gpu_memory_utilization)
+    child = build_parser().parse_args(argv[3:])
+    assert (child.engines, child.interactive_engine, child.interactive_max_seqs) == ("auto", True, None)
+    plain = parse_args(["mixed", "--model", "/m"])
+    assert (plain.engines, plain.interactive_engine) == ("1", False)
+    assert "--interactive-engine" not in worker_argv(plain, plain.engines, 0.85)
+    log = tmp_path / "group.log"
+    _, _, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None)
+    log.write_text(f"... {layout.describe([['0']])}\n")
+    worker = WorkerProcess("w", cast(Any, None), log)
+    assert engine_count(worker, "1", 1.0, interactive=True) == 2  # not the 1 of --engines: read from the log
+    assert engine_count(worker, "1", 1.0) == 1
+    with pytest.raises(SystemExit):
+        parse_args(["mixed", "--model", "/m", "--interactive-engine", "--lanes", "off"])
