@@ -415,6 +415,9 @@ class StreamConsumer:
                 done = Translation(hit.translation, 0, 0, "stop", pieces=0)
                 await self._finish(self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True))
                 continue
+            previous = self._entries.get(spec.job_id)  # the same job twice in one read: counted once
+            if previous is not None:
+                self._held[previous[0]] -= 1
             self._entries[spec.job_id] = (lane, entry_id)
             self._held[lane] += 1
             self._tasks[spec.job_id] = asyncio.create_task(
