@@ -11,10 +11,13 @@ coming from ``--clients`` concurrent keep-alive connections (aiohttp) in this pr
    request and with one job a request; the stream is emptied between them (not timed);
 2. an OpenAI batch end to end: its JSONL uploaded (``/v1/files``), the batch created, drained by
    a zero-cost worker in a process of its own, polled until ``completed`` and its output file
-   downloaded, against the same jobs through ``submit_many`` and the same worker until the last
-   row is written, and against the same lines as a native run (``Client.submit_run`` of a JSONL
-   file: jobs of a group, with line numbers, in the bulk lane, as a batch's jobs are) until the
-   last row is written. Each of the three starts on emptied servers (every Redis key of the
+   downloaded, against the same lines submitted natively three ways, each until the last row is
+   written (or its results are downloaded): the same jobs through ``submit_many`` (independent
+   jobs: no run, no tenant), the same lines as a native run from the Python client
+   (``Client.submit_run`` of a JSONL file: jobs of a group, with line numbers, in the bulk lane, as
+   a batch's are), and the same lines as a native run through the HTTP API with the same key
+   (``POST /v1/runs``, polled, ``GET /v1/runs/{id}/results``: the same door, tenant and run as the
+   batch, dragoman's own format). Each starts on emptied servers (every Redis key of the
    deployment and every job row dropped, untimed) with a fresh worker, and ``--rounds`` rounds
    alternate which side goes first; the ratios are the medians of each round's own.
 """
@@ -300,12 +303,33 @@ def reset_state(settings: Settings) -> None:
         conn.execute("VACUUM ANALYZE jobs")
 
 
+async def api_run_round_trip(base: str, key: str, content: bytes) -> tuple[float, int]:
+    """The same lines as a native run through the HTTP API with the same key: ``POST /v1/runs`` (the JSONL
+    streamed in, validated, queued), polled until no job is pending, its results downloaded; the seconds
+    and the result lines."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with aiohttp.ClientSession(base, headers=headers, timeout=aiohttp.ClientTimeout(total=3_600)) as session:
+        start = time.perf_counter()
+        async with session.post("/v1/runs", data=content, headers={"Content-Type": "application/x-ndjson"}) as response:
+            run = await response.json()
+            if response.status != 202:
+                raise SystemExit(f"POST /v1/runs answered {response.status}: {run}")
+        while run["counts"]["pending"] or run["status"] == "submitting":
+            await asyncio.sleep(POLL_SECONDS)
+            async with session.get(f"/v1/runs/{run['id']}") as response:
+                run = await response.json()
+        async with session.get(f"/v1/runs/{run['id']}/results") as response:
+            lines = (await response.read()).count(b"\n")
+        return time.perf_counter() - start, lines
+
+
 def measure_batch_round(
     settings: Settings, base: str, key: str, lines: int, content: bytes, order: list[str]
 ) -> dict[str, Any]:
     """One round: the native jobs, the native run and the OpenAI batch, in ``order``, each on emptied
     servers with a fresh worker; their seconds (and the batch's phases)."""
     measured: dict[str, Any] = {"order": order}
+    run_content = _run_lines(lines)
     for what in order:
         reset_state(settings)
         with worker_process(settings):
@@ -313,6 +337,10 @@ def measure_batch_round(
                 measured["native_seconds"] = round(native_round_trip(settings, lines), 2)
             elif what == "native_run":
                 measured["native_run_seconds"] = round(native_run_round_trip(settings, lines), 2)
+            elif what == "api_run":
+                seconds, result_lines = asyncio.run(api_run_round_trip(base, key, run_content))
+                assert result_lines == lines, f"{result_lines} result lines for {lines} input lines"
+                measured["api_run_seconds"] = round(seconds, 2)
             else:
                 phases, output_lines = asyncio.run(batch_round_trip(base, key, content))
                 assert output_lines == lines, f"{output_lines} output lines for {lines} input lines"
@@ -320,10 +348,11 @@ def measure_batch_round(
                 measured["batch_phases_seconds"] = phases
     measured["batch_vs_native"] = round(measured["batch_seconds"] / measured["native_seconds"], 3)
     measured["batch_vs_native_run"] = round(measured["batch_seconds"] / measured["native_run_seconds"], 3)
+    measured["batch_vs_api_run"] = round(measured["batch_seconds"] / measured["api_run_seconds"], 3)
     return measured
 
 
-ORDERS = (["native", "native_run", "batch"], ["batch", "native_run", "native"])
+ORDERS = (["native", "native_run", "api_run", "batch"], ["batch", "api_run", "native_run", "native"])
 """Rounds alternate these orders, so that neither side always runs first on a fresh machine."""
 
 
@@ -337,11 +366,13 @@ def bench_batch(settings: Settings, base: str, key: str, lines: int, rounds: int
         done = results[-1]
         print(
             f"round {number + 1} ({', '.join(done['order'])}): native {done['native_seconds']} s, "
-            f"run {done['native_run_seconds']} s, batch {done['batch_seconds']} s ({done['batch_vs_native']}x)",
+            f"run {done['native_run_seconds']} s, API run {done['api_run_seconds']} s, "
+            f"batch {done['batch_seconds']} s ({done['batch_vs_native']}x)",
             flush=True,
         )
     native_s = statistics.median(r["native_seconds"] for r in results)
     run_s = statistics.median(r["native_run_seconds"] for r in results)
+    api_run_s = statistics.median(r["api_run_seconds"] for r in results)
     batch_s = statistics.median(r["batch_seconds"] for r in results)
     return {
         "lines": lines,
@@ -351,10 +382,13 @@ def bench_batch(settings: Settings, base: str, key: str, lines: int, rounds: int
         "native_jobs_per_s": round(lines / native_s),
         "native_run_seconds": run_s,
         "native_run_jobs_per_s": round(lines / run_s),
+        "api_run_seconds": api_run_s,
+        "api_run_jobs_per_s": round(lines / api_run_s),
         "batch_seconds": batch_s,
         "batch_jobs_per_s": round(lines / batch_s),
         "median_round_ratio": statistics.median(r["batch_vs_native"] for r in results),
         "median_round_ratio_vs_run": statistics.median(r["batch_vs_native_run"] for r in results),
+        "median_round_ratio_vs_api_run": statistics.median(r["batch_vs_api_run"] for r in results),
     }
 
 
@@ -384,6 +418,7 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
             ),
             "batch_time_vs_native": batch["median_round_ratio"],
             "batch_time_vs_native_run": batch["median_round_ratio_vs_run"],
+            "batch_time_vs_api_run": batch["median_round_ratio_vs_api_run"],
         },
     }
 
@@ -407,6 +442,7 @@ def main() -> None:
     print(f"POST /v1/jobs, one job a request:  {submit['api_single_requests_per_s']:>8,} requests/s")
     print(f"{batch['lines']:,} jobs natively, end to end: {batch['native_seconds']:.1f} s")
     print(f"{batch['lines']:,} lines as a native run, end to end: {batch['native_run_seconds']:.1f} s")
+    print(f"{batch['lines']:,} lines as a run through the API, upload to results: {batch['api_run_seconds']:.1f} s")
     print(f"{batch['lines']:,}-line OpenAI batch, upload to output: {batch['batch_seconds']:.1f} s")
     print(f"ratios: {result['ratios']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
