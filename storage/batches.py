@@ -109,6 +109,11 @@ def _batch(row: tuple[Any, ...]) -> BatchRow:
     return BatchRow(*row)
 
 
+def _stop(stop: int | None) -> int:
+    """A range's end, ``None`` meaning past every line."""
+    return 2**31 - 1 if stop is None else stop
+
+
 class AsyncBatchStore:
     """Asyncio reads and writes of batches (the HTTP API's), scoped to a tenant where a caller looks one up."""
 
@@ -392,40 +397,40 @@ class AsyncBatchStore:
         self, run_id: str, *, start: int = 0, stop: int | None = None
     ) -> AsyncIterator[OutputRow]:
         """The run's succeeded jobs of lines ``start`` to ``stop`` (excluded; all by default) in input order,
-        as their output lines need them, read with a server-side cursor."""
-        stop = 2**31 - 1 if stop is None else stop
-        async with self._pool.connection() as conn, conn.transaction():
-            cursor = conn.cursor(name=f"batch-output-{run_id}")
-            try:
-                await cursor.execute(
-                    f"SELECT {_OUTPUT_COLUMNS} FROM jobs WHERE run_id = %s AND status = 'succeeded' "
-                    "AND sequence >= %s AND sequence < %s ORDER BY sequence",
-                    (run_id, start, stop),
-                )
-                while rows := await cursor.fetchmany(2_000):
-                    for row in rows:
-                        yield OutputRow(*row)
-            finally:
-                await cursor.close()
+        as their output lines need them."""
+        query = (
+            f"SELECT {_OUTPUT_COLUMNS} FROM jobs WHERE run_id = %s AND status = 'succeeded' "
+            "AND sequence >= %s AND sequence < %s ORDER BY sequence"
+        )
+        async for row in self._paged(f"batch-output-{run_id}", query, (run_id, start, _stop(stop))):
+            yield OutputRow(*row)
 
     async def iter_jobs(
         self, run_id: str, *, succeeded: bool, start: int = 0, stop: int | None = None
     ) -> AsyncIterator[tuple[Job, str | None]]:
         """The run's succeeded jobs (or its others) of lines ``start`` to ``stop`` (excluded; all by default)
-        in input order with their finish reasons, read with a server-side cursor."""
+        in input order with their finish reasons."""
         chosen = "=" if succeeded else "<>"
-        stop = 2**31 - 1 if stop is None else stop
+        query = (
+            f"SELECT {JOB_COLUMNS}, finish_reason FROM jobs WHERE run_id = %s AND status {chosen} 'succeeded' "
+            "AND sequence >= %s AND sequence < %s ORDER BY sequence"
+        )
+        async for row in self._paged(f"batch-jobs-{run_id}", query, (run_id, start, _stop(stop)), json_rows=True):
+            yield row_to_job(row[:-1]), row[-1]
+
+    async def _paged(
+        self, name: str, query: str, params: tuple[Any, ...], *, json_rows: bool = False
+    ) -> AsyncIterator[tuple[Any, ...]]:
+        """The rows of ``query`` through a server-side cursor, a page at a time: a batch's 100,000 lines
+        are never held at once. ``json_rows``: its JSON columns decoded by msgspec (C, not ``json.loads``)."""
         async with self._pool.connection() as conn, conn.transaction():
-            cursor = conn.cursor(name=f"batch-jobs-{run_id}")
-            set_json_loads(msgspec.json.decode, cursor)  # the metadata of every row: C rather than json.loads
+            cursor = conn.cursor(name=name)
+            if json_rows:
+                set_json_loads(msgspec.json.decode, cursor)
             try:
-                await cursor.execute(
-                    f"SELECT {JOB_COLUMNS}, finish_reason FROM jobs WHERE run_id = %s AND status {chosen} 'succeeded' "
-                    "AND sequence >= %s AND sequence < %s ORDER BY sequence",
-                    (run_id, start, stop),
-                )
-                while rows := await cursor.fetchmany(1_000):
+                await cursor.execute(query, params)
+                while rows := await cursor.fetchmany(2_000):
                     for row in rows:
-                        yield row_to_job(row[:-1]), row[-1]
+                        yield row
             finally:
                 await cursor.close()
