@@ -1,11 +1,12 @@
 """The HTTP API's cost, side by side with the Python client, on this machine (zero-cost engine).
 
     python -m bench.api [--jobs 20000] [--single 5000] [--clients 16] [--batch-lines 100000]
-                        [--rounds 2] [--out bench/out/api.json]
+                        [--rounds 2] [--truncate-jobs] [--out bench/out/api.json]
 
 Measured in one run against one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL /
-DRAGOMAN_DATABASE_URL) and a real ``dragoman api`` process (uvicorn, one process), the load
-coming from ``--clients`` concurrent keep-alive connections (aiohttp) in this process:
+DRAGOMAN_DATABASE_URL, only with ``--truncate-jobs``: every job row there is deleted between
+measurements) and a real ``dragoman api`` process (uvicorn, one process), the load coming from
+``--clients`` concurrent keep-alive connections (aiohttp) in this process:
 
 1. submit only (no worker): ``Client.submit_many`` against ``POST /v1/jobs`` with 100 jobs a
    request and with one job a request; the stream is emptied between them (not timed);
@@ -49,7 +50,7 @@ import psycopg
 import redis
 
 from bench.enqueue import workload
-from bench.servers import benchmark_servers
+from bench.servers import benchmark_servers, configured_servers
 from contract.keys import RedisKeys
 from contract.schemas import TranslationRequest
 from contract.services import ServiceUrls
@@ -284,14 +285,25 @@ def native_run_round_trip(settings: Settings, count: int) -> float:
         return _timed_until_rows(settings, count, lambda client: client.submit_run(path))
 
 
-def reset_state(settings: Settings) -> None:
+TRUNCATE_REFUSED = (
+    "bench.api empties the jobs table between its measurements (TRUNCATE jobs), and DRAGOMAN_REDIS_URL and "
+    "DRAGOMAN_DATABASE_URL name servers it did not start: every job row there would be deleted. Unset them to "
+    "measure on embedded servers of its own, or pass --truncate-jobs if every job row of that database may go."
+)
+
+
+def reset_state(settings: Settings, *, truncate_configured: bool = False) -> None:
     """Forget what earlier measurements left (not timed): every Redis key of the deployment and every
     job row, so that each end-to-end measurement starts from the same empty servers.
 
     Without it the measurement run last found the earlier ones' 100,000s of state records and rows
     (Redis's keyspace and the jobs table's indexes grown, autovacuum at work) and paid for them: the
     same batch took 9.6 s to drain first and 14.5 s after two others (a throwaway script, this machine).
+    Every job row goes, not only the benchmark's: on servers the user configured (``configured_servers``)
+    it refuses (``SystemExit``) unless ``truncate_configured`` (``--truncate-jobs``).
     """
+    if configured_servers() and not truncate_configured:
+        raise SystemExit(TRUNCATE_REFUSED)
     client = redis.Redis.from_url(settings.redis_url or "")
     try:
         for key in client.scan_iter(match=f"{settings.key_prefix}:*", count=10_000):
@@ -324,14 +336,20 @@ async def api_run_round_trip(base: str, key: str, content: bytes) -> tuple[float
 
 
 def measure_batch_round(
-    settings: Settings, base: str, key: str, lines: int, content: bytes, order: list[str]
+    settings: Settings,
+    base: str,
+    key: str,
+    lines: int,
+    content: bytes,
+    order: list[str],
+    truncate_configured: bool = False,
 ) -> dict[str, Any]:
     """One round: the native jobs, the native run and the OpenAI batch, in ``order``, each on emptied
     servers with a fresh worker; their seconds (and the batch's phases)."""
     measured: dict[str, Any] = {"order": order}
     run_content = _run_lines(lines)
     for what in order:
-        reset_state(settings)
+        reset_state(settings, truncate_configured=truncate_configured)
         with worker_process(settings):
             if what == "native":
                 measured["native_seconds"] = round(native_round_trip(settings, lines), 2)
@@ -356,13 +374,16 @@ ORDERS = (["native", "native_run", "api_run", "batch"], ["batch", "api_run", "na
 """Rounds alternate these orders, so that neither side always runs first on a fresh machine."""
 
 
-def bench_batch(settings: Settings, base: str, key: str, lines: int, rounds: int) -> dict[str, Any]:
+def bench_batch(
+    settings: Settings, base: str, key: str, lines: int, rounds: int, truncate_configured: bool = False
+) -> dict[str, Any]:
     """An OpenAI batch of ``lines`` end to end against the same jobs submitted natively (one by one,
     and as a run), ``rounds`` times in alternating order; each round's numbers and their medians."""
     content = _batch_lines(lines)
     results = []
     for number in range(rounds):
-        results.append(measure_batch_round(settings, base, key, lines, content, ORDERS[number % 2]))
+        order = ORDERS[number % 2]
+        results.append(measure_batch_round(settings, base, key, lines, content, order, truncate_configured))
         done = results[-1]
         print(
             f"round {number + 1} ({', '.join(done['order'])}): native {done['native_seconds']} s, "
@@ -408,7 +429,7 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
     key = _key(settings, tenant)
     with api_process(settings, log_dir / "api.log") as base:
         submit = bench_submit(settings, base, key, tenant, args.jobs, args.single, args.clients)
-        batch = bench_batch(settings, base, key, args.batch_lines, args.rounds)
+        batch = bench_batch(settings, base, key, args.batch_lines, args.rounds, args.truncate_jobs)
     return {
         "submit": submit,
         "batch": batch,
@@ -431,8 +452,22 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16, help="concurrent connections")
     parser.add_argument("--batch-lines", type=int, default=100_000, help="lines of the OpenAI batch")
     parser.add_argument("--rounds", type=int, default=2, help="end-to-end rounds, alternating which side runs first")
+    parser.add_argument(
+        "--truncate-jobs",
+        action="store_true",
+        help="with DRAGOMAN_REDIS_URL and DRAGOMAN_DATABASE_URL set: empty that database's jobs table between "
+        "measurements (every job row of it goes); without it, such servers are refused",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/api.json"))
     args = parser.parse_args()
+    if configured_servers():
+        if not args.truncate_jobs:
+            parser.error(TRUNCATE_REFUSED)
+        print(
+            "WARNING: every job row of DRAGOMAN_DATABASE_URL's jobs table will be deleted (--truncate-jobs)",
+            file=sys.stderr,
+            flush=True,
+        )
     with tempfile.TemporaryDirectory(prefix="dragoman-bench-api-") as logs, benchmark_servers() as urls:
         result = run(urls, args, Path(logs))
     result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "when": time.strftime("%F %R")}
