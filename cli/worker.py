@@ -223,15 +223,21 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 LANE_POLICIES = ("shared", "interactive", "bulk")
 
 
-def _positive_count(value: str) -> int:
-    """A count for the command line: a whole number above 0 (argparse shows the error)."""
+def _whole_number(value: str, minimum: int, what: str, below: str) -> int:
+    """``value`` as a whole number of at least ``minimum`` (``what`` it counts and ``below`` the refusal
+    go in argparse's error)."""
     try:
         count = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {count}")
+        raise argparse.ArgumentTypeError(f"expected a whole number{what}, got {value!r}") from None
+    if count < minimum:
+        raise argparse.ArgumentTypeError(f"{below}, got {count}")
     return count
+
+
+def _positive_count(value: str) -> int:
+    """A count for the command line: a whole number above 0 (argparse shows the error)."""
+    return _whole_number(value, 1, "", "must be 1 or more")
 
 
 def _positive_gib(value: str) -> float:
@@ -247,13 +253,7 @@ def _positive_gib(value: str) -> float:
 
 def _tokens_or_zero(value: str) -> int:
     """A token count for the command line: a whole number, 0 or more (argparse shows the error)."""
-    try:
-        count = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, got {value!r}") from None
-    if count < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (vLLM's default) or a positive number of tokens, got {count}")
-    return count
+    return _whole_number(value, 0, " of tokens", "must be 0 (vLLM's default) or a positive number of tokens")
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:
