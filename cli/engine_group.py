@@ -60,6 +60,11 @@ class GroupLayout:
     memory: float
     interactive: InteractiveEngine | None = None
 
+    @classmethod
+    def even(cls, engines: int, memory_fraction: float) -> GroupLayout:
+        """``engines`` regular engines sharing ``memory_fraction`` of their GPU evenly, no interactive one."""
+        return cls(engines, round(memory_fraction / engines, 4))
+
     @property
     def engines_per_group(self) -> int:
         """Worker processes per GPU group, the interactive engine included."""
@@ -106,7 +111,7 @@ def group_layout(
         engines = choose_engine_count(parameters, gpu_memory, options.gpu_memory_utilization)
     whole = options.gpu_memory_utilization
     if not args.interactive_engine:
-        return GroupLayout(engines, round(whole / engines, 4))
+        return GroupLayout.even(engines, whole)
     share = interactive_memory_share(parameters, gpu_memory, whole, engines)
     seqs = args.interactive_max_seqs or INTERACTIVE_MAX_SEQS
     interactive = InteractiveEngine(seqs, seqs + settings.interactive_bulk_in_flight, share)
@@ -148,13 +153,13 @@ def child_specs(
     model_path: Path,
     urls: ServiceUrls,
     groups: list[list[str]],
-    engines_per_group: int | GroupLayout,
+    layout: GroupLayout,
     port_files: Path,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
-    """One :class:`ChildSpec` per engine: the same options, its GPU group, ``1/engines`` of the memory
-    (``engines_per_group`` a count), or the :class:`GroupLayout`'s shares, its interactive engine last on
-    each GPU group (named ``gpu0-interactive``, started after that GPU's regular engines).
+    """One :class:`ChildSpec` per engine: the same options, its GPU group, its share of the memory as the
+    :class:`GroupLayout` says, the interactive engine (if any) last on each GPU group (named
+    ``gpu0-interactive``, started after that GPU's regular engines).
 
     Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ..., on loopback
     unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's port is the one Prometheus and
@@ -164,9 +169,6 @@ def child_specs(
     is how the group knows an engine is up before it starts the next one on the same GPU
     (``start_after``).
     """
-    layout = engines_per_group
-    if isinstance(layout, int):
-        layout = GroupLayout(layout, round(options.gpu_memory_utilization / layout, 4))
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",") if visible else None
     ops_host = child_ops_host(settings.metrics_host) if settings.metrics_enabled else "127.0.0.1"

@@ -26,7 +26,8 @@ def _specs(
 ) -> tuple[argparse.Namespace, EngineOptions, list[ChildSpec]]:
     args = build_parser().parse_args(["worker", *argv])
     options = engine_options(args)
-    specs = child_specs(args, settings, options, Path("/models/m"), URLS, groups, engines, PORTS, environ)
+    layout = GroupLayout.even(engines, options.gpu_memory_utilization)
+    specs = child_specs(args, settings, options, Path("/models/m"), URLS, groups, layout, PORTS, environ)
     return args, options, specs
 
 
@@ -216,7 +217,7 @@ def test_without_interactive_engine_the_engines_keep_their_policy_flag_and_even_
     specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
     assert {c.lane_policy for c in map(_child_args, specs)} == {"bulk"}
     _, _, plain = _layout(["--engines", "2"], Settings(), None, None)
-    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], 2, PORTS, {})
+    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], plain, PORTS, {})
     assert plain == GroupLayout(2, 0.125) and len(specs) == 2
 
 
