@@ -17,10 +17,10 @@ from api.services import ApiServices
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from producer.batches import BatchService
-from producer.queued_limit import QueuedJobLimit
-from producer.tenant_groups import TenantGroups
 from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, AsyncGroupStore, PostgresFileStore
+from tenancy.batches import BatchService
+from tenancy.queued_limit import QueuedJobLimit
+from tenancy.tenant_groups import TenantGroups
 
 DESCRIPTION = """\
 Translation jobs over HTTP: submit one or many, look them up by id, wait for them, cancel them;

@@ -37,17 +37,17 @@ from contract.errors import (
     TextTooLongError,
     UnsupportedLanguageError,
 )
-from producer.batches import (
+from producer.requests import InvalidJobIdError
+from producer.run_files import InvalidRunFileError
+from storage import DatabaseUnavailableError, FileTooLargeError
+from tenancy.batches import (
     BatchFileNotFoundError,
     BatchNotCancellableError,
     BatchNotFoundError,
     InvalidBatchError,
 )
-from producer.queued_limit import TooManyQueuedJobsError
-from producer.requests import InvalidJobIdError
-from producer.run_files import InvalidRunFileError
-from producer.tenant_groups import DocumentNotAssembledError
-from storage import DatabaseUnavailableError, FileTooLargeError
+from tenancy.queued_limit import TooManyQueuedJobsError
+from tenancy.tenant_groups import DocumentNotAssembledError
 
 log = logging.getLogger(__name__)
 

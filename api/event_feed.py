@@ -16,7 +16,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 
 BLOCK_MS = 15_000
 """How long one read waits for new entries; a keep-alive comment goes out after each empty wait."""

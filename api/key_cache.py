@@ -13,7 +13,7 @@ import time
 
 import redis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from storage import ApiKey, AsyncApiKeyStore, hash_api_key
 
 CACHE_SECONDS = 30.0

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from producer.batches import unix
 from storage import BatchRow, StoredFile
+from tenancy.batches import unix
 
 
 class FileObject(BaseModel):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 
 WINDOW_SECONDS = 60
 
@@ -32,7 +32,7 @@ class RateDecision:
 
 
 class RateLimiter:
-    """Counts each key's requests per minute in Redis (key names from ``contract.keys``)."""
+    """Counts each key's requests per minute in Redis (key names from ``broker.keys``)."""
 
     def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys) -> None:
         self._redis = redis_client
@@ -45,7 +45,7 @@ class RateLimiter:
 
         The same round trip reads the key's revocation marker (``api.key_cache``) and, given its
         ``tenant``, the tenant's unfinished-job count (which spares a submit its own round trip:
-        ``producer.queued_limit``).
+        ``tenancy.queued_limit``).
         """
         now = time.time() if now is None else now
         window = int(now // WINDOW_SECONDS)

@@ -11,10 +11,10 @@ from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
 from contract.settings import Settings
 from producer import AsyncClient
-from producer.batches import BatchService
-from producer.queued_limit import QueuedJobLimit
-from producer.tenant_groups import TenantGroups
 from storage import FileStore
+from tenancy.batches import BatchService
+from tenancy.queued_limit import QueuedJobLimit
+from tenancy.tenant_groups import TenantGroups
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,7 @@ import redis
 
 from bench.enqueue import workload
 from bench.servers import benchmark_servers, configured_servers
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.schemas import TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings

@@ -141,7 +141,7 @@ def _announce_revocation(settings: Settings, key_id: str) -> None:
     import redis
 
     from api.key_cache import CACHE_SECONDS, announce_revocation
-    from contract.keys import RedisKeys
+    from broker.keys import RedisKeys
     from storage.embedded import resolve_urls
 
     try:

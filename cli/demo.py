@@ -16,9 +16,9 @@ from pathlib import Path
 
 import redis
 
+from broker.keys import RedisKeys
 from cli.demo_api import show_curl_round_trip
 from cli.embedded import starts_embedded_services
-from contract.keys import RedisKeys
 from contract.schemas import Job, JobStatus, TranslationRequest
 from contract.services import ServiceUrls, redact_url
 from contract.settings import Settings

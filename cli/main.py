@@ -201,7 +201,7 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 if Redis, PostgreSQL and the worker are healthy, 1 otherwise (for container health checks)."""
-    from producer.health import check_health
+    from cli.check import check_health
 
     report = check_health(settings, args.consumer, require_worker=not args.services_only)
     print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
@@ -221,8 +221,8 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """Print the queue's length, lag, pending work, throughput and dead letters (``--watch`` refreshes)."""
     import asyncio
 
+    from broker.keys import RedisKeys
     from cli.stats_view import show_queue_stats
-    from contract.keys import RedisKeys
     from storage.embedded import resolve_urls
 
     if args.watch is not None and args.watch <= 0:
@@ -241,7 +241,7 @@ def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
     """List, retry or purge dead-lettered jobs."""
     import redis as redis_module
 
-    from producer.dead_letters import DeadLetters
+    from broker.dead_letters import DeadLetters
     from storage.embedded import resolve_urls
 
     connection = redis_module.Redis.from_url(resolve_urls(settings).redis_url, decode_responses=True)

@@ -10,8 +10,8 @@ from typing import TextIO
 
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
-from contract.queue_stats import QueueStats, read_queue_stats
+from broker.keys import RedisKeys
+from broker.queue_stats import QueueStats, read_queue_stats
 from contract.services import redact_url
 
 _CLEAR_SCREEN = "\x1b[H\x1b[2J"

@@ -23,7 +23,7 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, description="PostgreSQL URL (postgresql://...)")
     data_dir: Path = Field(default=Path(".dragoman"), description="embedded servers' data folder")
 
-    # Names on the wire (see contract.keys for how they are combined).
+    # Names on the wire (see broker.keys for how they are combined).
     key_prefix: str = Field(default="dragoman", description="prefix of every Redis key")
     jobs_stream: str | None = Field(
         default=None, description="interactive jobs stream (default <prefix>:jobs; bulk jobs: the same name + ':bulk')"

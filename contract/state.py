@@ -1,6 +1,6 @@
 """The Redis state record of a queued or running job, as the public :class:`Job` view.
 
-The scripts that write and move state records live in :mod:`contract.scripts`.
+The scripts that write and move state records live in :mod:`broker.scripts`.
 """
 
 from __future__ import annotations

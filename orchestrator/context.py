@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import redis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.settings import Settings
 from storage import GroupStore, PostgresConnection
 from storage.embedded import resolve_urls

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from contract.consumer_groups import ensure_group
+from broker.consumer_groups import ensure_group
 from orchestrator.context import TaskContext
 from orchestrator.tasks import enqueue_finish
 

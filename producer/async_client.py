@@ -14,12 +14,12 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from broker.keys import RedisKeys
+from broker.redis_client import open_redis
+from broker.scripts import CancelOutcome
 from contract.backoff import Backoff
 from contract.errors import JobTimeoutError
-from contract.keys import RedisKeys
-from contract.redis_client import open_redis
 from contract.schemas import Job, TranslationRequest
-from contract.scripts import CancelOutcome
 from contract.settings import Settings
 from producer.requests import (
     check_tenant,

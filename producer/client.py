@@ -9,12 +9,12 @@ from typing import Any
 
 import redis
 
+from broker.keys import RedisKeys
+from broker.scripts import CancelOutcome
 from contract.backoff import Backoff
 from contract.errors import JobTimeoutError
-from contract.keys import RedisKeys
 from contract.progress import GroupProgress
 from contract.schemas import Job, JobSpec, TranslationRequest
-from contract.scripts import CancelOutcome
 from contract.settings import Settings
 from producer.groups import DocumentResult, Groups
 from producer.requests import (

@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 
+from broker.scripts import CancelOutcome
 from contract.backoff import retry_intervals
 from contract.documents import (
     FINISH_TASK,
@@ -31,7 +32,6 @@ from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
-from contract.scripts import CancelOutcome
 from contract.settings import Settings
 from producer.run_files import (
     number_jobs,

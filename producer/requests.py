@@ -11,10 +11,10 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from broker.scripts import CancelOutcome
 from contract.errors import InvalidJobError, JobNotCancellableError, JobNotFoundError
 from contract.ids import canonical_uuid
 from contract.schemas import Job, JobSpec, JobStatus, TranslationRequest, build_job_spec
-from contract.scripts import CancelOutcome
 from contract.settings import Settings
 from contract.state import state_to_job
 

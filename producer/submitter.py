@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import redis
 import redis.asyncio as aioredis
 
+from broker.keys import RedisKeys
+from broker.scripts import CancelOutcome, CancelScript, SubmitScript
 from contract.errors import SubmitInterruptedError
-from contract.keys import RedisKeys
 from contract.schemas import JobSpec
-from contract.scripts import CancelOutcome, CancelScript, SubmitScript
 from contract.settings import Settings
 
 
@@ -63,7 +63,7 @@ class JobSubmitter:
         """Write the record of a run or document that the worker's finish script counts jobs against.
 
         ``kind`` is ``"run"`` or ``"document"``; the record expires with the jobs' state records
-        (see ``contract/scripts/finish.lua``). Register before submitting the group's jobs.
+        (see ``broker/scripts/finish.lua``). Register before submitting the group's jobs.
         """
         key = self.keys.group(group_id)
         with self.redis.pipeline(transaction=True) as pipe:

@@ -18,14 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # Which of our packages each package may import (besides itself). The CLI is imported by nothing.
 ALLOWED: dict[str, set[str]] = {
     "contract": set(),
+    "broker": {"contract"},
     "storage": {"contract"},
-    "producer": {"contract", "storage"},
-    "worker": {"contract", "storage"},
-    "orchestrator": {"contract", "storage", "producer"},
-    "api": {"contract", "storage", "producer"},
-    "cli": {"contract", "storage", "producer", "worker", "orchestrator", "api"},
+    "producer": {"contract", "broker", "storage"},
+    "worker": {"contract", "broker", "storage"},
+    "tenancy": {"contract", "broker", "storage", "producer"},
+    "orchestrator": {"contract", "broker", "storage", "producer"},
+    "api": {"contract", "broker", "storage", "producer", "tenancy"},
+    "cli": {"contract", "broker", "storage", "producer", "tenancy", "worker", "orchestrator", "api"},
     "migrations": set(),
-    "bench": {"contract", "storage", "producer", "worker", "orchestrator", "api"},
+    "bench": {"contract", "broker", "storage", "producer", "tenancy", "worker", "orchestrator", "api"},
 }
 PACKAGES = set(ALLOWED)
 
@@ -62,7 +64,17 @@ GRAPH = {name: {m for m in _imports(name, path) if m in MODULES and m != name} f
 
 
 def test_the_packages_exist() -> None:
-    for package in ("contract", "storage", "producer", "worker", "orchestrator", "cli", "migrations"):
+    for package in (
+        "contract",
+        "broker",
+        "storage",
+        "producer",
+        "tenancy",
+        "worker",
+        "orchestrator",
+        "cli",
+        "migrations",
+    ):
         assert package in MODULES, f"{package}/ is missing"
 
 
@@ -147,9 +159,9 @@ def test_every_sql_statement_lives_in_storage() -> None:
 
 
 def test_every_lua_script_has_one_wrapper_and_a_direct_test() -> None:
-    """Each ``contract/scripts/X.lua`` is loaded by ``contract/scripts/X.py`` and exercised in test_scripts.py."""
-    scripts = ROOT / "contract" / "scripts"
-    direct_tests = (ROOT / "tests" / "contract" / "test_scripts.py").read_text(encoding="utf-8")
+    """Each ``broker/scripts/X.lua`` is loaded by ``broker/scripts/X.py`` and exercised in test_scripts.py."""
+    scripts = ROOT / "broker" / "scripts"
+    direct_tests = (ROOT / "tests" / "broker" / "test_scripts.py").read_text(encoding="utf-8")
     for lua in sorted(scripts.glob("*.lua")):
         wrapper = scripts / f"{lua.stem}.py"
         assert wrapper.exists(), f"{lua.name} has no typed wrapper {wrapper.name}"

@@ -23,8 +23,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from broker.consumer_groups import ensure_group_async
+from broker.keys import RedisKeys
+from broker.scripts import StartOutcome, StartScript
 from contract.backoff import Backoff
-from contract.consumer_groups import ensure_group_async
 from contract.controls import AUTO_LANGUAGE, glossary_misses
 from contract.errors import (
     EngineUnavailableError,
@@ -33,9 +35,7 @@ from contract.errors import (
     TruncatedTranslationError,
     UnrunnableJobError,
 )
-from contract.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus, Priority
-from contract.scripts import StartOutcome, StartScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
 from worker.lanes import LanePolicy, lane_policy

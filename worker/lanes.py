@@ -18,7 +18,7 @@ never more entries than slots, entries read before an error still run) stays in 
 - ``bulk``: the bulk lane; interactive entries only once the next one has waited
   ``interactive_spill_seconds`` (no interactive worker took it: none is alive, or all are full),
   so an interactive job is never stranded. How long it has waited is asked of Redis (one round
-  trip, :class:`contract.scripts.OverdueScript`) at most every ``SPILL_CHECK_INTERVAL_S``, and
+  trip, :class:`broker.scripts.OverdueScript`) at most every ``SPILL_CHECK_INTERVAL_S``, and
   not before the next entry can be overdue, never per job.
 """
 
@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
+from broker.scripts import OverdueScript
 from contract.schemas import Priority
-from contract.scripts import OverdueScript
 from contract.settings import Settings
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from contract.queue_stats import QueueStats
+from broker.queue_stats import QueueStats
 from contract.schemas import JobStatus, Priority, lane_of
 from contract.wire import JobEvent
 from worker.results import JobResult

@@ -29,10 +29,10 @@ import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
+from broker.keys import RedisKeys
+from broker.queue_stats import read_queue_stats
 from contract.errors import ConfigurationError
-from contract.keys import RedisKeys
 from contract.log_format import scrub_secrets
-from contract.queue_stats import read_queue_stats
 from contract.services import redact_url
 from contract.settings import Settings
 from contract.version import dragoman_version

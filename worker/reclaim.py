@@ -28,7 +28,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.schemas import Priority
 from contract.settings import Settings
 

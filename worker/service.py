@@ -20,8 +20,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from contract.keys import RedisKeys
-from contract.redis_client import open_redis
+from broker.keys import RedisKeys
+from broker.redis_client import open_redis
 from contract.schemas import Priority
 from contract.settings import Settings
 from contract.version import dragoman_version

@@ -24,10 +24,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from broker.keys import RedisKeys
+from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
-from contract.keys import RedisKeys
 from contract.schemas import JobStatus, Priority, lane_of
-from contract.scripts import FinishedJob, FinishScript
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
 from storage import (

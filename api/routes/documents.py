@@ -13,7 +13,7 @@ from api.schemas import DocumentView, ErrorBody, GroupView
 from api.services import ApiServices, services
 from contract.documents import BINARY_FORMATS, FORMATS, SUFFIXES, decode_document, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
-from producer.tenant_groups import DocumentNotAssembledError
+from tenancy.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 

@@ -14,8 +14,8 @@ from api.errors import ApiError
 from api.event_feed import EventFeed, valid_entry_id
 from api.schemas import ErrorBody
 from api.services import ApiServices, services
-from producer.batches import BATCH_PREFIX, run_id_of_batch
 from producer.groups import group_uuid
+from tenancy.batches import BATCH_PREFIX, run_id_of_batch
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
 ServicesDep = Annotated[ApiServices, Depends(services)]

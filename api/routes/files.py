@@ -12,8 +12,8 @@ from api.auth import CallerDep
 from api.errors import ApiError
 from api.openai_schemas import FileDeleted, FileList, FileObject
 from api.services import ApiServices, services
-from producer.batches import BatchFileNotFoundError
 from storage import StoredFile
+from tenancy.batches import BatchFileNotFoundError
 
 router = APIRouter(prefix="/v1/files", tags=["OpenAI Batch API"])
 ServicesDep = Annotated[ApiServices, Depends(services)]

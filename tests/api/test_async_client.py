@@ -140,8 +140,8 @@ async def test_submit_many_names_what_was_written_when_redis_fails(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, raw_redis: redis.Redis
 ) -> None:
     """As the sync client: a Redis failure after a chunk went in says what was queued, and keys make a retry safe."""
+    from broker.scripts import SubmitScript
     from contract.errors import SubmitInterruptedError
-    from contract.scripts import SubmitScript
 
     items = [{"text": f"t{i}", "source_lang": "en", "target_lang": "fr", "idempotency_key": f"k{i}"} for i in range(5)]
     original = SubmitScript.call_many_async

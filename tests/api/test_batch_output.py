@@ -18,7 +18,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-import producer.batch_output
+import tenancy.batch_output
 from contract.ids import job_id_for
 from contract.settings import Settings
 from storage import AsyncConnectionPool, PostgresFileStore
@@ -33,8 +33,8 @@ EARLY = 15
 
 @pytest.fixture(autouse=True)
 def _fast_following(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(producer.batch_output, "POLL_SECONDS", 0.05)
-    monkeypatch.setattr(producer.batch_output, "APPEND_BYTES", 1)  # every line appended at once
+    monkeypatch.setattr(tenancy.batch_output, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(tenancy.batch_output, "APPEND_BYTES", 1)  # every line appended at once
 
 
 def _finish_early_lines(pg: Any, run_id: str, tenant: str) -> None:
@@ -174,13 +174,13 @@ async def test_a_reader_does_not_finalize_a_batch_whose_follower_holds_it(
     from api import create_app
 
     release = asyncio.Event()
-    write_until_final = producer.batch_output.OutputFollower._write_until_final
+    write_until_final = tenancy.batch_output.OutputFollower._write_until_final
 
     async def held(self: Any, *args: Any) -> Any:
         await release.wait()
         return await write_until_final(self, *args)
 
-    monkeypatch.setattr(producer.batch_output.OutputFollower, "_write_until_final", held)
+    monkeypatch.setattr(tenancy.batch_output.OutputFollower, "_write_until_final", held)
     key = {"Authorization": f"Bearer {tenant_key('held')}"}
     async with _serving(create_app(settings)) as http:
         created = await create_over_http(http, key, [translation_line(f"r{n}", f"text {n}") for n in range(EARLY)])

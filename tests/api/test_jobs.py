@@ -11,7 +11,7 @@ import pytest
 import redis
 from fastapi import FastAPI
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.settings import Settings
 from producer import Client
 from tests.api.conftest import KeyMaker, bearer

@@ -21,14 +21,14 @@ import openai
 import pytest
 from openai import OpenAI
 
-import producer.batches
+import tenancy.batches
+from broker.keys import RedisKeys
 from contract.ids import job_id_for
-from contract.keys import RedisKeys
 from contract.settings import Settings
 from producer import AsyncClient
-from producer.batch_lines import numbered, parse_line
-from producer.batches import batch_id_for
 from storage import AsyncBatchStore, AsyncConnectionPool
+from tenancy.batch_lines import numbered, parse_line
+from tenancy.batches import batch_id_for
 from tests.api.conftest import KeyMaker
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -442,7 +442,7 @@ async def test_a_batch_left_validating_by_a_dead_server_is_resumed_on_read_witho
             (job_id_for(run_id, 2), run_id, tenant),
         )
         assert (await call(client.batches.retrieve, batch_id)).status == "validating"  # not stale yet
-        monkeypatch.setattr(producer.batches, "VALIDATING_TIMEOUT_SECONDS", 0)
+        monkeypatch.setattr(tenancy.batches, "VALIDATING_TIMEOUT_SECONDS", 0)
         resumed = await call(client.batches.retrieve, batch_id)
         assert resumed.status == "in_progress" and resumed.request_counts is not None
         assert resumed.request_counts.total == 3
@@ -491,9 +491,9 @@ async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leave
     and the next read (another server's) writes the output, once."""
     from api import create_app
 
-    monkeypatch.setattr(producer.batches, "FINALIZE_WAIT_SECONDS", 0.0)
-    monkeypatch.setattr(producer.batches, "MAX_FOLLOWING", 0)  # a server following batches already
-    write_file = producer.batches.BatchService._write_file
+    monkeypatch.setattr(tenancy.batches, "FINALIZE_WAIT_SECONDS", 0.0)
+    monkeypatch.setattr(tenancy.batches, "MAX_FOLLOWING", 0)  # a server following batches already
+    write_file = tenancy.batches.BatchService._write_file
     writing = asyncio.Event()
 
     async def slow_write_file(self: Any, *args: Any, **kwargs: Any) -> str:
@@ -501,7 +501,7 @@ async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leave
         await asyncio.sleep(3600)  # a very large output: still being written when the server stops
         return await write_file(self, *args, **kwargs)
 
-    monkeypatch.setattr(producer.batches.BatchService, "_write_file", slow_write_file)
+    monkeypatch.setattr(tenancy.batches.BatchService, "_write_file", slow_write_file)
     key = {"Authorization": f"Bearer {tenant_key('final')}"}
     lines = [translation_line(f"r{n}", f"text {n}") for n in range(300)]
     app = create_app(settings)
@@ -518,7 +518,7 @@ async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leave
             assert first["status"] == "finalizing" and first["finalizing_at"], first  # answered before the output
             assert first["request_counts"]["completed"] == 300
             await asyncio.wait_for(writing.wait(), 10)
-    monkeypatch.setattr(producer.batches.BatchService, "_write_file", write_file)
+    monkeypatch.setattr(tenancy.batches.BatchService, "_write_file", write_file)
     released = pg.execute("SELECT status, finalizing_at FROM batches WHERE id = %s", (created["id"],)).fetchone()
     assert released[0] == "finalizing" and released[1].year == 1970  # the stopped server gave it up
     successor = create_app(settings)

@@ -11,9 +11,9 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.settings import Settings
-from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
+from tenancy.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from tests.api.conftest import KeyMaker, bearer
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine

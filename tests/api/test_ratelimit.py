@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from api.ratelimit import WINDOW_SECONDS, RateLimiter
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.services import ServiceUrls
 from contract.settings import Settings
 

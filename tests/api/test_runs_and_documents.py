@@ -13,8 +13,8 @@ import httpx
 import pytest
 import redis
 
+from broker.keys import RedisKeys
 from contract.ids import job_id_for
-from contract.keys import RedisKeys
 from contract.settings import Settings
 from storage import AsyncGroupStore
 from tests.api.conftest import KeyMaker, bearer

@@ -76,7 +76,7 @@ def test_check_is_unhealthy_without_a_worker_and_healthy_with_one(
 
     import redis as redis_module
 
-    from contract.keys import RedisKeys
+    from broker.keys import RedisKeys
 
     assert main(["check", "--services-only"]) == EXIT_OK
     assert main(["check"]) == EXIT_ERROR
@@ -98,7 +98,7 @@ def test_check_is_unhealthy_without_a_worker_and_healthy_with_one(
 def test_dead_letter_commands(capsys: pytest.CaptureFixture[str], settings: Settings) -> None:
     import redis as redis_module
 
-    from contract.keys import RedisKeys
+    from broker.keys import RedisKeys
 
     keys = RedisKeys.from_settings(settings)
     assert settings.redis_url

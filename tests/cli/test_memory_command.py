@@ -13,8 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from psycopg import sql
 
+from broker.keys import RedisKeys
 from cli.main import EXIT_BAD_INPUT, EXIT_OK, main
-from contract.keys import RedisKeys
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from storage import libpq_url, upgrade_database

@@ -8,8 +8,8 @@ import time
 import pytest
 import redis
 
+from broker.keys import RedisKeys
 from cli.main import EXIT_BAD_INPUT, EXIT_OK, main
-from contract.keys import RedisKeys
 from contract.schemas import TranslationRequest
 from contract.settings import Settings
 from producer.client import Client

@@ -21,9 +21,9 @@ import pytest
 import yaml
 from psycopg import sql
 
+from broker.keys import RedisKeys
 from cli.main import build_parser
 from cli.worker import cmd_worker
-from contract.keys import RedisKeys
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from storage import libpq_url

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import redis
 
+from broker.scripts import SubmitScript
 from contract.errors import InvalidJobError, SubmitInterruptedError
 from contract.schemas import JobSpec
-from contract.scripts import SubmitScript
 from producer.client import Client
 from producer.run_files import InvalidRunFileError
 from tests.orchestrator.test_runs_and_documents import orchestrate_until, write_jsonl

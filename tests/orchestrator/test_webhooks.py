@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import pytest
 import redis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.settings import Settings
 from orchestrator.webhook_addresses import refusal
 from orchestrator.webhooks import WebhookDeliveryError, WebhookRefusedError, post_signed

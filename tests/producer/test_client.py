@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.settings import Settings
 from contract.wire import decode_job_entry
 from producer import (

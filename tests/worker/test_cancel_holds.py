@@ -7,8 +7,8 @@ import time
 
 import redis
 
+from broker.scripts import CancelOutcome
 from contract.schemas import JobStatus, TranslationRequest
-from contract.scripts import CancelOutcome
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client

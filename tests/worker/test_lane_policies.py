@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import redis
 
+from broker.scripts import Overdue, OverdueScript
 from contract.schemas import JobStatus, Priority, TranslationRequest
-from contract.scripts import Overdue, OverdueScript
 from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
@@ -123,7 +123,7 @@ async def test_a_bulk_plan_looks_at_the_interactive_lane_only_when_an_entry_can_
 
 
 def _keys() -> Any:
-    from contract.keys import RedisKeys
+    from broker.keys import RedisKeys
 
     return RedisKeys.from_settings(Settings(key_prefix="plan-test"))
 

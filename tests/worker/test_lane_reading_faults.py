@@ -17,7 +17,7 @@ from redis.exceptions import NoPermissionError
 
 import worker.consumer as consumer_module
 import worker.reclaim as reclaim_module
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.schemas import JobSpec, Priority, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings

@@ -106,7 +106,7 @@ async def test_a_lane_alone_gets_the_whole_worker(client: Client, start_worker: 
 async def test_a_bulk_job_that_fails_for_good_is_retried_into_the_bulk_lane(
     client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory
 ) -> None:
-    from producer.dead_letters import DeadLetters
+    from broker.dead_letters import DeadLetters
 
     engine = DeterministicEngine(fail_if=lambda prompt: "poison" in prompt)
     job_id = client.submit("poison pill", "en", "fr", priority="bulk")

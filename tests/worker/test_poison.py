@@ -17,12 +17,12 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
+from broker.dead_letters import DeadLetters
 from contract.errors import InvalidJobError
 from contract.schemas import JobSpec, JobStatus, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from producer.dead_letters import DeadLetters
 from worker import consumer as consumer_module
 from worker.deterministic_engine import DeterministicEngine
 from worker.results import DeadLetter, JobResult

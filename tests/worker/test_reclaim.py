@@ -9,12 +9,12 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
+from broker.dead_letters import DeadLetters
+from broker.keys import RedisKeys
 from contract.schemas import JobStatus, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from producer.dead_letters import DeadLetters
 from worker.deterministic_engine import DeterministicEngine
 from worker.reclaim import claim_orphans, claim_stale, forget_gone_consumers, keep_alive, trim_acknowledged
 from worker.service import Worker

@@ -11,11 +11,11 @@ import psycopg
 import pytest
 import redis
 
+from broker.dead_letters import DeadLetters
 from contract.schemas import JobStatus, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from producer.dead_letters import DeadLetters
 from storage import libpq_url
 from worker.deterministic_engine import DeterministicEngine
 from worker.engine import GenerationRequest, GenerationResult

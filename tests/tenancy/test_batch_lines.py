@@ -10,9 +10,9 @@ import pytest
 
 from contract.ids import job_id_for
 from contract.schemas import Job, JobStatus
-from producer.batch_lines import BadLineError, encode_output_line, error_line, numbered, parse_line
-from producer.batches import InvalidBatchError, _window_seconds
 from storage import OutputRow
+from tenancy.batch_lines import BadLineError, encode_output_line, error_line, numbered, parse_line
+from tenancy.batches import InvalidBatchError, _window_seconds
 
 RUN = "5b1f0c1e-3f9c-4c4e-9f55-0e3c1a7d2b10"
 

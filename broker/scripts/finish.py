@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from contract.keys import RedisKeys
-from contract.scripts.lua import Arg, LuaScript
+from broker.keys import RedisKeys
+from broker.scripts.lua import Arg, LuaScript
 from contract.wire import SCHEMA_VERSION, JobEvent
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from contract.schemas import JobSpec, build_job_spec
-from producer.job_spill import _FLUSH_BYTES, JobSpill
+from tenancy.job_spill import _FLUSH_BYTES, JobSpill
 
 
 def _spec(n: int, text: str = "") -> JobSpec:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contract.scripts.lua import Arg, LuaScript
+from broker.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis

@@ -12,8 +12,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
-from contract.scripts import CountAfterScript
+from broker.keys import RedisKeys
+from broker.scripts import CountAfterScript
 
 THROUGHPUT_WINDOW_S = 60
 # Before Redis 7, XINFO GROUPS has no lag: it is counted on the server, up to this many entries.
@@ -32,7 +32,7 @@ class ConsumerStats:
 
 @dataclass(frozen=True, slots=True)
 class WorkerStats:
-    """A live worker's heartbeat (see :meth:`contract.keys.RedisKeys.worker`).
+    """A live worker's heartbeat (see :meth:`broker.keys.RedisKeys.worker`).
 
     ``lane_policy`` is what it reads from each lane (``shared``, ``interactive`` or ``bulk``;
     None for a worker of a version that does not say).

@@ -15,14 +15,13 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from broker.scripts import CancelOutcome
 from contract.documents import FINISH_TASK, SPLIT_TASK
 from contract.errors import DragomanError, JobNotFoundError, RunNotFinishedError
 from contract.ids import job_id_for
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
-from contract.scripts import CancelOutcome
-from producer.batch_lines import numbered
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.groups import (
     DocumentResult,
@@ -32,7 +31,6 @@ from producer.groups import (
     group_uuid,
     storable,
 )
-from producer.queued_limit import QueuedJobLimit
 from producer.run_files import (
     MAX_REPORTED_ERRORS,
     InvalidRunFileError,
@@ -42,6 +40,8 @@ from producer.run_files import (
 )
 from producer.submitter import AsyncJobSubmitter
 from storage import AsyncGroupStore, FileStore, numbered_lines
+from tenancy.batch_lines import numbered
+from tenancy.queued_limit import QueuedJobLimit
 
 RUN_UPLOAD_PURPOSE = "run_input"
 
@@ -87,7 +87,7 @@ class TenantGroups:
 
         Raises :class:`~producer.run_files.InvalidRunFileError` listing the bad lines (nothing
         queued), :class:`~storage.FileTooLargeError` past ``DRAGOMAN_MAX_FILE_BYTES`` and
-        :class:`~producer.queued_limit.TooManyQueuedJobsError` if its lines would take the
+        :class:`~tenancy.queued_limit.TooManyQueuedJobsError` if its lines would take the
         tenant past ``max_queued_jobs`` unfinished jobs.
         """
         settings = self._submitter.settings

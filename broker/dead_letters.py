@@ -11,9 +11,9 @@ from typing import Any
 
 import redis
 
+from broker.keys import RedisKeys
+from broker.scripts import RequeueScript
 from contract.errors import InvalidJobError, JobNotFoundError, MalformedEntryError
-from contract.keys import RedisKeys
-from contract.scripts import RequeueScript
 from contract.settings import Settings
 from contract.wire import decode_job_entry
 

@@ -5,7 +5,7 @@ first (streaming, nothing enqueued if one is bad: the batch is ``failed`` with e
 listed), then writes the run and enqueues one job per line through the same scripts as any
 other job, ids derived from the run id and the line's position. Its status is read from the
 run's job rows. The server that enqueued it (or, if that one died, the next to read it) writes
-its output file while the jobs finish (:mod:`producer.batch_output`) and completes the batch
+its output file while the jobs finish (:mod:`tenancy.batch_output`) and completes the batch
 when the last one does; a batch nobody follows is finalized by the first read that sees every
 job finished. No process other than the API servers is needed.
 """
@@ -29,13 +29,13 @@ import msgspec
 from contract.errors import DragomanError
 from contract.ids import job_id_for
 from producer.async_client import AsyncClient
-from producer.batch_lines import ENDPOINTS, BadLineError, encode_output_line, error_line, numbered, parse_line
-from producer.batch_output import FOLLOW_SECONDS, OutputFollower
 from producer.duplicates import DuplicateFinder, custom_ids_at
-from producer.job_spill import JobSpill
-from producer.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from producer.run_files import repeated_id_errors
 from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, numbered_lines
+from tenancy.batch_lines import ENDPOINTS, BadLineError, encode_output_line, error_line, numbered, parse_line
+from tenancy.batch_output import FOLLOW_SECONDS, OutputFollower
+from tenancy.job_spill import JobSpill
+from tenancy.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 
 log = logging.getLogger(__name__)
 

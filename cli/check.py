@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
 from contract.services import redact_url
 from contract.settings import Settings
 from storage import ping

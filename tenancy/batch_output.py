@@ -16,8 +16,8 @@ import contextlib
 import time
 from dataclasses import dataclass
 
-from producer.batch_lines import encode_output_line
 from storage import AsyncBatchStore, BatchRow, FileStore, FileWriter
+from tenancy.batch_lines import encode_output_line
 
 FOLLOW_SECONDS = 30.0
 """How long a follower's claim holds without being renewed (a dead server's batch waits this long)."""

@@ -14,8 +14,8 @@ import time
 
 import redis.asyncio as aioredis
 
+from broker.keys import RedisKeys
 from contract.errors import DragomanError
-from contract.keys import RedisKeys
 
 RETRY_AFTER_SECONDS = 10
 

@@ -13,14 +13,14 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 - ``overdue.lua``     :class:`OverdueScript`    a lane's undelivered entries that have waited long enough
 """
 
-from contract.scripts.cancel import CancelOutcome, CancelScript
-from contract.scripts.count_after import CountAfterScript
-from contract.scripts.finish import FinishedJob, FinishScript
-from contract.scripts.lua import Arg, LuaScript
-from contract.scripts.overdue import Overdue, OverdueScript
-from contract.scripts.requeue import RequeueScript
-from contract.scripts.start import MISSING, StartOutcome, StartScript
-from contract.scripts.submit import SubmitScript
+from broker.scripts.cancel import CancelOutcome, CancelScript
+from broker.scripts.count_after import CountAfterScript
+from broker.scripts.finish import FinishedJob, FinishScript
+from broker.scripts.lua import Arg, LuaScript
+from broker.scripts.overdue import Overdue, OverdueScript
+from broker.scripts.requeue import RequeueScript
+from broker.scripts.start import MISSING, StartOutcome, StartScript
+from broker.scripts.submit import SubmitScript
 
 __all__ = [
     "MISSING",

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from contract.keys import RedisKeys
-from contract.scripts.lua import Arg, LuaScript
+from broker.keys import RedisKeys
+from broker.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
     import redis

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
+from broker.scripts.lua import Arg, LuaScript
 from contract.schemas import JobSpec, lane_of
-from contract.scripts.lua import Arg, LuaScript
 from contract.wire import encode_job_entry
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from contract.scripts.lua import Arg, LuaScript
+from broker.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis

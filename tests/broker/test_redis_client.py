@@ -7,7 +7,7 @@ import uuid
 import pytest
 from redis.exceptions import DataError
 
-from contract.redis_client import open_redis
+from broker.redis_client import open_redis
 from contract.services import ServiceUrls
 
 

@@ -11,9 +11,8 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from contract.keys import RedisKeys
-from contract.schemas import JobSpec, JobStatus
-from contract.scripts import (
+from broker.keys import RedisKeys
+from broker.scripts import (
     MISSING,
     CancelOutcome,
     CancelScript,
@@ -35,6 +34,7 @@ from contract.scripts import (
     start,
     submit,
 )
+from contract.schemas import JobSpec, JobStatus
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from contract.wire import SCHEMA_VERSION, JobEvent, encode_job_entry

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from contract.keys import RedisKeys
+from broker.keys import RedisKeys
+from broker.scripts.lua import Arg, LuaScript
 from contract.schemas import JobSpec, JobStatus
-from contract.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
     import redis

@@ -9,7 +9,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from contract.consumer_groups import StreamKeyConflictError, ensure_group, ensure_group_async
+from broker.consumer_groups import StreamKeyConflictError, ensure_group, ensure_group_async
 from contract.errors import ConfigurationError
 from contract.services import ServiceUrls
 
