@@ -1,20 +1,63 @@
-"""The package map in ARCHITECTURE.md, held against the code: imports only run downwards, no cycles.
+"""The package map, held against the code: every dependency runs down the floors, and nothing goes round in a circle.
 
-Every import counts, including ones inside functions and under ``TYPE_CHECKING``: a lazy import
-that runs back up is still an arrow the wrong way.
+The map, as ALLOWED below encodes it (a package may import itself and exactly the packages listed;
+its floor is one above the highest floor it may import; "apart" packages stand outside the floors,
+and no package on a floor may import them):
+
+  floor 6 cli           api, broker, contract, orchestrator, producer, storage, tenancy, worker
+  floor 5 api           broker, contract, producer, storage, tenancy
+  floor 4 orchestrator  broker, contract, producer, storage
+  floor 4 tenancy       broker, contract, producer, storage
+  floor 3 producer      broker, contract, storage
+  floor 3 worker        broker, contract, storage
+  floor 2 broker        contract
+  floor 2 storage       contract
+  floor 1 contract      (nothing of ours)
+  apart   bench         api, broker, contract, orchestrator, producer, storage, tenancy, worker
+  apart   migrations    (nothing of ours)
+  apart   tests         api, bench, broker, cli, contract, migrations, orchestrator, producer, storage, tenancy, worker
+
+A dependency is an import (anywhere: inside functions and under ``TYPE_CHECKING`` too), a string
+that names one of our modules (``"orchestrator.tasks.split_document"``: RQ, uvicorn and
+``python -m`` load a module by name) or a resource load (``importlib.resources.files("migrations")``);
+``tests/architecture/graph.py`` says exactly what counts. The rules (``tests/architecture/rules.py``):
+
+- every top-level package (a folder with an ``__init__.py``, or one pyproject.toml's setuptools
+  ``include`` names) is in the map, and every package the map names exists;
+- dependencies run only where the map allows, save the commented ALLOWLIST entries, each still needed;
+- nothing outside the CLI (and the tests) depends on the CLI;
+- no import cycles, counting the ``__init__`` that importing a module below it runs first;
+- a string shaped like ``module.attribute`` for one of our modules names an attribute it defines.
+
+Each rule is shown to fail on a small fake tree written into ``tmp_path`` and to pass on a good one.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+import textwrap
+from collections.abc import Mapping, Set
 from pathlib import Path
 
 import pytest
 
+from tests.architecture.graph import Tree, dependencies, discover, unresolved_names
+from tests.architecture.rules import (
+    Allowlist,
+    Dependency,
+    Violation,
+    floors,
+    import_cycles,
+    importers_of,
+    stale_allowlist,
+    unknown_packages,
+    wrong_way,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
 
+_LIBRARY = {"contract", "broker", "storage", "producer", "worker", "tenancy", "orchestrator", "api"}
 # Which of our packages each package may import (besides itself). The CLI is imported by nothing.
 ALLOWED: dict[str, set[str]] = {
     "contract": set(),
@@ -25,122 +68,341 @@ ALLOWED: dict[str, set[str]] = {
     "tenancy": {"contract", "broker", "storage", "producer"},
     "orchestrator": {"contract", "broker", "storage", "producer"},
     "api": {"contract", "broker", "storage", "producer", "tenancy"},
-    "cli": {"contract", "broker", "storage", "producer", "tenancy", "worker", "orchestrator", "api"},
+    "cli": set(_LIBRARY),
     "migrations": set(),
-    "bench": {"contract", "broker", "storage", "producer", "tenancy", "worker", "orchestrator", "api"},
+    "bench": set(_LIBRARY),
+    "tests": {*_LIBRARY, "cli", "migrations", "bench"},
 }
-PACKAGES = set(ALLOWED)
+APART = {"migrations", "bench", "tests"}
+
+# Dependencies that break the map on purpose: (module, kind, module it depends on) -> why.
+ALLOWLIST: dict[Dependency, str] = {
+    # RQ runs a task by its dotted name. producer/groups.py and tenancy/tenant_groups.py queue a
+    # document's split and a group's finish by these names (SPLIT_TASK, FINISH_TASK) and may not
+    # import orchestrator/, which sits above them; the names are the orchestrator's contract, so they
+    # live in contract/ beside the other document names. A task renamed in orchestrator/tasks.py but
+    # not here fails test_strings_name_what_our_modules_define.
+    ("contract.documents", "string", "orchestrator.tasks"): "RQ resolves tasks by dotted name",
+    # Alembic reads the migration scripts from the migrations package's folder (script_location);
+    # storage/ runs the migrations (upgrade_database, downgrade_database) and imports none of their code.
+    ("storage.migrations", "resource", "migrations"): "Alembic's script_location is the migrations folder",
+    # The benchmarks measure the dragoman command as users run it, in a child process
+    # (`python -m cli.main ...`): a process boundary, not an import of the CLI.
+    ("bench.api", "string", "cli.main"): "runs `dragoman api` as a child process",
+    ("bench.bulk_run", "string", "cli.main"): "runs `dragoman rq-worker` as a child process",
+    ("bench.engines", "string", "cli.main"): "runs `dragoman worker` as a child process",
+}
+
+TREE = discover(ROOT)
+EDGES = dependencies(TREE)
 
 
-def _modules() -> Iterator[tuple[str, Path]]:
-    for package in sorted(PACKAGES):
-        folder = ROOT / package
-        for path in sorted(folder.rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            yield ".".join(parts), path
+def violations(tree: Tree, allowed: Mapping[str, Set[str]], allowlist: Allowlist) -> list[Violation]:
+    """Every rule's violations on ``tree`` under the map ``allowed``: what the tests below assert one by one."""
+    edges = dependencies(tree)
+    return [
+        *unknown_packages(tree, allowed),
+        *wrong_way(tree, edges, allowed, allowlist),
+        *importers_of(tree, edges, "cli", {"tests"}, allowlist),
+        *stale_allowlist(edges, allowlist),
+        *import_cycles(tree, edges),
+        *dangling_names(tree),
+    ]
 
 
-def _imports(name: str, path: Path) -> set[str]:
-    """Our modules that ``name`` imports (``from a.b import c`` counts as ``a.b.c`` if that is a module)."""
-    found: set[str] = set()
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base]) if base else ".".join(anchor)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {module for module in found if module.split(".")[0] in PACKAGES}
+def dangling_names(tree: Tree) -> list[Violation]:
+    """Strings naming an attribute that our module does not define (a renamed RQ task, say)."""
+    return [
+        Violation(
+            "names resolve",
+            tree.where(name.source, name.line),
+            f"{name.source} names {name.text!r}, but {name.module} defines no {name.attribute!r} (renamed or moved?)",
+        )
+        for name in unresolved_names(tree)
+    ]
 
 
-MODULES = dict(_modules())
-GRAPH = {name: {m for m in _imports(name, path) if m in MODULES and m != name} for name, path in MODULES.items()}
+def _fail(found: list[Violation]) -> str:
+    return f"{len(found)} violation(s):\n" + "\n".join(map(str, found))
 
 
-def test_the_packages_exist() -> None:
-    for package in (
-        "contract",
-        "broker",
-        "storage",
-        "producer",
-        "tenancy",
-        "worker",
-        "orchestrator",
-        "cli",
-        "migrations",
-    ):
-        assert package in MODULES, f"{package}/ is missing"
+# -- the real tree --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_imports_only_run_downwards(package: str) -> None:
-    wrong = sorted(
-        f"{module} imports {target}"
-        for module, targets in GRAPH.items()
-        if module.split(".")[0] == package
-        for target in targets
-        if target.split(".")[0] not in ALLOWED[package] | {package}
-    )
-    assert not wrong, "imports that run the wrong way:\n" + "\n".join(wrong)
+def test_every_package_is_in_the_map() -> None:
+    found = unknown_packages(TREE, ALLOWED)
+    assert not found, _fail(found)
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_dependencies_only_run_downwards(package: str) -> None:
+    found = wrong_way(TREE, [e for e in EDGES if e.source.split(".")[0] == package], ALLOWED, ALLOWLIST)
+    assert not found, _fail(found)
 
 
 def test_nothing_imports_the_cli() -> None:
-    importers = sorted(
-        m for m, targets in GRAPH.items() if not m.startswith("cli") and any(t.startswith("cli") for t in targets)
-    )
-    assert not importers
+    assert not any("cli" in targets for package, targets in ALLOWED.items() if package != "tests")
+    found = importers_of(TREE, EDGES, "cli", {"tests"}, ALLOWLIST)
+    assert not found, _fail(found)
 
 
 def test_no_import_cycles() -> None:
-    """Tarjan's strongly connected components over the module graph: every component is one module."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in GRAPH[node]:
-            # A package's __init__ re-exporting its own modules is not a cycle of behaviour.
-            if target.startswith(node + "."):
-                continue
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for module in sorted(GRAPH):
-        if module not in index:
-            visit(module)
-    assert not cycles, f"import cycles: {cycles}"
+    found = import_cycles(TREE, EDGES)
+    assert not found, _fail(found)
 
 
-def test_the_rules_can_fail() -> None:
-    """The checker itself sees a wrong-way import and a cycle when there is one."""
-    graph = {"worker.a": {"producer.b"}, "producer.b": {"worker.a"}}
-    assert "producer" not in ALLOWED["worker"]
-    assert any(t.split(".")[0] not in ALLOWED["worker"] for t in graph["worker.a"])
-    assert _imports("worker.x", ROOT / "cli" / "main.py") >= {"cli.bulk", "contract.settings"}
+def test_every_allowlist_entry_is_needed() -> None:
+    found = stale_allowlist(EDGES, ALLOWLIST)
+    assert not found, _fail(found)
+
+
+def test_strings_name_what_our_modules_define() -> None:
+    found = dangling_names(TREE)
+    assert not found, _fail(found)
+
+
+def test_the_docstring_shows_the_map_as_allowed_encodes_it() -> None:
+    levels = floors(ALLOWED, APART)
+    width = max(map(len, ALLOWED))
+    rows = [
+        f"  {f'floor {levels[p]}' if p in levels else 'apart':<7} {p:<{width}}  "
+        + (", ".join(sorted(ALLOWED[p])) or "(nothing of ours)")
+        for p in [*sorted(levels, key=lambda p: (-levels[p], p)), *sorted(APART)]
+    ]
+    expected = "\n".join(rows)
+    assert expected in (__doc__ or ""), f"the map in the docstring differs from ALLOWED; it should read:\n{expected}"
+
+
+def test_no_package_on_a_floor_imports_one_apart() -> None:
+    wrong = {package: ALLOWED[package] & APART for package in ALLOWED if package not in APART}
+    assert not any(wrong.values()), wrong
+
+
+def test_the_real_tree_is_read_as_it_is() -> None:
+    """The reader finds the dependencies the allowlist is about, and a known import, on the real tree."""
+    kinds = {(e.source, e.kind, e.target) for e in EDGES}
+    assert ("broker.scripts.lua", "resource", "broker.scripts") in kinds  # resources.files(__package__)
+    assert ("contract.documents", "string", "orchestrator.tasks") in kinds
+    assert ("cli.main", "import", "cli.bulk") in kinds
+    assert TREE.packages == set(ALLOWED)
+
+
+# -- every rule fails on a bad fake tree and passes on a good one -----------------------------------
+
+FAKE_MAP: dict[str, set[str]] = {
+    "contract": set(),
+    "storage": {"contract"},
+    "orchestrator": {"contract", "storage"},
+    "cli": {"contract", "storage", "orchestrator"},
+}
+
+GOOD: dict[str, str] = {
+    "pyproject.toml": """
+        [tool.setuptools.packages.find]
+        include = ["contract*", "storage*", "orchestrator*", "cli*"]
+    """,
+    "contract/__init__.py": '"""Names every process shares."""',
+    "contract/names.py": """
+        QUEUE = "jobs"
+        LOG_FILE = "orchestrator.log"  # a file name, not a module: orchestrator defines no `log`
+    """,
+    # A package __init__ re-exporting its own modules, which import each other and the floor below.
+    "storage/__init__.py": "from storage.rows import Row\n\n__all__ = ['Row']",
+    "storage/rows.py": """
+        from contract.names import QUEUE
+        from storage.connection import connect
+        from . import connection
+
+        class Row:
+            queue = QUEUE
+    """,
+    "storage/connection.py": """
+        from importlib import resources
+
+        SCHEMA = resources.files(__package__).joinpath("schema.sql")
+
+        def connect() -> None: ...
+    """,
+    "orchestrator/__init__.py": "",
+    "orchestrator/templates/__init__.py": "",
+    "orchestrator/render.py": """
+        from importlib.resources import files
+
+        TEMPLATES = files("orchestrator.templates")
+    """,
+    "orchestrator/tasks.py": """
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            from storage import Row
+
+        SELF = "orchestrator.tasks.run"
+
+        def run() -> None:
+            from storage.rows import Row
+    """,
+    "cli/__init__.py": "",
+    "cli/main.py": """
+        import sys
+
+        from orchestrator.tasks import run
+
+        ARGV = [sys.executable, "-m", "cli.main"]
+    """,
+}
+
+INIT_CYCLE = {
+    "storage/__init__.py": "from storage.rows import Row\nfrom storage.bad import helper\n",
+    "storage/bad.py": "from storage import Row\n\ndef helper() -> None: ...\n",
+}
+
+# (what is wrong, files written over the good tree, the allowlist, the violations as (rule, where)).
+BAD: list[tuple[str, dict[str, str], Allowlist, set[tuple[str, str]]]] = [
+    (
+        "an upward import, lazy, inside a function",
+        {"contract/bad.py": "def later() -> None:\n    from orchestrator.tasks import run\n"},
+        {},
+        {("dependencies run downwards", "contract/bad.py:2")},
+    ),
+    (
+        "an upward string dependency",
+        {"contract/bad.py": "TASK = 'orchestrator.tasks.run'\n"},
+        {},
+        {("dependencies run downwards", "contract/bad.py:1")},
+    ),
+    (
+        "an upward uvicorn-style string, module:attribute",
+        {"storage/bad.py": "APP = 'orchestrator.tasks:run'\n"},
+        {},
+        {("dependencies run downwards", "storage/bad.py:1")},
+    ),
+    (
+        "an upward resources load",
+        {"storage/bad.py": "from importlib import resources\n\nT = resources.files('orchestrator.templates')\n"},
+        {},
+        {("dependencies run downwards", "storage/bad.py:3")},
+    ),
+    (
+        "an upward import_module",
+        {"storage/bad.py": "import importlib\n\nR = importlib.import_module('orchestrator')\n"},
+        {},
+        {("dependencies run downwards", "storage/bad.py:3")},
+    ),
+    (
+        "an unknown package with an __init__.py",
+        {"reports/__init__.py": "", "reports/daily.py": "from orchestrator.tasks import run\n"},
+        {},
+        {("every package is in the map", "reports/")},
+    ),
+    (
+        "an unknown namespace package that pyproject.toml includes",
+        {
+            "pyproject.toml": '[tool.setuptools.packages.find]\ninclude = ["contract*", "extra*"]\n',
+            "extra/job.py": "",
+        },
+        {},
+        {("every package is in the map", "extra/")},
+    ),
+    (
+        "a module importing its own package's __init__, which imports it back",
+        INIT_CYCLE,
+        {},
+        {("no import cycles", "storage/__init__.py:2")},
+    ),
+    (
+        "a cycle through a subpackage's __init__ that importing one of its modules runs",
+        {
+            "orchestrator/flows/__init__.py": "from orchestrator.tasks import run\n",
+            "orchestrator/flows/steps.py": "",
+            "orchestrator/tasks.py": "import orchestrator.flows.steps\n\ndef run() -> None: ...\n",
+        },
+        {},
+        {("no import cycles", "orchestrator/flows/__init__.py:1")},
+    ),
+    (
+        "an import of the CLI",
+        {"orchestrator/bad.py": "from cli.main import ARGV\n"},
+        {},
+        {("dependencies run downwards", "orchestrator/bad.py:1"), ("nothing imports cli", "orchestrator/bad.py:1")},
+    ),
+    (
+        "a child process of the CLI started by module name",
+        {"orchestrator/bad.py": "import sys\n\nARGV = [sys.executable, '-m', 'cli.main']\n"},
+        {},
+        {("dependencies run downwards", "orchestrator/bad.py:3"), ("nothing imports cli", "orchestrator/bad.py:3")},
+    ),
+    (
+        "an allowlist entry nothing needs",
+        {},
+        {("contract.names", "string", "orchestrator.tasks"): "no longer true"},
+        {("every allowlist entry is needed", "ALLOWLIST")},
+    ),
+    (
+        "a string naming an attribute its module does not define",
+        {"cli/bad.py": "TASK = 'orchestrator.tasks.rerun'\n"},
+        {},
+        {("names resolve", "cli/bad.py:1")},
+    ),
+]
+
+
+def _write(root: Path, files: Mapping[str, str]) -> Tree:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).strip() + "\n", encoding="utf-8")
+    return discover(root)
+
+
+def test_the_rules_pass_on_a_good_tree(tmp_path: Path) -> None:
+    tree = _write(tmp_path, GOOD)
+    assert not violations(tree, FAKE_MAP, {}), _fail(violations(tree, FAKE_MAP, {}))
+    kinds = {(e.source, e.kind, e.target, e.implied) for e in dependencies(tree)}
+    assert ("storage.connection", "resource", "storage", False) in kinds  # resources.files(__package__)
+    assert ("orchestrator.render", "resource", "orchestrator.templates", False) in kinds
+    assert ("cli.main", "string", "cli.main", False) not in kinds  # a module naming itself
+    assert ("cli.main", "import", "orchestrator", True) in kinds  # orchestrator/__init__.py runs first
+    assert ("storage.rows", "import", "storage", True) not in kinds  # its own package is already running
+
+
+@pytest.mark.parametrize(("files", "allowlist", "expected"), [case[1:] for case in BAD], ids=[c[0] for c in BAD])
+def test_each_rule_fails_on_a_bad_tree(
+    tmp_path: Path, files: dict[str, str], allowlist: Allowlist, expected: set[tuple[str, str]]
+) -> None:
+    found = violations(_write(tmp_path, {**GOOD, **files}), FAKE_MAP, allowlist)
+    assert {(v.rule, v.where) for v in found} == expected, _fail(found)
+
+
+def test_an_allowlist_entry_lets_one_dependency_through(tmp_path: Path) -> None:
+    tree = _write(tmp_path, {**GOOD, "contract/bad.py": "TASK = 'orchestrator.tasks.run'\n"})
+    assert not violations(tree, FAKE_MAP, {("contract.bad", "string", "orchestrator.tasks"): "RQ"})
+    assert violations(tree, FAKE_MAP, {("contract.bad", "import", "orchestrator.tasks"): "the wrong kind"})
+
+
+def test_a_violation_says_where_what_and_which_rule(tmp_path: Path) -> None:
+    tree = _write(tmp_path, {**GOOD, "contract/bad.py": "TASK = 'orchestrator.tasks.run'\n"})
+    (found,) = wrong_way(tree, dependencies(tree), FAKE_MAP, {})
+    assert str(found) == (
+        "contract/bad.py:1: contract.bad names orchestrator.tasks in a string ('orchestrator.tasks.run'), "
+        "but contract may import nothing of ours [dependencies run downwards]"
+    )
+
+
+def test_a_cycle_is_shown_step_by_step(tmp_path: Path) -> None:
+    tree = _write(tmp_path, {**GOOD, **INIT_CYCLE})
+    (found,) = import_cycles(tree, dependencies(tree))
+    assert re.fullmatch(
+        r"import cycle storage -> storage\.bad -> storage:\n"
+        r"    storage/__init__\.py:2 storage imports storage\.bad \(`from storage\.bad import helper`\)\n"
+        r"    storage/bad\.py:1 storage\.bad imports storage \(`from storage import Row`\)",
+        found.message,
+    ), found.message
+
+
+def test_a_map_that_goes_round_in_a_circle_has_no_floors() -> None:
+    with pytest.raises(ValueError, match="circle"):
+        floors({"a": {"b"}, "b": {"a"}}, set())
+    assert floors(FAKE_MAP, set()) == {"contract": 1, "storage": 2, "orchestrator": 3, "cli": 4}
 
 
 SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|TRUNCATE|LOCK)\s")
@@ -149,10 +411,10 @@ SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH
 def test_every_sql_statement_lives_in_storage() -> None:
     """A string that starts like an SQL statement appears only in storage/ (and migrations/)."""
     found = sorted(
-        f"{name}:{node.lineno}: {node.value.strip()[:40]!r}"
-        for name, path in MODULES.items()
-        if name.split(".")[0] not in ("storage", "migrations", "bench")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        f"{TREE.where(name, node.lineno)}: {node.value.strip()[:40]!r}"
+        for name, nodes in TREE.nodes.items()
+        if name.split(".")[0] not in ("storage", "migrations", "bench", "tests")
+        for node in nodes
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_START.match(node.value)
     )
     assert not found, "SQL outside storage/:\n" + "\n".join(found)
