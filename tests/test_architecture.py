@@ -37,16 +37,18 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+import tomllib
 from collections.abc import Mapping, Set
 from pathlib import Path
 
 import pytest
 
-from tests.architecture.graph import Tree, dependencies, discover, unresolved_names
+from tests.architecture.graph import Tree, dependencies, discover, named_module
 from tests.architecture.rules import (
     Allowlist,
     Dependency,
     Violation,
+    dangling_names,
     floors,
     import_cycles,
     importers_of,
@@ -58,7 +60,7 @@ from tests.architecture.rules import (
 ROOT = Path(__file__).resolve().parent.parent
 
 _LIBRARY = {"contract", "broker", "storage", "producer", "worker", "tenancy", "orchestrator", "api"}
-# Which of our packages each package may import (besides itself). The CLI is imported by nothing.
+# Which of our packages each package may import (besides itself). The CLI is imported by nothing but tests.
 ALLOWED: dict[str, set[str]] = {
     "contract": set(),
     "broker": {"contract"},
@@ -110,18 +112,6 @@ def violations(tree: Tree, allowed: Mapping[str, Set[str]], allowlist: Allowlist
     ]
 
 
-def dangling_names(tree: Tree) -> list[Violation]:
-    """Strings naming an attribute that our module does not define (a renamed RQ task, say)."""
-    return [
-        Violation(
-            "names resolve",
-            tree.where(name.source, name.line),
-            f"{name.source} names {name.text!r}, but {name.module} defines no {name.attribute!r} (renamed or moved?)",
-        )
-        for name in unresolved_names(tree)
-    ]
-
-
 def _fail(found: list[Violation]) -> str:
     return f"{len(found)} violation(s):\n" + "\n".join(map(str, found))
 
@@ -159,6 +149,20 @@ def test_every_allowlist_entry_is_needed() -> None:
 def test_strings_name_what_our_modules_define() -> None:
     found = dangling_names(TREE)
     assert not found, _fail(found)
+
+
+def test_the_names_in_pyproject_are_our_modules() -> None:
+    """Console scripts name a function of ours, package data a package of ours, and mypy checks every package."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    scripts = pyproject["project"]["scripts"]
+    assert scripts, "pyproject.toml has no [project.scripts]"
+    for command, target in scripts.items():
+        assert named_module(TREE, target) is not None, f"[project.scripts] {command} = {target!r} names nothing of ours"
+    for package in pyproject["tool"]["setuptools"]["package-data"]:
+        assert package in TREE.modules and TREE.is_package(package), f"package-data names {package!r}: no such package"
+    checked = set(pyproject["tool"]["mypy"]["packages"])
+    ours = TREE.packages - {"tests"}
+    assert checked == ours, f"[tool.mypy] packages: add {sorted(ours - checked)}, remove {sorted(checked - ours)}"
 
 
 def test_the_docstring_shows_the_map_as_allowed_encodes_it() -> None:

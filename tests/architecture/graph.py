@@ -117,7 +117,7 @@ def discover(root: Path) -> Tree:
     pyproject.toml's ``[tool.setuptools]`` ``packages`` (a list, or ``find``'s ``include``
     patterns) names: a namespace package is still a package.
     """
-    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "__pycache__")
     packages = {p.name for p in folders if (p / "__init__.py").is_file()}
     for pattern in _pyproject_packages(root):
         top = pattern.split(".")[0]
@@ -138,7 +138,7 @@ _READ = (ast.Import, ast.ImportFrom, ast.Call, ast.Constant)
 
 
 def _read(syntax: ast.Module) -> list[ast.AST]:
-    """The nodes of ``syntax`` that the graph reads, in source order: one walk (``ast.walk`` is slow)."""
+    """The nodes of ``syntax`` that the graph reads, in one walk shared by every rule (not in source order)."""
     found: list[ast.AST] = []
     stack: list[ast.AST] = [syntax]
     while stack:
@@ -200,7 +200,7 @@ def _module_edges(tree: Tree, name: str) -> Iterator[Edge]:
                 yield Edge(name, resource, "resource", node.lineno, ast.unparse(node))
     for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in loaded:
-            named = _named_module(tree, node.value)
+            named = named_module(tree, node.value)
             if named is not None and named != name:
                 yield Edge(name, named, "string", node.lineno, repr(node.value))
 
@@ -280,7 +280,7 @@ def _loaded_module(tree: Tree, source: str, package: str, argument: ast.expr) ->
     return module if module in tree.modules else None
 
 
-def _named_module(tree: Tree, text: str) -> str | None:
+def named_module(tree: Tree, text: str) -> str | None:
     """The module of ours that a string names (see the module docstring), or None."""
     named = _NAMED_MODULE.fullmatch(text)
     if named is None or not ("." in text or ":" in text) or text.split(".")[0].split(":")[0] not in tree.packages:

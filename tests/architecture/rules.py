@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from itertools import pairwise
 
-from tests.architecture.graph import Edge, EdgeKind, Tree
+from tests.architecture.graph import Edge, EdgeKind, Tree, unresolved_names
 
 Dependency = tuple[str, EdgeKind, str]
 """An allowlisted dependency: (source module, kind of edge, target module)."""
@@ -117,6 +117,18 @@ def stale_allowlist(edges: Iterable[Edge], allowlist: Allowlist) -> list[Violati
             f"{source} no longer {kind}-depends on {target}: remove the entry (or fix the name it was for)",
         )
         for source, kind, target in sorted(set(allowlist) - used)
+    ]
+
+
+def dangling_names(tree: Tree) -> list[Violation]:
+    """Strings naming an attribute that the module of ours they name does not define (a renamed RQ task, say)."""
+    return [
+        Violation(
+            "names resolve",
+            tree.where(name.source, name.line),
+            f"{name.source} names {name.text!r}, but {name.module} defines no {name.attribute!r} (renamed or moved?)",
+        )
+        for name in unresolved_names(tree)
     ]
 
 
