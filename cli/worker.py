@@ -27,6 +27,8 @@ from worker.engine import EngineOptions
 if TYPE_CHECKING:
     from cli.engine_group import GroupLayout
     from contract.services import ServiceUrls
+    from worker.engine import TranslationEngine
+    from worker.profiles import PromptProfile
     from worker.service import Worker
 
 
@@ -38,14 +40,29 @@ def add_commands(sub: SubParsers) -> None:
         help="run a worker: one engine fed continuously from the stream",
         description="Run a worker: start the embedded services if no URLs are set, run the migrations, build the "
         "engine and process jobs until SIGTERM or Ctrl-C (in-flight jobs finish first). Needs an engine extra: "
-        "pip install 'dragoman[cpu]' or 'dragoman[gpu]'. Serves /metrics, /healthz and /readyz on "
+        "pip install 'dragoman[cpu]' or 'dragoman[gpu]' (--engine echo needs none, and translates nothing). "
+        "Serves /metrics, /healthz and /readyz on "
         "DRAGOMAN_METRICS_PORT (9464).",
         epilog=examples(
             "dragoman worker > worker.log 2>&1 &",
+            "dragoman worker --engine echo --echo-delay-ms 50",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --max-num-seqs 128",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --engines auto --gpus all",
             "dragoman worker --model /models/small-mt-model --no-enforce-eager --engines auto --interactive-engine",
         ),
+    )
+    worker.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="vllm: translate with a model (needs an engine extra); echo: no model and no translation, each job's "
+        "result is its text marked '[echo] ' (with real token counts), to try or integration-test a deployment "
+        "without a model; default DRAGOMAN_ENGINE or vllm",
+    )
+    worker.add_argument(
+        "--echo-delay-ms",
+        type=_milliseconds,
+        help="with --engine echo: milliseconds each request takes, to simulate an engine's latency; "
+        "default DRAGOMAN_ECHO_DELAY_MS or 0",
     )
     add_engine_arguments(worker)
     worker.add_argument(
@@ -221,6 +238,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 LANE_POLICIES = ("shared", "interactive", "bulk")
+ENGINES = ("vllm", "echo")
 
 
 def _whole_number(value: str, minimum: int, what: str, below: str) -> int:
@@ -238,6 +256,17 @@ def _whole_number(value: str, minimum: int, what: str, below: str) -> int:
 def _positive_count(value: str) -> int:
     """A count for the command line: a whole number above 0 (argparse shows the error)."""
     return _whole_number(value, 1, "", "must be 1 or more")
+
+
+def _milliseconds(value: str) -> float:
+    """A duration in milliseconds for the command line: a number, 0 or more (argparse shows the error)."""
+    try:
+        ms = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of milliseconds such as 50, got {value!r}") from None
+    if not ms >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more milliseconds, got {value}")
+    return ms
 
 
 def _positive_gib(value: str) -> float:
@@ -314,29 +343,62 @@ def check_profile_arguments(name: str | None, profile_file: Path | None) -> None
         load_definition(profile_file)
 
 
+def check_echo_arguments(args: argparse.Namespace, engine: str) -> None:
+    """Refuse (``ValueError``: exit 2) flags that mean nothing to the chosen engine, before anything starts."""
+    if engine != "echo":
+        if args.echo_delay_ms is not None:
+            raise ValueError("--echo-delay-ms is for --engine echo")
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--model", args.model),
+            ("--profile", args.profile),
+            ("--profile-file", args.profile_file),
+            ("--gpus", args.gpus),
+            ("--interactive-engine", args.interactive_engine or None),
+            ("--engines", None if args.engines == 1 else args.engines),
+        )
+        if value is not None
+    ]
+    if given:
+        raise ValueError(
+            f"--engine echo runs no model, on no GPU, in this one process: leave out {', '.join(given)} "
+            "(one echo worker holds as many jobs in flight as --max-in-flight says)"
+        )
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Check the engine is installed, start services if needed, migrate, build the engine, process jobs until
     SIGTERM/SIGINT."""
     from storage.embedded import ensure_services
 
     check_lane_arguments(args)
+    updates: dict[str, object] = {}
     if args.lane_policy is not None:
-        settings = settings.model_copy(update={"lane_policy": args.lane_policy})
-    require_engine_for("dragoman worker", settings, args.model)
-    check_profile_arguments(args.profile, args.profile_file)
+        updates["lane_policy"] = args.lane_policy
+    if args.engine is not None:
+        updates["engine"] = args.engine
+    if args.echo_delay_ms is not None:
+        updates["echo_delay_ms"] = args.echo_delay_ms
+    settings = settings.model_copy(update=updates)
+    check_echo_arguments(args, settings.engine)
+    if settings.engine == "vllm":
+        require_engine_for("dragoman worker", settings, args.model)
+        check_profile_arguments(args.profile, args.profile_file)
     configure_logging(args.log_level, args.log_format or settings.log_format)
     log = logging.getLogger("dragoman.worker")
     log.info("dragoman %s worker starting", dragoman_version())
     options = engine_options(args)
-    model_path = resolve_model(settings, options.model)
+    model_path = resolve_model(settings, options.model) if settings.engine == "vllm" else None
     group = None  # one engine in this process; else the GPU groups and what runs on each
-    if args.engines != 1 or args.gpus is not None or args.interactive_engine:
+    if model_path is not None and (args.engines != 1 or args.gpus is not None or args.interactive_engine):
         group = _group_layout(args, settings, log, options, model_path)  # refused before anything starts
     started = starts_embedded_services(settings)
     urls = ensure_services(settings)
     code = 1  # if _run_worker raises
     try:
-        if group is None:
+        if group is None or model_path is None:
             code = _run_worker(args, settings, log, options, model_path, urls)
         else:
             code = _run_engine_group(args, settings, log, options, model_path, urls, *group)
@@ -351,26 +413,23 @@ def _run_worker(
     settings: Settings,
     log: logging.Logger,
     options: EngineOptions,
-    model_path: Path,
+    model_path: Path | None,
     urls: ServiceUrls,
 ) -> int:
-    """Migrate, build the engine, serve until signalled (the services are up); the exit code."""
+    """Migrate, build the engine (vLLM serving ``model_path``, or the echo engine when it is None), serve until
+    signalled (the services are up); the exit code."""
     from prometheus_client import REGISTRY
 
     from contract.services import redact_url
     from storage import upgrade_database
     from worker.metrics import WorkerMetrics
-    from worker.profiles import choose_profile
     from worker.runtime import freeze_startup_heap, run_event_loop
     from worker.service import Worker
-    from worker.vllm_engine import VllmEngine
 
     log.info("redis %s, postgres %s", redact_url(urls.redis_url), redact_url(urls.database_url))
     upgrade_database(urls.database_url)
-    log.info("starting engine for %s", model_path)
-    engine = VllmEngine.start(model_path, options)
+    engine, profile = _start_engine(args, settings, log, options, model_path)
     try:
-        profile = choose_profile(args.profile, model_path, engine.tokenizer, profile_file=args.profile_file)
         log.info(
             "engine ready: %s, profile %s, context %d tokens", engine.model_name, profile.name, engine.max_model_len
         )
@@ -388,6 +447,34 @@ def _run_worker(
         return run_event_loop(_serve_until_signalled(worker))
     finally:
         engine.shutdown()
+
+
+def _start_engine(
+    args: argparse.Namespace, settings: Settings, log: logging.Logger, options: EngineOptions, model_path: Path | None
+) -> tuple[TranslationEngine, PromptProfile]:
+    """The engine and the prompt profile it gets: vLLM serving ``model_path``, or (None) the echo engine."""
+    from worker.profiles import IdentityProfile, choose_profile
+
+    if model_path is None:
+        from worker.deterministic_engine import ECHO_MARK, echo_engine
+
+        log.warning(
+            "ENGINE ECHO: THIS WORKER DOES NOT TRANSLATE. Every job succeeds with its own text marked %r "
+            "(%.0f ms per request): for trying and testing a deployment without a model, never for real traffic",
+            ECHO_MARK,
+            settings.echo_delay_ms,
+        )
+        echo = echo_engine(settings.echo_delay_ms)
+        return echo, IdentityProfile(echo.tokenizer)
+    from worker.vllm_engine import VllmEngine
+
+    log.info("starting engine for %s", model_path)
+    engine = VllmEngine.start(model_path, options)
+    try:
+        return engine, choose_profile(args.profile, model_path, engine.tokenizer, profile_file=args.profile_file)
+    except BaseException:
+        engine.shutdown()
+        raise
 
 
 def _group_layout(
