@@ -91,8 +91,12 @@ def settings_rows() -> Iterator[tuple[str, str, str, str]]:
 
 def settings_page() -> str:
     """``docs/reference/settings.md``: every ``DRAGOMAN_*`` variable with its type, default and meaning."""
-    lines = [SETTINGS_INTRO + GENERATED_NOTE, "", "| variable | type | default | meaning |", "| --- | --- | --- | --- |"]
-    lines += [f"| `{var}` | {_cell(kind)} | {_cell(default)} | {_cell(text)} |" for var, kind, default, text in settings_rows()]
+    header = ["| variable | type | default | meaning |", "| --- | --- | --- | --- |"]
+    lines = [SETTINGS_INTRO + GENERATED_NOTE, "", *header]
+    lines += [
+        f"| `{variable}` | {_cell(kind)} | {_cell(default)} | {_cell(text)} |"
+        for variable, kind, default, text in settings_rows()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -136,7 +140,7 @@ def _operation(method: str, path: str, op: dict[str, Any]) -> list[str]:
         contents = response.get("content", {})
         shape = "; ".join(f"`{media}` {_schema_name(c.get('schema', {}))}" for media, c in contents.items())
         lines.append(f"| {status} | {_cell(response.get('description', ''))} | {_cell(shape)} |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _schema_section(name: str, schema: dict[str, Any]) -> list[str]:
