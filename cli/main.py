@@ -450,9 +450,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line. A command that passes unknown options through (``dragoman worker``: vLLM's
+    engine arguments) gets them in ``engine_args``, in order; any other command refuses them (exit 2)."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        if not hasattr(args, "engine_args"):
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.engine_args = unknown
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dragoman`` console script."""
-    args = build_parser().parse_args(argv)
+    args = parse_command_line(argv)
     try:
         settings = Settings()
         command: Command = args.func

@@ -46,6 +46,11 @@ class Settings(BaseSettings):
         description="the worker's engine: vllm (translates with a model), or echo (no model and no translation: "
         "each job's result is its text marked [echo], for trying and testing a deployment)",
     )
+    engine_args: str = Field(
+        default="",
+        description="vLLM's engine arguments as its command line spells them (e.g. --max-num-seqs 256 "
+        "--no-enforce-eager); `dragoman worker` flags of the same name come after them and win",
+    )
     echo_delay_ms: float = Field(
         default=0.0, ge=0, description="engine echo: milliseconds each request takes, to simulate an engine"
     )

@@ -103,6 +103,11 @@ class DeterministicEngine:
         return self._max_model_len
 
     @property
+    def max_num_seqs(self) -> int:
+        """The batch a real engine would run: a worker's default jobs in flight are twice it, as on vLLM."""
+        return ECHO_MAX_NUM_SEQS
+
+    @property
     def tokenizer(self) -> ChunkTokenizer:
         """The 4-byte chunk tokenizer."""
         return self._tokenizer
@@ -163,6 +168,9 @@ ECHO_MARK = "[echo] "
 
 ECHO_MODEL_NAME = "echo"
 """The model name ``--engine echo`` records in each job's row."""
+
+ECHO_MAX_NUM_SEQS = 64
+"""What the deterministic engines report as their batch (vLLM's ``max_num_seqs`` on a CPU, dragoman's default)."""
 
 ECHO_MAX_MODEL_LEN = 32_768
 """The echo engine's context length in tokens (128 KiB of text: never the limit for a job or a piece)."""

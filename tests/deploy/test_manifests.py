@@ -22,7 +22,7 @@ import yaml
 from psycopg import sql
 
 from broker.keys import RedisKeys
-from cli.main import build_parser
+from cli.main import parse_command_line
 from cli.worker import cmd_worker
 from contract.services import ServiceUrls
 from contract.settings import Settings
@@ -235,7 +235,7 @@ def test_the_engines_override_runs_an_engine_group_on_the_gpus_it_reserves(
     services = _compose_config(env, ENGINES_COMPOSE)["services"]
     base = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
     worker = services["worker"]
-    args = build_parser().parse_args(worker["command"])  # the real `dragoman worker` arguments
+    args = parse_command_line(worker["command"])  # the real `dragoman worker` arguments
     assert args.func is cmd_worker and args.engines == "auto" and args.gpus == "all"
     assert args.model == "/models/some-model"
     # One reservation, replacing the base file's (compose appends lists unless told to override).
@@ -483,7 +483,7 @@ def test_an_engine_group_deployment_is_a_drop_in_worker_that_matches_the_code(
         line.lstrip("# ") for line in (ENGINE_GROUPS / file).read_text().splitlines() if line.startswith("#")
     )
     [container] = pod["spec"]["containers"]
-    args = build_parser().parse_args(container["args"])  # the real `dragoman worker` arguments
+    args = parse_command_line(container["args"])  # the real `dragoman worker` arguments
     assert args.func is cmd_worker and args.engines == "auto"
     assert args.gpus == ("all" if gpus > 1 else None)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == gpus
