@@ -489,7 +489,7 @@ def test_an_engine_group_deployment_is_a_drop_in_worker_that_matches_the_code(
     assert container["resources"]["limits"]["nvidia.com/gpu"] == gpus
     env = _assert_worker_ops(pod, container)  # the group's port is where Prometheus and the probes look
     assert env["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # the kubelet's probes come from outside the pod
-    for name in ("DRAGOMAN_REDIS_URL", "DRAGOMAN_DATABASE_URL"):  # the secrets the README creates
+    for name in ("DRAGOMAN_REDIS_URL", "DRAGOMAN_DATABASE_URL"):  # the secrets the Kubernetes guide creates
         assert env[name] == _env(base["spec"]["template"]["spec"]["containers"][0])[name]
     grace = float(env.get("DRAGOMAN_SHUTDOWN_GRACE_SECONDS", DEFAULTS.shutdown_grace_seconds))
     # Every engine drains, then the group kills what is left STOP_MARGIN_S later; the pod must outlast both.
