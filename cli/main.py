@@ -430,10 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
         "dead",
         help="dead-lettered jobs: list, retry ID, purge",
         description=choices(
-            "Jobs parked in the dead-letter stream (failed too often, or an entry that could not be read).",
-            ("list", "show the parked entries with their reasons (the oldest --count of them)"),
-            ("retry ID", "queue a parked job again by dead-letter entry id or job id (same job id, attempts reset)"),
-            ("purge", "drop every parked entry (the jobs' rows in PostgreSQL stay)"),
+            "Dead letters: jobs failed for good, and entries that could not be read, copied to the dead-letter stream.",
+            ("list", "show the dead letters with their reasons (the oldest --count of them)"),
+            ("retry ID", "queue a dead-lettered job again by entry id or job id (same job id, attempts reset)"),
+            ("purge", "drop every dead letter (the jobs' rows in PostgreSQL stay)"),
         ),
         epilog=examples("dragoman dead list --count 20", f"dragoman dead retry {EXAMPLE_ID}", "dragoman dead purge"),
     )
