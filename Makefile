@@ -8,7 +8,7 @@ STAMP := $(VENV)/.dragoman-installed
 # pytest workers for the fast suite; the engine tests run after it, on their own.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-e2e install clean bench-enqueue compose-env
+.PHONY: demo test test-fast test-e2e docs reference install clean bench-enqueue compose-env
 
 install: $(STAMP)
 
@@ -27,6 +27,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(MAKE) docs
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 	$(BIN)/pytest -m e2e
 
@@ -35,6 +36,16 @@ test-fast: $(STAMP)
 
 test-e2e: $(STAMP)
 	$(BIN)/pytest -m e2e
+
+# The docs site (mkdocs.yml): the generated reference pages must match the code, and the build is strict
+# (a broken link or anchor, or a page missing from the nav, fails). The site goes to site/ (ignored).
+docs: $(STAMP)
+	$(BIN)/python -m cli.reference --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# Rewrite docs/reference/ (settings, CLI, HTTP API) from the code after changing any of them.
+reference: $(STAMP)
+	$(BIN)/python -m cli.reference
 
 bench-enqueue: $(STAMP)
 	$(BIN)/python -m bench.enqueue
@@ -48,4 +59,4 @@ compose-env: .env
 	@echo "wrote $@ (credentials for docker compose)"
 
 clean:
-	rm -rf $(VENV) .dragoman .pytest_cache .mypy_cache
+	rm -rf $(VENV) .dragoman .pytest_cache .mypy_cache site

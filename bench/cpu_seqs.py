@@ -9,8 +9,9 @@
 
 ``bench.gpu`` measures throughput with dummy weights and length-bound outputs, and before its
 sweep it runs three feeds on a first engine; here each point is only what ``dragoman worker``
-runs with no options but ``--max-num-seqs``: a fresh engine with ``EngineOptions()``'s defaults
-(CPU KV cache, eager), the profile the worker chooses for the model, default ``Settings`` (so the
+runs with no options but ``--max-num-seqs``: a fresh engine with dragoman's CPU defaults
+(``worker.engine_args.CPU_DEFAULTS``: CPU KV cache, eager), the profile the worker chooses for
+the model, default ``Settings`` (so the
 default output budget ratio, not ``bench.gpu``'s 1.0), in flight = ``--in-flight-factor`` x
 max_num_seqs. Outputs end where the model ends them (end of line / EOS), as in the demo.
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import os
 import platform
@@ -44,7 +44,7 @@ from contract.schemas import Job, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from worker.engine import EngineOptions
+from worker.engine_args import CPU_DEFAULTS
 from worker.profiles import PromptProfile, choose_profile
 from worker.runtime import freeze_startup_heap, run_event_loop
 from worker.service import Worker
@@ -136,7 +136,7 @@ async def sweep(args: argparse.Namespace, urls: ServiceUrls) -> dict[str, Any]:
         "lengths": args.lengths,
         "in_flight_factor": args.in_flight_factor,
         "warm_up_jobs": args.warm_up,
-        "engine_defaults": {k: str(v) for k, v in dataclasses.asdict(EngineOptions()).items()},
+        "engine_defaults": {k: str(v) for k, v in CPU_DEFAULTS.items()},
         "settings": {
             "output_tokens_ratio": Settings().output_tokens_ratio,
             "max_new_tokens": args.max_new_tokens,
@@ -146,7 +146,7 @@ async def sweep(args: argparse.Namespace, urls: ServiceUrls) -> dict[str, Any]:
     lengths = input_lengths(args)
     texts: list[str] | None = None
     for value in values:
-        engine, started_s = start_engine(args.model, EngineOptions(max_num_seqs=value))
+        engine, started_s = start_engine(args.model, ([f"--max-num-seqs={value}"], False))
         freeze_startup_heap()
         try:
             profile = choose_profile(None, args.model, engine.tokenizer)

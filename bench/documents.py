@@ -180,7 +180,6 @@ def tags_on_cpu(target: str) -> dict[str, Any]:
     from contract.schemas import build_job_spec
     from contract.settings import Settings
     from orchestrator.segmenting import split_document
-    from worker.engine import EngineOptions
     from worker.model import prepare_default_model
     from worker.profiles import choose_profile
     from worker.translator import Translator
@@ -193,7 +192,7 @@ def tags_on_cpu(target: str) -> dict[str, Any]:
             source = base64.b64encode(data).decode() if fmt == "docx" else data.decode()
             texts += [s.text for s in split_document(source, fmt, MAX_SEGMENT_CHARS).segments if s.codes]
     model = prepare_default_model(Settings().model_cache_dir)
-    engine = VllmEngine.start(model, EngineOptions(max_num_seqs=16, max_model_len=1024))
+    engine = VllmEngine.start(model, ["--max-num-seqs=16", "--max-model-len=1024"])
     translator = Translator(engine, choose_profile(None, model, engine.tokenizer), None)
 
     async def run() -> list[Any]:

@@ -91,7 +91,6 @@ from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from storage import PostgresConnection
-from worker.engine import EngineOptions
 from worker.reclaim import HEARTBEAT_TTL_S
 
 TEXT_SEED, WARM_SEED, PROBE_SEED = 1, 4, 5  # the same seeds as bench.gpu's texts and warm-up
@@ -613,16 +612,13 @@ def run_bare_one(args: argparse.Namespace) -> None:
     tokenizer = load_tokenizer(args.model)
     texts = workload_texts(tokenizer, args.jobs, args.workload, TEXT_SEED)[index::count]
     warm = workload_texts(tokenizer, args.warm_up_jobs, args.workload, WARM_SEED)[index::count]
-    options = EngineOptions(
-        max_num_seqs=args.max_num_seqs,
-        max_model_len=args.max_model_len,
-        load_format=args.load_format,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        enforce_eager=args.enforce_eager,
-        ignore_eos=ignore_eos(args),
-        scheduling_policy=args.scheduling_policy,
-    )
-    engine, started_s = start_engine(args.model, options)
+    engine_args = [
+        *(f"--max-num-seqs={args.max_num_seqs}", f"--max-model-len={args.max_model_len}"),
+        *(f"--load-format={args.load_format}", f"--gpu-memory-utilization={args.gpu_memory_utilization}"),
+        "--enforce-eager" if args.enforce_eager else "--no-enforce-eager",
+        f"--scheduling-policy={args.scheduling_policy}",
+    ]
+    engine, started_s = start_engine(args.model, (engine_args, ignore_eos(args)))
     try:
         # The worker's own profile (and stop tokens), so both feeds generate the same outputs.
         profile = cast(FewShotProfile, choose_profile(None, args.model, engine.tokenizer))

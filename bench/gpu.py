@@ -34,7 +34,8 @@ from contract.schemas import JobSpec, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from worker.engine import EngineOptions, GenerationRequest
+from worker.engine import GenerationRequest
+from worker.engine_args import GPU_DEFAULTS
 from worker.profiles import FewShotProfile
 from worker.runtime import freeze_startup_heap, run_event_loop
 from worker.service import Worker
@@ -43,6 +44,7 @@ from worker.vllm_engine import VllmEngine
 
 OUTPUT_RATIO = 1.0  # output length = input length (+16), as in the seed's workload
 STATIC_BATCH, STATIC_TIMEOUT_S = 16, 0.05
+EngineStart = tuple[list[str], bool]  # vLLM's engine arguments, and ignore_eos
 
 
 class LengthBoundProfile(FewShotProfile):
@@ -205,10 +207,10 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     return {"p50": round(q[49], 3), "p95": round(q[94], 3), "p99": round(q[98], 3)}
 
 
-def start_engine(model: Path, options: EngineOptions) -> tuple[VllmEngine, float]:
-    """Start an engine and time it."""
+def start_engine(model: Path, options: EngineStart) -> tuple[VllmEngine, float]:
+    """Start an engine (its vLLM engine arguments, ignore_eos) and time it."""
     start = time.perf_counter()
-    engine = VllmEngine.start(model, options)
+    engine = VllmEngine.start(model, options[0], ignore_eos=options[1])
     return engine, round(time.perf_counter() - start, 1)
 
 
@@ -294,7 +296,7 @@ def main() -> None:
     parser.add_argument(
         "--max-cudagraph-capture-size",
         type=int,
-        default=EngineOptions().max_cudagraph_capture_size,
+        default=GPU_DEFAULTS["max_cudagraph_capture_size"],
         help="as `dragoman worker` (default %(default)s; 0: vLLM's, min(2 x seqs, 512))",
     )
     parser.add_argument(
@@ -318,17 +320,16 @@ def main() -> None:
     args = parser.parse_args()
     dummy = args.load_format == "dummy"
 
-    def options(max_num_seqs: int) -> EngineOptions:
-        return EngineOptions(
-            max_num_seqs=max_num_seqs,
-            max_model_len=args.max_model_len,
-            load_format=args.load_format,
-            gpu_memory_utilization=args.gpu_memory_utilization,
-            enforce_eager=args.enforce_eager,
-            max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
-            ignore_eos=dummy,
-            log_stats=args.log_stats,
-        )
+    def options(max_num_seqs: int) -> EngineStart:
+        engine_args = [
+            *(f"--max-num-seqs={max_num_seqs}", f"--max-model-len={args.max_model_len}"),
+            *(f"--load-format={args.load_format}", f"--gpu-memory-utilization={args.gpu_memory_utilization}"),
+            "--enforce-eager" if args.enforce_eager else "--no-enforce-eager",
+            # 0: vLLM's own default, spelled out (dragoman's would apply otherwise).
+            f"--max-cudagraph-capture-size={args.max_cudagraph_capture_size or min(2 * max_num_seqs, 512)}",
+            *([] if args.log_stats else ["--disable-log-stats"]),
+        ]
+        return engine_args, dummy
 
     with benchmark_servers() as urls:
         # One event loop for everything: AsyncLLM's output handler lives on the loop of its first request.

@@ -36,7 +36,7 @@ from producer.client import Client
 from storage import libpq_url
 from storage.memory import MemoryStore
 from worker.deterministic_engine import DeterministicEngine
-from worker.engine import EngineOptions, TranslationEngine
+from worker.engine import TranslationEngine
 from worker.profiles import IdentityProfile, PromptProfile, choose_profile
 from worker.runtime import run_event_loop
 from worker.service import Worker
@@ -230,19 +230,17 @@ async def measure(args: argparse.Namespace, urls: ServiceUrls) -> dict[str, Any]
         from worker.vllm_engine import VllmEngine
 
         model = args.model or prepare_default_model(settings.model_cache_dir)
-        options = EngineOptions()
         started = time.perf_counter()
-        engine_cpu = VllmEngine.start(model, options)
+        engine_cpu = VllmEngine.start(model)  # dragoman's defaults
         report["cpu_engine_start_s"] = round(time.perf_counter() - started, 1)
         try:
             profile = choose_profile(None, model, engine_cpu.tokenizer)
             report["cpu_model"] = model.name
             report["cpu_profile"] = profile.name
             warm = document_segments(12, 0.0, seed=99)
-            await _pass(settings, urls, engine_cpu, profile, warm, memory=False, max_in_flight=2 * options.max_num_seqs)
-            report["cpu"] = await side_by_side(
-                settings, urls, engine_cpu, profile, segments, args.rounds, 2 * options.max_num_seqs
-            )
+            in_flight = 2 * engine_cpu.max_num_seqs
+            await _pass(settings, urls, engine_cpu, profile, warm, memory=False, max_in_flight=in_flight)
+            report["cpu"] = await side_by_side(settings, urls, engine_cpu, profile, segments, args.rounds, in_flight)
         finally:
             engine_cpu.shutdown()
     report["stale_check"] = await stale_check(settings, urls, segments)

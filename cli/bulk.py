@@ -14,7 +14,7 @@ from cli.help import EXAMPLE_ID, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
 from contract.documents import FORMATS, decode_document, encode_document
-from contract.errors import InvalidJobError, JobTimeoutError
+from contract.errors import InvalidJobError, JobNotCancellableError, JobTimeoutError
 from contract.progress import GroupProgress
 from contract.settings import Settings
 
@@ -51,7 +51,8 @@ def add_commands(sub: SubParsers) -> None:
         "submit",
         help="submit FILE.jsonl (custom_id and text per line); prints the run id",
         description="Validate FILE.jsonl (a bad line means nothing is submitted), submit it in chunks and print "
-        "the run id. Each line: custom_id, text, and optionally source_lang, target_lang, metadata.",
+        "the run id. Each line: custom_id, text, and optionally source_lang, target_lang, metadata. Once part of "
+        "the run is queued, stderr says how to resume it (--run-id) should submitting stop.",
         epilog=examples("dragoman run submit lines.jsonl --from en --to fr --name nightly"),
     )
     submit.add_argument("file", type=Path, help="the JSONL file, one request per line")
@@ -88,7 +89,8 @@ def add_commands(sub: SubParsers) -> None:
         "cancel",
         help="cancel the run's jobs that have not finished",
         description="Cancel the run's jobs that have not finished (queued ones at once, running ones are aborted "
-        "in the engine); finished ones keep their results. Prints the run's progress.",
+        "in the engine); finished ones keep their results. Prints the run's progress. A run that already "
+        "finished has nothing to cancel (exit 1, as for a finished job); cancelling a cancelled run does nothing.",
         epilog=examples(f"dragoman run cancel {EXAMPLE_ID}"),
     )
     cancel.add_argument("run_id", help="the run id that run submit printed")
@@ -141,10 +143,16 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             import uuid
 
             run_id = args.run_id or str(uuid.uuid4())
-            print(f"run {run_id} (if submitting stops, run the same command with --run-id {run_id})", file=sys.stderr)
             line = ProgressLine(sys.stderr)
+            hinted = False
 
             def report(done: int, total: int) -> None:
+                nonlocal hinted
+                if done < total and not hinted:
+                    # Something is queued now and more is to come: this is when a resume can be needed.
+                    line.finish()
+                    print(resume_hint(run_id), file=sys.stderr)
+                    hinted = True
                 if total > settings.submit_chunk_size:
                     line.update(f"submitted {done:,}/{total:,}", percent=100.0 * done / total)
 
@@ -158,8 +166,12 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                     on_chunk=report,
                     run_id=run_id,
                 )
-            finally:
+            except BaseException:
                 line.finish()
+                if not hinted and _run_exists(client, run_id):
+                    print(resume_hint(run_id), file=sys.stderr)
+                raise
+            line.finish()
             print(run_id)
         elif args.run_action == "status":
             status = client.get_run(args.run_id)
@@ -173,8 +185,35 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                     count = _write_lines(lines, out)
                 print(f"{count:,} results written to {args.output}", file=sys.stderr)
         else:
+            refuse_finished_run(client.get_run(args.run_id))
             print(format_progress(client.cancel_run(args.run_id)))
     return 0
+
+
+def resume_hint(run_id: str) -> str:
+    """What ``run submit`` prints once part of a run is queued: how to finish it if submitting stops."""
+    return f"run {run_id}: if submitting stops, run the same command with --run-id {run_id} to add the rest"
+
+
+def _run_exists(client: Client, run_id: str) -> bool:
+    """Whether a run with this id was created (so a stopped submission can be resumed); ``False`` if unsure."""
+    try:
+        client.get_run(run_id)
+    except Exception:
+        return False
+    return True
+
+
+def refuse_finished_run(progress: GroupProgress) -> None:
+    """``run cancel`` on a run that has nothing left to cancel fails, as ``cancel`` on a finished job does.
+
+    A run already cancelled is left as it is (cancelling twice is not an error, as for a job).
+    """
+    if progress.status not in ("cancelled", "submitting") and progress.counts.pending == 0:
+        raise JobNotCancellableError(
+            f"run {progress.id} already finished ({progress.status}: {progress.counts.succeeded:,} succeeded, "
+            f"{progress.counts.failed:,} failed): nothing left to cancel"
+        )
 
 
 def _write_lines(lines: Iterable[dict[str, Any]], out: TextIO) -> int:

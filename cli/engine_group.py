@@ -17,7 +17,6 @@ bulk ones.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from contract.services import ServiceUrls
 from contract.settings import Settings
-from worker.engine import EngineOptions
+from worker.engine_args import with_overrides
 from worker.engine_count import (
     choose_engine_count,
     interactive_memory_share,
@@ -100,16 +99,16 @@ def check_lane_arguments(args: argparse.Namespace) -> None:
 def group_layout(
     args: argparse.Namespace,
     settings: Settings,
-    options: EngineOptions,
+    whole: float,
     parameters: int | None,
     gpu_memory: int | None,
 ) -> GroupLayout:
-    """The engines of each GPU group for these flags, a model of ``parameters`` and GPUs of ``gpu_memory``
-    bytes (None: unknown, or no GPU). Raises ``ValueError`` when the interactive engine does not fit."""
+    """The engines of each GPU group for these flags, sharing ``whole`` of their GPU's memory (the group's
+    ``--gpu-memory-utilization``), a model of ``parameters`` and GPUs of ``gpu_memory`` bytes (None: unknown,
+    or no GPU). Raises ``ValueError`` when the interactive engine does not fit."""
     engines = args.engines
     if engines == "auto":
-        engines = choose_engine_count(parameters, gpu_memory, options.gpu_memory_utilization)
-    whole = options.gpu_memory_utilization
+        engines = choose_engine_count(parameters, gpu_memory, whole)
     if not args.interactive_engine:
         return GroupLayout.even(engines, whole)
     share = interactive_memory_share(parameters, gpu_memory, whole, engines)
@@ -149,7 +148,7 @@ def gpu_groups(gpus: list[str] | None, tensor_parallel_size: int) -> list[list[s
 def child_specs(
     args: argparse.Namespace,
     settings: Settings,
-    options: EngineOptions,
+    engine_args: list[str],
     model_path: Path,
     urls: ServiceUrls,
     groups: list[list[str]],
@@ -157,9 +156,10 @@ def child_specs(
     port_files: Path,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
-    """One :class:`ChildSpec` per engine: the same options, its GPU group, its share of the memory as the
-    :class:`GroupLayout` says, the interactive engine (if any) last on each GPU group (named
-    ``gpu0-interactive``, started after that GPU's regular engines).
+    """One :class:`ChildSpec` per engine: the parent's ``engine_args`` (vLLM's, ``DRAGOMAN_ENGINE_ARGS``'
+    included) followed by its own overrides (its share of the memory as the :class:`GroupLayout` says; the
+    interactive engine's batch), its GPU group, the interactive engine (if any) last on each GPU group
+    (named ``gpu0-interactive``, started after that GPU's regular engines).
 
     Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ..., on loopback
     unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's port is the one Prometheus and
@@ -184,6 +184,8 @@ def child_specs(
             else:
                 ops = OpsAddress(ops_host, 0, port_file=port_files / f"{label}.port")
             env = {
+                "DRAGOMAN_ENGINE": "vllm",
+                "DRAGOMAN_ENGINE_ARGS": "",  # the parent's are on the command line, before the engine's overrides
                 "DRAGOMAN_REDIS_URL": urls.redis_url,
                 "DRAGOMAN_DATABASE_URL": urls.database_url,
                 "DRAGOMAN_METRICS_ENABLED": "true",
@@ -196,7 +198,7 @@ def child_specs(
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(physical[int(i)] if physical else i for i in group)
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
-            flags = _child_flags(args, options, model_path, layout, interactive)
+            flags = _child_flags(args, engine_args, model_path, layout, interactive)
             argv = [sys.executable, "-m", "cli.main", "worker", *flags]
             after = specs[-1].name if engine > 0 else None  # the engine before it on the same GPU(s)
             specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops, start_after=after))
@@ -215,52 +217,29 @@ def child_ops_host(metrics_host: str) -> str:
 
 def _child_flags(
     args: argparse.Namespace,
-    options: EngineOptions,
+    engine_args: list[str],
     model_path: Path,
     layout: GroupLayout,
     interactive: InteractiveEngine | None,
 ) -> list[str]:
-    """A regular engine's flags, or the interactive engine's (its batch, in-flight jobs, memory and policy)."""
-    if interactive is not None:
-        small = dataclasses.replace(options, max_num_seqs=interactive.max_num_seqs)
-        flags = _engine_flags(args, small, model_path, interactive.memory, interactive.max_in_flight)
-        return [*flags, "--lane-policy=interactive"]
-    flags = _engine_flags(args, options, model_path, layout.memory, args.max_in_flight)
-    policy = "bulk" if layout.interactive is not None else args.lane_policy
-    return [*flags, f"--lane-policy={policy}"] if policy else flags
-
-
-def _engine_flags(
-    args: argparse.Namespace, options: EngineOptions, model_path: Path, fraction: float, max_in_flight: int | None
-) -> list[str]:
-    """The ``dragoman worker`` flags that make a child run the engine the parent was asked for."""
-    flags = [
+    """A child's flags: dragoman's own, then the parent's engine arguments as given, then this engine's overrides
+    (vLLM keeps the last value of an option given twice)."""
+    own = [
         "--engines=1",
         f"--model={model_path}",
-        f"--max-num-seqs={options.max_num_seqs}",
-        f"--gpu-memory-utilization={fraction}",
-        f"--cpu-kv-cache-gib={options.cpu_kv_cache_gib}",
-        f"--dtype={options.dtype}",
-        f"--tensor-parallel-size={options.tensor_parallel_size}",
-        "--enforce-eager" if options.enforce_eager else "--no-enforce-eager",
-        f"--max-cudagraph-capture-size={options.max_cudagraph_capture_size or 0}",
-        f"--load-format={options.load_format}",
-        "--log-stats" if options.log_stats else "--no-log-stats",
-        f"--scheduling-policy={options.scheduling_policy}",
         f"--log-level={args.log_level}",
+        *([f"--log-format={args.log_format}"] if args.log_format else []),
+        *([f"--profile={args.profile}"] if args.profile else []),
+        *([f"--profile-file={args.profile_file.resolve()}"] if args.profile_file else []),
+        *(["--ignore-eos"] if args.ignore_eos else []),
     ]
-    if options.max_model_len is not None:
-        flags.append(f"--max-model-len={options.max_model_len}")
-    if options.max_num_batched_tokens is not None:
-        flags.append(f"--max-num-batched-tokens={options.max_num_batched_tokens}")
-    if options.ignore_eos:
-        flags.append("--ignore-eos")
-    if args.profile:
-        flags.append(f"--profile={args.profile}")
-    if args.profile_file:
-        flags.append(f"--profile-file={args.profile_file.resolve()}")
-    if max_in_flight:
-        flags.append(f"--max-in-flight={max_in_flight}")
-    if args.log_format:
-        flags.append(f"--log-format={args.log_format}")
-    return flags
+    if interactive is not None:
+        own += [f"--max-in-flight={interactive.max_in_flight}", "--lane-policy=interactive"]
+        mine = {"--gpu-memory-utilization": interactive.memory, "--max-num-seqs": interactive.max_num_seqs}
+        return [*own, *with_overrides(engine_args, mine)]
+    if args.max_in_flight:
+        own.append(f"--max-in-flight={args.max_in_flight}")
+    policy = "bulk" if layout.interactive is not None else args.lane_policy
+    if policy:
+        own.append(f"--lane-policy={policy}")
+    return [*own, *with_overrides(engine_args, {"--gpu-memory-utilization": layout.memory})]

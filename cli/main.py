@@ -163,25 +163,43 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
-    """Start, stop or show the embedded Redis and PostgreSQL."""
+    """Start, stop or show the embedded Redis and PostgreSQL, or say which configured URLs are used instead.
+
+    Every other command uses ``DRAGOMAN_REDIS_URL``/``DRAGOMAN_DATABASE_URL`` when they are set, so
+    ``up`` prints the URLs those commands will use: with both set it starts nothing.
+    """
     from contract.services import redact_url
-    from storage.embedded import EmbeddedServices
+    from storage.embedded import EmbeddedServices, ensure_services
 
     services = EmbeddedServices(settings.data_dir)
+    urls = (("DRAGOMAN_REDIS_URL", settings.redis_url), ("DRAGOMAN_DATABASE_URL", settings.database_url))
+    configured = [name for name, value in urls if value]
     if args.action == "up":
-        urls = services.up()
-        print(f"DRAGOMAN_REDIS_URL={redact_url(urls.redis_url)}")
-        print(f"DRAGOMAN_DATABASE_URL={redact_url(urls.database_url)}")
+        used = ensure_services(settings)
+        if len(configured) == 2:
+            print("both URLs are configured: no embedded server started", file=sys.stderr)
+        elif configured:
+            print(
+                f"{configured[0]} is configured and used; the embedded servers in {services.data_dir} serve the other",
+                file=sys.stderr,
+            )
+        print(f"DRAGOMAN_REDIS_URL={redact_url(used.redis_url)}")
+        print(f"DRAGOMAN_DATABASE_URL={redact_url(used.database_url)}")
         return EXIT_OK
     if args.action == "down":
         print("stopped" if services.down() else f"no embedded services were running in {services.data_dir}")
+        return EXIT_OK
+    if len(configured) == 2:
+        print("both URLs are configured (the embedded servers are not used):", file=sys.stderr)
+        print(f"DRAGOMAN_REDIS_URL={redact_url(settings.redis_url or '')}")
+        print(f"DRAGOMAN_DATABASE_URL={redact_url(settings.database_url or '')}")
         return EXIT_OK
     running = services.running_urls()
     if running is None:
         print(f"not running (data directory {services.data_dir})")
         return EXIT_ERROR
-    print(f"DRAGOMAN_REDIS_URL={redact_url(running.redis_url)}")
-    print(f"DRAGOMAN_DATABASE_URL={redact_url(running.database_url)}")
+    print(f"DRAGOMAN_REDIS_URL={redact_url(settings.redis_url or running.redis_url)}")
+    print(f"DRAGOMAN_DATABASE_URL={redact_url(settings.database_url or running.database_url)}")
     return EXIT_OK
 
 
@@ -206,7 +224,7 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     report = check_health(settings, args.consumer, require_worker=not args.services_only)
     print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
     print(f"postgres    {'ok' if report.postgres_ok else 'UNREACHABLE'}")
-    for worker in report.workers:
+    for worker in [] if args.services_only else report.workers:
         print(
             f"worker      {worker.name}: {worker.in_flight} in flight, {worker.written} written, "
             f"{worker.reclaimed} reclaimed"
@@ -353,9 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedded Redis and PostgreSQL under DRAGOMAN_DATA_DIR",
         description=choices(
             "Embedded Redis and PostgreSQL for one machine, kept in DRAGOMAN_DATA_DIR (default .dragoman).",
-            ("up", "start them (if not running) and print their URLs"),
+            (
+                "up",
+                "start them (if not running) and print the URLs every command uses; with DRAGOMAN_REDIS_URL "
+                "and DRAGOMAN_DATABASE_URL both set it starts nothing and prints those",
+            ),
             ("down", "stop them (their data is kept)"),
-            ("status", "print their URLs, or exit 1 if they are not running"),
+            ("status", "print the URLs every command uses, or exit 1 if the embedded ones are needed and not running"),
         ),
         epilog=examples("dragoman services up", "dragoman services down"),
     )
@@ -408,10 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
         "dead",
         help="dead-lettered jobs: list, retry ID, purge",
         description=choices(
-            "Jobs parked in the dead-letter stream (failed too often, or an entry that could not be read).",
-            ("list", "show the parked entries with their reasons (the oldest --count of them)"),
-            ("retry ID", "queue a parked job again by dead-letter entry id or job id (same job id, attempts reset)"),
-            ("purge", "drop every parked entry (the jobs' rows in PostgreSQL stay)"),
+            "Dead letters: jobs failed for good, and entries that could not be read, copied to the dead-letter stream.",
+            ("list", "show the dead letters with their reasons (the oldest --count of them)"),
+            ("retry ID", "queue a dead-lettered job again by entry id or job id (same job id, attempts reset)"),
+            ("purge", "drop every dead letter (the jobs' rows in PostgreSQL stay)"),
         ),
         epilog=examples("dragoman dead list --count 20", f"dragoman dead retry {EXAMPLE_ID}", "dragoman dead purge"),
     )
@@ -428,9 +450,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line. A command that passes unknown options through (``dragoman worker``: vLLM's
+    engine arguments) gets them in ``engine_args``, in order; any other command refuses them (exit 2)."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        if not hasattr(args, "engine_args"):
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.engine_args = unknown
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dragoman`` console script."""
-    args = build_parser().parse_args(argv)
+    args = parse_command_line(argv)
     try:
         settings = Settings()
         command: Command = args.func

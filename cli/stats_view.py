@@ -22,11 +22,15 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stats.taken_at))
     lag = "unknown (Redis cannot tell)" if stats.lag is None else f"{'>= ' if stats.lag_capped else ''}{stats.lag:,}"
     oldest = "-" if stats.oldest_pending_age_seconds is None else format_duration(stats.oldest_pending_age_seconds)
-    lines = [
-        f"dragoman queue at {redis_label}  ({taken})",
-        f"  stream {stats.stream:<28} length {stats.length:,}",
-        f"  group  {stats.group:<28} lag {lag}   pending {stats.pending:,}   oldest pending {oldest}",
-    ]
+    lines = [f"dragoman queue at {redis_label}  ({taken})"]
+    # Every lane's stream with its own length: runs and documents wait in the bulk lane's.
+    lines += [f"  stream {lane.stream:<28} length {lane.length:,}   ({lane.lane} lane)" for lane in stats.lanes]
+    if not stats.lanes:
+        lines.append(f"  stream {stats.stream:<28} length {stats.length:,}")
+    lines.append(
+        f"  group  {stats.group:<28} lag {lag}   pending {stats.pending:,}   oldest pending {oldest}"
+        + (f"   (both lanes, length {stats.length:,})" if len(stats.lanes) > 1 else "")
+    )
     if not stats.group_exists:
         lines.append("         (the group does not exist yet: no worker has started on this stream)")
     for lane in stats.lanes:

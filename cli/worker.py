@@ -22,12 +22,14 @@ from contract.errors import EngineNotInstalledError, InvalidJobError
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 from contract.version import dragoman_version
-from worker.engine import EngineOptions
 
 if TYPE_CHECKING:
     from cli.engine_group import GroupLayout
     from contract.services import ServiceUrls
+    from worker.deterministic_engine import DeterministicEngine
+    from worker.profiles import PromptProfile
     from worker.service import Worker
+    from worker.vllm_engine import VllmEngine
 
 
 def add_commands(sub: SubParsers) -> None:
@@ -38,14 +40,31 @@ def add_commands(sub: SubParsers) -> None:
         help="run a worker: one engine fed continuously from the stream",
         description="Run a worker: start the embedded services if no URLs are set, run the migrations, build the "
         "engine and process jobs until SIGTERM or Ctrl-C (in-flight jobs finish first). Needs an engine extra: "
-        "pip install 'dragoman[cpu]' or 'dragoman[gpu]'. Serves /metrics, /healthz and /readyz on "
+        "pip install 'dragoman[cpu]' or 'dragoman[gpu]' (--engine echo needs none, and translates nothing). "
+        "Any option not listed here is one of vLLM's engine arguments (--help-engine), passed through to vLLM "
+        "after those in DRAGOMAN_ENGINE_ARGS. Serves /metrics, /healthz and /readyz on "
         "DRAGOMAN_METRICS_PORT (9464).",
         epilog=examples(
             "dragoman worker > worker.log 2>&1 &",
+            "dragoman worker --engine echo --echo-delay-ms 50",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --max-num-seqs 128",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --engines auto --gpus all",
             "dragoman worker --model /models/small-mt-model --no-enforce-eager --engines auto --interactive-engine",
         ),
+    )
+    worker.allow_abbrev = False  # an option it does not know is vLLM's, never a prefix of one of its own
+    worker.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="vllm: translate with a model (needs an engine extra); echo: no model and no translation, each job's "
+        "result is its text marked '[echo] ' (with real token counts), to try or integration-test a deployment "
+        "without a model; default DRAGOMAN_ENGINE or vllm",
+    )
+    worker.add_argument(
+        "--echo-delay-ms",
+        type=_milliseconds,
+        help="with --engine echo: milliseconds each request takes, to simulate an engine's latency; "
+        "default DRAGOMAN_ECHO_DELAY_MS or 0",
     )
     add_engine_arguments(worker)
     worker.add_argument(
@@ -127,8 +146,7 @@ def add_commands(sub: SubParsers) -> None:
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """vLLM options passed through to the engine (defaults suit a CPU-only machine)."""
-    defaults = EngineOptions()
+    """The model and its prompt profile; every other engine option is vLLM's own and passes through to it."""
     parser.add_argument("--model", help="model folder (default: the prepared Gemma 3 270M)")
     parser.add_argument(
         "--profile",
@@ -143,84 +161,24 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         help="a JSON file defining a prompt profile as a Jinja2 template (README: Bring your own model)",
     )
     parser.add_argument(
-        "--max-num-seqs",
-        type=int,
-        default=defaults.max_num_seqs,
-        help="sequences the engine batches at once (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-num-batched-tokens",
-        type=int,
-        default=defaults.max_num_batched_tokens,
-        help="tokens in one engine step (default: vLLM's)",
-    )
-    parser.add_argument(
-        "--max-model-len",
-        type=int,
-        default=defaults.max_model_len,
-        help="context length in tokens: prompt and output (default %(default)s)",
-    )
-    parser.add_argument(
-        "--gpu-memory-utilization",
-        type=float,
-        default=defaults.gpu_memory_utilization,
-        help="fraction of each GPU's memory the engine takes (default %(default)s; on a CPU see --cpu-kv-cache-gib)",
-    )
-    parser.add_argument(
-        "--cpu-kv-cache-gib",
-        type=_positive_gib,
-        default=defaults.cpu_kv_cache_gib,
-        help="KV cache of an engine on a CPU, in GiB (default %(default)s; unused on a GPU)",
-    )
-    parser.add_argument(
-        "--dtype",
-        default=defaults.dtype,
-        help="weights' data type: auto (the model's; on a CPU without bfloat16 instructions float32), "
-        "bfloat16, float16, float32",
-    )
-    parser.add_argument(
-        "--tensor-parallel-size",
-        type=int,
-        default=defaults.tensor_parallel_size,
-        help="GPUs one engine spans (default %(default)s)",
-    )
-    parser.add_argument(
-        "--enforce-eager",
-        action=argparse.BooleanOptionalAction,
-        default=defaults.enforce_eager,
-        help="skip compilation and graph capture (fast start; default on)",
-    )
-    parser.add_argument(
-        "--max-cudagraph-capture-size",
-        type=_tokens_or_zero,
-        default=defaults.max_cudagraph_capture_size,
-        help="largest engine step (tokens) run from a CUDA graph, with --no-enforce-eager "
-        f"(default {defaults.max_cudagraph_capture_size}; 0: vLLM's own default)",
-    )
-    parser.add_argument(
-        "--load-format", default=defaults.load_format, help="how weights load: auto, safetensors, dummy, ..."
-    )
-    parser.add_argument(
-        "--scheduling-policy",
-        choices=("fcfs", "priority"),
-        default=defaults.scheduling_policy,
-        help="order of the engine's waiting requests: fcfs, or priority (interactive jobs before bulk ones "
-        "already waiting in the engine) (default %(default)s)",
-    )
-    parser.add_argument(
         "--ignore-eos",
         action="store_true",
         help="generate every request's whole output budget (benchmarks with --load-format dummy only)",
     )
     parser.add_argument(
-        "--log-stats",
-        action=argparse.BooleanOptionalAction,
-        default=defaults.log_stats,
-        help="vLLM engine metrics on /metrics and its throughput log line (default on)",
+        "--help-engine",
+        action="store_true",
+        help="list vLLM's engine arguments and exit: any option this command does not know is one of them, "
+        "passed to vLLM as given (--max-num-seqs 256 --no-enforce-eager --gpu-memory-utilization 0.9 ...), after "
+        "DRAGOMAN_ENGINE_ARGS; on a CPU dragoman's defaults fill in what they leave out (--gpu-memory-utilization "
+        "0.25, --kv-cache-memory-bytes 1G, --enforce-eager, --max-model-len 2048, --max-num-seqs 64), on a GPU "
+        "--max-cudagraph-capture-size 2048",
     )
+    parser.set_defaults(engine_args=[])
 
 
 LANE_POLICIES = ("shared", "interactive", "bulk")
+ENGINES = ("vllm", "echo")
 
 
 def _whole_number(value: str, minimum: int, what: str, below: str) -> int:
@@ -240,40 +198,15 @@ def _positive_count(value: str) -> int:
     return _whole_number(value, 1, "", "must be 1 or more")
 
 
-def _positive_gib(value: str) -> float:
-    """A memory size in GiB for the command line: a number above 0 (argparse shows the error)."""
+def _milliseconds(value: str) -> float:
+    """A duration in milliseconds for the command line: a number, 0 or more (argparse shows the error)."""
     try:
-        gib = float(value)
+        ms = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a size in GiB such as 1 or 0.5, got {value!r}") from None
-    if not gib > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0 GiB, got {value}")
-    return gib
-
-
-def _tokens_or_zero(value: str) -> int:
-    """A token count for the command line: a whole number, 0 or more (argparse shows the error)."""
-    return _whole_number(value, 0, " of tokens", "must be 0 (vLLM's default) or a positive number of tokens")
-
-
-def engine_options(args: argparse.Namespace) -> EngineOptions:
-    """The :class:`EngineOptions` the parsed arguments describe."""
-    return EngineOptions(
-        model=args.model,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        max_model_len=args.max_model_len,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        cpu_kv_cache_gib=args.cpu_kv_cache_gib,
-        dtype=args.dtype,
-        tensor_parallel_size=args.tensor_parallel_size,
-        enforce_eager=args.enforce_eager,
-        max_cudagraph_capture_size=args.max_cudagraph_capture_size or None,
-        load_format=args.load_format,
-        log_stats=args.log_stats,
-        scheduling_policy=args.scheduling_policy,
-        ignore_eos=args.ignore_eos,
-    )
+        raise argparse.ArgumentTypeError(f"expected a number of milliseconds such as 50, got {value!r}") from None
+    if not ms >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more milliseconds, got {value}")
+    return ms
 
 
 def resolve_model(settings: Settings, model: str | None) -> Path:
@@ -314,63 +247,120 @@ def check_profile_arguments(name: str | None, profile_file: Path | None) -> None
         load_definition(profile_file)
 
 
+def check_echo_arguments(args: argparse.Namespace, engine: str) -> None:
+    """Refuse (``ValueError``: exit 2) flags that mean nothing to the chosen engine, before anything starts."""
+    if engine != "echo":
+        if args.echo_delay_ms is not None:
+            raise ValueError("--echo-delay-ms is for --engine echo")
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--model", args.model),
+            ("--profile", args.profile),
+            ("--profile-file", args.profile_file),
+            ("--ignore-eos", args.ignore_eos or None),
+            ("--gpus", args.gpus),
+            ("--interactive-engine", args.interactive_engine or None),
+            ("--engines", None if args.engines == 1 else args.engines),
+        )
+        if value is not None
+    ]
+    given += args.engine_args  # vLLM's
+    if given:
+        raise ValueError(
+            f"--engine echo runs no model, on no GPU, in this one process: leave out {' '.join(given)} "
+            "(one echo worker holds as many jobs in flight as --max-in-flight says)"
+        )
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Check the engine is installed, start services if needed, migrate, build the engine, process jobs until
     SIGTERM/SIGINT."""
     from storage.embedded import ensure_services
 
+    if args.help_engine:
+        return _print_engine_help()
     check_lane_arguments(args)
+    updates: dict[str, object] = {}
     if args.lane_policy is not None:
-        settings = settings.model_copy(update={"lane_policy": args.lane_policy})
-    require_engine_for("dragoman worker", settings, args.model)
-    check_profile_arguments(args.profile, args.profile_file)
+        updates["lane_policy"] = args.lane_policy
+    if args.engine is not None:
+        updates["engine"] = args.engine
+    if args.echo_delay_ms is not None:
+        updates["echo_delay_ms"] = args.echo_delay_ms
+    settings = settings.model_copy(update=updates)
+    check_echo_arguments(args, settings.engine)
+    echo = settings.engine == "echo"
+    if not echo:
+        require_engine_for("dragoman worker", settings, args.model)
+        check_profile_arguments(args.profile, args.profile_file)
     configure_logging(args.log_level, args.log_format or settings.log_format)
     log = logging.getLogger("dragoman.worker")
     log.info("dragoman %s worker starting", dragoman_version())
-    options = engine_options(args)
-    model_path = resolve_model(settings, options.model)
+    if echo and settings.engine_args:
+        log.info("--engine echo: DRAGOMAN_ENGINE_ARGS (vLLM's) left unused")
+    engine_args = [] if echo else _engine_args(settings, args)  # vLLM's parser refuses bad ones here
+    model_path = None if echo else resolve_model(settings, args.model)
     group = None  # one engine in this process; else the GPU groups and what runs on each
-    if args.engines != 1 or args.gpus is not None or args.interactive_engine:
-        group = _group_layout(args, settings, log, options, model_path)  # refused before anything starts
+    if model_path is not None and (args.engines != 1 or args.gpus is not None or args.interactive_engine):
+        group = _group_layout(args, settings, log, engine_args, model_path)  # refused before anything starts
     started = starts_embedded_services(settings)
     urls = ensure_services(settings)
     code = 1  # if _run_worker raises
     try:
-        if group is None:
-            code = _run_worker(args, settings, log, options, model_path, urls)
+        if group is None or model_path is None:
+            code = _run_worker(args, settings, log, engine_args, model_path, urls)
         else:
-            code = _run_engine_group(args, settings, log, options, model_path, urls, *group)
+            code = _run_engine_group(args, settings, log, engine_args, model_path, urls, *group)
         return code
     finally:
         if started and code != 0:
             print(services_left_running(settings), file=sys.stderr)
 
 
+def _print_engine_help() -> int:
+    """``--help-engine``: vLLM's engine arguments with their help (exit 2 without an engine extra)."""
+    from worker.engine_args import engine_help
+    from worker.extras import require_engine
+
+    require_engine("dragoman worker --help-engine", build_default_model=False)
+    print(engine_help())
+    return 0
+
+
+def _engine_args(settings: Settings, args: argparse.Namespace) -> list[str]:
+    """The engine arguments this worker passes to vLLM: ``DRAGOMAN_ENGINE_ARGS``, then the command line's (which
+    win), checked by vLLM's parser before anything starts."""
+    from worker.engine_args import engine_argv, parse_engine_args, platform_is_cpu
+
+    engine_args = engine_argv(settings.engine_args, args.engine_args)
+    parse_engine_args(engine_args, on_cpu=platform_is_cpu())
+    return engine_args
+
+
 def _run_worker(
     args: argparse.Namespace,
     settings: Settings,
     log: logging.Logger,
-    options: EngineOptions,
-    model_path: Path,
+    engine_args: list[str],
+    model_path: Path | None,
     urls: ServiceUrls,
 ) -> int:
-    """Migrate, build the engine, serve until signalled (the services are up); the exit code."""
+    """Migrate, build the engine (vLLM serving ``model_path``, or the echo engine when it is None), serve until
+    signalled (the services are up); the exit code."""
     from prometheus_client import REGISTRY
 
     from contract.services import redact_url
     from storage import upgrade_database
     from worker.metrics import WorkerMetrics
-    from worker.profiles import choose_profile
     from worker.runtime import freeze_startup_heap, run_event_loop
     from worker.service import Worker
-    from worker.vllm_engine import VllmEngine
 
     log.info("redis %s, postgres %s", redact_url(urls.redis_url), redact_url(urls.database_url))
     upgrade_database(urls.database_url)
-    log.info("starting engine for %s", model_path)
-    engine = VllmEngine.start(model_path, options)
+    engine, profile = _start_engine(args, settings, log, engine_args, model_path)
     try:
-        profile = choose_profile(args.profile, model_path, engine.tokenizer, profile_file=args.profile_file)
         log.info(
             "engine ready: %s, profile %s, context %d tokens", engine.model_name, profile.name, engine.max_model_len
         )
@@ -380,7 +370,7 @@ def _run_worker(
             database_url=urls.database_url,
             engine=engine,
             profile=profile,
-            max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * options.max_num_seqs,
+            max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * engine.max_num_seqs,
             metrics=WorkerMetrics(REGISTRY),  # vLLM's engine metrics are registered there too
             model_path=model_path,  # its revision keys the translation memory
         )
@@ -390,20 +380,50 @@ def _run_worker(
         engine.shutdown()
 
 
+def _start_engine(
+    args: argparse.Namespace, settings: Settings, log: logging.Logger, engine_args: list[str], model_path: Path | None
+) -> tuple[VllmEngine | DeterministicEngine, PromptProfile]:
+    """The engine and the prompt profile it gets: vLLM serving ``model_path``, or (None) the echo engine."""
+    from worker.profiles import IdentityProfile, choose_profile
+
+    if model_path is None:
+        from worker.deterministic_engine import ECHO_MARK, echo_engine
+
+        log.warning(
+            "ENGINE ECHO: THIS WORKER DOES NOT TRANSLATE. Every job succeeds with its own text marked %r "
+            "(%.0f ms per request): for trying and testing a deployment without a model, never for real traffic",
+            ECHO_MARK,
+            settings.echo_delay_ms,
+        )
+        echo = echo_engine(settings.echo_delay_ms)
+        return echo, IdentityProfile(echo.tokenizer)
+    from worker.vllm_engine import VllmEngine
+
+    log.info("starting engine for %s", model_path)
+    engine = VllmEngine.start(model_path, engine_args, ignore_eos=args.ignore_eos)
+    try:
+        return engine, choose_profile(args.profile, model_path, engine.tokenizer, profile_file=args.profile_file)
+    except BaseException:
+        engine.shutdown()
+        raise
+
+
 def _group_layout(
-    args: argparse.Namespace, settings: Settings, log: logging.Logger, options: EngineOptions, model_path: Path
+    args: argparse.Namespace, settings: Settings, log: logging.Logger, engine_args: list[str], model_path: Path
 ) -> tuple[list[list[str]], GroupLayout]:
     """The GPU groups and what runs on each (``--engines``, ``--interactive-engine``), from the model's size and
     the GPU's memory where they matter; ``ValueError`` (exit 2) for flags that cannot work."""
     from cli.engine_group import gpu_groups, group_layout
+    from worker.engine_args import parse_engine_args, platform_is_cpu
     from worker.engine_count import estimate_parameters, gpu_ids, gpu_memory_bytes
 
-    groups = gpu_groups(gpu_ids(args.gpus), options.tensor_parallel_size)
+    values = parse_engine_args(engine_args, on_cpu=platform_is_cpu())
+    groups = gpu_groups(gpu_ids(args.gpus), values["tensor_parallel_size"])
     parameters = memory = None
     if args.engines == "auto" or args.interactive_engine:
         parameters = estimate_parameters(model_path)
         memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
-    layout = group_layout(args, settings, options, parameters, memory)
+    layout = group_layout(args, settings, values["gpu_memory_utilization"], parameters, memory)
     if args.engines == "auto":
         log.info(
             "--engines auto: %d per GPU group (%s parameters, %s of GPU memory)",
@@ -418,7 +438,7 @@ def _run_engine_group(
     args: argparse.Namespace,
     settings: Settings,
     log: logging.Logger,
-    options: EngineOptions,
+    engine_args: list[str],
     model_path: Path,
     urls: ServiceUrls,
     groups: list[list[str]],
@@ -434,7 +454,7 @@ def _run_engine_group(
     upgrade_database(urls.database_url)
     # Where engines that bind a free ops port write it (the folder goes with the group).
     with tempfile.TemporaryDirectory(prefix="dragoman-engine-ports-") as port_files:
-        specs = child_specs(args, settings, options, model_path, urls, groups, layout, Path(port_files))
+        specs = child_specs(args, settings, engine_args, model_path, urls, groups, layout, Path(port_files))
         log.info("%s", layout.describe(groups))
         supervisor = EngineSupervisor(
             specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready

@@ -93,6 +93,10 @@ class ConfigurationError(DragomanError):
     """Settings are missing or contradictory (for example no Redis URL and no embedded server)."""
 
 
+class EngineArgumentsError(ConfigurationError, ValueError):
+    """vLLM's parser refused the engine arguments (flags or ``DRAGOMAN_ENGINE_ARGS``); nothing was started."""
+
+
 class ServiceError(DragomanError):
     """An embedded Redis or PostgreSQL server could not be started, reached or stopped."""
 

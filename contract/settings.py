@@ -41,6 +41,19 @@ class Settings(BaseSettings):
     submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
 
     # Worker tuning.
+    engine: Literal["vllm", "echo"] = Field(
+        default="vllm",
+        description="the worker's engine: vllm (translates with a model), or echo (no model and no translation: "
+        "each job's result is its text marked [echo], for trying and testing a deployment)",
+    )
+    engine_args: str = Field(
+        default="",
+        description="vLLM's engine arguments as its command line spells them (e.g. --max-num-seqs 256 "
+        "--no-enforce-eager); `dragoman worker` flags of the same name come after them and win",
+    )
+    echo_delay_ms: float = Field(
+        default=0.0, ge=0, description="engine echo: milliseconds each request takes, to simulate an engine"
+    )
     max_in_flight: int | None = Field(
         default=None, gt=0, description="jobs inside the engine (default 2 x max_num_seqs)"
     )

@@ -1,8 +1,10 @@
-"""A model-free engine with the real engine's interface, for unit tests and pipeline benchmarks.
+"""A model-free engine with the real engine's interface, for tests, benchmarks and ``--engine echo``.
 
 It echoes the prompt back (so with the ``identity`` prompt profile a job's translation is its
 source text), after an optional delay, and can be told to fail on chosen inputs. It is never the
-default and never what the demo runs.
+default and never what the demo runs. :func:`echo_engine` is the one ``dragoman worker --engine
+echo`` runs: a way to try and integration-test a deployment (queues, database, API, clients)
+without a model or vLLM installed.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class CharTokenizer:
 
 
 class DeterministicEngine:
-    """Echoes each prompt (plus ``tag``), optionally after a delay; raises for prompts ``fail_if`` selects.
+    """Echoes each prompt (``prefix`` before, ``tag`` after it), optionally after a delay; raises for prompts
+    ``fail_if`` selects.
 
     For prompts ``endless_if`` selects it behaves like a model that never ends its answer: it
     generates exactly ``max_tokens`` tokens and stops on ``length``, whatever the budget.
@@ -69,6 +72,8 @@ class DeterministicEngine:
         tag: str = "",
         endless_if: Callable[[str], bool] | None = None,
         rewrite: Callable[[str, GenerationRequest], str] | None = None,
+        prefix: str = "",
+        model_name: str = "deterministic-test-engine",
     ) -> None:
         self._delay_s = delay_s
         self._delay_for = delay_for
@@ -79,6 +84,8 @@ class DeterministicEngine:
         self.budgets: list[int] = []  # max_tokens of every request, in arrival order
         self._tokenizer = ChunkTokenizer()
         self._tag = self._tokenizer.encode(tag)
+        self._prefix = self._tokenizer.encode(prefix)
+        self._model_name = model_name
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests = 0
@@ -87,13 +94,18 @@ class DeterministicEngine:
 
     @property
     def model_name(self) -> str:
-        """Recorded in each row, so tests can tell this engine's rows apart."""
-        return "deterministic-test-engine"
+        """Recorded in each row, so tests (and users of ``--engine echo``) can tell this engine's rows apart."""
+        return self._model_name
 
     @property
     def max_model_len(self) -> int:
         """Configured context length."""
         return self._max_model_len
+
+    @property
+    def max_num_seqs(self) -> int:
+        """The batch a real engine would run: a worker's default jobs in flight are twice it, as on vLLM."""
+        return ECHO_MAX_NUM_SEQS
 
     @property
     def tokenizer(self) -> ChunkTokenizer:
@@ -127,7 +139,11 @@ class DeterministicEngine:
                 source = list(request.prompt_token_ids) or [0x20202020]
                 endless = (source * (request.max_tokens // len(source) + 1))[: request.max_tokens]
                 return GenerationResult(token_ids=endless, finish_reason="length")
-            output = [*request.prompt_token_ids, *self._tag] if self._tag else request.prompt_token_ids
+            output = (
+                [*self._prefix, *request.prompt_token_ids, *self._tag]
+                if self._tag or self._prefix
+                else request.prompt_token_ids
+            )
             if self._rewrite is not None:
                 output = self._tokenizer.encode(self._rewrite(self._tokenizer.decode(output), request))
             tokens = output[: request.max_tokens]
@@ -145,3 +161,35 @@ class DeterministicEngine:
 
     def shutdown(self) -> None:
         """Nothing to release."""
+
+
+ECHO_MARK = "[echo] "
+"""What ``--engine echo`` puts before each text it sends back, so a row shows it went through a worker."""
+
+ECHO_MODEL_NAME = "echo"
+"""The model name ``--engine echo`` records in each job's row."""
+
+ECHO_MAX_NUM_SEQS = 64
+"""What the deterministic engines report as their batch (vLLM's ``max_num_seqs`` on a CPU, dragoman's default)."""
+
+ECHO_MAX_MODEL_LEN = 32_768
+"""The echo engine's context length in tokens (128 KiB of text: never the limit for a job or a piece)."""
+
+
+def echo_engine(delay_ms: float = 0.0) -> DeterministicEngine:
+    """The engine ``dragoman worker --engine echo`` runs: no model, no vLLM, no translation.
+
+    With the ``identity`` prompt profile each request's output is :data:`ECHO_MARK` followed by
+    the text sent (a job's source text, or each piece of a long one), recorded with the model name
+    :data:`ECHO_MODEL_NAME`. Token counts are real counts of :class:`ChunkTokenizer` (one token per
+    4 bytes of UTF-8, about what a subword tokenizer makes of English): a job's ``prompt_tokens``
+    are its text's, its ``output_tokens`` those plus 2 for the mark. Each request takes
+    ``delay_ms`` milliseconds (all of them concurrently, as a batching engine would), to simulate
+    an engine's latency in integration and load tests.
+    """
+    return DeterministicEngine(
+        delay_s=delay_ms / 1000,
+        max_model_len=ECHO_MAX_MODEL_LEN,
+        prefix=ECHO_MARK,
+        model_name=ECHO_MODEL_NAME,
+    )

@@ -1,15 +1,15 @@
-"""The engine interface the worker drives, and the options that build a real one.
+"""The engine interface the worker drives.
 
 The worker only needs four things from an engine: a tokenizer, the context length, an async
 ``generate`` for one tokenised request, and ``abort``. :class:`worker.vllm_engine.VllmEngine`
 wraps vLLM's ``AsyncLLM``; :class:`worker.deterministic_engine.DeterministicEngine` is a
-model-free stand-in for unit tests and pipeline benchmarks.
+model-free stand-in for unit tests, pipeline benchmarks and ``--engine echo``. The real engine's
+options are vLLM's own (:mod:`worker.engine_args`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
@@ -75,36 +75,3 @@ class TranslationEngine(Protocol):
 
     def shutdown(self) -> None:
         """Release the engine's processes and memory."""
-
-
-@dataclass(frozen=True, slots=True)
-class EngineOptions:
-    """vLLM engine options the ``dragoman worker`` command passes through.
-
-    The defaults run on a CPU-only machine shared with other work.
-    """
-
-    model: str | None = None
-    max_num_seqs: int = 64
-    max_num_batched_tokens: int | None = None
-    max_model_len: int | None = 2048
-    gpu_memory_utilization: float = 0.25
-    dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    enforce_eager: bool = True
-    # Largest step (in tokens) run from a CUDA graph; bigger steps run eagerly, one Python call per
-    # kernel. vLLM's default, min(2 x max_num_seqs, 512), leaves most steps of a continuously fed
-    # engine (every running decode plus new prompts) eager: on an H100 that cost 18% of the 8B
-    # shape's throughput at max_num_seqs 512 (bench/RESULTS.md). None: vLLM's default. Only
-    # matters with enforce_eager off; vLLM caps it at max_num_batched_tokens.
-    max_cudagraph_capture_size: int | None = 2048
-    load_format: str = "auto"
-    # On a CPU vLLM sizes the KV cache as a fraction of RAM minus everything the process already
-    # holds, which fails or starves on a shared machine; a fixed size is predictable.
-    cpu_kv_cache_gib: float = 1.0
-    log_stats: bool = True  # vLLM's engine metrics (vllm:* on /metrics) and its periodic throughput log line
-    ignore_eos: bool = False  # benchmarks with dummy weights: output lengths come from max_tokens alone
-    # "priority": interactive jobs' requests are scheduled before waiting bulk ones (vLLM's
-    # priority policy); "fcfs": in arrival order, the lanes only order what the worker reads.
-    scheduling_policy: str = "fcfs"
-    extra: dict[str, object] = field(default_factory=dict)

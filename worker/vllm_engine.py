@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from contract.errors import EngineError, EngineNotInstalledError, EngineUnavailableError, ModelError
-from worker.engine import EngineOptions, GenerationRequest, GenerationResult, Tokenizer
+from worker.engine import GenerationRequest, GenerationResult, Tokenizer
+from worker.engine_args import async_engine_args, cpu_has_bf16, parse_engine_args, platform_is_cpu
 from worker.extras import INSTALL_HINT
 
 log = logging.getLogger(__name__)
@@ -39,29 +41,34 @@ class VllmEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def start(cls, model_path: Path, options: EngineOptions) -> VllmEngine:
-        """Build the engine (blocking: tens of seconds on a CPU) for the model at ``model_path``."""
+    def start(cls, model_path: Path, engine_args: Sequence[str] = (), *, ignore_eos: bool = False) -> VllmEngine:
+        """Build the engine (blocking: tens of seconds on a CPU) for the model at ``model_path``.
+
+        ``engine_args`` are vLLM's engine arguments as its command line spells them
+        (``["--max-num-seqs", "16", "--max-model-len=1024"]``; :mod:`worker.engine_args`), dragoman's
+        defaults filling in what they leave out. ``ignore_eos``: every request generates its whole
+        output budget (benchmarks with ``--load-format dummy`` only).
+        """
         check_model_path(model_path)
         try:
-            from vllm import AsyncEngineArgs
             from vllm.v1.engine.async_llm import AsyncLLM
         except ImportError as exc:  # the CLI checked first; a library caller, or a broken install, lands here
             raise EngineNotInstalledError(f"the vLLM engine cannot be imported ({exc}): {INSTALL_HINT}") from exc
 
-        from vllm.platforms import current_platform
-
-        on_cpu = bool(current_platform.is_cpu())
-        kwargs = engine_arguments(model_path, options, on_cpu=on_cpu, cpu_has_bf16=cpu_has_bf16() if on_cpu else False)
-        if on_cpu and options.dtype == "auto":
-            log.info("CPU engine: weights in %s (%s)", kwargs["dtype"], CPU_DTYPE_REASONS[kwargs["dtype"]])
-        args = AsyncEngineArgs(**kwargs)
-        llm = AsyncLLM.from_engine_args(args)
+        on_cpu = platform_is_cpu()
+        values = parse_engine_args(engine_args, on_cpu=on_cpu, cpu_has_bf16=cpu_has_bf16() if on_cpu else False)
+        llm = AsyncLLM.from_engine_args(async_engine_args(model_path, values))
         tokenizer: Any = llm.get_tokenizer()
         if inspect.isawaitable(tokenizer):  # older vLLM releases made this a coroutine
             raise EngineError("this vLLM release is not supported: get_tokenizer() is async")
         engine = cls(llm, model_path.name, tokenizer)
-        engine._ignore_eos = options.ignore_eos
+        engine._ignore_eos = ignore_eos
         return engine
+
+    @property
+    def max_num_seqs(self) -> int:
+        """Sequences the engine batches at once, as vLLM settled it (its default depends on the hardware)."""
+        return int(self._llm.vllm_config.scheduler_config.max_num_seqs)
 
     @property
     def model_name(self) -> str:
@@ -145,59 +152,6 @@ class VllmEngine:
             # AsyncLLM.__del__ shuts down a second time, and when that happens during interpreter
             # teardown the functions it calls are already gone (a TypeError traceback on exit).
             llm.__class__ = type("StoppedAsyncLLM", (type(llm),), {"__del__": lambda self: None})
-
-
-CPU_DTYPE_REASONS = {
-    "float32": "this CPU has no bfloat16 instructions; emulated, bfloat16 ran 4x slower on an AVX2 machine",
-    "bfloat16": "this CPU computes in bfloat16 natively",
-}
-"""Why :func:`engine_arguments` picked a CPU engine's dtype when asked for ``auto`` (logged at start)."""
-
-_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-
-
-def cpu_has_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether this CPU has bfloat16 instructions (AVX512-BF16 or AMX); ``False`` if it cannot tell."""
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        return False
-    flags = next((line.partition(":")[2].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return not _BF16_FLAGS.isdisjoint(flags)
-
-
-def engine_arguments(
-    model_path: Path, options: EngineOptions, *, on_cpu: bool = False, cpu_has_bf16: bool = False
-) -> dict[str, Any]:
-    """vLLM's ``AsyncEngineArgs`` for ``options`` (``extra`` passes anything else through).
-
-    On a CPU, ``dtype="auto"`` means float32 unless the CPU computes bfloat16 natively (a model
-    stored in bfloat16 otherwise runs through emulation, 4x slower on our AVX2 machines), and
-    the KV cache gets ``options.cpu_kv_cache_gib`` instead of a fraction of RAM.
-    """
-    dtype = options.dtype
-    if on_cpu and dtype == "auto":
-        dtype = "bfloat16" if cpu_has_bf16 else "float32"
-    kwargs: dict[str, Any] = {
-        "model": str(model_path),
-        "max_num_seqs": options.max_num_seqs,
-        "max_num_batched_tokens": options.max_num_batched_tokens,
-        "max_model_len": options.max_model_len,
-        "gpu_memory_utilization": options.gpu_memory_utilization,
-        "dtype": dtype,
-        "tensor_parallel_size": options.tensor_parallel_size,
-        "enforce_eager": options.enforce_eager,
-        "load_format": options.load_format,
-        "disable_log_stats": not options.log_stats,
-        "scheduling_policy": options.scheduling_policy,
-        **({"kv_cache_memory_bytes": int(options.cpu_kv_cache_gib * 2**30)} if on_cpu else {}),
-        **options.extra,
-    }
-    if options.max_cudagraph_capture_size is not None and not options.enforce_eager:
-        compilation = dict(kwargs.get("compilation_config") or {})
-        compilation["max_cudagraph_capture_size"] = options.max_cudagraph_capture_size
-        kwargs["compilation_config"] = compilation
-    return kwargs
 
 
 def check_model_path(model_path: Path) -> None:

@@ -391,10 +391,10 @@ async def test_a_batch_past_its_completion_window_expires_keeping_what_finished(
 
 
 def readme_batch_example() -> str:
-    """The Python block of README.md's "OpenAI Batch API" section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"## OpenAI Batch API\n.*?```python\n(.*?)```", text, re.DOTALL)
-    assert match, "README.md lost its OpenAI Batch API example"
+    """The Python block of the OpenAI Batch API guide (docs/guides/openai-batch-api.md)."""
+    text = (ROOT / "docs" / "guides" / "openai-batch-api.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+    assert match, "docs/guides/openai-batch-api.md lost its example"
     return match.group(1)
 
 
@@ -406,7 +406,7 @@ async def test_the_readme_example_runs_as_written(
     source = source.replace("http://127.0.0.1:8000", api_url).replace('"dgm_..."', repr(tenant_key("readme")))
     source = source.replace("time.sleep(1)", "time.sleep(0.1)")
     async with start_worker(DeterministicEngine()):
-        await call(exec, compile(source, "README.md", "exec"), {})
+        await call(exec, compile(source, "openai-batch-api.md", "exec"), {})
     assert capsys.readouterr().out.splitlines() == ["greeting-0 Good morning", "greeting-1 See you tomorrow"]
 
 

@@ -23,7 +23,6 @@ from tests.api.test_openai_batches import (
     translation_line,
 )
 from tests.worker.conftest import default_model_worker
-from worker.engine import EngineOptions
 from worker.model import prepare_default_model
 from worker.vllm_engine import VllmEngine
 
@@ -33,7 +32,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def engine() -> Iterator[VllmEngine]:
     """The real engine on the default model."""
-    engine = VllmEngine.start(prepare_default_model(Settings().model_cache_dir), EngineOptions(max_num_seqs=8))
+    engine = VllmEngine.start(prepare_default_model(Settings().model_cache_dir), ["--max-num-seqs=8"])
     yield engine
     engine.shutdown()
 

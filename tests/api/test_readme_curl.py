@@ -1,7 +1,8 @@
-"""The README's ``curl`` examples, run as they are written against a real ``dragoman api`` process.
+"""The HTTP API guide's ``curl`` examples, run as they are written against a real ``dragoman api`` process.
 
-The block after the ``api-curl-examples`` marker is parsed out of README.md and run by bash, so
-the documentation cannot drift from what the server answers.
+The block after the ``tests/api/test_readme_curl.py`` marker is parsed out of docs/guides/http-api.md
+and run by bash, so the documentation cannot drift from what the server answers (the docs harness,
+tests/docs/, counts the block as run here).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ README_API = "http://127.0.0.1:8000"
 
 
 def readme_curl_block() -> str:
-    """The fenced bash block right after the ``api-curl-examples`` marker in README.md."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- api-curl-examples:[^>]*-->\n```bash\n(.*?)\n```", text, re.DOTALL)
-    assert match, "README.md lost its api-curl-examples block"
+    """The fenced bash block right after the marker naming this test in docs/guides/http-api.md."""
+    text = (ROOT / "docs" / "guides" / "http-api.md").read_text(encoding="utf-8")
+    marker = r"<!-- test: elsewhere: tests/api/test_readme_curl.py[^>]*-->\n"
+    match = re.search(marker + r"```bash\n(.*?)\n```", text, re.DOTALL)
+    assert match, "docs/guides/http-api.md lost its curl examples block"
     return match.group(1)
 
 

@@ -18,7 +18,6 @@ from contract.errors import EngineNotInstalledError, ServiceError
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from storage.embedded import EmbeddedServices
-from worker.engine import EngineOptions
 from worker.extras import ENGINE_MODULES, MODEL_BUILD_MODULES, missing_modules, require_engine
 from worker.vllm_engine import VllmEngine
 
@@ -98,7 +97,7 @@ def test_the_engine_seam_guards_its_import(monkeypatch: pytest.MonkeyPatch, tmp_
     (model / "config.json").write_text("{}")
     _hide(monkeypatch, "vllm")
     with pytest.raises(EngineNotInstalledError, match=r"dragoman\[cpu\]"):
-        VllmEngine.start(model, EngineOptions())
+        VllmEngine.start(model)
 
 
 def _fake_services(monkeypatch: pytest.MonkeyPatch, *, started: bool) -> None:

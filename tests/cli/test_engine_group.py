@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cli.engine_group import GroupLayout, InteractiveEngine, child_ops_host, child_specs, gpu_groups, group_layout
-from cli.main import EXIT_BAD_INPUT, build_parser, main
-from cli.worker import engine_options
+from cli.main import EXIT_BAD_INPUT, build_parser, main, parse_command_line
 from contract.services import ServiceUrls
 from contract.settings import Settings
-from worker.engine import EngineOptions
+from worker.engine_args import engine_argv, parse_engine_args, with_overrides
 from worker.engine_count import BYTES_PER_PARAMETER, MEMORY_PER_WEIGHT
 from worker.supervisor import ChildSpec, OpsAddress
 
@@ -23,24 +22,33 @@ PORTS = Path("/run/group-ports")
 
 def _specs(
     argv: list[str], settings: Settings, groups: list[list[str]], engines: int, environ: dict[str, str]
-) -> tuple[argparse.Namespace, EngineOptions, list[ChildSpec]]:
-    args = build_parser().parse_args(["worker", *argv])
-    options = engine_options(args)
-    layout = GroupLayout.even(engines, options.gpu_memory_utilization)
-    specs = child_specs(args, settings, options, Path("/models/m"), URLS, groups, layout, PORTS, environ)
-    return args, options, specs
+) -> tuple[argparse.Namespace, list[str], list[ChildSpec]]:
+    args = parse_command_line(["worker", *argv])
+    engine_args = engine_argv(settings.engine_args, args.engine_args)
+    layout = GroupLayout.even(engines, parse_engine_args(engine_args, on_cpu=False)["gpu_memory_utilization"])
+    specs = child_specs(args, settings, engine_args, Path("/models/m"), URLS, groups, layout, PORTS, environ)
+    return args, engine_args, specs
 
 
-def test_each_engine_runs_the_parents_options_with_its_share_of_the_memory() -> None:
+def _engine(argv: list[str]) -> dict[str, Any]:
+    """What vLLM's parser makes of a worker's engine arguments, on a GPU."""
+    return parse_engine_args(argv, on_cpu=False)
+
+
+def test_each_engine_runs_the_parents_engine_arguments_then_its_share_of_the_memory() -> None:
     argv = ["--max-num-seqs", "128", "--no-enforce-eager", "--gpu-memory-utilization", "0.8", "--log-format", "json"]
-    _, options, specs = _specs(argv, Settings(), [["0"], ["1"]], 4, {})
+    settings = Settings(engine_args="--enable-prefix-caching --max-num-seqs 64")
+    _, engine_args, specs = _specs(argv, settings, [["0"], ["1"]], 4, {})
+    assert engine_args == ["--enable-prefix-caching", "--max-num-seqs", "64", *argv[:5]]  # the variable's, then flags
     assert len(specs) == 8
     for spec in specs:
         assert list(spec.argv[1:4]) == ["-m", "cli.main", "worker"]
-        child = build_parser().parse_args(list(spec.argv[3:]))
-        assert child.engines == 1 and child.gpus is None and child.log_format == "json"
-        expected = dataclasses.replace(options, model="/models/m", gpu_memory_utilization=0.2)
-        assert engine_options(child) == expected
+        child = _child_args(spec)
+        assert child.engines == 1 and child.gpus is None and child.log_format == "json" and child.model == "/models/m"
+        # The parent's engine arguments as given (no option re-rendered), then the child's override.
+        assert child.engine_args == [*engine_args[:5], "--no-enforce-eager", "--gpu-memory-utilization=0.2"]
+        assert spec.env["DRAGOMAN_ENGINE_ARGS"] == "" and spec.env["DRAGOMAN_ENGINE"] == "vllm"  # not twice
+        assert _engine(child.engine_args) == {**_engine(engine_args), "gpu_memory_utilization": 0.2}
 
 
 def test_engines_get_their_gpu_their_own_port_and_consumer_name_and_the_services() -> None:
@@ -116,6 +124,25 @@ def test_tensor_parallel_groups_span_several_gpus() -> None:
         gpu_groups(["0", "1", "2"], 2)
 
 
+def test_a_childs_own_flags_and_options_dragoman_never_declared_reach_it_as_given() -> None:
+    argv = ["--profile", "chat", "--ignore-eos", "--max-in-flight", "300", "--seed", "7"]
+    _, _, specs = _specs(argv, Settings(), [[]], 1, {})
+    child = _child_args(specs[0])
+    assert (child.profile, child.ignore_eos, child.max_in_flight) == ("chat", True, 300)
+    assert child.engine_args == ["--seed", "7", "--gpu-memory-utilization=0.92"]
+
+
+def test_an_override_replaces_the_parents_value_however_it_was_spelled() -> None:
+    argv = ["--max-num-seqs", "256", "--gpu_memory_utilization=0.9", "--seed", "3", "--max-num-seqs=128"]
+    assert with_overrides(argv, {"--max-num-seqs": 32, "--gpu-memory-utilization": 0.1}) == [
+        "--seed",
+        "3",
+        "--max-num-seqs=32",
+        "--gpu-memory-utilization=0.1",
+    ]
+    assert with_overrides(argv, {}) == argv
+
+
 def test_engines_is_auto_or_a_positive_number() -> None:
     assert build_parser().parse_args(["worker", "--engines", "auto"]).engines == "auto"
     assert build_parser().parse_args(["worker", "--engines", "3"]).engines == 3
@@ -130,25 +157,25 @@ H100 = 80 * 2**30
 
 
 def _layout(
-    argv: list[str], settings: Settings, parameters: int | None, memory: int | None
-) -> tuple[argparse.Namespace, EngineOptions, GroupLayout]:
-    args = build_parser().parse_args(["worker", *argv])
-    options = engine_options(args)
-    return args, options, group_layout(args, settings, options, parameters, memory)
+    argv: list[str], settings: Settings, parameters: int | None, memory: int | None, *, on_cpu: bool = False
+) -> tuple[argparse.Namespace, list[str], GroupLayout]:
+    args = parse_command_line(["worker", *argv])
+    whole = parse_engine_args(args.engine_args, on_cpu=on_cpu)["gpu_memory_utilization"]
+    return args, args.engine_args, group_layout(args, settings, whole, parameters, memory)
 
 
 def _child_args(spec: ChildSpec) -> argparse.Namespace:
     assert list(spec.argv[1:4]) == ["-m", "cli.main", "worker"]
-    return build_parser().parse_args(list(spec.argv[3:]))
+    return parse_command_line(list(spec.argv[3:]))
 
 
 def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_batch_and_memory() -> None:
     argv = ["--engines", "auto", "--interactive-engine", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "256"]
     settings = Settings(consumer_name="pod-0", metrics_port=9464)
-    args, options, layout = _layout(argv, settings, 135_000_000, H100)  # a 135M model: 5 engines per GPU
+    args, engine_args, layout = _layout(argv, settings, 135_000_000, H100)  # a 135M model: 5 engines per GPU
     assert (layout.engines, layout.memory) == (5, 0.16)
     assert layout.interactive == InteractiveEngine(max_num_seqs=32, max_in_flight=32, memory=0.05)
-    specs = child_specs(args, settings, options, Path("/models/m"), URLS, [["0"], ["1"]], layout, PORTS, {})
+    specs = child_specs(args, settings, engine_args, Path("/models/m"), URLS, [["0"], ["1"]], layout, PORTS, {})
     names = [f"gpu{g}-e{e}" for g in (0, 1) for e in range(5)]
     assert [s.name for s in specs] == [*names[:5], "gpu0-interactive", *names[5:], "gpu1-interactive"]
     # Started one after the other on each GPU, the interactive engine after that GPU's regular ones.
@@ -160,14 +187,20 @@ def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_b
     children = [_child_args(spec) for spec in specs]
     for gpu in (children[:6], children[6:]):
         *regular, interactive = gpu
-        assert {(c.lane_policy, c.max_num_seqs, c.max_in_flight) for c in regular} == {("bulk", 256, None)}
-        assert (interactive.lane_policy, interactive.max_num_seqs, interactive.max_in_flight) == ("interactive", 32, 32)
-        assert round(sum(c.gpu_memory_utilization for c in gpu), 9) <= 0.85
-        assert interactive.gpu_memory_utilization == 0.05
-        assert not any(c.interactive_engine for c in gpu) and {c.engines for c in gpu} == {1}
-        assert engine_options(interactive) == dataclasses.replace(
-            options, model="/models/m", max_num_seqs=32, gpu_memory_utilization=0.05
+        engines = [_engine(c.engine_args) for c in gpu]
+        assert {(c.lane_policy, c.max_in_flight) for c in regular} == {("bulk", None)}
+        assert {e["max_num_seqs"] for e in engines[:-1]} == {256}
+        assert (interactive.lane_policy, engines[-1]["max_num_seqs"], interactive.max_in_flight) == (
+            "interactive",
+            32,
+            32,
         )
+        assert round(sum(e["gpu_memory_utilization"] for e in engines), 9) <= 0.85
+        assert not any(c.interactive_engine for c in gpu) and {c.engines for c in gpu} == {1}
+        # The parent's --gpu-memory-utilization 0.85 --max-num-seqs 256, both replaced by the engine's own.
+        assert engine_args == ["--gpu-memory-utilization", "0.85", "--max-num-seqs", "256"]
+        assert interactive.engine_args == ["--gpu-memory-utilization=0.05", "--max-num-seqs=32"]
+        assert engines[-1] == {**_engine(engine_args), "max_num_seqs": 32, "gpu_memory_utilization": 0.05}
     line = layout.describe([["0"], ["1"]])
     assert line.startswith("running 12 engines (5 per GPU group + 1 interactive, groups ['0', '1'])")
     assert "interactive engine with 0.05, 32 sequences and 32 jobs in flight" in line
@@ -179,17 +212,19 @@ def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_b
 
 def test_the_interactive_engines_batch_and_bulk_cap_make_its_jobs_in_flight() -> None:
     argv = ["--engines", "2", "--interactive-engine", "--interactive-max-seqs", "16", "--max-in-flight", "300"]
-    args, options, layout = _layout(argv, Settings(interactive_bulk_in_flight=4), None, None)
+    args, engine_args, layout = _layout(argv, Settings(interactive_bulk_in_flight=4), None, None)
     assert layout.interactive == InteractiveEngine(max_num_seqs=16, max_in_flight=20, memory=0.05)
-    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
-    assert [(c.max_num_seqs, c.max_in_flight) for c in map(_child_args, specs)] == [(64, 300), (64, 300), (16, 20)]
+    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    children = list(map(_child_args, specs))
+    seqs = [_engine(c.engine_args)["max_num_seqs"] for c in children]  # None: vLLM's own default
+    assert [(n, c.max_in_flight) for n, c in zip(seqs, children, strict=True)] == [(None, 300), (None, 300), (16, 20)]
 
 
 def test_without_a_gpu_one_engine_and_an_interactive_one_are_a_group_of_two() -> None:
     """The same layout on a CPU: the memory shares are unused there but still add up."""
-    args, options, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None)
+    args, engine_args, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None, on_cpu=True)
     assert layout.engines_per_group == 2 and layout.memory + layout.interactive.memory <= 0.25  # type: ignore[union-attr]
-    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], layout, PORTS, {})
     assert [(s.name, s.start_after) for s in specs] == [("e0", None), ("interactive", "e0")]
     assert [c.lane_policy for c in map(_child_args, specs)] == ["bulk", "interactive"]
     assert "running 2 engines (1 per GPU group + 1 interactive" in layout.describe([[]])
@@ -212,12 +247,14 @@ def test_the_interactive_engines_memory_leaves_the_regular_engines_what_they_nee
 
 
 def test_without_interactive_engine_the_engines_keep_their_policy_flag_and_even_shares() -> None:
-    args, options, layout = _layout(["--engines", "4", "--lane-policy", "bulk"], Settings(), None, None)
+    args, engine_args, layout = _layout(
+        ["--engines", "4", "--lane-policy", "bulk"], Settings(), None, None, on_cpu=True
+    )
     assert layout == GroupLayout(4, 0.0625)
-    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], layout, PORTS, {})
     assert {c.lane_policy for c in map(_child_args, specs)} == {"bulk"}
-    _, _, plain = _layout(["--engines", "2"], Settings(), None, None)
-    specs = child_specs(args, Settings(), options, Path("/models/m"), URLS, [[]], plain, PORTS, {})
+    _, _, plain = _layout(["--engines", "2"], Settings(), None, None, on_cpu=True)
+    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], plain, PORTS, {})
     assert plain == GroupLayout(2, 0.125) and len(specs) == 2
 
 
@@ -277,13 +314,13 @@ def test_bench_mixed_runs_the_worker_with_the_group_flags_and_counts_its_engines
 
     args = parse_args(["mixed", "--model", "/m", "--engines", "auto", "--interactive-engine"])
     argv = worker_argv(args, args.engines, args.gpu_memory_utilization)
-    child = build_parser().parse_args(argv[3:])
+    child = parse_command_line(argv[3:])
     assert (child.engines, child.interactive_engine, child.interactive_max_seqs) == ("auto", True, None)
     plain = parse_args(["mixed", "--model", "/m"])
     assert (plain.engines, plain.interactive_engine) == ("1", False)
     assert "--interactive-engine" not in worker_argv(plain, plain.engines, 0.85)
     log = tmp_path / "group.log"
-    _, _, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None)
+    _, _, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None, on_cpu=True)
     log.write_text(f"... {layout.describe([['0']])}\n")
     worker = WorkerProcess("w", cast(Any, None), log)
     assert engine_count(worker, "1", 1.0, interactive=True) == 2  # not the 1 of --engines: read from the log

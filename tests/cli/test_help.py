@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cli.main import build_parser, main
+from cli.main import build_parser, main, parse_command_line
 from contract.version import dragoman_version
 
 
@@ -85,7 +85,11 @@ def test_every_example_parses(path: tuple[str, ...]) -> None:
         words = shlex.split(example.split("|")[-1])
         words = words[: next((i for i, w in enumerate(words) if w in (">", "2>&1", "&")), len(words))]
         assert words[0] == "dragoman", example
-        build_parser().parse_args(words[1:])
+        args = parse_command_line(words[1:])
+        if getattr(args, "engine_args", None):  # vLLM's: its own parser must take them too
+            from worker.engine_args import parse_engine_args
+
+            parse_engine_args(args.engine_args, on_cpu=False)
 
 
 def test_cancel_help_says_what_happens_to_queued_and_running_jobs(capsys: pytest.CaptureFixture[str]) -> None:

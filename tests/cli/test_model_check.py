@@ -168,10 +168,9 @@ def test_a_folder_without_a_tokenizer(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_the_readme_template_example_loads_and_renders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Bring your own model", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```json\n(.*?)\n```", section, re.DOTALL)
-    assert match, "the README lost its dragoman.json example"
+    guide = Path(__file__).parents[2] / "docs" / "guides" / "bring-your-own-model.md"
+    match = re.search(r"```json\n(.*?)\n```", guide.read_text(encoding="utf-8"), re.DOTALL)
+    assert match, "the bring-your-own-model guide lost its dragoman.json example"
     definition = json.loads(match.group(1))["profile"]
     folder = _model_folder(tmp_path / "readme", chat_template=CHAT_TEMPLATE, profile=definition)
     argv = [

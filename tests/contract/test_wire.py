@@ -16,7 +16,7 @@ from contract.wire import JobEvent, decode_job_entry, encode_job_entry, read_job
 def test_hand_written_xadd_is_accepted(raw_redis: redis.Redis) -> None:
     stream = f"wire-{uuid.uuid4().hex}:jobs"
     job_id = str(uuid.uuid4())
-    # Exactly what the README tells a Go or Node app to send.
+    # Exactly what docs/concepts/wire-format.md tells a Go or Node app to send.
     raw_redis.execute_command(
         "XADD",
         stream,

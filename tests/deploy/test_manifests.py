@@ -22,7 +22,7 @@ import yaml
 from psycopg import sql
 
 from broker.keys import RedisKeys
-from cli.main import build_parser
+from cli.main import parse_command_line
 from cli.worker import cmd_worker
 from contract.services import ServiceUrls
 from contract.settings import Settings
@@ -235,7 +235,7 @@ def test_the_engines_override_runs_an_engine_group_on_the_gpus_it_reserves(
     services = _compose_config(env, ENGINES_COMPOSE)["services"]
     base = _compose_config({"DRAGOMAN_MODEL": "some-model", **CREDENTIALS})["services"]
     worker = services["worker"]
-    args = build_parser().parse_args(worker["command"])  # the real `dragoman worker` arguments
+    args = parse_command_line(worker["command"])  # the real `dragoman worker` arguments
     assert args.func is cmd_worker and args.engines == "auto" and args.gpus == "all"
     assert args.model == "/models/some-model"
     # One reservation, replacing the base file's (compose appends lists unless told to override).
@@ -421,10 +421,10 @@ def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> 
                 if isinstance(value, dict) and "secretKeyRef" in value:
                     refs.add((value["secretKeyRef"]["name"], value["secretKeyRef"]["key"]))
     refs |= {(r["name"], r["key"]) for r in k8s["TriggerAuthentication/dragoman-redis"]["spec"]["secretTargetRef"]}
-    readme = (ROOT / "README.md").read_text()
-    for secret, key in refs:  # the README's `kubectl create secret` line creates every key used
+    guide = (ROOT / "docs" / "guides" / "operations" / "kubernetes.md").read_text()
+    for secret, key in refs:  # the guide's `kubectl create secret` line creates every key used
         assert secret == "dragoman-connections"
-        assert f"--from-literal={key}=" in readme, f"README does not say how to create {secret}/{key}"
+        assert f"--from-literal={key}=" in guide, f"the Kubernetes guide does not say how to create {secret}/{key}"
 
 
 def test_every_pod_runs_as_the_images_non_root_user_with_a_read_only_root(k8s: dict[str, dict[str, Any]]) -> None:
@@ -483,13 +483,13 @@ def test_an_engine_group_deployment_is_a_drop_in_worker_that_matches_the_code(
         line.lstrip("# ") for line in (ENGINE_GROUPS / file).read_text().splitlines() if line.startswith("#")
     )
     [container] = pod["spec"]["containers"]
-    args = build_parser().parse_args(container["args"])  # the real `dragoman worker` arguments
+    args = parse_command_line(container["args"])  # the real `dragoman worker` arguments
     assert args.func is cmd_worker and args.engines == "auto"
     assert args.gpus == ("all" if gpus > 1 else None)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == gpus
     env = _assert_worker_ops(pod, container)  # the group's port is where Prometheus and the probes look
     assert env["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # the kubelet's probes come from outside the pod
-    for name in ("DRAGOMAN_REDIS_URL", "DRAGOMAN_DATABASE_URL"):  # the secrets the README creates
+    for name in ("DRAGOMAN_REDIS_URL", "DRAGOMAN_DATABASE_URL"):  # the secrets the Kubernetes guide creates
         assert env[name] == _env(base["spec"]["template"]["spec"]["containers"][0])[name]
     grace = float(env.get("DRAGOMAN_SHUTDOWN_GRACE_SECONDS", DEFAULTS.shutdown_grace_seconds))
     # Every engine drains, then the group kills what is left STOP_MARGIN_S later; the pod must outlast both.

@@ -25,7 +25,6 @@ from producer.client import Client
 from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12, make_docx
 from tests.orchestrator.test_runs_and_documents import orchestrate_until
 from tests.worker.conftest import default_model_worker
-from worker.engine import EngineOptions
 from worker.model import prepare_default_model
 from worker.vllm_engine import VllmEngine
 
@@ -39,7 +38,7 @@ MARKDOWN = "# Getting started\n\nRun `dragoman translate` to translate this file
 def engine() -> Iterator[VllmEngine]:
     """The real engine on the default model."""
     engine = VllmEngine.start(
-        prepare_default_model(Settings().model_cache_dir), EngineOptions(max_num_seqs=16, max_model_len=1024)
+        prepare_default_model(Settings().model_cache_dir), ["--max-num-seqs=16", "--max-model-len=1024"]
     )
     yield engine
     engine.shutdown()

@@ -1,83 +1,153 @@
-"""The options `dragoman worker` passes to vLLM, checked against vLLM's own argument classes."""
+"""vLLM's engine arguments: the command line and ``DRAGOMAN_ENGINE_ARGS`` through vLLM's own parser."""
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cli.worker import add_engine_arguments, engine_options
-from worker.engine import EngineOptions
-from worker.vllm_engine import cpu_has_bf16, engine_arguments
+from cli.main import EXIT_BAD_INPUT, main, parse_command_line
+from contract.errors import EngineArgumentsError
+from contract.settings import Settings
+from worker.engine_args import (
+    CPU_DEFAULTS,
+    async_engine_args,
+    cpu_has_bf16,
+    engine_argv,
+    parse_engine_args,
+    split_engine_args,
+)
 
 
-def _parse(*argv: str) -> EngineOptions:
-    parser = argparse.ArgumentParser()
-    add_engine_arguments(parser)
-    return engine_options(parser.parse_args(list(argv)))
+def _worker_engine_args(*argv: str) -> list[str]:
+    """What `dragoman worker ARGV` hands to vLLM's parser (no DRAGOMAN_ENGINE_ARGS)."""
+    args = parse_command_line(["worker", *argv])
+    return list(args.engine_args)
 
 
-def test_every_argument_is_one_vllm_knows() -> None:
-    from vllm import AsyncEngineArgs
-    from vllm.config import CompilationConfig
-
-    kwargs = engine_arguments(Path("/models/m"), _parse("--no-enforce-eager", "--max-cudagraph-capture-size", "1536"))
-    assert set(kwargs) <= {field.name for field in dataclasses.fields(AsyncEngineArgs)}
-    assert kwargs["compilation_config"] == {"max_cudagraph_capture_size": 1536}
-    assert CompilationConfig(**kwargs["compilation_config"]).max_cudagraph_capture_size == 1536
-
-
-def test_graphs_cover_mixed_steps_by_default_and_zero_leaves_it_to_vllm() -> None:
-    default = engine_arguments(Path("m"), _parse("--no-enforce-eager"))
-    assert default["compilation_config"] == {"max_cudagraph_capture_size": 2048}
-    vllm_default = _parse("--no-enforce-eager", "--max-cudagraph-capture-size", "0")
-    assert "compilation_config" not in engine_arguments(Path("m"), vllm_default)
-
-
-def test_capture_size_is_not_passed_when_eager() -> None:
-    eager = _parse("--max-cudagraph-capture-size", "1024")  # --enforce-eager is the default: no graphs at all
-    assert eager.enforce_eager and "compilation_config" not in engine_arguments(Path("m"), eager)
-
-
-def test_capture_size_joins_a_compilation_config_given_in_extra() -> None:
-    options = EngineOptions(
-        enforce_eager=False,
-        max_cudagraph_capture_size=1024,
-        extra={"compilation_config": {"cudagraph_mode": "PIECEWISE"}},
+def test_options_the_worker_does_not_know_pass_through_to_vllm_in_order() -> None:
+    argv = ["--max-num-seqs", "8", "--lane-policy", "bulk", "--no-enforce-eager", "--max-model-len=1024"]
+    args = parse_command_line(["worker", *argv])
+    assert args.lane_policy == "bulk"  # dragoman's own
+    assert args.engine_args == ["--max-num-seqs", "8", "--no-enforce-eager", "--max-model-len=1024"]
+    engine = async_engine_args(Path("/models/m"), parse_engine_args(args.engine_args, on_cpu=False))
+    assert (engine.model, engine.max_num_seqs, engine.enforce_eager, engine.max_model_len) == (
+        "/models/m",
+        8,
+        False,
+        1024,
     )
-    kwargs = engine_arguments(Path("m"), options)
-    assert kwargs["compilation_config"] == {"cudagraph_mode": "PIECEWISE", "max_cudagraph_capture_size": 1024}
-    assert options.extra["compilation_config"] == {"cudagraph_mode": "PIECEWISE"}  # the caller's dict is not changed
-    assert kwargs["model"] == "m" and kwargs["disable_log_stats"] is False
 
 
-@pytest.mark.parametrize("value", ["-1", "big"])
-def test_a_capture_size_that_is_not_a_token_count_is_refused_with_the_reason(
-    value: str, capsys: pytest.CaptureFixture[str]
+def test_an_option_vllm_has_needs_no_change_here() -> None:
+    """Options dragoman never declared reach vLLM as its own parser reads them."""
+    argv = _worker_engine_args("--seed", "7", "--enable-prefix-caching", "--max_num_batched_tokens", "4k")
+    engine = async_engine_args(Path("m"), parse_engine_args(argv, on_cpu=False))
+    assert (engine.seed, engine.enable_prefix_caching, engine.max_num_batched_tokens) == (
+        7,
+        True,
+        4000,
+    )  # vLLM reads 4k as 4,000
+
+
+def test_the_environments_arguments_come_first_so_a_flag_wins() -> None:
+    environment = "--max-num-seqs 256 --gpu-memory-utilization 0.5 --override-generation-config '{\"top_k\": 5}'"
+    argv = engine_argv(environment, _worker_engine_args("--max-num-seqs", "8"))
+    assert argv[-2:] == ["--max-num-seqs", "8"]
+    values = parse_engine_args(argv, on_cpu=False)
+    assert (values["max_num_seqs"], values["gpu_memory_utilization"]) == (8, 0.5)
+    assert values["override_generation_config"] == {"top_k": 5}  # quoted as a shell quotes it
+
+
+def test_on_a_cpu_dragomans_defaults_fill_in_only_what_is_left_out() -> None:
+    left_out = parse_engine_args([], on_cpu=True)
+    assert {name: left_out[name] for name in CPU_DEFAULTS} == CPU_DEFAULTS
+    assert left_out["max_cudagraph_capture_size"] is None  # vLLM's: a GPU default only
+    # Given, even as vLLM's own default value, an option is the user's.
+    given = parse_engine_args(
+        ["--no-enforce-eager", "--gpu-memory-utilization", "0.92", "--max-num-seqs=64"], on_cpu=True
+    )
+    assert (given["enforce_eager"], given["gpu_memory_utilization"], given["max_num_seqs"]) == (False, 0.92, 64)
+    assert given["kv_cache_memory_bytes"] == 2**30 and given["max_model_len"] == 2048
+    assert parse_engine_args(["--kv-cache-memory-bytes", "512M"], on_cpu=True)["kv_cache_memory_bytes"] == 512 * 2**20
+
+
+def test_on_a_gpu_vllms_defaults_stand_but_for_cuda_graphs_over_mixed_steps() -> None:
+    values = parse_engine_args([], on_cpu=False)
+    assert values["max_num_seqs"] is None and values["max_model_len"] is None  # vLLM sizes them for the GPU
+    assert values["enforce_eager"] is False and values["kv_cache_memory_bytes"] is None
+    assert values["max_cudagraph_capture_size"] == 2048
+    assert async_engine_args(Path("m"), values).max_cudagraph_capture_size == 2048
+    assert (
+        parse_engine_args(["--max-cudagraph-capture-size", "1536"], on_cpu=False)["max_cudagraph_capture_size"] == 1536
+    )
+    assert parse_engine_args(["--enforce-eager"], on_cpu=False)["max_cudagraph_capture_size"] is None  # no graphs
+    config = parse_engine_args(["-cc.max_cudagraph_capture_size=1024"], on_cpu=False)  # vLLM's own spelling of it
+    assert (
+        config["max_cudagraph_capture_size"] is None and config["compilation_config"].max_cudagraph_capture_size == 1024
+    )
+
+
+def test_on_a_cpu_without_bfloat16_auto_means_float32() -> None:
+    assert parse_engine_args([], on_cpu=True, cpu_has_bf16=False)["dtype"] == "float32"
+    assert parse_engine_args([], on_cpu=True, cpu_has_bf16=True)["dtype"] == "bfloat16"
+    assert parse_engine_args(["--dtype", "bfloat16"], on_cpu=True)["dtype"] == "bfloat16"  # asked for
+    assert parse_engine_args([], on_cpu=False)["dtype"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-num-seqs", "many"], "argument --max-num-seqs: invalid int value: 'many'"),
+        (["--no-such-engine-option", "1"], "unrecognized arguments: --no-such-engine-option 1"),
+        (["--cpu-kv-cache-gib", "0.5"], "--kv-cache-memory-bytes sizes the KV cache"),
+        (["--no-log-stats"], "vLLM's own flag is --disable-log-stats"),
+        (["--model", "/models/x"], "give it as `dragoman worker --model PATH`"),
+    ],
+)
+def test_arguments_vllm_refuses_raise_with_the_reason(argv: list[str], message: str) -> None:
+    with pytest.raises(EngineArgumentsError) as raised:
+        parse_engine_args(argv, on_cpu=False)
+    assert message in str(raised.value)
+
+
+def test_an_environment_value_that_does_not_split_is_refused() -> None:
+    with pytest.raises(EngineArgumentsError, match="DRAGOMAN_ENGINE_ARGS cannot be split"):
+        split_engine_args("--served-model-name 'unclosed")
+
+
+def test_a_bad_engine_argument_exits_2_before_anything_starts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        _parse("--no-enforce-eager", "--max-cudagraph-capture-size", value)
-    assert exit_info.value.code == 2
-    assert "--max-cudagraph-capture-size" in capsys.readouterr().err
+    monkeypatch.setattr("cli.worker.require_engine_for", lambda *args: None)
+    monkeypatch.setattr("cli.worker.resolve_model", _must_not_start)
+    assert main(["worker", "--max-num-seqs", "many"]) == EXIT_BAD_INPUT
+    assert "invalid int value: 'many'" in capsys.readouterr().err
+    monkeypatch.setenv("DRAGOMAN_ENGINE_ARGS", "--gpu-memory-utilization lots")
+    assert main(["worker"]) == EXIT_BAD_INPUT
+    assert "invalid float value: 'lots'" in capsys.readouterr().err
 
 
-def test_on_a_cpu_without_bfloat16_auto_means_float32_and_a_fixed_kv_cache() -> None:
-    options = _parse("--cpu-kv-cache-gib", "0.5")
-    on_avx2 = engine_arguments(Path("m"), options, on_cpu=True, cpu_has_bf16=False)
-    assert on_avx2["dtype"] == "float32" and on_avx2["kv_cache_memory_bytes"] == 2**29
-    assert engine_arguments(Path("m"), options, on_cpu=True, cpu_has_bf16=True)["dtype"] == "bfloat16"
-    assert engine_arguments(Path("m"), _parse("--dtype", "bfloat16"), on_cpu=True)["dtype"] == "bfloat16"  # asked for
-    on_gpu = engine_arguments(Path("m"), options)
-    assert on_gpu["dtype"] == "auto" and "kv_cache_memory_bytes" not in on_gpu
+def _must_not_start(*args: Any) -> None:
+    raise AssertionError("the worker went on to start")
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "lots"])
-def test_a_cpu_kv_cache_size_that_is_not_positive_is_refused(value: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        _parse("--cpu-kv-cache-gib", value)
-    assert "--cpu-kv-cache-gib" in capsys.readouterr().err
+def test_other_commands_refuse_options_they_do_not_know(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(["submit", "Hello", "--from", "en", "--to", "fr", "--max-num-seqs", "8"])
+    assert exited.value.code == 2 and "unrecognized arguments: --max-num-seqs 8" in capsys.readouterr().err
+
+
+def test_help_engine_lists_vllms_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "--help-engine"]) == 0
+    listing = capsys.readouterr().out
+    assert "--max-num-seqs" in listing and "--gpu-memory-utilization" in listing and "--enforce-eager" in listing
+
+
+def test_the_setting_holds_the_environments_engine_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRAGOMAN_ENGINE_ARGS", "--max-num-seqs 256 --no-enforce-eager")
+    assert split_engine_args(Settings().engine_args) == ["--max-num-seqs", "256", "--no-enforce-eager"]
 
 
 @pytest.mark.parametrize(

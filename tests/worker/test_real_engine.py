@@ -20,7 +20,6 @@ from contract.schemas import JobStatus, TranslationRequest, build_job_spec
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from worker.engine import EngineOptions
 from worker.model import prepare_default_model
 from worker.profiles import choose_profile
 from worker.service import Worker
@@ -39,7 +38,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(lo
 def engine() -> Iterator[VllmEngine]:
     """The real engine on the default model, with a small context so one test can overflow it."""
     model_path = prepare_default_model(Settings().model_cache_dir)
-    engine = VllmEngine.start(model_path, EngineOptions(max_num_seqs=16, max_model_len=1024))
+    engine = VllmEngine.start(model_path, ["--max-num-seqs=16", "--max-model-len=1024"])
     yield engine
     engine.shutdown()
 
