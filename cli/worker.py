@@ -22,6 +22,7 @@ from contract.errors import EngineNotInstalledError, InvalidJobError
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 from contract.version import dragoman_version
+from worker.engine_args import CPU_DEFAULTS, GPU_DEFAULTS, describe_defaults
 from worker.engine_group import INTERACTIVE_MAX_SEQS
 
 if TYPE_CHECKING:
@@ -176,9 +177,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list vLLM's engine arguments and exit: any option this command does not know is one of them, "
         "passed to vLLM as given (--max-num-seqs 256 --no-enforce-eager --gpu-memory-utilization 0.9 ...), after "
-        "DRAGOMAN_ENGINE_ARGS; on a CPU dragoman's defaults fill in what they leave out (--gpu-memory-utilization "
-        "0.25, --kv-cache-memory-bytes 1G, --enforce-eager, --max-model-len 2048, --max-num-seqs 64), on a GPU "
-        "--max-cudagraph-capture-size 2048",
+        "DRAGOMAN_ENGINE_ARGS; on a CPU dragoman's defaults fill in what they leave out "
+        f"({describe_defaults(CPU_DEFAULTS)}), on a GPU {describe_defaults(GPU_DEFAULTS)}",
     )
     parser.set_defaults(engine_args=[])
 
