@@ -118,11 +118,7 @@ def engine_arg_parser() -> argparse.ArgumentParser:
     """vLLM's own parser of engine arguments, as its entry points build it; its errors raise
     :class:`EngineArgumentsError` instead of exiting. Imports vLLM."""
     from vllm.engine.arg_utils import AsyncEngineArgs
-
-    try:
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
-    except ImportError:  # vLLM releases before the argparse helpers had their own module
-        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef,unused-ignore]
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # in vLLM 0.26 (the GPU machine's) and 0.32
 
     class EngineArgParser(FlexibleArgumentParser):  # type: ignore[misc,unused-ignore]  # Any where vLLM is missing
         """Raises instead of printing vLLM's whole usage and exiting."""
