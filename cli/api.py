@@ -29,8 +29,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         ),
         epilog=examples("dragoman api", "dragoman api --host 0.0.0.0 --port 8080 --log-format json"),
     )
-    api.add_argument("--host", dest="api_host", help="address to listen on (default DRAGOMAN_API_HOST)")
-    api.add_argument("--port", dest="api_port", type=int, help="port to listen on (default DRAGOMAN_API_PORT)")
+    api.add_argument("--host", dest="api_host", metavar="HOST", help="address to listen on (default DRAGOMAN_API_HOST)")
+    api.add_argument(
+        "--port", dest="api_port", metavar="PORT", type=int, help="port to listen on (default DRAGOMAN_API_PORT)"
+    )
     api.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
     mirror_settings(api, "api_host", "api_port", "log_format")
     api.set_defaults(func=cmd_api)

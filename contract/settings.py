@@ -3,7 +3,7 @@
 Build it once at the edge (CLI, application start-up, test fixture) and pass it down; nothing
 else in dragoman reads the environment. One precedence rule: a command-line flag that mirrors a
 setting (``cli.setting_flags``) > the ``DRAGOMAN_*`` variable > the default here. The fields come
-in groups (:data:`SECTIONS`); ``contract.settings_reference`` renders them as the documented table.
+in groups (:data:`SECTIONS`), which the generated settings reference can follow.
 """
 
 from __future__ import annotations
@@ -393,5 +393,5 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
 )
-"""The settings in groups, in ``Settings``' order: (title, what they are about, field names). The settings
-reference (``contract.settings_reference``) is laid out by it; a test holds it to ``Settings.model_fields``."""
+"""The settings in groups, in ``Settings``' order: (title, what they are about, field names), for the settings
+reference to lay out its table by; a test holds it to ``Settings.model_fields``."""
