@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from cli.help import EXAMPLE_ID, add_command, choices, examples
+from cli.setting_flags import mirror_settings
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 
@@ -28,9 +29,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         ),
         epilog=examples("dragoman api", "dragoman api --host 0.0.0.0 --port 8080 --log-format json"),
     )
-    api.add_argument("--host", help="address to listen on (default DRAGOMAN_API_HOST)")
-    api.add_argument("--port", type=int, help="port to listen on (default DRAGOMAN_API_PORT)")
+    api.add_argument("--host", dest="api_host", metavar="HOST", help="address to listen on (default DRAGOMAN_API_HOST)")
+    api.add_argument(
+        "--port", dest="api_port", metavar="PORT", type=int, help="port to listen on (default DRAGOMAN_API_PORT)"
+    )
     api.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
+    mirror_settings(api, "api_host", "api_port", "log_format")
     api.set_defaults(func=cmd_api)
 
     keys = add_command(
@@ -73,11 +77,10 @@ def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     from api import create_app
     from storage.embedded import resolve_urls
 
-    configure_logging("INFO", args.log_format or settings.log_format)
+    configure_logging("INFO", settings.log_format)
     urls = resolve_urls(settings)
     settings = settings.model_copy(update={"redis_url": urls.redis_url, "database_url": urls.database_url})
-    host = args.host or settings.api_host
-    port = settings.api_port if args.port is None else args.port
+    host, port = settings.api_host, settings.api_port
     # Event streams never end by themselves: without a bound, a SIGTERM would wait for ever and the
     # application's shutdown (which releases batches being created) would never run.
     uvicorn.run(

@@ -18,6 +18,7 @@ from cli.bulk import add_commands as add_bulk_commands
 from cli.help import EXAMPLE_ID, HelpFormatter, add_command, choices, examples
 from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
+from cli.setting_flags import overlay_flags
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
     DragomanError,
@@ -466,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dragoman`` console script."""
     args = parse_command_line(argv)
     try:
-        settings = Settings()
+        settings = overlay_flags(Settings(), args)  # flag > environment > default
         command: Command = args.func
         return command(args, settings)
     except (InvalidJobError, EngineNotInstalledError, ValueError) as exc:

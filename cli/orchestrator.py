@@ -19,6 +19,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from cli.help import SubParsers, add_command, examples
+from cli.setting_flags import mirror_settings
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 
@@ -51,6 +52,7 @@ def add_commands(sub: SubParsers) -> None:
         "webhooks: only that queue (more webhook workers deliver to more slow receivers at once)",
     )
     worker.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
+    mirror_settings(worker, "log_format")
     worker.set_defaults(func=cmd_rq_worker)
 
 
@@ -62,7 +64,7 @@ def cmd_rq_worker(args: argparse.Namespace, settings: Settings) -> int:
     """
     from orchestrator.context import TaskContext
 
-    log_format = args.log_format or settings.log_format
+    log_format = settings.log_format
     configure_logging("INFO", log_format)
     ctx = TaskContext.from_environment()
     keys = ctx.keys

@@ -15,18 +15,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.embedded import services_left_running, starts_embedded_services
-from cli.engine_group import INTERACTIVE_MAX_SEQS, check_lane_arguments, parse_engines
 from cli.help import SubParsers, add_command, choices, examples
 from cli.model_check import add_check_arguments, cmd_model_check
+from cli.setting_flags import mirror_settings
 from contract.errors import EngineNotInstalledError, InvalidJobError
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 from contract.version import dragoman_version
+from worker.engine_args import CPU_DEFAULTS, GPU_DEFAULTS, describe_defaults
+from worker.engine_group import INTERACTIVE_MAX_SEQS
 
 if TYPE_CHECKING:
-    from cli.engine_group import GroupLayout
     from contract.services import ServiceUrls
     from worker.deterministic_engine import DeterministicEngine
+    from worker.engine_group import GroupLayout
     from worker.profiles import PromptProfile
     from worker.service import Worker
     from worker.vllm_engine import VllmEngine
@@ -100,13 +102,18 @@ def add_commands(sub: SubParsers) -> None:
         "(interactive first, bulk only within DRAGOMAN_INTERACTIVE_BULK_IN_FLIGHT), bulk (interactive jobs only "
         "once they have waited DRAGOMAN_INTERACTIVE_SPILL_SECONDS); default DRAGOMAN_LANE_POLICY or shared",
     )
-    worker.add_argument("--max-in-flight", type=int, help="jobs inside the engine (default 2 x max-num-seqs)")
+    worker.add_argument(
+        "--max-in-flight",
+        type=int,
+        help="jobs inside the engine (default DRAGOMAN_MAX_IN_FLIGHT, else 2 x the engine's max-num-seqs)",
+    )
     worker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     worker.add_argument(
         "--log-format",
         choices=LOG_FORMATS,
         help="text, or json (one object per line); default DRAGOMAN_LOG_FORMAT or text",
     )
+    mirror_settings(worker, "engine", "echo_delay_ms", "lane_policy", "max_in_flight", "log_format")
     worker.set_defaults(func=cmd_worker)
 
     model = add_command(
@@ -170,9 +177,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list vLLM's engine arguments and exit: any option this command does not know is one of them, "
         "passed to vLLM as given (--max-num-seqs 256 --no-enforce-eager --gpu-memory-utilization 0.9 ...), after "
-        "DRAGOMAN_ENGINE_ARGS; on a CPU dragoman's defaults fill in what they leave out (--gpu-memory-utilization "
-        "0.25, --kv-cache-memory-bytes 1G, --enforce-eager, --max-model-len 2048, --max-num-seqs 64), on a GPU "
-        "--max-cudagraph-capture-size 2048",
+        "DRAGOMAN_ENGINE_ARGS; on a CPU dragoman's defaults fill in what they leave out "
+        f"({describe_defaults(CPU_DEFAULTS)}), on a GPU {describe_defaults(GPU_DEFAULTS)}",
     )
     parser.set_defaults(engine_args=[])
 
@@ -207,6 +213,30 @@ def _milliseconds(value: str) -> float:
     if not ms >= 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more milliseconds, got {value}")
     return ms
+
+
+def check_lane_arguments(args: argparse.Namespace) -> None:
+    """Refuse (``ValueError``: exit 2) lane flags that contradict each other, before anything starts."""
+    if args.interactive_engine and args.lane_policy is not None:
+        raise ValueError(
+            "--interactive-engine sets each engine's lane policy itself (bulk for the regular engines, "
+            "interactive for the one it adds): leave --lane-policy out"
+        )
+    if args.interactive_max_seqs is not None and not args.interactive_engine:
+        raise ValueError("--interactive-max-seqs sizes the engine --interactive-engine adds: give both, or neither")
+
+
+def parse_engines(value: str) -> int | str:
+    """``--engines``: ``auto`` or a whole number of engines per GPU, 1 or more."""
+    if value == "auto":
+        return value
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number of engines, got {value!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"a GPU runs at least one engine, got {count}")
+    return count
 
 
 def resolve_model(settings: Settings, model: str | None) -> Path:
@@ -282,20 +312,12 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.help_engine:
         return _print_engine_help()
     check_lane_arguments(args)
-    updates: dict[str, object] = {}
-    if args.lane_policy is not None:
-        updates["lane_policy"] = args.lane_policy
-    if args.engine is not None:
-        updates["engine"] = args.engine
-    if args.echo_delay_ms is not None:
-        updates["echo_delay_ms"] = args.echo_delay_ms
-    settings = settings.model_copy(update=updates)
     check_echo_arguments(args, settings.engine)
     echo = settings.engine == "echo"
     if not echo:
         require_engine_for("dragoman worker", settings, args.model)
         check_profile_arguments(args.profile, args.profile_file)
-    configure_logging(args.log_level, args.log_format or settings.log_format)
+    configure_logging(args.log_level, settings.log_format)
     log = logging.getLogger("dragoman.worker")
     log.info("dragoman %s worker starting", dragoman_version())
     if echo and settings.engine_args:
@@ -370,7 +392,7 @@ def _run_worker(
             database_url=urls.database_url,
             engine=engine,
             profile=profile,
-            max_in_flight=args.max_in_flight or settings.max_in_flight or 2 * engine.max_num_seqs,
+            max_in_flight=settings.max_in_flight or 2 * engine.max_num_seqs,
             metrics=WorkerMetrics(REGISTRY),  # vLLM's engine metrics are registered there too
             model_path=model_path,  # its revision keys the translation memory
         )
@@ -413,9 +435,9 @@ def _group_layout(
 ) -> tuple[list[list[str]], GroupLayout]:
     """The GPU groups and what runs on each (``--engines``, ``--interactive-engine``), from the model's size and
     the GPU's memory where they matter; ``ValueError`` (exit 2) for flags that cannot work."""
-    from cli.engine_group import gpu_groups, group_layout
     from worker.engine_args import parse_engine_args, platform_is_cpu
     from worker.engine_count import estimate_parameters, gpu_ids, gpu_memory_bytes
+    from worker.engine_group import gpu_groups, group_layout
 
     values = parse_engine_args(engine_args, on_cpu=platform_is_cpu())
     groups = gpu_groups(gpu_ids(args.gpus), values["tensor_parallel_size"])
@@ -423,7 +445,15 @@ def _group_layout(
     if args.engines == "auto" or args.interactive_engine:
         parameters = estimate_parameters(model_path)
         memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
-    layout = group_layout(args, settings, values["gpu_memory_utilization"], parameters, memory)
+    layout = group_layout(
+        args.engines,
+        settings,
+        values["gpu_memory_utilization"],
+        parameters,
+        memory,
+        interactive=args.interactive_engine,
+        interactive_max_seqs=args.interactive_max_seqs,
+    )
     if args.engines == "auto":
         log.info(
             "--engines auto: %d per GPU group (%s parameters, %s of GPU memory)",
@@ -446,15 +476,16 @@ def _run_engine_group(
 ) -> int:
     """Migrate once, then supervise one worker process per engine until signalled, serving the group's
     /metrics, /healthz and /readyz; the group's exit code."""
-    from cli.engine_group import child_specs
     from storage import upgrade_database
+    from worker.engine_group import child_specs
     from worker.group_ops import EngineGroupOpsServer, engine_answers_ready
     from worker.supervisor import STOP_MARGIN_S, EngineSupervisor
 
     upgrade_database(urls.database_url)
     # Where engines that bind a free ops port write it (the folder goes with the group).
     with tempfile.TemporaryDirectory(prefix="dragoman-engine-ports-") as port_files:
-        specs = child_specs(args, settings, engine_args, model_path, urls, groups, layout, Path(port_files))
+        command = engine_command(args, model_path)
+        specs = child_specs(settings, command, engine_args, urls, groups, layout, Path(port_files))
         log.info("%s", layout.describe(groups))
         supervisor = EngineSupervisor(
             specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready
@@ -464,6 +495,17 @@ def _run_engine_group(
         # The group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.
         with EngineGroupOpsServer(supervisor, host=settings.metrics_host, port=settings.metrics_port):
             return supervisor.run()
+
+
+def engine_command(args: argparse.Namespace, model_path: Path) -> list[str]:
+    """The command an engine group runs for each engine: a one-engine ``dragoman worker`` of the group's model,
+    with its profile and log level (the rest comes from the settings and engine arguments the group adds)."""
+    return [
+        *(sys.executable, "-m", "cli.main", "worker", f"--model={model_path}", f"--log-level={args.log_level}"),
+        *([f"--profile={args.profile}"] if args.profile else []),
+        *([f"--profile-file={args.profile_file.resolve()}"] if args.profile_file else []),
+        *(["--ignore-eos"] if args.ignore_eos else []),
+    ]
 
 
 async def _serve_until_signalled(worker: Worker) -> int:

@@ -1,7 +1,9 @@
 """The one settings object: every knob dragoman has, read from ``DRAGOMAN_*`` variables.
 
 Build it once at the edge (CLI, application start-up, test fixture) and pass it down; nothing
-else in dragoman reads the environment.
+else in dragoman reads the environment. One precedence rule: a command-line flag that mirrors a
+setting (``cli.setting_flags``) > the ``DRAGOMAN_*`` variable > the default here. The fields come
+in groups (:data:`SECTIONS`), which the generated settings reference can follow.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DRAGOMAN_", extra="ignore")
 
-    # Where the services are. Unset means: use the embedded servers under ``data_dir``.
+    # --- Services ---
+    # Where Redis and PostgreSQL are. Unset: the embedded servers under data_dir.
     redis_url: str | None = Field(default=None, description="Redis URL (redis://, rediss://, unix://)")
     database_url: str | None = Field(default=None, description="PostgreSQL URL (postgresql://...)")
     data_dir: Path = Field(default=Path(".dragoman"), description="embedded servers' data folder")
 
-    # Names on the wire (see broker.keys for how they are combined).
+    # --- Names ---
+    # Redis key names (broker.keys combines them) and the consumer group.
     key_prefix: str = Field(default="dragoman", description="prefix of every Redis key")
     jobs_stream: str | None = Field(
         default=None, description="interactive jobs stream (default <prefix>:jobs; bulk jobs: the same name + ':bulk')"
@@ -32,7 +36,8 @@ class Settings(BaseSettings):
     events_channel: str | None = Field(default=None, description="Pub/Sub channel (<prefix>:events)")
     consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
 
-    # Limits enforced at submit time (and again by the worker).
+    # --- Submitting ---
+    # Limits enforced at submit time (and again by the worker), and how long Redis keeps a job's traces.
     max_text_chars: int = Field(default=10_000, gt=0, description="longest accepted source text")
     state_ttl_seconds: int = Field(default=7 * 86_400, gt=0, description="TTL of a queued/running state record")
     finished_state_ttl_seconds: int = Field(default=3_600, gt=0, description="TTL of a state record once final")
@@ -40,7 +45,8 @@ class Settings(BaseSettings):
     events_maxlen: int = Field(default=100_000, gt=0, description="approximate cap of the events stream")
     submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
 
-    # Worker tuning.
+    # --- Worker: engine ---
+    # Which engine a worker runs, and vLLM's own arguments.
     engine: Literal["vllm", "echo"] = Field(
         default="vllm",
         description="the worker's engine: vllm (translates with a model), or echo (no model and no translation: "
@@ -54,8 +60,15 @@ class Settings(BaseSettings):
     echo_delay_ms: float = Field(
         default=0.0, ge=0, description="engine echo: milliseconds each request takes, to simulate an engine"
     )
+    model_cache_dir: Path = Field(
+        default=Path.home() / ".cache" / "dragoman" / "models",
+        description="where `dragoman model prepare` builds the default model",
+    )
+
+    # --- Worker: reading the lanes ---
+    # How many jobs a worker holds and how it reads the interactive and bulk lanes.
     max_in_flight: int | None = Field(
-        default=None, gt=0, description="jobs inside the engine (default 2 x max_num_seqs)"
+        default=None, gt=0, description="jobs inside the engine (default 2 x the engine's max_num_seqs)"
     )
     read_block_ms: int = Field(default=500, gt=0, description="how long one XREADGROUP blocks")
     bulk_share: float = Field(
@@ -81,9 +94,9 @@ class Settings(BaseSettings):
         ge=0,
         description="lane policy bulk: how long an interactive job waits in its lane before this worker takes it",
     )
-    writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
-    writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
-    writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
+
+    # --- Worker: translating ---
+    # Output budgets, long texts, language detection.
     max_new_tokens: int | None = Field(
         default=None,
         gt=0,
@@ -101,6 +114,22 @@ class Settings(BaseSettings):
         description="longest piece of a job sent to the engine in one request; longer texts are cut at "
         "paragraph, then sentence boundaries and translated as concurrent pieces",
     )
+    detection_min_confidence: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="source_lang auto: a probability taken as a detection (a lower one counts only when it is three "
+        "times the next language's; otherwise the job fails)",
+    )
+
+    # --- Worker: writing results ---
+    # Rows are written in batches, one transaction each.
+    writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
+    writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
+    writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
+
+    # --- Translation memory ---
+    # Exact repeats served from PostgreSQL without the engine.
     memory_enabled: bool = Field(
         default=True,
         description="serve exact repeats from the translation memory (PostgreSQL) and store new translations there",
@@ -109,13 +138,9 @@ class Settings(BaseSettings):
     memory_max_entries: int = Field(
         default=1_000_000, gt=0, description="translation memory size; the least recently used entries go first"
     )
-    detection_min_confidence: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="source_lang auto: a probability taken as a detection (a lower one counts only when it is three "
-        "times the next language's; otherwise the job fails)",
-    )
+
+    # --- Failures and recovery ---
+    # Retries, shutdown, and taking over the jobs of a worker that is gone.
     max_attempts: int = Field(
         default=3, gt=0, description="tries (engine errors) or deliveries (crashes) before a job is failed"
     )
@@ -131,6 +156,9 @@ class Settings(BaseSettings):
     consumer_gone_seconds: float = Field(
         default=86_400.0, gt=0, description="idle time after which a consumer with nothing pending is removed"
     )
+
+    # --- Documents ---
+    # How documents are split into segments.
     max_segment_chars: int = Field(
         default=1_500, ge=20, description="longest document segment; longer prose is cut at sentence ends"
     )
@@ -147,6 +175,9 @@ class Settings(BaseSettings):
         description="characters of the preceding segments sent with each document segment as context "
         "(about a quarter as many tokens; 0: none; dropped for a model whose profile takes no context)",
     )
+
+    # --- Orchestrator and webhooks ---
+    # dragoman rq-worker: the sweeper and webhook deliveries.
     sweep_interval_seconds: float = Field(
         default=60.0, gt=0, description="how often the orchestrator looks for runs and documents left unfinished"
     )
@@ -161,6 +192,11 @@ class Settings(BaseSettings):
         default=[],
         description="internal networks webhooks may reach although they are not public (JSON list of CIDRs)",
     )
+
+    # --- Logs, metrics and health ---
+    # Log lines, and the worker's /metrics, /healthz and /readyz.
+    log_format: Literal["text", "json"] = Field(default="text", description="worker log lines: text or json")
+    metrics_enabled: bool = Field(default=True, description="serve /metrics, /healthz and /readyz from the worker")
     metrics_port: int = Field(
         default=9464, ge=0, le=65_535, description="worker's /metrics, /healthz and /readyz port (0: any free port)"
     )
@@ -171,6 +207,9 @@ class Settings(BaseSettings):
         default=None,
         description="file the worker writes the /metrics port it bound to (an engine group sets it for each engine)",
     )
+
+    # --- HTTP API ---
+    # dragoman api.
     api_host: str = Field(
         default="127.0.0.1", description="address `dragoman api` listens on (0.0.0.0: every interface)"
     )
@@ -201,12 +240,6 @@ class Settings(BaseSettings):
     api_max_event_streams: int = Field(
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )
-    log_format: Literal["text", "json"] = Field(default="text", description="worker log lines: text or json")
-    metrics_enabled: bool = Field(default=True, description="serve /metrics, /healthz and /readyz from the worker")
-    model_cache_dir: Path = Field(
-        default=Path.home() / ".cache" / "dragoman" / "models",
-        description="where `dragoman model prepare` builds the default model",
-    )
 
     @field_validator("key_prefix", "consumer_group")
     @classmethod
@@ -214,3 +247,151 @@ class Settings(BaseSettings):
         if not value.strip():
             raise ValueError("must not be empty")
         return value
+
+
+SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "Services",
+        "Where Redis and PostgreSQL are. Unset: the embedded servers under data_dir.",
+        (
+            "redis_url",
+            "database_url",
+            "data_dir",
+        ),
+    ),
+    (
+        "Names",
+        "Redis key names (broker.keys combines them) and the consumer group.",
+        (
+            "key_prefix",
+            "jobs_stream",
+            "events_stream",
+            "events_channel",
+            "consumer_group",
+        ),
+    ),
+    (
+        "Submitting",
+        "Limits enforced at submit time (and again by the worker), and how long Redis keeps a job's traces.",
+        (
+            "max_text_chars",
+            "state_ttl_seconds",
+            "finished_state_ttl_seconds",
+            "idempotency_ttl_seconds",
+            "events_maxlen",
+            "submit_chunk_size",
+        ),
+    ),
+    (
+        "Worker: engine",
+        "Which engine a worker runs, and vLLM's own arguments.",
+        (
+            "engine",
+            "engine_args",
+            "echo_delay_ms",
+            "model_cache_dir",
+        ),
+    ),
+    (
+        "Worker: reading the lanes",
+        "How many jobs a worker holds and how it reads the interactive and bulk lanes.",
+        (
+            "max_in_flight",
+            "read_block_ms",
+            "bulk_share",
+            "lane_policy",
+            "interactive_bulk_in_flight",
+            "interactive_spill_seconds",
+        ),
+    ),
+    (
+        "Worker: translating",
+        "Output budgets, long texts, language detection.",
+        (
+            "max_new_tokens",
+            "output_tokens_ratio",
+            "max_piece_chars",
+            "detection_min_confidence",
+        ),
+    ),
+    (
+        "Worker: writing results",
+        "Rows are written in batches, one transaction each.",
+        (
+            "writer_batch_size",
+            "writer_flush_ms",
+            "writer_buffer_size",
+        ),
+    ),
+    (
+        "Translation memory",
+        "Exact repeats served from PostgreSQL without the engine.",
+        (
+            "memory_enabled",
+            "memory_max_age_days",
+            "memory_max_entries",
+        ),
+    ),
+    (
+        "Failures and recovery",
+        "Retries, shutdown, and taking over the jobs of a worker that is gone.",
+        (
+            "max_attempts",
+            "shutdown_grace_seconds",
+            "consumer_name",
+            "visibility_timeout_seconds",
+            "reclaim_interval_seconds",
+            "consumer_gone_seconds",
+        ),
+    ),
+    (
+        "Documents",
+        "How documents are split into segments.",
+        (
+            "max_segment_chars",
+            "max_document_chars",
+            "max_document_segments",
+            "document_context_chars",
+        ),
+    ),
+    (
+        "Orchestrator and webhooks",
+        "dragoman rq-worker: the sweeper and webhook deliveries.",
+        (
+            "sweep_interval_seconds",
+            "webhook_secret",
+            "webhook_retry_seconds",
+            "webhook_timeout_seconds",
+            "webhook_allowed_networks",
+        ),
+    ),
+    (
+        "Logs, metrics and health",
+        "Log lines, and the worker's /metrics, /healthz and /readyz.",
+        (
+            "log_format",
+            "metrics_enabled",
+            "metrics_port",
+            "metrics_host",
+            "ops_port_file",
+        ),
+    ),
+    (
+        "HTTP API",
+        "dragoman api.",
+        (
+            "api_host",
+            "api_port",
+            "api_max_body_bytes",
+            "max_file_bytes",
+            "api_max_jobs_per_request",
+            "api_max_wait_seconds",
+            "api_rate_limit_per_minute",
+            "api_max_queued_jobs",
+            "api_batch_create_wait_seconds",
+            "api_max_event_streams",
+        ),
+    ),
+)
+"""The settings in groups, in ``Settings``' order: (title, what they are about, field names), for the settings
+reference to lay out its table by; a test holds it to ``Settings.model_fields``."""

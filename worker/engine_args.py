@@ -64,6 +64,20 @@ _BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 _UNSET = object()  # a default of dragoman's own: the arguments did not give this option
 
 
+def describe_defaults(defaults: Mapping[str, object]) -> str:
+    """``defaults`` as the flags that would give them (``--max-num-seqs 64, --enforce-eager, ...``), for help texts."""
+    flags = []
+    for name, value in defaults.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(flag if value else f"--no-{flag[2:]}")
+        elif name.endswith("_bytes") and isinstance(value, int) and value % 2**20 == 0:
+            flags.append(f"{flag} {value >> 30}G" if value % 2**30 == 0 else f"{flag} {value >> 20}M")
+        else:
+            flags.append(f"{flag} {value}")
+    return ", ".join(flags)
+
+
 def split_engine_args(value: str) -> list[str]:
     """``DRAGOMAN_ENGINE_ARGS`` as arguments, split as a POSIX shell splits a command line."""
     try:
@@ -104,11 +118,7 @@ def engine_arg_parser() -> argparse.ArgumentParser:
     """vLLM's own parser of engine arguments, as its entry points build it; its errors raise
     :class:`EngineArgumentsError` instead of exiting. Imports vLLM."""
     from vllm.engine.arg_utils import AsyncEngineArgs
-
-    try:
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
-    except ImportError:  # vLLM releases before the argparse helpers had their own module
-        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef,unused-ignore]
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # in vLLM 0.26 (the GPU machine's) and 0.32
 
     class EngineArgParser(FlexibleArgumentParser):  # type: ignore[misc,unused-ignore]  # Any where vLLM is missing
         """Raises instead of printing vLLM's whole usage and exiting."""

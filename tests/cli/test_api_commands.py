@@ -77,7 +77,7 @@ def test_tenant_defaults_to_the_name_and_bad_input_exits_2(capsys: pytest.Captur
 
 def test_api_command_options() -> None:
     args = build_parser().parse_args(["api", "--host", "0.0.0.0", "--port", "9000"])
-    assert (args.host, args.port) == ("0.0.0.0", 9000)
+    assert (args.api_host, args.api_port) == ("0.0.0.0", 9000)
     defaults = Settings()
     assert (defaults.api_host, defaults.api_port) == ("127.0.0.1", 8000)
 

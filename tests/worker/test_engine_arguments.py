@@ -12,8 +12,10 @@ from contract.errors import EngineArgumentsError
 from contract.settings import Settings
 from worker.engine_args import (
     CPU_DEFAULTS,
+    GPU_DEFAULTS,
     async_engine_args,
     cpu_has_bf16,
+    describe_defaults,
     engine_argv,
     parse_engine_args,
     split_engine_args,
@@ -87,6 +89,15 @@ def test_on_a_gpu_vllms_defaults_stand_but_for_cuda_graphs_over_mixed_steps() ->
     assert (
         config["max_cudagraph_capture_size"] is None and config["compilation_config"].max_cudagraph_capture_size == 1024
     )
+
+
+def test_the_defaults_the_help_shows_are_the_ones_applied() -> None:
+    """`dragoman worker --help` spells dragoman's defaults as flags: given as such on a GPU, they are the CPU's."""
+    shown = describe_defaults(CPU_DEFAULTS)
+    assert "--kv-cache-memory-bytes 1G" in shown and "--enforce-eager" in shown
+    values = parse_engine_args(shown.replace(",", "").split(), on_cpu=False)
+    assert {name: values[name] for name in CPU_DEFAULTS} == CPU_DEFAULTS
+    assert describe_defaults(GPU_DEFAULTS) == "--max-cudagraph-capture-size 2048"
 
 
 def test_on_a_cpu_without_bfloat16_auto_means_float32() -> None:

@@ -1,8 +1,10 @@
-"""``dragoman worker --engines N --gpus 0,1``: the command lines of an engine group's worker processes.
+"""An engine group (``dragoman worker --engines N --gpus 0,1``): what runs on each GPU, and each engine's process.
 
 The parent starts the services, runs the migrations and prepares the model once; then it
-supervises one ``dragoman worker`` child per engine (:class:`worker.supervisor.EngineSupervisor`),
-each told its GPU, its share of that GPU's memory, its own metrics port and consumer name. The
+supervises one worker process per engine (:class:`worker.supervisor.EngineSupervisor`), each
+told its GPU, its share of that GPU's memory, its own metrics port and consumer name. The
+command that starts a worker is the caller's (the CLI's); this module adds what differs per
+engine: vLLM engine arguments after the parent's, and ``DRAGOMAN_*`` settings in its environment. The
 parent serves the group's /metrics, /healthz and /readyz on ``DRAGOMAN_METRICS_PORT``
 (:class:`worker.group_ops.EngineGroupOpsServer`), from what each child serves on its own port.
 
@@ -16,11 +18,9 @@ bulk ones.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
-import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,49 +85,28 @@ class GroupLayout:
         )
 
 
-def check_lane_arguments(args: argparse.Namespace) -> None:
-    """Refuse (``ValueError``: exit 2) lane flags that contradict each other, before anything starts."""
-    if args.interactive_engine and args.lane_policy is not None:
-        raise ValueError(
-            "--interactive-engine sets each engine's lane policy itself (bulk for the regular engines, "
-            "interactive for the one it adds): leave --lane-policy out"
-        )
-    if args.interactive_max_seqs is not None and not args.interactive_engine:
-        raise ValueError("--interactive-max-seqs sizes the engine --interactive-engine adds: give both, or neither")
-
-
 def group_layout(
-    args: argparse.Namespace,
+    engines: int | str,
     settings: Settings,
     whole: float,
     parameters: int | None,
     gpu_memory: int | None,
+    *,
+    interactive: bool = False,
+    interactive_max_seqs: int | None = None,
 ) -> GroupLayout:
-    """The engines of each GPU group for these flags, sharing ``whole`` of their GPU's memory (the group's
-    ``--gpu-memory-utilization``), a model of ``parameters`` and GPUs of ``gpu_memory`` bytes (None: unknown,
-    or no GPU). Raises ``ValueError`` when the interactive engine does not fit."""
-    engines = args.engines
-    if engines == "auto":
-        engines = choose_engine_count(parameters, gpu_memory, whole)
-    if not args.interactive_engine:
-        return GroupLayout.even(engines, whole)
-    share = interactive_memory_share(parameters, gpu_memory, whole, engines)
-    seqs = args.interactive_max_seqs or INTERACTIVE_MAX_SEQS
-    interactive = InteractiveEngine(seqs, seqs + settings.interactive_bulk_in_flight, share)
-    return GroupLayout(engines, regular_memory_share(whole, engines, share), interactive)
-
-
-def parse_engines(value: str) -> int | str:
-    """``--engines``: ``auto`` or a whole number of engines per GPU, 1 or more."""
-    if value == "auto":
-        return value
-    try:
-        count = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number of engines, got {value!r}") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"a GPU runs at least one engine, got {count}")
-    return count
+    """The engines of each GPU group: ``engines`` (a count, or ``auto`` from the model's size) sharing ``whole``
+    of their GPU's memory (the group's ``--gpu-memory-utilization``), plus the interactive engine if asked for
+    (``interactive_max_seqs`` sequences, default :data:`INTERACTIVE_MAX_SEQS`), for a model of ``parameters``
+    and GPUs of ``gpu_memory`` bytes (None: unknown, or no GPU). Raises ``ValueError`` when the interactive
+    engine does not fit."""
+    count = choose_engine_count(parameters, gpu_memory, whole) if engines == "auto" else int(engines)
+    if not interactive:
+        return GroupLayout.even(count, whole)
+    share = interactive_memory_share(parameters, gpu_memory, whole, count)
+    seqs = interactive_max_seqs or INTERACTIVE_MAX_SEQS
+    added = InteractiveEngine(seqs, seqs + settings.interactive_bulk_in_flight, share)
+    return GroupLayout(count, regular_memory_share(whole, count, share), added)
 
 
 def gpu_groups(gpus: list[str] | None, tensor_parallel_size: int) -> list[list[str]]:
@@ -146,20 +125,23 @@ def gpu_groups(gpus: list[str] | None, tensor_parallel_size: int) -> list[list[s
 
 
 def child_specs(
-    args: argparse.Namespace,
     settings: Settings,
-    engine_args: list[str],
-    model_path: Path,
+    command: Sequence[str],
+    engine_args: Sequence[str],
     urls: ServiceUrls,
     groups: list[list[str]],
     layout: GroupLayout,
     port_files: Path,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
-    """One :class:`ChildSpec` per engine: the parent's ``engine_args`` (vLLM's, ``DRAGOMAN_ENGINE_ARGS``'
-    included) followed by its own overrides (its share of the memory as the :class:`GroupLayout` says; the
-    interactive engine's batch), its GPU group, the interactive engine (if any) last on each GPU group
-    (named ``gpu0-interactive``, started after that GPU's regular engines).
+    """One :class:`ChildSpec` per engine: ``command`` (a one-engine worker of the model the group serves), then
+    the parent's ``engine_args`` (vLLM's, ``DRAGOMAN_ENGINE_ARGS``' included) with the engine's own overrides
+    after them (its share of the memory as the :class:`GroupLayout` says; the interactive engine's batch), its
+    GPU group; the interactive engine (if any) last on each GPU group (named ``gpu0-interactive``, started
+    after that GPU's regular engines). What differs per engine beside the engine arguments goes in its
+    environment as settings: ``DRAGOMAN_LANE_POLICY`` (``bulk`` and ``interactive`` beside an interactive
+    engine, else ``settings.lane_policy``), ``DRAGOMAN_MAX_IN_FLIGHT`` (the interactive engine's, else
+    ``settings.max_in_flight``), ``DRAGOMAN_LOG_FORMAT``.
 
     Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ..., on loopback
     unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's port is the one Prometheus and
@@ -191,6 +173,8 @@ def child_specs(
                 "DRAGOMAN_METRICS_ENABLED": "true",
                 "DRAGOMAN_METRICS_HOST": ops_host,
                 "DRAGOMAN_METRICS_PORT": str(ops.port),
+                "DRAGOMAN_LOG_FORMAT": settings.log_format,
+                **_lane_settings(settings, layout, interactive),
             }
             if ops.port_file is not None:
                 env["DRAGOMAN_OPS_PORT_FILE"] = str(ops.port_file)
@@ -198,8 +182,7 @@ def child_specs(
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(physical[int(i)] if physical else i for i in group)
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
-            flags = _child_flags(args, engine_args, model_path, layout, interactive)
-            argv = [sys.executable, "-m", "cli.main", "worker", *flags]
+            argv = [*command, *with_overrides(engine_args, _engine_overrides(layout, interactive))]
             after = specs[-1].name if engine > 0 else None  # the engine before it on the same GPU(s)
             specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops, start_after=after))
     return specs
@@ -215,31 +198,18 @@ def child_ops_host(metrics_host: str) -> str:
     return "127.0.0.1" if metrics_host in ("", "0.0.0.0", "::") else metrics_host
 
 
-def _child_flags(
-    args: argparse.Namespace,
-    engine_args: list[str],
-    model_path: Path,
-    layout: GroupLayout,
-    interactive: InteractiveEngine | None,
-) -> list[str]:
-    """A child's flags: dragoman's own, then the parent's engine arguments as given, then this engine's overrides
-    (vLLM keeps the last value of an option given twice)."""
-    own = [
-        "--engines=1",
-        f"--model={model_path}",
-        f"--log-level={args.log_level}",
-        *([f"--log-format={args.log_format}"] if args.log_format else []),
-        *([f"--profile={args.profile}"] if args.profile else []),
-        *([f"--profile-file={args.profile_file.resolve()}"] if args.profile_file else []),
-        *(["--ignore-eos"] if args.ignore_eos else []),
-    ]
+def _engine_overrides(layout: GroupLayout, interactive: InteractiveEngine | None) -> dict[str, object]:
+    """The vLLM engine arguments one engine of the group runs with after the parent's: its memory share, and the
+    interactive engine's batch."""
+    if interactive is None:
+        return {"--gpu-memory-utilization": layout.memory}
+    return {"--gpu-memory-utilization": interactive.memory, "--max-num-seqs": interactive.max_num_seqs}
+
+
+def _lane_settings(settings: Settings, layout: GroupLayout, interactive: InteractiveEngine | None) -> dict[str, str]:
+    """One engine's lane policy and jobs in flight, as settings for its environment."""
     if interactive is not None:
-        own += [f"--max-in-flight={interactive.max_in_flight}", "--lane-policy=interactive"]
-        mine = {"--gpu-memory-utilization": interactive.memory, "--max-num-seqs": interactive.max_num_seqs}
-        return [*own, *with_overrides(engine_args, mine)]
-    if args.max_in_flight:
-        own.append(f"--max-in-flight={args.max_in_flight}")
-    policy = "bulk" if layout.interactive is not None else args.lane_policy
-    if policy:
-        own.append(f"--lane-policy={policy}")
-    return [*own, *with_overrides(engine_args, {"--gpu-memory-utilization": layout.memory})]
+        return {"DRAGOMAN_LANE_POLICY": "interactive", "DRAGOMAN_MAX_IN_FLIGHT": str(interactive.max_in_flight)}
+    policy = "bulk" if layout.interactive is not None else settings.lane_policy
+    lanes = {"DRAGOMAN_LANE_POLICY": policy}
+    return lanes | ({"DRAGOMAN_MAX_IN_FLIGHT": str(settings.max_in_flight)} if settings.max_in_flight else {})

@@ -1,4 +1,4 @@
-"""``dragoman worker --engines N --gpus ...``: what each engine's worker process is told."""
+"""``dragoman worker --engines N --gpus ...``: the group's layout and what each engine's worker process is told."""
 
 from __future__ import annotations
 
@@ -8,26 +8,51 @@ from typing import Any
 
 import pytest
 
-from cli.engine_group import GroupLayout, InteractiveEngine, child_ops_host, child_specs, gpu_groups, group_layout
 from cli.main import EXIT_BAD_INPUT, build_parser, main, parse_command_line
+from cli.setting_flags import overlay_flags
+from cli.worker import engine_command
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from worker.engine_args import engine_argv, parse_engine_args, with_overrides
 from worker.engine_count import BYTES_PER_PARAMETER, MEMORY_PER_WEIGHT
+from worker.engine_group import (
+    GroupLayout,
+    InteractiveEngine,
+    child_ops_host,
+    child_specs,
+    gpu_groups,
+    group_layout,
+)
 from worker.supervisor import ChildSpec, OpsAddress
 
 URLS = ServiceUrls("redis://cache:6379/0", "postgresql://app@db/dragoman")
 PORTS = Path("/run/group-ports")
 
 
+def _parent(argv: list[str], settings: Settings) -> tuple[argparse.Namespace, Settings, list[str]]:
+    """The group's command line as `dragoman worker` reads it: its flags, its settings, its engine arguments."""
+    args = parse_command_line(["worker", *argv])
+    settings = overlay_flags(settings, args)
+    return args, settings, engine_argv(settings.engine_args, args.engine_args)
+
+
+def _children(
+    parent: tuple[argparse.Namespace, Settings, list[str]],
+    groups: list[list[str]],
+    layout: GroupLayout,
+    environ: dict[str, str] | None = None,
+) -> list[ChildSpec]:
+    args, settings, engine_args = parent
+    command = engine_command(args, Path("/models/m"))
+    return child_specs(settings, command, engine_args, URLS, groups, layout, PORTS, environ or {})
+
+
 def _specs(
     argv: list[str], settings: Settings, groups: list[list[str]], engines: int, environ: dict[str, str]
 ) -> tuple[argparse.Namespace, list[str], list[ChildSpec]]:
-    args = parse_command_line(["worker", *argv])
-    engine_args = engine_argv(settings.engine_args, args.engine_args)
-    layout = GroupLayout.even(engines, parse_engine_args(engine_args, on_cpu=False)["gpu_memory_utilization"])
-    specs = child_specs(args, settings, engine_args, Path("/models/m"), URLS, groups, layout, PORTS, environ)
-    return args, engine_args, specs
+    parent = _parent(argv, settings)
+    layout = GroupLayout.even(engines, parse_engine_args(parent[2], on_cpu=False)["gpu_memory_utilization"])
+    return parent[0], parent[2], _children(parent, groups, layout, environ)
 
 
 def _engine(argv: list[str]) -> dict[str, Any]:
@@ -44,7 +69,8 @@ def test_each_engine_runs_the_parents_engine_arguments_then_its_share_of_the_mem
     for spec in specs:
         assert list(spec.argv[1:4]) == ["-m", "cli.main", "worker"]
         child = _child_args(spec)
-        assert child.engines == 1 and child.gpus is None and child.log_format == "json" and child.model == "/models/m"
+        assert child.engines == 1 and child.gpus is None and child.model == "/models/m"
+        assert spec.env["DRAGOMAN_LOG_FORMAT"] == "json"  # the parent's settings, flags included
         # The parent's engine arguments as given (no option re-rendered), then the child's override.
         assert child.engine_args == [*engine_args[:5], "--no-enforce-eager", "--gpu-memory-utilization=0.2"]
         assert spec.env["DRAGOMAN_ENGINE_ARGS"] == "" and spec.env["DRAGOMAN_ENGINE"] == "vllm"  # not twice
@@ -128,7 +154,7 @@ def test_a_childs_own_flags_and_options_dragoman_never_declared_reach_it_as_give
     argv = ["--profile", "chat", "--ignore-eos", "--max-in-flight", "300", "--seed", "7"]
     _, _, specs = _specs(argv, Settings(), [[]], 1, {})
     child = _child_args(specs[0])
-    assert (child.profile, child.ignore_eos, child.max_in_flight) == ("chat", True, 300)
+    assert (child.profile, child.ignore_eos, specs[0].env["DRAGOMAN_MAX_IN_FLIGHT"]) == ("chat", True, "300")
     assert child.engine_args == ["--seed", "7", "--gpu-memory-utilization=0.92"]
 
 
@@ -158,10 +184,19 @@ H100 = 80 * 2**30
 
 def _layout(
     argv: list[str], settings: Settings, parameters: int | None, memory: int | None, *, on_cpu: bool = False
-) -> tuple[argparse.Namespace, list[str], GroupLayout]:
-    args = parse_command_line(["worker", *argv])
-    whole = parse_engine_args(args.engine_args, on_cpu=on_cpu)["gpu_memory_utilization"]
-    return args, args.engine_args, group_layout(args, settings, whole, parameters, memory)
+) -> tuple[tuple[argparse.Namespace, Settings, list[str]], GroupLayout]:
+    parent = args, settings, engine_args = _parent(argv, settings)
+    whole = parse_engine_args(engine_args, on_cpu=on_cpu)["gpu_memory_utilization"]
+    layout = group_layout(
+        args.engines,
+        settings,
+        whole,
+        parameters,
+        memory,
+        interactive=args.interactive_engine,
+        interactive_max_seqs=args.interactive_max_seqs,
+    )
+    return parent, layout
 
 
 def _child_args(spec: ChildSpec) -> argparse.Namespace:
@@ -172,10 +207,11 @@ def _child_args(spec: ChildSpec) -> argparse.Namespace:
 def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_batch_and_memory() -> None:
     argv = ["--engines", "auto", "--interactive-engine", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "256"]
     settings = Settings(consumer_name="pod-0", metrics_port=9464)
-    args, engine_args, layout = _layout(argv, settings, 135_000_000, H100)  # a 135M model: 5 engines per GPU
+    parent, layout = _layout(argv, settings, 135_000_000, H100)  # a 135M model: 5 engines per GPU
+    engine_args = parent[2]
     assert (layout.engines, layout.memory) == (5, 0.16)
     assert layout.interactive == InteractiveEngine(max_num_seqs=32, max_in_flight=32, memory=0.05)
-    specs = child_specs(args, settings, engine_args, Path("/models/m"), URLS, [["0"], ["1"]], layout, PORTS, {})
+    specs = _children(parent, [["0"], ["1"]], layout)
     names = [f"gpu{g}-e{e}" for g in (0, 1) for e in range(5)]
     assert [s.name for s in specs] == [*names[:5], "gpu0-interactive", *names[5:], "gpu1-interactive"]
     # Started one after the other on each GPU, the interactive engine after that GPU's regular ones.
@@ -185,16 +221,12 @@ def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_b
     assert specs[5].env["DRAGOMAN_CONSUMER_NAME"] == "pod-0-gpu0-interactive"  # metrics say what it is
     assert [s.env["DRAGOMAN_METRICS_PORT"] for s in specs] == [str(9465 + i) for i in range(12)]
     children = [_child_args(spec) for spec in specs]
-    for gpu in (children[:6], children[6:]):
-        *regular, interactive = gpu
+    for gpu, envs in ((children[:6], [s.env for s in specs[:6]]), (children[6:], [s.env for s in specs[6:]])):
+        interactive = gpu[-1]
         engines = [_engine(c.engine_args) for c in gpu]
-        assert {(c.lane_policy, c.max_in_flight) for c in regular} == {("bulk", None)}
-        assert {e["max_num_seqs"] for e in engines[:-1]} == {256}
-        assert (interactive.lane_policy, engines[-1]["max_num_seqs"], interactive.max_in_flight) == (
-            "interactive",
-            32,
-            32,
-        )
+        lanes = [(env["DRAGOMAN_LANE_POLICY"], env.get("DRAGOMAN_MAX_IN_FLIGHT")) for env in envs]
+        assert set(lanes[:-1]) == {("bulk", None)} and lanes[-1] == ("interactive", "32")
+        assert {e["max_num_seqs"] for e in engines[:-1]} == {256} and engines[-1]["max_num_seqs"] == 32
         assert round(sum(e["gpu_memory_utilization"] for e in engines), 9) <= 0.85
         assert not any(c.interactive_engine for c in gpu) and {c.engines for c in gpu} == {1}
         # The parent's --gpu-memory-utilization 0.85 --max-num-seqs 256, both replaced by the engine's own.
@@ -212,49 +244,46 @@ def test_an_interactive_engine_joins_each_gpus_regular_engines_with_its_policy_b
 
 def test_the_interactive_engines_batch_and_bulk_cap_make_its_jobs_in_flight() -> None:
     argv = ["--engines", "2", "--interactive-engine", "--interactive-max-seqs", "16", "--max-in-flight", "300"]
-    args, engine_args, layout = _layout(argv, Settings(interactive_bulk_in_flight=4), None, None)
+    parent, layout = _layout(argv, Settings(interactive_bulk_in_flight=4), None, None)
     assert layout.interactive == InteractiveEngine(max_num_seqs=16, max_in_flight=20, memory=0.05)
-    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], layout, PORTS, {})
-    children = list(map(_child_args, specs))
-    seqs = [_engine(c.engine_args)["max_num_seqs"] for c in children]  # None: vLLM's own default
-    assert [(n, c.max_in_flight) for n, c in zip(seqs, children, strict=True)] == [(None, 300), (None, 300), (16, 20)]
+    specs = _children(parent, [[]], layout)
+    seqs = [_engine(_child_args(s).engine_args)["max_num_seqs"] for s in specs]  # None: vLLM's own default
+    in_flight = [s.env["DRAGOMAN_MAX_IN_FLIGHT"] for s in specs]
+    assert list(zip(seqs, in_flight, strict=True)) == [(None, "300"), (None, "300"), (16, "20")]
 
 
 def test_without_a_gpu_one_engine_and_an_interactive_one_are_a_group_of_two() -> None:
     """The same layout on a CPU: the memory shares are unused there but still add up."""
-    args, engine_args, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None, on_cpu=True)
+    parent, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None, on_cpu=True)
     assert layout.engines_per_group == 2 and layout.memory + layout.interactive.memory <= 0.25  # type: ignore[union-attr]
-    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], layout, PORTS, {})
+    specs = _children(parent, [[]], layout)
     assert [(s.name, s.start_after) for s in specs] == [("e0", None), ("interactive", "e0")]
-    assert [c.lane_policy for c in map(_child_args, specs)] == ["bulk", "interactive"]
+    assert [s.env["DRAGOMAN_LANE_POLICY"] for s in specs] == ["bulk", "interactive"]
     assert "running 2 engines (1 per GPU group + 1 interactive" in layout.describe([[]])
 
 
 def test_the_interactive_engines_memory_leaves_the_regular_engines_what_they_need() -> None:
     weights = 8_030_000_000 * BYTES_PER_PARAMETER
     need = weights * MEMORY_PER_WEIGHT / H100
-    _, _, layout = _layout(
-        ["--interactive-engine", "--gpu-memory-utilization", "0.95"], Settings(), 8_030_000_000, H100
-    )
+    _, layout = _layout(["--interactive-engine", "--gpu-memory-utilization", "0.95"], Settings(), 8_030_000_000, H100)
     assert layout.interactive is not None
     assert layout.interactive.memory < need <= layout.memory  # capped: the bulk engine keeps its share
     assert layout.memory + layout.interactive.memory <= 0.95
     with pytest.raises(ValueError, match="leave --interactive-engine out"):  # 0.8: no room for its weights
         _layout(["--interactive-engine", "--gpu-memory-utilization", "0.8"], Settings(), 8_030_000_000, H100)
     argv = ["--interactive-engine", "--engines", "3", "--gpu-memory-utilization", "0.85"]
-    _, _, small = _layout(argv, Settings(), 1_240_000_000, H100)
+    _, small = _layout(argv, Settings(), 1_240_000_000, H100)
     assert small.interactive is not None and small.interactive.memory > 0.05  # weights x 3 above 5%
 
 
 def test_without_interactive_engine_the_engines_keep_their_policy_flag_and_even_shares() -> None:
-    args, engine_args, layout = _layout(
-        ["--engines", "4", "--lane-policy", "bulk"], Settings(), None, None, on_cpu=True
-    )
+    parent, layout = _layout(["--engines", "4", "--lane-policy", "bulk"], Settings(), None, None, on_cpu=True)
     assert layout == GroupLayout(4, 0.0625)
-    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], layout, PORTS, {})
-    assert {c.lane_policy for c in map(_child_args, specs)} == {"bulk"}
-    _, _, plain = _layout(["--engines", "2"], Settings(), None, None, on_cpu=True)
-    specs = child_specs(args, Settings(), engine_args, Path("/models/m"), URLS, [[]], plain, PORTS, {})
+    specs = _children(parent, [[]], layout)
+    assert {s.env["DRAGOMAN_LANE_POLICY"] for s in specs} == {"bulk"}
+    assert not any(_child_args(s).lane_policy for s in specs)  # a setting, not a flag, in the child
+    _, plain = _layout(["--engines", "2"], Settings(), None, None, on_cpu=True)
+    specs = _children(parent, [[]], plain)
     assert plain == GroupLayout(2, 0.125) and len(specs) == 2
 
 
@@ -320,7 +349,7 @@ def test_bench_mixed_runs_the_worker_with_the_group_flags_and_counts_its_engines
     assert (plain.engines, plain.interactive_engine) == ("1", False)
     assert "--interactive-engine" not in worker_argv(plain, plain.engines, 0.85)
     log = tmp_path / "group.log"
-    _, _, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None, on_cpu=True)
+    _, layout = _layout(["--engines", "1", "--interactive-engine"], Settings(), None, None, on_cpu=True)
     log.write_text(f"... {layout.describe([['0']])}\n")
     worker = WorkerProcess("w", cast(Any, None), log)
     assert engine_count(worker, "1", 1.0, interactive=True) == 2  # not the 1 of --engines: read from the log
