@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from contract.settings import Settings
+from contract.settings import SECTIONS, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_DIR = ROOT / "docs" / "reference"
@@ -89,14 +89,19 @@ def settings_rows() -> Iterator[tuple[str, str, str, str]]:
         yield env_name(name), _type_name(field.annotation), _default(field), field.description or ""
 
 
+SETTINGS_HEADER = ("| variable | type | default | meaning |", "| --- | --- | --- | --- |")
+
+
 def settings_page() -> str:
-    """``docs/reference/settings.md``: every ``DRAGOMAN_*`` variable with its type, default and meaning."""
-    header = ["| variable | type | default | meaning |", "| --- | --- | --- | --- |"]
-    lines = [SETTINGS_INTRO + GENERATED_NOTE, "", *header]
-    lines += [
-        f"| `{variable}` | {_cell(kind)} | {_cell(default)} | {_cell(text)} |"
-        for variable, kind, default, text in settings_rows()
-    ]
+    """``docs/reference/settings.md``: every ``DRAGOMAN_*`` variable with its type, default and meaning,
+    under the headings of its group (``contract.settings.SECTIONS``)."""
+    rows = {variable: (kind, default, text) for variable, kind, default, text in settings_rows()}
+    lines = [SETTINGS_INTRO + GENERATED_NOTE]
+    for title, about, names in SECTIONS:
+        lines += ["", f"## {title}", "", about, "", *SETTINGS_HEADER]
+        for name in names:
+            kind, default, text = rows[env_name(name)]
+            lines.append(f"| `{env_name(name)}` | {_cell(kind)} | {_cell(default)} | {_cell(text)} |")
     return "\n".join(lines) + "\n"
 
 
