@@ -1,22 +1,96 @@
 """Every Redis key, stream, group and channel name dragoman uses, in one place.
 
-Other languages' producers and dashboards depend on these names; the README's wire-format
-section documents the defaults produced here.
+Other languages' producers and dashboards depend on these names; the wire-format section of the
+docs documents the defaults produced here.
+
+**Hash tags.** Every key a Lua script or a MULTI/EXEC touches carries the deployment's *shard
+tag*, ``{<prefix>}`` (``{dragoman}`` by default), so that Redis Cluster hashes all of them to one
+slot (a script's keys must share a slot there). Only the part between the first ``{`` and the
+first ``}`` after it is hashed. With the default prefix the layout is:
+
+=====================================  ==========================================================
+``{dragoman}:jobs``                    the interactive lane (external producers ``XADD`` here)
+``{dragoman}:jobs:bulk``               the bulk lane (runs, documents, batches)
+``{dragoman}:job:<id>``                a queued or running job's state record (hash)
+``{dragoman}:idem:<key>``              an idempotency key -> the job id it created
+``{dragoman}:tenant:<t>:idem:<key>``   the same, in a tenant's namespace
+``{dragoman}:tenant:<t>:queued``       a tenant's unfinished jobs (sorted set)
+``{dragoman}:group:<id>``              a run's or document's hash (``kind``, ``id``, ``total``)
+``{dragoman}:group:<id>:done``         its jobs with a final row (set)
+``{dragoman}:events``                  the events stream
+``{dragoman}:completions``             runs and documents that just completed (stream)
+``{dragoman}:dead``                    the dead-letter stream
+``{dragoman}:finished:<unix second>``  jobs finished during one second (counter)
+=====================================  ==========================================================
+
+Names no script touches stay untagged, so they spread over the cluster: the Pub/Sub channels
+``dragoman:events`` and ``dragoman:control`` (channels are not keys; ``PUBLISH`` reaches every
+node), a worker's heartbeat ``dragoman:worker:<consumer>``, an API key's rate-limit window
+``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``,
+and the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``.
+
+**Shards.** One shard today: :attr:`RedisKeys.tag` is :func:`shard_tag` of shard 0. A later
+shard ``n`` of a lane gets ``{dragoman:n}`` (:func:`shard_tag`), each shard its own slot, and the
+same names under its tag; nothing else here changes.
+
+**Overrides.** ``DRAGOMAN_JOBS_STREAM`` and ``DRAGOMAN_EVENTS_STREAM`` name keys the scripts
+touch, so an override must carry the deployment's tag itself, as its first hash tag (say
+``{dragoman}:translations``); any other value is a :class:`~contract.errors.ConfigurationError`
+when the names are resolved at start-up, not a ``CROSSSLOT`` error on the first job.
+``DRAGOMAN_EVENTS_CHANNEL`` names a channel and takes any value. A ``DRAGOMAN_KEY_PREFIX`` may
+not contain ``{`` or ``}``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract.errors import ConfigurationError
 from contract.schemas import Priority
 from contract.settings import Settings
 
 
+def shard_tag(prefix: str, shard: int = 0) -> str:
+    """The hash tag of one shard of a deployment: ``{<prefix>}`` for shard 0, ``{<prefix>:<n>}`` after it."""
+    if shard < 0:
+        raise ValueError(f"a shard is numbered from 0, not {shard}")
+    return f"{{{prefix}}}" if shard == 0 else f"{{{prefix}:{shard}}}"
+
+
+def hash_tag(key: str) -> str | None:
+    """The part of ``key`` Redis Cluster hashes, braces included, or ``None`` if it has no hash tag.
+
+    Redis's rule: the text between the first ``{`` and the first ``}`` after it, if not empty.
+    """
+    start = key.find("{")
+    if start < 0:
+        return None
+    end = key.find("}", start + 1)
+    if end <= start + 1:
+        return None
+    return key[start : end + 1]
+
+
+def _tagged_override(setting: str, value: str | None, tag: str, default: str) -> str:
+    """An overridden name of a key the scripts touch, checked to carry ``tag``; ``default`` if not overridden."""
+    if value is None:
+        return default
+    if hash_tag(value) != tag:
+        suffix = value.replace("{", "").replace("}", "") or "jobs"
+        raise ConfigurationError(
+            f"DRAGOMAN_{setting.upper()}={value!r} does not carry the hash tag {tag!r} (as its first {{...}}): "
+            "every key a script touches must share one tag (one Redis Cluster slot); "
+            f"set it to e.g. {tag + ':' + suffix!r}, or unset it to use the default name"
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class RedisKeys:
-    """The names derived from one :class:`Settings` (prefix and optional overrides)."""
+    """The names derived from one :class:`Settings` (prefix and optional overrides); see the module docstring."""
 
-    prefix: str
+    prefix: str  # untagged names start with it
+    tag: str  # the shard tag every key a script touches carries: {prefix}
     jobs_stream: str  # the interactive lane (the name plain XADD producers have always used)
     bulk_jobs_stream: str
     events_stream: str
@@ -31,19 +105,30 @@ class RedisKeys:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RedisKeys:
-        """Resolve the names, defaulting each stream and channel to ``<prefix>:<what>``."""
+        """Resolve the names: tagged ones ``{<prefix>}:<what>``, untagged ones ``<prefix>:<what>``.
+
+        Raises :class:`~contract.errors.ConfigurationError` for a prefix with braces, or a stream
+        override without the deployment's tag (see the module docstring).
+        """
         prefix = settings.key_prefix
-        jobs_stream = settings.jobs_stream or f"{prefix}:jobs"
+        if "{" in prefix or "}" in prefix:
+            raise ConfigurationError(
+                f"DRAGOMAN_KEY_PREFIX={prefix!r} contains a brace: dragoman adds the Redis Cluster hash tag "
+                f"{{<prefix>}} itself; use a plain name such as {prefix.replace('{', '').replace('}', '')!r}"
+            )
+        tag = shard_tag(prefix)
+        jobs_stream = _tagged_override("jobs_stream", settings.jobs_stream, tag, f"{tag}:jobs")
         return cls(
             prefix=prefix,
+            tag=tag,
             jobs_stream=jobs_stream,
             bulk_jobs_stream=f"{jobs_stream}:bulk",
-            events_stream=settings.events_stream or f"{prefix}:events",
+            events_stream=_tagged_override("events_stream", settings.events_stream, tag, f"{tag}:events"),
             events_channel=settings.events_channel or f"{prefix}:events",
             consumer_group=settings.consumer_group,
-            dead_letter_stream=f"{prefix}:dead",
+            dead_letter_stream=f"{tag}:dead",
             control_channel=f"{prefix}:control",
-            completions_stream=f"{prefix}:completions",
+            completions_stream=f"{tag}:completions",
             orchestration_group="dragoman-orchestrator",
             orchestration_queue=f"{prefix}-orchestration",
             webhook_queue=f"{prefix}-webhooks",
@@ -59,31 +144,25 @@ class RedisKeys:
         return ((Priority.INTERACTIVE, self.jobs_stream), (Priority.BULK, self.bulk_jobs_stream))
 
     def state(self, job_id: str) -> str:
-        """Hash holding a queued or running job's state record."""
-        return f"{self.prefix}:job:{job_id}"
+        """Hash holding a queued or running job's state record (tagged)."""
+        return f"{self.tag}:job:{job_id}"
 
     def idempotency(self, key: str, tenant: str | None = None) -> str:
-        """String mapping an application's idempotency key to the job id it created.
+        """String mapping an application's idempotency key to the job id it created (tagged).
 
         A tenant's keys live in a namespace of their own, so two tenants of the HTTP API never
         share a job through the same key (a tenant name has no ``:``, see ``validate_tenant``).
         """
         if tenant is None:
-            return f"{self.prefix}:idem:{key}"
-        return f"{self.prefix}:tenant:{tenant}:idem:{key}"
+            return f"{self.tag}:idem:{key}"
+        return f"{self.tag}:tenant:{tenant}:idem:{key}"
 
     def tenant_queued(self, tenant: str) -> str:
-        """Sorted set of a tenant's unfinished jobs (scored by submit time): its queued-job count.
+        """Sorted set of a tenant's unfinished jobs (scored by submit time): its queued-job count (tagged).
 
-        Written by SUBMIT, emptied by FINISH (which builds the name from :attr:`tenant_queued_parts`).
+        Written by SUBMIT and REQUEUE, emptied by FINISH: each is given the set's name in KEYS.
         """
-        head, tail = self.tenant_queued_parts
-        return f"{head}{tenant}{tail}"
-
-    @property
-    def tenant_queued_parts(self) -> tuple[str, str]:
-        """What goes before and after the tenant's name in :meth:`tenant_queued`."""
-        return f"{self.prefix}:tenant:", ":queued"
+        return f"{self.tag}:tenant:{tenant}:queued"
 
     def revoked_api_key(self, api_key_id: str) -> str:
         """Marker of a just-revoked API key: API servers refuse a key they still hold in their cache."""
@@ -98,16 +177,16 @@ class RedisKeys:
         return f"{self.prefix}:worker:{consumer_name}"
 
     def group(self, group_id: str) -> str:
-        """Hash of a run or document: its ``kind`` and ``total`` jobs (for the completion count)."""
-        return f"{self.prefix}:group:{group_id}"
+        """Hash of a run or document: its ``kind`` and ``total`` jobs (for the completion count; tagged)."""
+        return f"{self.tag}:group:{group_id}"
 
     def group_done(self, group_id: str) -> str:
-        """Set of the run's or document's job ids that reached a final row."""
-        return f"{self.prefix}:group:{group_id}:done"
+        """Set of the run's or document's job ids that reached a final row (tagged)."""
+        return f"{self.tag}:group:{group_id}:done"
 
     def finished_in_second(self, unix_second: int) -> str:
-        """Counter of jobs finished during one wall-clock second (``dragoman stats`` sums the last minute)."""
-        return f"{self.prefix}:finished:{unix_second}"
+        """Counter of jobs finished during one wall-clock second (``dragoman stats`` sums the last minute; tagged)."""
+        return f"{self.tag}:finished:{unix_second}"
 
     @property
     def worker_pattern(self) -> str:
@@ -116,5 +195,13 @@ class RedisKeys:
 
     @property
     def state_pattern(self) -> str:
-        """Glob matching every state record (for operators and tests, never on the hot path)."""
-        return f"{self.prefix}:job:*"
+        """Glob matching every state record (for operators and tests, never on the hot path).
+
+        Braces are literal in a Redis glob, so the tag needs no escaping.
+        """
+        return f"{self.tag}:job:*"
+
+    @property
+    def idempotency_pattern(self) -> str:
+        """Glob matching every idempotency key outside tenants' namespaces (for operators and tests)."""
+        return f"{self.tag}:idem:*"

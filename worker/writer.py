@@ -315,8 +315,8 @@ class ResultWriter:
         while True:
             try:
                 async with self._redis.pipeline(transaction=True) as pipe:
-                    groups = _group_ids(batch)
-                    finished = [FinishedJob(event, groups.get(event.job_id)) for event in events]
+                    owners = _owners(batch)
+                    finished = [FinishedJob(event, *owners.get(event.job_id, _NO_OWNER)) for event in events]
                     interactive, bulk = _entry_ids_by_lane(batch)
                     self._finish.queue_on_async(pipe, interactive, finished, now, bulk)
                     for letter in parked:
@@ -364,15 +364,27 @@ def _entry_ids_by_lane(batch: Sequence[JobResult | DeadLetter]) -> tuple[list[st
     return interactive, bulk
 
 
-def _group_ids(batch: Sequence[JobResult | DeadLetter]) -> dict[str, str]:
-    """Job id -> the run or document it belongs to, for the jobs of the batch that have one."""
-    groups: dict[str, str] = {}
+_NO_OWNER: tuple[None, None] = (None, None)
+
+
+def _owners(batch: Sequence[JobResult | DeadLetter]) -> dict[str, tuple[str | None, str | None]]:
+    """Job id -> the run or document it belongs to and its tenant, for the jobs of the batch that have either.
+
+    A malformed entry failed by its id names the tenant its payload gives, if it can be read:
+    SUBMIT counted the job in that tenant's unfinished jobs.
+    """
+    owners: dict[str, tuple[str | None, str | None]] = {}
     for item in batch:
         if isinstance(item, JobResult):
-            group = item.spec.run_id or item.spec.document_id
-            if group:
-                groups[item.spec.job_id] = group
-    return groups
+            spec = item.spec
+            group = spec.run_id or spec.document_id
+            if group or spec.tenant:
+                owners[spec.job_id] = (group, spec.tenant)
+        elif item.job_id is not None:
+            tenant = _loose_payload(item.fields).get("tenant")
+            if isinstance(tenant, str) and tenant:
+                owners.setdefault(item.job_id, (None, tenant))  # the job's own result, if any, wins
+    return owners
 
 
 def _refused_event(result: JobResult, error: str) -> JobEvent:

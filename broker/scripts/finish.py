@@ -20,10 +20,15 @@ _LUA = LuaScript("finish.lua")
 
 
 class FinishedJob(msgspec.Struct, frozen=True):
-    """One job whose final row is committed: its event, and the run or document it belongs to."""
+    """One job whose final row is committed: its event, the run or document it belongs to, and its tenant.
+
+    The tenant (the spec's, which SUBMIT also wrote in the state record) names the tenant's
+    unfinished-jobs set the script takes the job out of, and goes into the job's event.
+    """
 
     event: JobEvent
     group_id: str | None = None  # run id or document id
+    tenant: str | None = None
 
 
 class FinishScript:
@@ -40,38 +45,50 @@ class FinishScript:
         """KEYS and ARGV that ack ``entry_ids`` (interactive lane) and ``bulk_entry_ids`` and finish
         ``jobs``, counted in the second of ``now``."""
         keys = self._keys
+        tenants: dict[str, int] = {}  # tenant -> its number in ARGV (1-based), in order of first appearance
+        groups: dict[str, int] = {}
+        per_job: list[Arg] = []
+        states: list[str] = []
+        for job in jobs:
+            event, group, tenant = job.event, job.group_id, job.tenant
+            states.append(keys.state(event.job_id))
+            per_job += (
+                event.job_id,
+                event.status.value,
+                repr(event.finished_at),
+                event.error or "",
+                event.to_json(),
+                tenants.setdefault(tenant, len(tenants) + 1) if tenant else 0,
+                groups.setdefault(group, len(groups) + 1) if group else 0,
+            )
         script_keys = [
             keys.jobs_stream,
             keys.events_stream,
             keys.finished_in_second(int(now)),
             keys.completions_stream,
             keys.bulk_jobs_stream,
+            *states,
+            *(keys.tenant_queued(tenant) for tenant in tenants),
         ]
+        for group in groups:
+            script_keys += (keys.group(group), keys.group_done(group))
         args: list[Arg] = [
             keys.consumer_group,
             keys.events_channel,
             self._finished_ttl,
             self._events_maxlen,
             SCHEMA_VERSION,
+            len(jobs),
+            len(tenants),
+            len(groups),
             len(entry_ids),
             *entry_ids,
             len(bulk_entry_ids),
             *bulk_entry_ids,
+            *per_job,
+            *tenants,
+            *groups,
         ]
-        for job in jobs:
-            event, group = job.event, job.group_id
-            script_keys.append(keys.state(event.job_id))
-            args += (
-                event.job_id,
-                event.status.value,
-                repr(event.finished_at),
-                event.error or "",
-                event.to_json(),
-                keys.group(group) if group else "",
-                keys.group_done(group) if group else "",
-                group or "",
-            )
-        args += keys.tenant_queued_parts
         return script_keys, args
 
     def queue_on_async(

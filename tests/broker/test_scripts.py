@@ -576,7 +576,7 @@ async def test_the_async_paths_write_what_the_sync_ones_do(
 
 
 def test_finish_names_the_tenant_and_group_and_uncounts_the_job(raw_redis: redis.Redis, keys: RedisKeys) -> None:
-    """What ``GET /v1/events`` filters on: the tenant from the state record, the run or document given."""
+    """What ``GET /v1/events`` filters on: the tenant and the run or document the worker gives."""
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
     tenant_job = script.call(raw_redis, _spec(tenant="acme"))
     plain_job = script.call(raw_redis, _spec())
@@ -584,7 +584,7 @@ def test_finish_names_the_tenant_and_group_and_uncounts_the_job(raw_redis: redis
     assert _ttl_within(raw_redis, keys.tenant_queued("acme"), STATE_TTL)
     run_id = str(uuid.uuid4())
     FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(
-        raw_redis, [], [FinishedJob(_event(tenant_job), run_id), FinishedJob(_event(plain_job))], NOW
+        raw_redis, [], [FinishedJob(_event(tenant_job), run_id, "acme"), FinishedJob(_event(plain_job))], NOW
     )
     tenant_entry, plain_entry = _entries(raw_redis, keys.events_stream)
     assert tenant_entry == {**_event(tenant_job).to_fields(), "tenant": "acme", "group": run_id}
@@ -602,7 +602,8 @@ def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(raw_redis
     big_jobs = [submit.call(raw_redis, _spec(tenant="acme")) for _ in range(1200)]
     small_jobs = [submit.call(raw_redis, _spec(tenant="globex")) for _ in range(2)]
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
-    finished = [FinishedJob(_event(job), big) for job in big_jobs] + [FinishedJob(_event(j), small) for j in small_jobs]
+    finished = [FinishedJob(_event(job), big, "acme") for job in big_jobs]
+    finished += [FinishedJob(_event(j), small, "globex") for j in small_jobs]
     script.call(raw_redis, [], finished, NOW)
     assert raw_redis.xlen(keys.completions_stream) == 0  # 1200 of 1201, 2 of 3
     assert raw_redis.scard(keys.group_done(big)) == 1200
@@ -610,7 +611,7 @@ def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(raw_redis
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 0
     assert raw_redis.zcard(keys.tenant_queued("globex")) == 0
     last_big, last_small = submit.call(raw_redis, _spec(tenant="acme")), str(uuid.uuid4())
-    again = [FinishedJob(_event(big_jobs[0]), big), FinishedJob(_event(last_big), big)]  # a duplicate beside it
+    again = [FinishedJob(_event(big_jobs[0]), big, "acme"), FinishedJob(_event(last_big), big, "acme")]  # a duplicate
     script.call(raw_redis, [], [*again, FinishedJob(_event(last_small), small), *again], NOW)
     script.call(raw_redis, [], again, NOW)  # both delivered once more: nothing completes twice
     assert _entries(raw_redis, keys.completions_stream) == [

@@ -34,7 +34,7 @@ def _nothing_written(client: Client, raw: redis.Redis) -> None:
     keys = client.keys
     assert raw.xlen(keys.jobs_stream) == 0
     assert list(raw.scan_iter(match=keys.state_pattern)) == []
-    assert list(raw.scan_iter(match=f"{keys.prefix}:idem:*")) == []
+    assert list(raw.scan_iter(match=keys.idempotency_pattern)) == []
 
 
 def test_submit_writes_state_record_and_stream_entry(client: Client, raw_redis: redis.Redis) -> None:
@@ -195,7 +195,7 @@ def test_wait_times_out_with_a_hint(client: Client) -> None:
 
 def test_keys_follow_the_prefix_and_overrides() -> None:
     keys = RedisKeys.from_settings(Settings(key_prefix="acme", events_channel="acme-live"))
-    assert keys.jobs_stream == "acme:jobs"
-    assert keys.events_stream == "acme:events"
+    assert keys.jobs_stream == "{acme}:jobs"
+    assert keys.events_stream == "{acme}:events"
     assert keys.events_channel == "acme-live"
-    assert keys.state("abc") == "acme:job:abc"
+    assert keys.state("abc") == "{acme}:job:abc"

@@ -18,6 +18,7 @@ import redis
 import redis.asyncio as aioredis
 
 from broker.dead_letters import DeadLetters
+from broker.keys import RedisKeys
 from contract.errors import InvalidJobError
 from contract.schemas import JobSpec, JobStatus, TranslationRequest
 from contract.services import ServiceUrls
@@ -132,7 +133,7 @@ async def test_a_value_postgres_refuses_fails_only_its_row_and_the_writer_goes_o
         assert "\x00" not in text and sequence is None, name
         assert isinstance(metadata, dict), name
     assert rows[malformed.job_id][:3] == ("failed", None, "a reason")
-    events = {f["id"]: f["status"] for _, f in raw_redis.xrange(f"{settings.key_prefix}:events")}
+    events = {f["id"]: f["status"] for _, f in raw_redis.xrange(RedisKeys.from_settings(settings).events_stream)}
     assert events == {**{s.job_id: "succeeded" for s in good}, **dict.fromkeys([s.job_id for s in bad], "failed")} | {
         malformed.job_id: "failed"
     }

@@ -9,6 +9,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
+from broker.keys import RedisKeys
 from contract.schemas import JobSpec, JobStatus
 from contract.services import ServiceUrls
 from contract.settings import Settings
@@ -54,7 +55,7 @@ async def test_a_success_is_never_overwritten(
     )
     rows = pg.execute("SELECT status, translated_text, metadata FROM jobs WHERE id = %s", (spec.job_id,)).fetchall()
     assert rows == [("succeeded", "Bonjour", {"k": "v"})]
-    events = raw_redis.xrange(f"{settings.key_prefix}:events")
+    events = raw_redis.xrange(RedisKeys.from_settings(settings).events_stream)
     # Every event says what the row says, even for the duplicate delivery.
     assert [f["status"] for _, f in events] == ["succeeded", "succeeded"]
 
