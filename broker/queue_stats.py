@@ -12,6 +12,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
 from broker.scripts import CountAfterScript
 
@@ -230,21 +231,16 @@ async def _group_lag(
 
 
 async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerStats]:
-    workers = []
-    async for key in redis.scan_iter(match=keys.worker_pattern, count=1000):
-        beat = await redis.hgetall(key)
-        if beat:
-            beat = {_text(k): _text(v) for k, v in beat.items()}
-            workers.append(
-                WorkerStats(
-                    name=_text(key).removeprefix(keys.worker("")),
-                    in_flight=int(beat.get("in_flight", 0)),
-                    written=int(beat.get("written", 0)),
-                    reclaimed=int(beat.get("reclaimed", 0)),
-                    lane_policy=_text(beat.get("lane_policy") or "") or None,
-                )
-            )
-    return sorted(workers, key=lambda w: w.name)
+    return [
+        WorkerStats(
+            name=name,
+            in_flight=int(beat.get("in_flight", 0)),
+            written=int(beat.get("written", 0)),
+            reclaimed=int(beat.get("reclaimed", 0)),
+            lane_policy=beat.get("lane_policy") or None,
+        )
+        for name, beat in sorted((await read_heartbeats(redis, keys)).items())
+    ]
 
 
 def _text(value: object) -> str:

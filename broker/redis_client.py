@@ -53,3 +53,8 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
         packing = type(f"HiredisPacking{base.__name__}", (base,), {"pack_command": pack_command})
         _packers[base] = packing
     return packing
+
+
+async def ping(client: aioredis.Redis) -> None:
+    """``PING``: raises redis-py's error if the server does not answer (readiness probes)."""
+    await client.ping()

@@ -11,7 +11,6 @@ shared by weight, interactive first, or bulk first); the reading, and what it mu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -24,8 +23,13 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.consumer_groups import ensure_group_async
+from broker.control import CancelRequests
+from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import RedisKeys
+from broker.lanes import Entries, StreamEntries, read_new, read_own_pending, wait_for_new
+from broker.pending import claim_orphans, claim_stale
 from broker.scripts import StartOutcome, StartScript
+from broker.state_records import record_types
 from contract.backoff import Backoff
 from contract.controls import AUTO_LANGUAGE, glossary_misses
 from contract.errors import (
@@ -42,7 +46,6 @@ from worker.lanes import LanePolicy, lane_policy
 from worker.language_detection import LanguageDetector
 from worker.memory import TranslationMemory
 from worker.metrics import WorkerMetrics
-from worker.reclaim import HEARTBEAT_TTL_S, claim_orphans, claim_stale
 from worker.results import DeadLetter, JobResult, storable_text
 from worker.translator import Translation, Translator
 from worker.writer import ResultWriter
@@ -51,9 +54,6 @@ log = logging.getLogger(__name__)
 
 _MAX_READ = 512  # entries per XREADGROUP, whatever the number of free slots
 _REMEMBERED_CANCELS = 10_000
-
-Entries = list[tuple[str, dict[str, str]]]
-"""Stream entries as read: (entry id, fields)."""
 
 
 class StreamConsumer:
@@ -169,10 +169,7 @@ class StreamConsumer:
             cursor = self._own_cursor[lane]
             if cursor == ">":
                 continue
-            response: Any = await self._redis.xreadgroup(
-                self._keys.consumer_group, self.consumer_name, {stream: cursor}, count=count
-            )
-            page = response[0][1] if response else []
+            page = await read_own_pending(self._redis, self._keys, self.consumer_name, stream, cursor, count)
             if not page:
                 self._own_cursor[lane] = ">"
                 continue
@@ -225,26 +222,21 @@ class StreamConsumer:
         """
         wait = self._policy.wait(count, self._held)
         assert wait.count * len(wait.lanes) <= count, wait
-        response: Any = await self._redis.xreadgroup(
-            self._keys.consumer_group,
-            self.consumer_name,
-            {self._keys.lane(lane): ">" for lane in wait.lanes},
-            count=wait.count,
-            block=wait.block_ms,
+        streams = [self._keys.lane(lane) for lane in wait.lanes]
+        return self._by_lane(
+            await wait_for_new(self._redis, self._keys, self.consumer_name, streams, wait.count, wait.block_ms)
         )
-        return self._by_lane(response or [])
 
     async def _read_lanes(self, counts: dict[Priority, int]) -> dict[Priority, Entries]:
         """New entries of the given lanes, up to each one's count, without waiting (one round trip)."""
         if not counts:
             return {}
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for lane, n in counts.items():
-                pipe.xreadgroup(self._keys.consumer_group, self.consumer_name, {self._keys.lane(lane): ">"}, count=n)
-            responses: list[Any] = await pipe.execute()
-        return self._by_lane([stream for response in responses if response for stream in response])
+        lane = self._keys.lane
+        return self._by_lane(
+            await read_new(self._redis, self._keys, self.consumer_name, {lane(p): n for p, n in counts.items()})
+        )
 
-    def _by_lane(self, response: list[Any]) -> dict[Priority, Entries]:
+    def _by_lane(self, response: StreamEntries) -> dict[Priority, Entries]:
         """An ``XREADGROUP`` reply (one item per stream) as entries per lane."""
         return {
             self._lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries]
@@ -434,10 +426,7 @@ class StreamConsumer:
         Such a key was written by something other than dragoman; the job cannot be started until
         it is replaced, and it must not stop the jobs read with it.
         """
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for _, spec in decoded:
-                pipe.type(self._keys.state(spec.job_id))
-            types = await pipe.execute()
+        types = await record_types(self._redis, self._keys, [spec.job_id for _, spec in decoded])
         return {
             spec.job_id: kind for (_, spec), kind in zip(decoded, types, strict=True) if kind not in ("hash", "none")
         }
@@ -606,21 +595,18 @@ class StreamConsumer:
         """
         backoff = Backoff(0.2, 10.0)
         while True:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            requests = CancelRequests(self._redis, self._keys)
             try:
-                await pubsub.subscribe(self._keys.control_channel)
+                await requests.connect()
                 backoff.reset()
-                async for message in pubsub.listen():
-                    command, _, job_id = str(message.get("data", "")).partition(" ")
-                    if command == "cancel" and job_id:
-                        await self.cancel_running(job_id)
+                async for job_id in requests.job_ids():
+                    await self.cancel_running(job_id)
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 delay = backoff.next_delay()
                 log.warning("cancel channel lost (%s); resubscribing in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
             finally:
-                with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await requests.close()
 
     async def drain(self, grace_seconds: float) -> int:
         """Wait up to ``grace_seconds`` for running jobs; cancel the rest (left un-acked).

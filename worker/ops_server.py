@@ -31,6 +31,7 @@ from redis.exceptions import RedisError
 
 from broker.keys import RedisKeys
 from broker.queue_stats import read_queue_stats
+from broker.redis_client import ping
 from contract.errors import ConfigurationError
 from contract.log_format import scrub_secrets
 from contract.services import redact_url
@@ -162,7 +163,7 @@ class OpsServer:
 
     async def _check_redis(self) -> str:
         try:
-            await asyncio.wait_for(self._redis.ping(), PROBE_TIMEOUT_S)
+            await asyncio.wait_for(ping(self._redis), PROBE_TIMEOUT_S)
             return "ok"
         except (TimeoutError, RedisError, OSError) as exc:
             return f"Redis at {redact_url(self._redis_url)} unreachable: {exc or type(exc).__name__}"

@@ -20,6 +20,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from broker.heartbeats import HEARTBEAT_INTERVAL_S, delete_heartbeat, write_heartbeat
 from broker.keys import RedisKeys
 from broker.redis_client import open_redis
 from contract.schemas import Priority
@@ -31,7 +32,7 @@ from worker.memory import TranslationMemory, model_identity
 from worker.metrics import WorkerMetrics
 from worker.ops_server import OpsServer
 from worker.profiles import PromptProfile
-from worker.reclaim import HEARTBEAT_INTERVAL_S, HEARTBEAT_TTL_S, Housekeeper
+from worker.reclaim import Housekeeper
 from worker.translator import Translator
 from worker.writer import ResultWriter
 
@@ -104,7 +105,6 @@ class Worker:
         self._listener: asyncio.Task[None] | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._remembering: asyncio.Task[None] | None = None
-        self._heartbeat_key = self.keys.worker(self.consumer.consumer_name)
         self._started_at = repr(time.time())
         self._stopped = False
 
@@ -148,22 +148,21 @@ class Worker:
     async def _write_heartbeat(self) -> None:
         """Refresh this worker's heartbeat hash (what it does, for operators) and its expiry."""
         down = self.writer.postgres_unavailable_since
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(
-                self._heartbeat_key,
-                mapping={
-                    "started_at": self._started_at,
-                    "pid": os.getpid(),
-                    "beat_at": repr(time.time()),
-                    "in_flight": self.consumer.in_flight,
-                    "written": self.writer.stats.rows,
-                    "reclaimed": self.consumer.reclaimed,
-                    "lane_policy": self.consumer.lane_policy.name,
-                    "postgres_down_since": "" if down is None else repr(down),
-                },
-            )
-            pipe.expire(self._heartbeat_key, HEARTBEAT_TTL_S)
-            await pipe.execute()
+        await write_heartbeat(
+            self.redis,
+            self.keys,
+            self.consumer.consumer_name,
+            {
+                "started_at": self._started_at,
+                "pid": os.getpid(),
+                "beat_at": repr(time.time()),
+                "in_flight": self.consumer.in_flight,
+                "written": self.writer.stats.rows,
+                "reclaimed": self.consumer.reclaimed,
+                "lane_policy": self.consumer.lane_policy.name,
+                "postgres_down_since": "" if down is None else repr(down),
+            },
+        )
 
     async def _beat(self) -> None:
         """Keep the heartbeat alive until the worker has flushed its last result, then delete it.
@@ -180,7 +179,7 @@ class Worker:
                     log.warning("heartbeat failed: %s", exc)
         finally:
             with contextlib.suppress(RedisConnectionError, RedisTimeoutError, RuntimeError):
-                await asyncio.shield(self.redis.delete(self._heartbeat_key))
+                await asyncio.shield(delete_heartbeat(self.redis, self.keys, self.consumer.consumer_name))
 
     async def serve(self, stop: asyncio.Event) -> int:
         """Run until ``stop`` is set (or the engine dies); return the process exit code."""

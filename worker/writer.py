@@ -24,6 +24,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from broker.acknowledge import acknowledge_batch
 from broker.keys import RedisKeys
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
@@ -309,19 +310,14 @@ class ResultWriter:
         parked: list[dict[str, str]],
     ) -> None:
         """XACK every entry of the batch, finalise state records, publish events: one atomic script."""
-        keys = self._keys
+        owners = _owners(batch)
+        finished = [FinishedJob(event, *owners.get(event.job_id, _NO_OWNER)) for event in events]
+        entry_ids = _entry_ids_by_lane(batch)
         now = time.time()
         backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
-                async with self._redis.pipeline(transaction=True) as pipe:
-                    owners = _owners(batch)
-                    finished = [FinishedJob(event, *owners.get(event.job_id, _NO_OWNER)) for event in events]
-                    interactive, bulk = _entry_ids_by_lane(batch)
-                    self._finish.queue_on_async(pipe, interactive, finished, now, bulk)
-                    for letter in parked:
-                        pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
-                    await pipe.execute()
+                await acknowledge_batch(self._redis, self._keys, self._finish, finished, now, entry_ids, parked)
                 return
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 delay = backoff.next_delay()

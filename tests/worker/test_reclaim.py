@@ -16,7 +16,7 @@ from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
-from worker.reclaim import claim_orphans, claim_stale, forget_gone_consumers, keep_alive, trim_acknowledged
+from broker.pending import claim_orphans, claim_stale, forget_gone_consumers, keep_alive, trim_acknowledged
 from worker.service import Worker
 
 from .conftest import identity_worker, wait_all

@@ -1,0 +1,35 @@
+"""A written batch's last step on Redis: FINISH its entries and park its dead letters, in one MULTI/EXEC.
+
+The worker's writer calls it once the batch's rows are committed (commit first, acknowledge
+second). FINISH and the dead-letter copies go together: a job failed for good is acknowledged
+exactly when its copy is parked. Every key involved carries the deployment's hash tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from broker.keys import RedisKeys
+from broker.scripts import FinishedJob, FinishScript
+
+
+async def acknowledge_batch(
+    redis: aioredis.Redis,
+    keys: RedisKeys,
+    finish: FinishScript,
+    jobs: Sequence[FinishedJob],
+    now: float,
+    entry_ids: tuple[Sequence[str], Sequence[str]],
+    parked: Sequence[Mapping[str, str]],
+) -> None:
+    """Acknowledge ``entry_ids`` (interactive lane, bulk lane), finish ``jobs`` and append ``parked`` to the
+    dead-letter stream, atomically, in one round trip."""
+    interactive, bulk = entry_ids
+    async with redis.pipeline(transaction=True) as pipe:
+        finish.queue_on_async(pipe, interactive, jobs, now, bulk)
+        for letter in parked:
+            pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
+        await pipe.execute()

@@ -1,0 +1,67 @@
+"""Workers' heartbeats: a hash per live worker that expires when it stops beating.
+
+A worker writes what it is doing (for operators: ``dragoman check``, ``dragoman stats``) every
+:data:`HEARTBEAT_INTERVAL_S`; the key expires :data:`HEARTBEAT_TTL_S` after the last write, and
+the other workers take over the jobs of a consumer without one (``broker.pending.claim_orphans``).
+Heartbeats are untagged keys: no script touches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from broker.keys import RedisKeys
+
+HEARTBEAT_INTERVAL_S = 5.0
+"""How often a worker refreshes its heartbeat key."""
+HEARTBEAT_TTL_S = 15
+"""How long a heartbeat key outlives its last refresh: a worker silent that long is taken for dead."""
+
+
+async def write_heartbeat(
+    redis: aioredis.Redis, keys: RedisKeys, consumer: str, fields: Mapping[str, str | int | float]
+) -> None:
+    """Write ``consumer``'s heartbeat fields and give the key :data:`HEARTBEAT_TTL_S`, in one MULTI/EXEC."""
+    key = keys.worker(consumer)
+    async with redis.pipeline(transaction=True) as pipe:
+        pipe.hset(key, mapping=dict[Any, Any](fields))
+        pipe.expire(key, HEARTBEAT_TTL_S)
+        await pipe.execute()
+
+
+async def delete_heartbeat(redis: aioredis.Redis, keys: RedisKeys, consumer: str) -> None:
+    """Delete ``consumer``'s heartbeat (a worker that stopped: its leftovers are taken over at once)."""
+    await redis.delete(keys.worker(consumer))
+
+
+async def beating(redis: aioredis.Redis, keys: RedisKeys, consumers: Sequence[str]) -> list[bool]:
+    """Whether each of ``consumers`` has a live heartbeat, in one round trip."""
+    async with redis.pipeline(transaction=False) as pipe:
+        for name in consumers:
+            pipe.exists(keys.worker(name))
+        return [bool(alive) for alive in await pipe.execute()]
+
+
+async def read_heartbeats(redis: aioredis.Redis, keys: RedisKeys) -> dict[str, dict[str, str]]:
+    """Every live worker's heartbeat fields, by consumer name (a scan: for operators, never the hot path)."""
+    found: dict[str, dict[str, str]] = {}
+    prefix = keys.worker("")
+    async for key in redis.scan_iter(match=keys.worker_pattern, count=1000):
+        beat = await redis.hgetall(key)
+        if beat:
+            found[_text(key).removeprefix(prefix)] = {_text(k): _text(v) for k, v in beat.items()}
+    return found
+
+
+async def any_heartbeat(redis: aioredis.Redis, keys: RedisKeys) -> bool:
+    """Whether at least one worker has a live heartbeat."""
+    async for _ in redis.scan_iter(match=keys.worker_pattern, count=100):
+        return True
+    return False
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
