@@ -12,11 +12,12 @@ import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
 import redis.asyncio as aioredis
 
+from broker.events import newest_event_id, oldest_event_id, read_events
 from broker.keys import RedisKeys
+from broker.revocations import is_revoked
 
 BLOCK_MS = 15_000
 """How long one read waits for new entries; a keep-alive comment goes out after each empty wait."""
@@ -77,8 +78,7 @@ class EventFeed:
         """Where a stream starts: after ``last_event_id``, else after the newest entry now."""
         if last_event_id:
             return last_event_id
-        newest: Any = await self._redis.xrevrange(self._keys.events_stream, count=1)
-        return str(newest[0][0]) if newest else "0-0"
+        return await newest_event_id(self._redis, self._keys) or "0-0"
 
     async def follow(
         self, tenant: str, after: str, *, job_ids: frozenset[str], group_ids: frozenset[str], api_key_id: str
@@ -91,17 +91,14 @@ class EventFeed:
         nothing was sent for :data:`BLOCK_MS` (however busy other tenants keep the stream), and
         the stream ends there if ``api_key_id`` has been revoked meanwhile.
         """
-        stream = self._keys.events_stream
         if after != "0-0":
-            oldest: Any = await self._redis.xrange(stream, count=1)
-            if oldest and _after(str(oldest[0][0]), _next(after)):
+            oldest = await oldest_event_id(self._redis, self._keys)
+            if oldest is not None and _after(oldest, _next(after)):
                 message = "events before the oldest kept one were trimmed; look missed jobs up by id"
-                yield FeedItem("gap", data=json.dumps({"oldest": str(oldest[0][0]), "message": message}))
+                yield FeedItem("gap", data=json.dumps({"oldest": oldest, "message": message}))
         last_sent = time.monotonic()
         while True:
-            reply: Any = await self._redis.xread({stream: after}, count=READ_COUNT, block=BLOCK_MS)
-            entries: list[tuple[str, dict[str, str]]] = reply[0][1] if reply else []
-            for entry_id, fields in entries:
+            for entry_id, fields in await read_events(self._redis, self._keys, after, READ_COUNT, BLOCK_MS):
                 after = str(entry_id)
                 if fields.get("tenant") != tenant:
                     continue
@@ -111,7 +108,7 @@ class EventFeed:
                 yield FeedItem("event", after, _data(fields.get("payload", "{}"), group))
                 last_sent = time.monotonic()
             if time.monotonic() - last_sent >= BLOCK_MS / 1000:
-                if await self._redis.exists(self._keys.revoked_api_key(api_key_id)):
+                if await is_revoked(self._redis, self._keys, api_key_id):
                     return
                 yield FeedItem("keepalive", after if after != "0-0" else "")
                 last_sent = time.monotonic()

@@ -14,6 +14,7 @@ import time
 import redis
 
 from broker.keys import RedisKeys
+from broker.revocations import mark_revoked
 from storage import ApiKey, AsyncApiKeyStore, hash_api_key
 
 CACHE_SECONDS = 30.0
@@ -51,4 +52,4 @@ class ApiKeyCache:
 
 def announce_revocation(client: redis.Redis, keys: RedisKeys, api_key_id: str) -> None:
     """Tell every API server that ``api_key_id`` is revoked (after it is revoked in PostgreSQL)."""
-    client.set(keys.revoked_api_key(api_key_id), "1", ex=REVOCATION_MARKER_SECONDS)
+    mark_revoked(client, keys, api_key_id, REVOCATION_MARKER_SECONDS)

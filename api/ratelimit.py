@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.rate_windows import count_request
 
 WINDOW_SECONDS = 60
 
@@ -49,19 +50,10 @@ class RateLimiter:
         """
         now = time.time() if now is None else now
         window = int(now // WINDOW_SECONDS)
-        key = self._keys.rate_window(api_key_id, window)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.incr(key)
-            # Refreshed on every hit (EXPIRE NX needs Redis 7; the embedded server is 6.2): the
-            # window's key is never used after the window, so it goes at most a minute later.
-            pipe.expire(key, WINDOW_SECONDS + 1)
-            pipe.exists(self._keys.revoked_api_key(api_key_id))
-            if tenant is not None:
-                pipe.zcard(self._keys.tenant_queued(tenant))
-            count, _, revoked, *queued = await pipe.execute()
-        tenant_queued = int(queued[0]) if queued else None
+        counted = await count_request(self._redis, self._keys, api_key_id, window, WINDOW_SECONDS, tenant)
+        count, revoked, tenant_queued = counted.count, counted.revoked, counted.tenant_queued
         if revoked:
             return RateDecision(False, 0, revoked=True)
-        if int(count) <= limit_per_minute:
+        if count <= limit_per_minute:
             return RateDecision(True, 0, queued=tenant_queued)
         return RateDecision(False, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now)), queued=tenant_queued)

@@ -5,7 +5,7 @@ one engine for models up to a few billion parameters: see :mod:`worker.engine_co
 child is a whole ``dragoman worker`` with its own consumer, writer and engine, so a crash takes
 down one engine's share only: the supervisor restarts that child (with a growing, jittered
 delay while it keeps crashing) and the others go on; the dead child's in-flight jobs are taken
-over by the live workers as soon as its heartbeat expires (:func:`worker.reclaim.claim_orphans`).
+over by the live workers as soon as its heartbeat expires (:func:`broker.pending.claim_orphans`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends
 from api.errors import ApiError
 from api.schemas import ErrorBody, Health
 from api.services import ApiServices, services
+from broker.redis_client import ping
 from storage import ping_async
 
 router = APIRouter(tags=["health"])
@@ -32,7 +33,7 @@ async def readyz(api: Annotated[ApiServices, Depends(services)]) -> Health:
     """
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
-            await api.client.redis.ping()
+            await ping(api.client.redis)
             await ping_async(api.settings.database_url or "")
     except Exception as exc:  # any failure to answer in time means "not ready"
         # The details (host names, driver messages) go to the log, not to callers without a key.
