@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from dataclasses import dataclass, field
 
 import redis
 
+from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
+from broker.redis_client import open_redis
+from broker.redis_client import ping as ping_redis
 from contract.services import redact_url
 from contract.settings import Settings
 from storage import ping
@@ -51,27 +55,10 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
     report = HealthReport()
     urls = resolve_urls(settings)
     keys = RedisKeys.from_settings(settings)
-    client = redis.Redis.from_url(urls.redis_url, decode_responses=True, socket_timeout=5)
     try:
-        client.ping()
-        report.redis_ok = True
-        for key in client.scan_iter(match=keys.worker_pattern, count=1000):
-            beat = client.hgetall(key)
-            if beat:
-                down = beat.get("postgres_down_since") or ""
-                report.workers.append(
-                    WorkerBeat(
-                        name=key.removeprefix(keys.worker("")),
-                        in_flight=int(beat.get("in_flight", 0)),
-                        written=int(beat.get("written", 0)),
-                        reclaimed=int(beat.get("reclaimed", 0)),
-                        postgres_down_since=float(down) if down else None,
-                    )
-                )
+        asyncio.run(_read_redis(report, urls.redis_url, keys))
     except redis.RedisError as exc:
         report.problems.append(f"Redis at {redact_url(urls.redis_url)} is unreachable: {exc}")
-    finally:
-        client.close()
     try:
         ping(urls.database_url, connect_timeout_s=5)
         report.postgres_ok = True
@@ -80,6 +67,28 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
     if report.redis_ok and require_worker:
         _check_workers(report, consumer)
     return report
+
+
+async def _read_redis(report: HealthReport, redis_url: str, keys: RedisKeys) -> None:
+    """PING Redis (``report.redis_ok``), then read every worker's heartbeat into ``report.workers``."""
+    client = open_redis(redis_url, socket_timeout=5)
+    try:
+        await ping_redis(client)
+        report.redis_ok = True
+        beats = await read_heartbeats(client, keys)
+    finally:
+        await client.aclose()
+    for name, beat in sorted(beats.items()):
+        down = beat.get("postgres_down_since") or ""
+        report.workers.append(
+            WorkerBeat(
+                name=name,
+                in_flight=int(beat.get("in_flight", 0)),
+                written=int(beat.get("written", 0)),
+                reclaimed=int(beat.get("reclaimed", 0)),
+                postgres_down_since=float(down) if down else None,
+            )
+        )
 
 
 def _check_workers(report: HealthReport, consumer: str | None) -> None:

@@ -6,6 +6,7 @@ Everything it does is what a user would do by hand with the CLI: the worker runs
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -14,9 +15,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import redis
-
+from broker.heartbeats import any_heartbeat
 from broker.keys import RedisKeys
+from broker.redis_client import open_redis
 from cli.demo_api import show_curl_round_trip
 from cli.embedded import starts_embedded_services
 from contract.schemas import Job, JobStatus, TranslationRequest
@@ -149,21 +150,29 @@ def _translate_document(python: str, env: dict[str, str]) -> int:
 
 
 def _wait_for_worker(settings: Settings, redis_url: str, worker: subprocess.Popen[bytes], log_path: Path) -> None:
-    keys = RedisKeys.from_settings(settings)
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
     started = time.monotonic()
+    if not asyncio.run(_until_a_worker_beats(RedisKeys.from_settings(settings), redis_url, worker, log_path)):
+        tail = "".join(log_path.read_text().splitlines(keepends=True)[-20:])
+        raise SystemExit(f"the worker exited with code {worker.returncode}:\n{tail}")
+    print(f"      worker ready after {time.monotonic() - started:.0f}s")
+
+
+async def _until_a_worker_beats(
+    keys: RedisKeys, redis_url: str, worker: subprocess.Popen[bytes], log_path: Path
+) -> bool:
+    """Wait for the first worker heartbeat (True), or the worker process's end (False); exit past the timeout."""
+    client = open_redis(redis_url)
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
     try:
-        while not any(True for _ in client.scan_iter(match=keys.worker_pattern, count=100)):
+        while not await any_heartbeat(client, keys):
             if worker.poll() is not None:
-                tail = "".join(log_path.read_text().splitlines(keepends=True)[-20:])
-                raise SystemExit(f"the worker exited with code {worker.returncode}:\n{tail}")
+                return False
             if time.monotonic() > deadline:
                 raise SystemExit(f"the worker was not ready after {WORKER_READY_TIMEOUT_S:.0f}s; see {log_path}")
-            time.sleep(0.5)
+            await asyncio.sleep(0.5)
+        return True
     finally:
-        client.close()
-    print(f"      worker ready after {time.monotonic() - started:.0f}s")
+        await client.aclose()
 
 
 def _translate_sample(settings: Settings, redis_url: str, database_url: str) -> int:

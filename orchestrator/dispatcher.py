@@ -8,10 +8,10 @@ the RQ job is queued, so a crash in between queues it again (finishing is idempo
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import redis
 
+from broker.completions import ack_completion, read_completions
 from broker.consumer_groups import ensure_group
 from orchestrator.context import TaskContext
 from orchestrator.tasks import enqueue_finish
@@ -36,18 +36,14 @@ class CompletionDispatcher:
         keys = self._ctx.keys
         queued = 0
         for cursor in ("0", ">"):
-            streams: dict[Any, Any] = {keys.completions_stream: cursor}
-            response: Any = self._redis.xreadgroup(
-                keys.orchestration_group, self._consumer, streams, count=100, block=block_ms if cursor == ">" else None
-            )
-            for _, entries in response or []:
-                for entry_id, fields in entries:
-                    if fields and fields.get("kind") in ("run", "document") and fields.get("id"):
-                        enqueue_finish(self._ctx, fields["kind"], fields["id"])
-                        queued += 1
-                    elif fields:
-                        log.warning("ignoring malformed completion entry %s: %s", entry_id, fields)
-                    self._redis.xack(keys.completions_stream, keys.orchestration_group, entry_id)
+            block = block_ms if cursor == ">" else None
+            for entry_id, fields in read_completions(self._redis, keys, self._consumer, cursor, 100, block):
+                if fields and fields.get("kind") in ("run", "document") and fields.get("id"):
+                    enqueue_finish(self._ctx, fields["kind"], fields["id"])
+                    queued += 1
+                elif fields:
+                    log.warning("ignoring malformed completion entry %s: %s", entry_id, fields)
+                ack_completion(self._redis, keys, entry_id)
         return queued
 
     def step(self) -> int:
