@@ -306,8 +306,10 @@ def reset_state(settings: Settings, *, truncate_configured: bool = False) -> Non
         raise SystemExit(TRUNCATE_REFUSED)
     client = redis.Redis.from_url(settings.redis_url or "")
     try:
-        for key in client.scan_iter(match=f"{settings.key_prefix}:*", count=10_000):
-            client.unlink(key)
+        keys = RedisKeys.from_settings(settings)
+        for pattern in (f"{keys.prefix}:*", f"{keys.tag}:*"):  # untagged names, and those scripts touch
+            for key in client.scan_iter(match=pattern, count=10_000):
+                client.unlink(key)
     finally:
         client.close()
     with psycopg.connect(libpq_url(settings.database_url or ""), autocommit=True) as conn:
