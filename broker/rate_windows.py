@@ -1,4 +1,9 @@
-"""Per-key request counters in fixed windows (untagged keys: no script touches them), shared by every API server."""
+"""Per-key request counters in fixed windows (untagged keys: no script touches them), shared by every API server.
+
+On Redis Cluster the one MULTI/EXEC below cannot stand as it is: it reads the tenant's
+unfinished-jobs set (tagged, the jobs' slot) beside the window and the revocation marker
+(untagged, elsewhere). The sharding work (issue 37) has to split it by slot.
+"""
 
 from __future__ import annotations
 
