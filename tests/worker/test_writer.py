@@ -10,10 +10,12 @@ import redis
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.scripts import SubmitScript
 from contract.schemas import JobSpec, JobStatus
 from contract.services import ServiceUrls
 from contract.settings import Settings
-from worker.results import JobResult
+from contract.wire import encode_job_entry
+from worker.results import DeadLetter, JobResult
 from worker.writer import ResultWriter
 
 
@@ -68,3 +70,38 @@ async def test_a_failure_can_be_replaced_by_a_later_success(
     await _write(settings, service_urls, [_result(spec, JobStatus.SUCCEEDED, "2-0", translation="Bonjour")])
     row = pg.execute("SELECT status, translated_text FROM jobs WHERE id = %s", (spec.job_id,)).fetchone()
     assert row == ("succeeded", "Bonjour")
+
+
+async def test_finishing_uncounts_each_tenant_s_job_by_its_spec_or_its_malformed_payload(
+    settings: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis
+) -> None:
+    """FINISH is given the tenant's set in KEYS: the tenant comes from what the worker holds, not the record."""
+    keys = RedisKeys.from_settings(settings)
+    submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
+    spec = JobSpec(
+        job_id=str(uuid.uuid4()), text="Hi", source_lang="en", target_lang="fr", created_at=1.0, tenant="acme"
+    )
+    bad = JobSpec(
+        job_id=str(uuid.uuid4()), text="Hi", source_lang="en", target_lang="fr", created_at=1.0, tenant="acme"
+    )
+    submit.call(raw_redis, spec)
+    submit.call(raw_redis, bad)
+    raw_redis.delete(keys.state(spec.job_id))  # expired meanwhile: the tenant is still known
+    assert raw_redis.zcard(keys.tenant_queued("acme")) == 2
+    malformed = DeadLetter(
+        entry_id="2-0",
+        fields={**encode_job_entry(bad), "v": "999"},
+        reason="unknown schema version",
+        job_id=bad.job_id,
+        finished_at=time.time(),
+    )
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    writer = ResultWriter(settings, connection, service_urls.database_url)
+    await writer.put(_result(spec, JobStatus.SUCCEEDED, "1-0", translation="Salut"))
+    await writer.put(malformed)
+    await writer.close()
+    await writer.run()
+    await connection.aclose()
+    assert raw_redis.zcard(keys.tenant_queued("acme")) == 0
+    events = {fields["id"]: fields for _, fields in raw_redis.xrange(keys.events_stream)}
+    assert events[spec.job_id]["tenant"] == events[bad.job_id]["tenant"] == "acme"
