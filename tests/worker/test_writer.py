@@ -103,5 +103,6 @@ async def test_finishing_uncounts_each_tenant_s_job_by_its_spec_or_its_malformed
     await writer.run()
     await connection.aclose()
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 0
-    events = {fields["id"]: fields for _, fields in raw_redis.xrange(keys.events_stream)}
+    entries: Any = raw_redis.xrange(keys.events_stream)
+    events = {fields["id"]: fields for _, fields in entries}
     assert events[spec.job_id]["tenant"] == events[bad.job_id]["tenant"] == "acme"
