@@ -11,12 +11,12 @@ import redis.asyncio as aioredis
 
 from broker.dead_letters import DeadLetters
 from broker.keys import RedisKeys
+from broker.pending import claim_orphans, claim_stale, forget_gone_consumers, keep_alive, trim_acknowledged
 from contract.schemas import JobStatus, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
-from broker.pending import claim_orphans, claim_stale, forget_gone_consumers, keep_alive, trim_acknowledged
 from worker.service import Worker
 
 from .conftest import identity_worker, wait_all
