@@ -165,7 +165,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile-file",
         type=Path,
-        help="a JSON file defining a prompt profile as a Jinja2 template (README: Bring your own model)",
+        help="a JSON file defining a prompt profile as a Jinja2 template (docs/guides/bring-your-own-model.md)",
     )
     parser.add_argument(
         "--ignore-eos",

@@ -28,12 +28,19 @@ class Settings(BaseSettings):
 
     # --- Names ---
     # Redis key names (broker.keys combines them) and the consumer group.
-    key_prefix: str = Field(default="dragoman", description="prefix of every Redis key")
-    jobs_stream: str | None = Field(
-        default=None, description="interactive jobs stream (default <prefix>:jobs; bulk jobs: the same name + ':bulk')"
+    key_prefix: str = Field(
+        default="dragoman", description="prefix of every Redis key (no { or }: it becomes the hash tag {<prefix>})"
     )
-    events_stream: str | None = Field(default=None, description="events stream (<prefix>:events)")
-    events_channel: str | None = Field(default=None, description="Pub/Sub channel (<prefix>:events)")
+    jobs_stream: str | None = Field(
+        default=None,
+        description="interactive jobs stream (default {<prefix>}:jobs; bulk jobs: the same name + ':bulk'; must contain the tag {<prefix>})",
+    )
+    events_stream: str | None = Field(
+        default=None, description="events stream (default {<prefix>}:events; must contain the tag {<prefix>})"
+    )
+    events_channel: str | None = Field(
+        default=None, description="Pub/Sub channel (default <prefix>:events; a channel is no key, so any name)"
+    )
     consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
 
     # --- Submitting ---

@@ -1,10 +1,10 @@
 """The wire format: how jobs, state records and completion events look in Redis.
 
 This module is the contract between producers (this package, or any app using plain ``XADD``)
-and the worker. The README's "Wire format" section describes the same thing for other languages.
+and the worker. docs/concepts/wire-format.md describes the same thing for other languages.
 
-Jobs stream entry (``XADD dragoman:jobs * v 1 id <uuid> payload <json>``; bulk jobs go to
-``dragoman:jobs:bulk``, read after interactive ones with a weighted share):
+Jobs stream entry (``XADD {dragoman}:jobs * v 1 id <uuid> payload <json>``; bulk jobs go to
+``{dragoman}:jobs:bulk``, read after interactive ones with a weighted share):
     ``v``        schema version, currently ``"1"``
     ``id``       the job id, a UUID
     ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);

@@ -88,7 +88,7 @@ class PromptProfile(ABC):
                 f"take {'it' if len(missing) == 1 else 'them'}; it supports "
                 f"{', '.join(sorted(self.supports)) or 'no controls'}); send the job without "
                 f"{'it' if len(missing) == 1 else 'them'}, or serve a model whose profile supports "
-                f"{'it' if len(missing) == 1 else 'them'} (README: Bring your own model)"
+                f"{'it' if len(missing) == 1 else 'them'} (docs/guides/bring-your-own-model.md)"
             )
 
 

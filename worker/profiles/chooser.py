@@ -93,7 +93,7 @@ def _named(name: str, tokenizer: Tokenizer) -> PromptProfile:
     except KeyError:
         raise ConfigurationError(
             f"unknown prompt profile {name!r}; choose one of {', '.join(sorted(PROFILES))}, or define one in a "
-            f"{PROFILE_FILE} (README: Bring your own model)"
+            f"{PROFILE_FILE} (docs/guides/bring-your-own-model.md)"
         ) from None
     return profile(tokenizer)
 
