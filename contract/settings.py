@@ -33,7 +33,8 @@ class Settings(BaseSettings):
     )
     jobs_stream: str | None = Field(
         default=None,
-        description="interactive jobs stream (default {<prefix>}:jobs; bulk jobs: the same name + ':bulk'; must contain the tag {<prefix>})",
+        description="interactive jobs stream (default {<prefix>}:jobs; bulk jobs: the same name + ':bulk'; "
+        "must contain the tag {<prefix>})",
     )
     events_stream: str | None = Field(
         default=None, description="events stream (default {<prefix>}:events; must contain the tag {<prefix>})"
