@@ -168,16 +168,26 @@ def test_names_and_callbacks_that_cannot_be_stored_are_refused_before_anything_i
     assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES  # only the good run's jobs
 
 
-def test_the_run_submit_command_prints_the_id_first_and_resumes_with_it(
-    client: Client, tmp_path: Path, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+def test_the_run_submit_command_says_how_to_resume_once_part_is_queued_and_resumes_with_it(
+    client: Client,
+    tmp_path: Path,
+    raw_redis: redis.Redis,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from cli.main import main
 
     path = _run_file(tmp_path)
+    # A run queued in one round trip leaves nothing to resume: no hint.
+    assert main(["run", "submit", str(path), "--from", "en", "--to", "fr"]) == 0
+    out = capsys.readouterr()
+    assert "--run-id" not in out.err
+    # A run queued in chunks: the hint comes once the first chunk is queued, so a crash leaves the id known.
+    monkeypatch.setenv("DRAGOMAN_SUBMIT_CHUNK_SIZE", str(LINES // 5))
     assert main(["run", "submit", str(path), "--from", "en", "--to", "fr"]) == 0
     out = capsys.readouterr()
     run_id = out.out.strip()
-    assert f"--run-id {run_id}" in out.err  # said before submitting, so a crash leaves the id known
+    assert f"--run-id {run_id}" in out.err
     assert main(["run", "submit", str(path), "--from", "en", "--to", "fr", "--run-id", run_id]) == 0
     assert capsys.readouterr().out.strip() == run_id
-    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES
+    assert raw_redis.xlen(client.keys.bulk_jobs_stream) == 2 * LINES
