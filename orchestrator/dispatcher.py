@@ -13,8 +13,8 @@ from typing import Any
 import redis
 
 from broker.consumer_groups import ensure_group
+from contract.orchestration import FINISH
 from orchestrator.context import TaskContext
-from orchestrator.tasks import enqueue_finish
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class CompletionDispatcher:
             for _, entries in response or []:
                 for entry_id, fields in entries:
                     if fields and fields.get("kind") in ("run", "document") and fields.get("id"):
-                        enqueue_finish(self._ctx, fields["kind"], fields["id"])
+                        self._ctx.enqueue(FINISH, fields["kind"], fields["id"])
                         queued += 1
                     elif fields:
                         log.warning("ignoring malformed completion entry %s: %s", entry_id, fields)
