@@ -15,6 +15,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from typing_extensions import Unpack
 
+from broker.job_records import read_state
 from broker.keys import RedisKeys
 from broker.orchestration import open_rq_connection
 from broker.redis_client import open_redis
@@ -149,7 +150,7 @@ class AsyncClient:
         PostgreSQL. Raises :class:`JobNotFoundError` if neither knows the id.
         """
         job_id = parse_job_id(job_id)
-        state: dict[str, str] = await self.redis.hgetall(self.keys.state(job_id))  # type: ignore[assignment]
+        state = await read_state(self.redis, self.keys, job_id)
         job = live_job(job_id, state) or settled_job(job_id, state, await self._store.get(job_id))
         return check_tenant(job, tenant)
 
