@@ -140,7 +140,11 @@ class Client:
         on_chunk: Callable[[int, int], None] | None = None,
         run_id: str | None = None,
     ) -> str:
-        """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id."""
+        """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
+
+        ``on_chunk(submitted, total)`` is called on the client's event-loop thread after each chunk:
+        keep it quick, and do not call the client from it.
+        """
         return self.run(
             self.core.submit_run(
                 path,

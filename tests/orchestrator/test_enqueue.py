@@ -39,7 +39,9 @@ def rq_redis(service_urls: ServiceUrls) -> Iterator[redis.Redis]:
     connection.close()
 
 
-def test_split_and_finish_are_retried_without_a_cap_under_ids_of_their_work(rq_redis: redis.Redis, settings: Settings) -> None:
+def test_split_and_finish_are_retried_without_a_cap_under_ids_of_their_work(
+    rq_redis: redis.Redis, settings: Settings
+) -> None:
     keys = RedisKeys.from_settings(settings)
     document_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
     enqueue_orchestration(rq_redis, keys, SPLIT, document_id)
