@@ -11,6 +11,7 @@ import redis
 from broker.keys import RedisKeys
 from contract.services import redact_url
 from contract.settings import Settings
+from contract.sync_bridge import run_sync
 from storage import ping
 from storage.embedded import resolve_urls
 
@@ -73,7 +74,7 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
     finally:
         client.close()
     try:
-        ping(urls.database_url, connect_timeout_s=5)
+        run_sync(ping(urls.database_url, connect_timeout_s=5))
         report.postgres_ok = True
     except Exception as exc:  # any failure here means "not healthy", with the reason
         report.problems.append(f"PostgreSQL at {redact_url(urls.database_url)} is not usable: {exc}".strip())

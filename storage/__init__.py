@@ -47,7 +47,7 @@ from storage.files import (
     iter_lines,
     numbered_lines,
 )
-from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping, ping_async
+from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping
 from storage.jobs import (
     FinalRow,
     JobRows,
@@ -98,7 +98,6 @@ __all__ = [
     "libpq_url",
     "numbered_lines",
     "ping",
-    "ping_async",
     "sqlalchemy_url",
     "storable_failure",
     "upgrade_database",
