@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis
-from rq import Callback, Queue, Retry
 
 from broker.keys import RedisKeys
 from contract.backoff import retry_intervals
@@ -36,13 +35,16 @@ def enqueue_orchestration(
     retried without a cap (an outage, rows not all written yet), backing off to one try every
     ``RETRY_MAX_SECONDS``; a webhook goes on its own queue, retried after each of
     ``webhook_retry_seconds`` (``DRAGOMAN_WEBHOOK_RETRY_SECONDS``), and its failure callback
-    records a delivery given up for good.
+    records a delivery given up for good. RQ is imported here, on first use: an application that
+    only submits jobs never loads it.
     """
+    from rq import Callback, Queue, Retry
+
     if task.webhook:
         intervals = [int(s) for s in webhook_retry_seconds]
         queue = keys.webhook_queue
         retry = Retry(max=len(intervals), interval=intervals) if intervals else None
-        on_failure: Callback | None = Callback(WEBHOOK_GAVE_UP)
+        on_failure = Callback(WEBHOOK_GAVE_UP)
     else:
         queue = keys.orchestration_queue
         retry = Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS))
