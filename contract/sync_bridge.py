@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
 from typing import Any, TypeVar, cast
@@ -33,6 +34,7 @@ class LoopThread:
 
     def __init__(self, name: str = "dragoman-loop") -> None:
         self._loop = _new_loop()
+        self._pid = os.getpid()
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
@@ -46,6 +48,8 @@ class LoopThread:
             problem = "LoopThread.run called from its own loop: await the coroutine instead"
         elif self.closed:
             problem = "this event loop is closed (its owner, a client, was closed): make a new one"
+        elif os.getpid() != self._pid:  # a forked child has no copy of the loop's thread: it would wait forever
+            problem = "this event loop belongs to the process that made it (before a fork): make one in this process"
         if problem is not None:
             if inspect.iscoroutine(awaitable):
                 awaitable.close()  # never run: no "was never awaited" warning

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 from collections.abc import AsyncIterator
 
@@ -52,6 +53,26 @@ def test_a_loop_thread_serves_several_threads() -> None:
         thread.join()
     loop.close()
     assert sorted(results) == [2 * i for i in range(8)]
+
+
+def test_a_forked_child_is_told_to_make_its_own_instead_of_waiting_forever() -> None:
+    loop = LoopThread()
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+
+    def child() -> None:
+        try:
+            loop.run(_double(1))
+            answers.put("ran")
+        except RuntimeError as exc:
+            answers.put(str(exc))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(timeout=30)
+    assert "before a fork" in answers.get(timeout=5)
+    assert loop.run(_double(2)) == 4  # the parent's loop is untouched
+    loop.close()
 
 
 def test_its_own_loop_may_not_block_on_it() -> None:
