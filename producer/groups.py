@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -238,10 +238,17 @@ class Groups:
         max_segment_chars: int | None,
         retranslate: bool = False,
         tenant: str | None = None,
+        admit: Callable[[], Awaitable[None]] | None = None,
     ) -> str:
-        """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id."""
+        """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
+
+        ``admit`` (the HTTP API's queued-jobs limit) runs once the document is known to be valid,
+        before anything is written; it raises to refuse the document.
+        """
         limit = check_document(text, fmt, self.settings, max_segment_chars)
         check_callback(callback_url, self.settings)
+        if admit is not None:
+            await admit()
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
         label = storable(name, "the document's name")

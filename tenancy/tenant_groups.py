@@ -164,7 +164,10 @@ class TenantGroups:
         Its number of jobs is known only once it is split, so it is refused (``TooManyQueuedJobsError``)
         only when the tenant is at ``max_queued_jobs`` already.
         """
-        await self._limit.admit(tenant, max_queued_jobs, 1)
+
+        async def admit() -> None:
+            await self._limit.admit(tenant, max_queued_jobs, 1)
+
         return await self._groups.submit_document(
             text,
             fmt,
@@ -175,6 +178,7 @@ class TenantGroups:
             max_segment_chars=max_segment_chars,
             retranslate=retranslate,
             tenant=tenant,
+            admit=admit,
         )
 
     async def document_result(self, tenant: str, document_id: str) -> tuple[str, DocumentResult]:
