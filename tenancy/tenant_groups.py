@@ -76,8 +76,8 @@ class TenantGroups:
             total = await self._validate(upload.id, source, target)
             await self._limit.admit(tenant, max_queued_jobs, total)
             run_id = str(uuid.uuid4())
-            await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
             try:
+                await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
                 await self._groups.queue_run_jobs(
                     run_id, self._specs(upload.id, source, target, run_id, tenant), 0, total
                 )
