@@ -17,7 +17,7 @@ from api.services import ApiServices
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, AsyncGroupStore, PostgresFileStore
+from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
@@ -71,7 +71,7 @@ def create_app(settings: Settings) -> FastAPI:
             limiter=RateLimiter(client.redis, client.keys),
             files=file_store,
             batches=batch_service,
-            groups=TenantGroups(client.submitter, file_store, AsyncGroupStore(pool), queued, settings.redis_url or ""),
+            groups=TenantGroups(client.groups, file_store, queued),
             events=feed,
             queued=queued,
         )

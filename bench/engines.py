@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import psutil  # type: ignore[import-untyped]  # comes with vLLM; no stubs installed
+import redis
 from redis.exceptions import ResponseError
 
 from bench.gpu import OUTPUT_RATIO, Outcome, _percentiles, build_requests, run_bare, start_engine, summarise
@@ -354,13 +355,14 @@ class Jobs:
             redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=prefix, metrics_enabled=False
         )
         self.client = Client(settings)
-        self.redis = self.client.redis
+        self.redis = redis.Redis.from_url(urls.redis_url, decode_responses=True)
         self.keys = self.client.keys
         self._db = PostgresConnection(urls.database_url)
 
     def close(self) -> None:
         """Close the connections."""
         self.client.close()
+        self.redis.close()
         self._db.close()
 
     def submit(self, texts: Sequence[str], priorities: Sequence[str]) -> list[str]:

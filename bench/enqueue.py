@@ -18,6 +18,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from bench.servers import benchmark_servers
 from contract.schemas import TranslationRequest
 from contract.services import ServiceUrls
@@ -45,19 +47,19 @@ def measure(urls: ServiceUrls, jobs: int, single: int) -> dict[str, Any]:
         redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=f"bench-{uuid.uuid4().hex[:8]}"
     )
     items = workload(jobs)
-    with Client(settings) as client:
+    with Client(settings) as client, redis.Redis.from_url(urls.redis_url, decode_responses=True) as raw:
         start = time.perf_counter()
         ids = client.submit_many(items)
         many_s = time.perf_counter() - start
-        assert len(ids) == jobs == client.redis.xlen(client.keys.jobs_stream)
+        assert len(ids) == jobs == raw.xlen(client.keys.jobs_stream)
 
         start = time.perf_counter()
         for item in items[:single]:
             client.submit(item.text, item.source_lang, item.target_lang, metadata=item.metadata)
         single_s = time.perf_counter() - start
-        client.redis.delete(client.keys.jobs_stream)
-        for key in client.redis.scan_iter(match=client.keys.state_pattern, count=10_000):
-            client.redis.unlink(key)
+        raw.delete(client.keys.jobs_stream)
+        for key in raw.scan_iter(match=client.keys.state_pattern, count=10_000):
+            raw.unlink(key)
     return {
         "submit_many_jobs": jobs,
         "submit_many_seconds": round(many_s, 3),

@@ -15,6 +15,7 @@ from broker.redis_client import open_redis
 from broker.redis_client import ping as ping_redis
 from contract.services import redact_url
 from contract.settings import Settings
+from contract.sync_bridge import run_sync
 from storage import ping
 from storage.embedded import resolve_urls
 
@@ -60,7 +61,7 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
     except redis.RedisError as exc:
         report.problems.append(f"Redis at {redact_url(urls.redis_url)} is unreachable: {exc}")
     try:
-        ping(urls.database_url, connect_timeout_s=5)
+        run_sync(ping(urls.database_url, connect_timeout_s=5))
         report.postgres_ok = True
     except Exception as exc:  # any failure here means "not healthy", with the reason
         report.problems.append(f"PostgreSQL at {redact_url(urls.database_url)} is not usable: {exc}".strip())

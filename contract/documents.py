@@ -1,7 +1,8 @@
-"""The document formats dragoman translates, and the orchestration task that splits them.
+"""The document formats dragoman translates, and how their files are stored as text.
 
-Producers store a document and queue :data:`SPLIT_TASK` by name; the orchestrator owns the
-splitting itself, so a producer never imports it.
+Producers store a document and queue the orchestrator's split task by name
+(:data:`contract.orchestration.SPLIT`); the orchestrator owns the splitting itself, so a
+producer never imports it.
 """
 
 from __future__ import annotations
@@ -30,16 +31,6 @@ SUFFIXES = {
     ".xliff": "xliff",
     ".docx": "docx",
 }
-SPLIT_TASK = "orchestrator.tasks.split_document"
-FINISH_TASK = "orchestrator.tasks.finish_group"
-SPLIT_TIMEOUT_SECONDS = 600
-"""RQ's time limit for one split task (a document at ``DRAGOMAN_MAX_DOCUMENT_CHARS`` splits in seconds)."""
-
-UNCAPPED_RETRIES = 1_000_000
-"""RQ's ``Retry(max=...)`` for tasks that must not give up (split, finish): at one try every
-:data:`RETRY_MAX_SECONDS` that is years, so a run or document never lands in the failed registry
-for an outage, however long."""
-RETRY_MAX_SECONDS = 300
 
 
 def encode_document(fmt: str, data: bytes) -> str:

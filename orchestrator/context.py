@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import redis
 
 from broker.keys import RedisKeys
+from broker.orchestration import enqueue_orchestration, open_rq_connection
+from contract.orchestration import OrchestratorTask
 from contract.settings import Settings
-from storage import GroupStore, PostgresConnection
+from storage import AsyncConnectionPool, GroupStore
 from storage.embedded import resolve_urls
 
 
@@ -30,12 +32,25 @@ class TaskContext:
         urls = resolve_urls(settings)
         return cls(settings, urls.redis_url, urls.database_url, RedisKeys.from_settings(settings))
 
-    @contextmanager
-    def group_store(self) -> Iterator[GroupStore]:
-        """The runs and documents on a connection of this task's own, closed when the block ends."""
-        with PostgresConnection(self.database_url) as connection:
-            yield GroupStore(connection)
+    @asynccontextmanager
+    async def group_store(self) -> AsyncIterator[GroupStore]:
+        """The runs and documents on connections of this task's own, closed when the block ends."""
+        pool = AsyncConnectionPool(self.database_url, max_connections=2)
+        try:
+            yield GroupStore(pool)
+        finally:
+            await pool.close()
 
     def rq_connection(self) -> redis.Redis:
         """A Redis connection as RQ needs it (bytes, not decoded)."""
-        return redis.Redis.from_url(self.redis_url)
+        return open_rq_connection(self.redis_url)
+
+    def enqueue(self, task: OrchestratorTask, *args: str) -> None:
+        """Queue orchestration work (``broker.orchestration.enqueue_orchestration``) on a connection of its own."""
+        connection = self.rq_connection()
+        try:
+            enqueue_orchestration(
+                connection, self.keys, task, *args, webhook_retry_seconds=self.settings.webhook_retry_seconds
+            )
+        finally:
+            connection.close()

@@ -13,8 +13,8 @@ import redis
 
 from broker.completions import ack_completion, read_completions
 from broker.consumer_groups import ensure_group
+from contract.orchestration import FINISH
 from orchestrator.context import TaskContext
-from orchestrator.tasks import enqueue_finish
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class CompletionDispatcher:
             block = block_ms if cursor == ">" else None
             for entry_id, fields in read_completions(self._redis, keys, self._consumer, cursor, 100, block):
                 if fields and fields.get("kind") in ("run", "document") and fields.get("id"):
-                    enqueue_finish(self._ctx, fields["kind"], fields["id"])
+                    self._ctx.enqueue(FINISH, fields["kind"], fields["id"])
                     queued += 1
                 elif fields:
                     log.warning("ignoring malformed completion entry %s: %s", entry_id, fields)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from contract.orchestration import FINISH, SPLIT, SPLIT_TIMEOUT_SECONDS
+from contract.sync_bridge import run_sync
 from orchestrator.context import TaskContext
-from orchestrator.tasks import SPLIT_TIMEOUT_SECONDS, enqueue_finish, enqueue_split
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,16 @@ class GroupSweeper:
 
     def sweep_once(self) -> SweepReport:
         """Queue the finish of every finishable group and the split of every stale document."""
-        with self._ctx.group_store() as store:
-            finishable = store.finishable_groups()
-            stale = store.stale_splits(self._stale_split_seconds)
+        finishable, stale = run_sync(self._find())
         for kind, group_id in finishable:
             log.warning("sweeper: %s %s has a row for every job but is not finished; finishing it", kind, group_id)
-            enqueue_finish(self._ctx, kind, group_id)
+            self._ctx.enqueue(FINISH, kind, group_id)
         for document_id in stale:
             log.warning("sweeper: document %s is still splitting; queueing its split again", document_id)
-            enqueue_split(self._ctx, document_id)
+            self._ctx.enqueue(SPLIT, document_id)
         return SweepReport(finishes=len(finishable), splits=len(stale))
+
+    async def _find(self) -> tuple[list[tuple[str, str]], list[str]]:
+        """The finishable groups and the stale documents, as the database knows them."""
+        async with self._ctx.group_store() as store:
+            return await store.finishable_groups(), await store.stale_splits(self._stale_split_seconds)

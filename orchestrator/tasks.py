@@ -1,24 +1,29 @@
 """The RQ tasks: split a document into jobs, finish a run or document exactly once, deliver a webhook.
 
 Each task is idempotent: RQ may run it twice (a retry, a duplicate completion entry) and the
-outcome is the same; the database row decides whether there is anything left to do.
+outcome is the same; the database row decides whether there is anything left to do. RQ calls a
+synchronous function in a work-horse process; each one runs its coroutine with ``run_sync``
+(the stores and the client are the asyncio ones everything else uses). The names RQ calls them
+by are ``contract.orchestration``'s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import msgspec
 import redis
-from rq import Callback, Queue, Retry
 from rq.job import Job as RqJob
 
-from contract.backoff import retry_intervals
-from contract.documents import FINISH_TASK, RETRY_MAX_SECONDS, SPLIT_TASK, SPLIT_TIMEOUT_SECONDS, UNCAPPED_RETRIES
+from broker.group_records import forget_group
+from broker.redis_client import open_redis
 from contract.errors import DragomanError, InvalidJobError
 from contract.ids import job_id_for
+from contract.orchestration import WEBHOOK
 from contract.schemas import build_job_spec
+from contract.sync_bridge import run_sync
 from orchestrator.background import OUTAGES
 from orchestrator.context import TaskContext
 from orchestrator.segmenting.preceding import preceding_text
@@ -27,15 +32,11 @@ from orchestrator.segmenting.skeleton import Segment, Skeleton
 from orchestrator.segmenting.split import finish_document
 from orchestrator.segmenting.split import split_document as split_source
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
-from producer.client import Client
+from producer.async_client import AsyncClient
 from storage import GroupStore
 from storage.runs import LockedDocument
 
 log = logging.getLogger(__name__)
-
-__all__ = ["FINISH_TASK", "SPLIT_TASK", "SPLIT_TIMEOUT_SECONDS"]
-
-WEBHOOK_TASK = "orchestrator.tasks.deliver_webhook"
 
 
 class GroupNotCompleteError(DragomanError):
@@ -49,15 +50,18 @@ def split_document(document_id: str) -> int:
     splitter), so it never stays ``splitting``; only an outage of Redis or PostgreSQL is raised,
     for RQ to retry (without a cap) once the server is back.
     """
-    ctx = TaskContext.from_environment()
-    with ctx.group_store() as store, store.locked_document(document_id) as document:
+    return run_sync(_split_document(TaskContext.from_environment(), document_id))
+
+
+async def _split_document(ctx: TaskContext, document_id: str) -> int:
+    async with ctx.group_store() as store, store.locked_document(document_id) as document:
         if document is None or document.status != "splitting":
             return 0  # unknown, or already split by an earlier run of this task
         if document.cancel_requested:  # cancelled before it was split: nothing is submitted
-            store.cancel_unsplit_document(document_id)
+            await store.cancel_unsplit_document(document_id)
             return 0
         try:
-            with store.savepoint():  # a failure here leaves the transaction usable for fail_document
+            async with store.savepoint():  # a failure here leaves the transaction usable for fail_document
                 skeleton = split_source(
                     document.source_text,
                     document.format,
@@ -67,33 +71,35 @@ def split_document(document_id: str) -> int:
                     retranslate=document.retranslate,
                 )
                 segments = skeleton.segments
-                store.save_skeleton(document_id, skeleton.to_json(), len(segments))
+                await store.save_skeleton(document_id, skeleton.to_json(), len(segments))
                 if not segments:  # nothing to translate: the document is its own translation
-                    _assemble(store, document_id)
+                    await _assemble(store, document_id)
                 else:
-                    _submit_segments(ctx, document_id, segments, document)
-                    store.document_running(document_id)
+                    await _submit_segments(ctx, document_id, segments, document)
+                    await store.document_running(document_id)
         except Exception as exc:
             if isinstance(exc, OUTAGES) or isinstance(exc.__cause__, OUTAGES):
                 raise  # Redis or PostgreSQL away (a submit interrupted by one, too): RQ retries
             reason = str(exc) if isinstance(exc, DragomanError) else f"could not be split: {type(exc).__name__}: {exc}"
             log.exception("document %s failed: %s", document_id, reason)
-            store.fail_document(document_id, reason)
+            await store.fail_document(document_id, reason)
             return 0
     if not segments and document.callback_url:
-        enqueue_webhook(ctx, "document", document_id)
+        await asyncio.to_thread(ctx.enqueue, WEBHOOK, "document", document_id)
     log.info("document %s: %d segments submitted", document_id, len(segments))
     return len(segments)
 
 
-def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Segment], document: LockedDocument) -> None:
+async def _submit_segments(
+    ctx: TaskContext, document_id: str, segments: list[Segment], document: LockedDocument
+) -> None:
     """Queue one job per segment, as the document's tenant's (its owner sees them, its limit counts them).
 
     Each carries the text before it as context (``DRAGOMAN_DOCUMENT_CONTEXT_CHARS``), and a
     segment with inline markup asks the worker to keep its placeholder tags.
     """
-    with Client(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
-        client.submitter.register_group(document_id, "document", len(segments))
+    async with AsyncClient(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
+        await client.submitter.register_group(document_id, "document", len(segments))
         specs = [
             msgspec.structs.replace(
                 build_job_spec(
@@ -112,7 +118,7 @@ def _submit_segments(ctx: TaskContext, document_id: str, segments: list[Segment]
             )
             for i, segment in enumerate(segments)
         ]
-        client.submitter.submit_specs(specs, only_new=True)  # a second split adds nothing twice
+        await client.submitter.submit_specs(specs, only_new=True)  # a second split adds nothing twice
 
 
 def finish_group(kind: str, group_id: str) -> str:
@@ -120,41 +126,44 @@ def finish_group(kind: str, group_id: str) -> str:
 
     The group's bookkeeping in Redis (its hash and done-set) is deleted once its row is final.
     """
-    ctx = TaskContext.from_environment()
-    with ctx.group_store() as store, store.locked_group(kind, group_id) as group:
+    return run_sync(_finish_group(TaskContext.from_environment(), kind, group_id))
+
+
+async def _finish_group(ctx: TaskContext, kind: str, group_id: str) -> str:
+    async with ctx.group_store() as store, store.locked_group(kind, group_id) as group:
         if group is None:
             log.warning("finish: no %s %s", kind, group_id)
             return "missing"
         if group.status == "splitting":
             raise GroupNotCompleteError(f"{kind} {group_id} is still being split")
         if group.status not in ("submitting", "running"):
-            _forget_group(ctx, group_id)
+            await _forget_group(ctx, group_id)
             return group.status  # finished before: nothing to do
-        finished = store.count_job_rows(kind, group_id)
+        finished = await store.count_job_rows(kind, group_id)
         if group.total is None or finished < group.total:
             raise GroupNotCompleteError(f"{kind} {group_id}: {finished} of {group.total} rows; not complete yet")
-        status = store.complete_run(group_id) if kind == "run" else _assemble(store, group_id)
+        status = await store.complete_run(group_id) if kind == "run" else await _assemble(store, group_id)
     log.info("%s %s %s", kind, group_id, status)
-    _forget_group(ctx, group_id)
+    await _forget_group(ctx, group_id)
     if group.callback_url:
-        enqueue_webhook(ctx, kind, group_id)
+        await asyncio.to_thread(ctx.enqueue, WEBHOOK, kind, group_id)
     return status
 
 
-def _forget_group(ctx: TaskContext, group_id: str) -> None:
+async def _forget_group(ctx: TaskContext, group_id: str) -> None:
     """Delete a finished group's hash and done-set (they expire anyway; this frees them now)."""
-    connection = ctx.rq_connection()
+    client = open_redis(ctx.redis_url)
     try:
-        connection.delete(ctx.keys.group(group_id), ctx.keys.group_done(group_id))
+        await forget_group(client, ctx.keys, group_id)
     except redis.RedisError as exc:  # the group is finished; the keys' TTL takes them later
         log.warning("could not delete the bookkeeping of %s: %s", group_id, exc)
     finally:
-        connection.close()
+        await client.aclose()
 
 
-def _assemble(store: GroupStore, document_id: str) -> str:
+async def _assemble(store: GroupStore, document_id: str) -> str:
     """Put the document together from its segments' rows (source text where a segment failed), with its report."""
-    assembly = store.assembly_input(document_id)
+    assembly = await store.assembly_input(document_id)
     skeleton = Skeleton.from_json(assembly.skeleton)
     segments = skeleton.segments
     translations: list[str | None] = [None] * len(segments)
@@ -179,57 +188,24 @@ def _assemble(store: GroupStore, document_id: str) -> str:
         text = finish_document(assembly.format, skeleton.source())
         failed.append({"segment": None, "status": "failed", "error": str(exc), "source": ""})
         status = "failed"
-    store.save_assembly(document_id, text, failed, status, report.to_dict())
+    await store.save_assembly(document_id, text, failed, status, report.to_dict())
     return status
-
-
-def uncapped_retry() -> Retry:
-    """Retry until it works, backing off to one try every ``RETRY_MAX_SECONDS`` (split and finish tasks)."""
-    return Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS))
-
-
-def enqueue_finish(ctx: TaskContext, kind: str, group_id: str) -> None:
-    """Queue :func:`finish_group`, retried without a cap (rows missing for now, PostgreSQL away)."""
-    Queue(ctx.keys.orchestration_queue, connection=ctx.rq_connection()).enqueue(
-        FINISH_TASK, kind, group_id, job_id=f"finish-{kind}-{group_id}", retry=uncapped_retry()
-    )
-
-
-def enqueue_split(ctx: TaskContext, document_id: str) -> None:
-    """Queue :func:`split_document` again (the sweeper does, for a document whose split task was lost)."""
-    Queue(ctx.keys.orchestration_queue, connection=ctx.rq_connection()).enqueue(
-        SPLIT_TASK,
-        document_id,
-        job_id=f"split-{document_id}",
-        job_timeout=SPLIT_TIMEOUT_SECONDS,
-        result_ttl=3_600,
-        retry=uncapped_retry(),
-    )
-
-
-def enqueue_webhook(ctx: TaskContext, kind: str, group_id: str) -> None:
-    """Queue the webhook delivery on its own queue (a slow receiver holds up no finish), retried with backoff."""
-    intervals = [int(s) for s in ctx.settings.webhook_retry_seconds]
-    Queue(ctx.keys.webhook_queue, connection=ctx.rq_connection()).enqueue(
-        WEBHOOK_TASK,
-        kind,
-        group_id,
-        job_id=f"webhook-{kind}-{group_id}",
-        retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
-        on_failure=Callback(_webhook_gave_up),
-    )
 
 
 def deliver_webhook(kind: str, group_id: str) -> int:
     """POST the run's or document's final status to its callback URL, signed; raise to be retried."""
-    ctx = TaskContext.from_environment()
-    with ctx.group_store() as store:
-        progress = store.progress(kind, group_id)
-        url = store.callback_url(kind, group_id)
+    return run_sync(_deliver_webhook(TaskContext.from_environment(), kind, group_id))
+
+
+async def _deliver_webhook(ctx: TaskContext, kind: str, group_id: str) -> int:
+    async with ctx.group_store() as store:
+        progress = await store.progress(kind, group_id)
+        url = await store.callback_url(kind, group_id)
         assert progress is not None and url and ctx.settings.webhook_secret
         body = {"event": f"{kind}.{progress.status}", kind: progress.to_dict()}
         try:
-            status = post_signed(
+            status = await asyncio.to_thread(
+                post_signed,
                 url,
                 body,
                 ctx.settings.webhook_secret,
@@ -241,16 +217,19 @@ def deliver_webhook(kind: str, group_id: str) -> int:
             outcome = "retrying"
             raise
         finally:
-            store.record_webhook_attempt(kind, group_id, outcome)
+            await store.record_webhook_attempt(kind, group_id, outcome)
         return status
 
 
-def _webhook_gave_up(job: RqJob, connection: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+def webhook_gave_up(job: RqJob, connection: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:
     """RQ calls this when a delivery failed; after the last retry the row says so."""
     if job.retries_left:
         return
     kind, group_id = job.args
-    ctx = TaskContext.from_environment()
-    with ctx.group_store() as store:
-        store.webhook_gave_up(kind, group_id)
+    run_sync(_webhook_gave_up(TaskContext.from_environment(), kind, group_id))
     log.error("webhook for %s %s failed for good: %s", kind, group_id, exc_value)
+
+
+async def _webhook_gave_up(ctx: TaskContext, kind: str, group_id: str) -> None:
+    async with ctx.group_store() as store:
+        await store.webhook_gave_up(kind, group_id)

@@ -1,27 +1,33 @@
-"""The asyncio client: :class:`~producer.Client`'s job operations for asyncio applications.
+"""The client's one implementation: every operation on jobs, runs and documents, as a coroutine.
 
 Redis through ``redis.asyncio``, PostgreSQL through psycopg's async connections: no call blocks
 the event loop, so a web server (dragoman's own HTTP API included) can serve many requests on
-one loop. Validation, lookups and cancel decisions are the functions :class:`Client` uses
-(``producer.requests``), and jobs are written by the same scripts (``AsyncJobSubmitter``).
+one loop. :class:`~producer.Client` is a thin synchronous wrapper that runs these coroutines.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
+from typing_extensions import Unpack
 
+from broker.job_records import read_state
 from broker.keys import RedisKeys
+from broker.orchestration import open_rq_connection
 from broker.redis_client import open_redis
 from broker.scripts import CancelOutcome
 from contract.backoff import Backoff
-from contract.errors import JobTimeoutError
-from contract.schemas import Job, TranslationRequest
+from contract.errors import ConfigurationError, JobTimeoutError
+from contract.progress import GroupProgress
+from contract.schemas import Job, JobSpec, TranslationRequest
 from contract.settings import Settings
+from producer.groups import ChunkCallback, DocumentResult, Groups
 from producer.requests import (
+    RequestOptions,
     check_tenant,
     live_job,
     parse_job_id,
@@ -29,24 +35,24 @@ from producer.requests import (
     prepare_many,
     refuse_cancel,
     settled_job,
+    translation_request,
 )
-from producer.submitter import AsyncJobSubmitter
-from storage import AsyncConnectionPool, AsyncJobStore
+from producer.submitter import JobSubmitter
+from storage import AsyncConnectionPool, GroupStore, JobStore
 
 _MAX_POLL_INTERVAL_S = 0.5  # what wait's polling backs off to
 
 
 class AsyncClient:
-    """An asyncio dragoman client: submit, submit_many, get, wait and cancel jobs.
+    """An asyncio dragoman client: submit, look up, wait for and cancel jobs, runs and documents.
 
-    The same operations, arguments and errors as :class:`~producer.Client` (runs and documents
-    are the synchronous client's for now). Give it the services' URLs or :class:`Settings` with
-    both set: resolving the embedded servers blocks, so do that before the loop (or use
-    ``storage.embedded.resolve_urls`` in a thread). Close it with ``await client.close()`` or
-    ``async with``.
+    Give it the services' URLs or :class:`Settings` with both set: resolving the embedded
+    servers blocks, so do that before the loop (or use ``storage.embedded.resolve_urls`` in a
+    thread; :class:`~producer.Client` does it for you). Close it with ``await client.close()``
+    or ``async with``.
 
-    ``tenant`` (every method takes it) scopes a call to one tenant of the HTTP API: jobs are
-    submitted as the tenant's, and another tenant's job is answered as not found.
+    ``tenant`` (every method takes it) scopes a call to one tenant of the HTTP API: jobs, runs
+    and documents are submitted as the tenant's, and another tenant's are answered as not found.
     """
 
     def __init__(
@@ -61,17 +67,19 @@ class AsyncClient:
         redis_url = redis_url or self.settings.redis_url
         database_url = database_url or self.settings.database_url
         if redis_url is None or database_url is None:
-            from contract.errors import ConfigurationError
-
             raise ConfigurationError(
                 "AsyncClient needs both service URLs (DRAGOMAN_REDIS_URL and DRAGOMAN_DATABASE_URL, or "
                 "redis_url= and database_url=); resolve the embedded servers first with storage.embedded.resolve_urls"
             )
+        self.redis_url = redis_url
+        self.database_url = database_url
         self.keys = RedisKeys.from_settings(self.settings)
         self.redis: aioredis.Redis = open_redis(redis_url, max_connections=max(4, max_connections * 4))
-        self._pool = AsyncConnectionPool(database_url, max_connections=max_connections)
-        self._store = AsyncJobStore(self._pool)
-        self.submitter = AsyncJobSubmitter(self.redis, self.keys, self.settings)
+        self.pool = AsyncConnectionPool(database_url, max_connections=max_connections)
+        self._store = JobStore(self.pool)
+        self._rq = open_rq_connection(redis_url)
+        self.submitter = JobSubmitter(self.redis, self.keys, self.settings)
+        self.groups = Groups(self.submitter, GroupStore(self.pool), self._rq)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -82,39 +90,36 @@ class AsyncClient:
     async def close(self) -> None:
         """Release the Redis and PostgreSQL connections."""
         await self.redis.aclose()
-        await self._pool.close()
+        await self.pool.close()
+        self._rq.close()
 
     # Submitting ------------------------------------------------------------------------------
 
     async def submit(
         self,
-        text: str,
-        source_lang: str,
-        target_lang: str,
+        request: TranslationRequest | str,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
         *,
-        metadata: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
         tenant: str | None = None,
-        priority: str | None = None,
-        glossary: Mapping[str, str] | None = None,
-        context: str | None = None,
-        formality: str | None = None,
-        memory: bool = True,
+        **options: Unpack[RequestOptions],
     ) -> str:
-        """Enqueue one translation and return its job id (see :meth:`producer.Client.submit`)."""
+        """Enqueue one translation and return its job id.
+
+        ``request`` is a :class:`TranslationRequest`, or its text with ``source_lang``,
+        ``target_lang`` and the request's other fields as keywords. Invalid input raises a
+        subclass of :class:`InvalidJobError` before anything is written. With an
+        ``idempotency_key``, submitting again returns the first job's id. ``priority``:
+        ``"interactive"`` (the default) or ``"bulk"`` (waits behind interactive jobs, with a share).
+        ``source_lang="auto"`` has the worker detect the language (the row records what it found).
+        ``glossary`` maps source terms to the target terms the translation must use (the row's
+        ``glossary_misses`` lists those it did not); ``context`` is text the model sees but does
+        not translate; ``formality`` is ``"formal"`` or ``"informal"`` where the model's profile
+        supports it; ``memory=False`` neither serves this job from the translation memory nor
+        stores its translation there.
+        """
         prepared = prepare(
-            self.settings,
-            text,
-            source_lang,
-            target_lang,
-            metadata=metadata,
-            idempotency_key=idempotency_key,
-            tenant=tenant,
-            priority=priority,
-            glossary=dict(glossary) if isinstance(glossary, Mapping) else glossary,
-            context=context,
-            formality=formality,
-            memory=memory,
+            self.settings, translation_request(request, source_lang, target_lang, options), tenant=tenant
         )
         return (await self.submitter.write([prepared]))[0]
 
@@ -123,30 +128,41 @@ class AsyncClient:
     ) -> list[str]:
         """Enqueue many translations, pipelined in chunks; return their ids in input order.
 
-        Every item is validated first: one bad item raises (naming its index) and nothing is written.
-        If Redis fails after a chunk went in, :class:`~contract.errors.SubmitInterruptedError` names
-        what was queued (as :meth:`Client.submit_many <producer.client.Client.submit_many>`).
+        Every item is validated first (everything Redis and PostgreSQL will store: NUL
+        characters, lone surrogates, metadata types, depth and size): one bad item raises
+        (naming its index) and nothing at all is written. Writing goes in pipelined chunks; if
+        Redis fails after a chunk was queued, :class:`~contract.errors.SubmitInterruptedError`
+        says how many were (``written``: their ids), and submitting the same items again with
+        ``idempotency_key`` set adds only the missing ones.
         """
         return await self.submitter.write(prepare_many(self.settings, items, tenant=tenant))
+
+    async def submit_specs(self, specs: Sequence[JobSpec]) -> int:
+        """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many."""
+        return await self.submitter.submit_specs(specs)
 
     # Looking up ------------------------------------------------------------------------------
 
     async def get(self, job_id: str, *, tenant: str | None = None) -> Job:
-        """The job's status, result, error and timings (see :meth:`producer.Client.get`)."""
+        """The job's status, result, error and timings.
+
+        Queued and running jobs are answered from their Redis state record, finished ones from
+        PostgreSQL. Raises :class:`JobNotFoundError` if neither knows the id.
+        """
         job_id = parse_job_id(job_id)
-        state: dict[str, str] = await self.redis.hgetall(self.keys.state(job_id))  # type: ignore[assignment]
+        state = await read_state(self.redis, self.keys, job_id)
         job = live_job(job_id, state) or settled_job(job_id, state, await self._store.get(job_id))
         return check_tenant(job, tenant)
 
     async def wait(
         self,
         job_id: str,
-        timeout: float = 60.0,  # noqa: ASYNC109 (the same signature as Client.wait)
+        timeout: float = 60.0,  # noqa: ASYNC109 (the synchronous Client's signature)
         poll_interval: float = 0.05,
         *,
         tenant: str | None = None,
     ) -> Job:
-        """Wait (without blocking the loop) until the job is final, and return it.
+        """Wait (without blocking the loop) until the job is succeeded, failed or cancelled, and return it.
 
         Raises :class:`JobTimeoutError` after ``timeout`` seconds.
         """
@@ -167,9 +183,13 @@ class AsyncClient:
     # Cancelling ------------------------------------------------------------------------------
 
     async def cancel(self, job_id: str, *, tenant: str | None = None) -> Job:
-        """Cancel a job and return its state (see :meth:`producer.Client.cancel` for what that means).
+        """Cancel a job and return its state.
 
-        With a ``tenant``, another tenant's job raises :class:`JobNotFoundError` and is left alone.
+        A queued job is cancelled at once (the worker skips it). A running job stays
+        ``running`` until the worker running it aborts it in the engine and records it as
+        ``cancelled`` (or it finishes first). Cancelling a cancelled job is a no-op. Raises
+        :class:`JobNotCancellableError` for a job that already succeeded or failed, and
+        :class:`JobNotFoundError` for an unknown id (or another tenant's).
         """
         job_id = parse_job_id(job_id)
         if tenant is not None:
@@ -179,6 +199,97 @@ class AsyncClient:
         refuse_cancel(job_id, outcome, row)
         return await self.get(job_id)
 
-    async def cancel_many(self, job_ids: list[str]) -> None:
+    async def cancel_many(self, job_ids: Sequence[str]) -> None:
         """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are."""
         await self.submitter.cancel_many(job_ids)
+
+    # Runs and documents ----------------------------------------------------------------------
+
+    async def submit_run(
+        self,
+        path: str | Path,
+        *,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
+        name: str | None = None,
+        callback_url: str | None = None,
+        on_chunk: ChunkCallback | None = None,
+        run_id: str | None = None,
+    ) -> str:
+        """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
+
+        Every line is validated first: a bad line raises :class:`InvalidRunFileError` (listing
+        the bad lines) and nothing is submitted. ``on_chunk(submitted, total)`` reports progress.
+        With ``run_id`` (a UUID of the caller's) submitting is idempotent: calling again with the
+        same file and id after a crash or an outage adds only the jobs still missing.
+        """
+        return await self.groups.submit_run(
+            Path(path),
+            source_lang=source_lang,
+            target_lang=target_lang,
+            name=name,
+            callback_url=callback_url,
+            on_chunk=on_chunk,
+            run_id=run_id,
+        )
+
+    async def get_run(self, run_id: str, *, tenant: str | None = None) -> GroupProgress:
+        """A run's status, counts per status, rate and estimated time left."""
+        return await self.groups.progress("run", run_id, tenant)
+
+    async def iter_run_results(
+        self, run_id: str, *, allow_partial: bool = False, tenant: str | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """One dict per input line, in input order: ``custom_id`` with ``translation`` or ``error``.
+
+        Raises :class:`RunNotFinishedError` (before the first line) while jobs are pending, unless
+        ``allow_partial``.
+        """
+        return await self.groups.results(run_id, allow_partial=allow_partial, tenant=tenant)
+
+    async def cancel_run(self, run_id: str, *, tenant: str | None = None) -> GroupProgress:
+        """Cancel the run's jobs that have not finished."""
+        return await self.groups.cancel("run", run_id, tenant)
+
+    async def submit_document(
+        self,
+        text: str,
+        fmt: str,
+        source_lang: str,
+        target_lang: str,
+        *,
+        name: str | None = None,
+        callback_url: str | None = None,
+        max_segment_chars: int | None = None,
+        retranslate: bool = False,
+        tenant: str | None = None,
+    ) -> str:
+        """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
+
+        ``text`` is the file's text, or for a ``.docx`` its bytes as base64
+        (``contract.documents.encode_document``). ``retranslate``: a ``.po`` or XLIFF file's entries
+        that already have a translation are translated again (by default they are kept).
+        """
+        return await self.groups.submit_document(
+            text,
+            fmt,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            name=name,
+            callback_url=callback_url,
+            max_segment_chars=max_segment_chars,
+            retranslate=retranslate,
+            tenant=tenant,
+        )
+
+    async def get_document(self, document_id: str, *, tenant: str | None = None) -> GroupProgress:
+        """A document's status and segment counts."""
+        return await self.groups.progress("document", document_id, tenant)
+
+    async def document_result(self, document_id: str, *, tenant: str | None = None) -> DocumentResult:
+        """The assembled document and its failed segments (raises while it is not assembled)."""
+        return await self.groups.document_result(document_id, tenant)
+
+    async def cancel_document(self, document_id: str, *, tenant: str | None = None) -> GroupProgress:
+        """Cancel the document's segments that have not finished."""
+        return await self.groups.cancel("document", document_id, tenant)

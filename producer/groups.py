@@ -1,45 +1,49 @@
-"""Submitting, following, cancelling and collecting runs and documents (behind :class:`producer.Client`)."""
+"""Runs and documents: submitted, followed, cancelled and collected, once, for every front door.
+
+:class:`Groups` is the asyncio core behind :class:`producer.AsyncClient` (and so the synchronous
+:class:`producer.Client`) and the HTTP API's tenancy: a ``tenant`` argument scopes a call to one
+tenant of the API (its runs and documents are its own; another tenant's are answered as unknown).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
 
+from broker.orchestration import enqueue_orchestration
 from broker.scripts import CancelOutcome
-from contract.backoff import retry_intervals
-from contract.documents import (
-    FINISH_TASK,
-    FORMATS,
-    RETRY_MAX_SECONDS,
-    SPLIT_TASK,
-    SPLIT_TIMEOUT_SECONDS,
-    SUFFIXES,
-    UNCAPPED_RETRIES,
-)
+from contract.documents import FORMATS, SUFFIXES
 from contract.errors import (
     ConfigurationError,
     DocumentTooLargeError,
+    DragomanError,
     InvalidJobError,
     JobNotFoundError,
     RunNotFinishedError,
 )
 from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
+from contract.orchestration import FINISH, SPLIT, OrchestratorTask
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
 from contract.settings import Settings
-from producer.run_files import (
-    number_jobs,
-    read_run_file,
-    validate_run_file,
-)
+from producer.run_files import number_jobs, read_run_file, validate_run_file
 from producer.submitter import JobSubmitter
 from storage import GroupStore
+
+ChunkCallback = Callable[[int, int], None]
+"""``on_chunk(submitted, total)``: a run's submission progress, after each chunk."""
+
+
+class DocumentNotAssembledError(DragomanError):
+    """The document failed (it could not be split) or was cancelled before it was assembled: there is no translation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,8 @@ class DocumentResult:
     report: dict[str, Any] | None = None
     """Placeholder-tag outcomes: ``with_tags``, ``tags_kept``, ``retried`` (segment numbers),
     ``fell_back`` and ``tags_broken`` (segment and source excerpt), ``failed`` (a count)."""
+    format: str = "txt"
+    """The document's format (one of ``contract.documents.FORMATS``)."""
 
 
 def document_format(path: Path, fmt: str | None = None) -> str:
@@ -66,16 +72,24 @@ def document_format(path: Path, fmt: str | None = None) -> str:
 
 
 class Groups:
-    """Runs and documents: submitted through a :class:`JobSubmitter`, followed through a :class:`GroupStore`."""
+    """Runs and documents: submitted through a :class:`JobSubmitter`, followed through a :class:`GroupStore`.
 
-    def __init__(self, submitter: JobSubmitter, store: GroupStore, redis_url: str) -> None:
+    ``rq_connection`` (bytes replies) queues the orchestrator's tasks; the owner closes it.
+    """
+
+    def __init__(self, submitter: JobSubmitter, store: GroupStore, rq_connection: redis.Redis) -> None:
         self._submitter = submitter
         self._store = store
-        self._redis_url = redis_url
+        self._rq = rq_connection
+
+    @property
+    def settings(self) -> Settings:
+        """The settings jobs are validated and submitted with."""
+        return self._submitter.settings
 
     # Runs ------------------------------------------------------------------------------------
 
-    def submit_run(
+    async def submit_run(
         self,
         path: Path,
         *,
@@ -83,7 +97,7 @@ class Groups:
         target_lang: str | None,
         name: str | None,
         callback_url: str | None,
-        on_chunk: Callable[[int, int], None] | None = None,
+        on_chunk: ChunkCallback | None = None,
         run_id: str | None = None,
     ) -> str:
         """Validate the JSONL file, then submit its lines in chunks; return the run id.
@@ -92,17 +106,18 @@ class Groups:
         under that id; a run whose submission stopped half-way (a crash, Redis gone) gets only
         its missing jobs, from its last checkpoint on; a run fully submitted (or cancelled) gets
         nothing more. Job ids derive from the run id and line number, so nothing is queued twice.
+        The file is read in a thread, a chunk at a time (the loop is never blocked on it).
         """
-        settings = self._submitter.settings
+        settings = self.settings
         source = normalize_language(source_lang) if source_lang else None
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
-        total = validate_run_file(path, source, target, settings.max_text_chars)
+        total = await asyncio.to_thread(validate_run_file, path, source, target, settings.max_text_chars)
         run_id = group_uuid(run_id, "run") if run_id else str(uuid.uuid4())
-        existing = self._store.resume_run(run_id, total)
+        existing = await self._store.resume_run(run_id, total)
         if existing is None:
             label = storable(name, "the run's name") or path.name.encode("utf-8", "replace").decode()
-            self._store.create_run(run_id, source, target, total, label, callback_url)
+            await self.create_run(run_id, source, target, total, label, callback_url)
             start = 0
         elif existing.status != "submitting" or existing.cancel_requested:
             if on_chunk:
@@ -110,79 +125,108 @@ class Groups:
             return run_id  # submitted in full before, or cancelled: nothing to add
         else:
             start = existing.submitted
-        self._submitter.register_group(run_id, "run", total)
-        self._submit_lines(path, source, target, run_id, start, total, on_chunk)
+            await self._submitter.register_group(run_id, "run", total)
+        lines = number_jobs(
+            read_run_file(path, source, target, settings.max_text_chars, run_id, start=start), run_id, start=start
+        )
+        await self.queue_run_jobs(run_id, _read_in_thread(lines, settings.submit_chunk_size), start, total, on_chunk)
         return run_id
 
-    def _submit_lines(
+    async def create_run(
         self,
-        path: Path,
+        run_id: str,
         source: str | None,
         target: str | None,
+        total: int,
+        name: str | None,
+        callback_url: str | None,
+        tenant: str | None = None,
+    ) -> None:
+        """Record a validated run of ``total`` jobs (``submitting``) and register it for the worker's finish script."""
+        await self._store.create_run(run_id, source, target, total, name, callback_url, tenant)
+        await self._submitter.register_group(run_id, "run", total)
+
+    async def queue_run_jobs(
+        self,
         run_id: str,
+        specs: AsyncIterator[JobSpec],
         start: int,
         total: int,
-        on_chunk: Callable[[int, int], None] | None,
+        on_chunk: ChunkCallback | None = None,
     ) -> None:
-        """Queue the run's jobs from number ``start`` on, checkpointing after each chunk; stop if it is cancelled."""
-        settings = self._submitter.settings
+        """Queue the run's jobs (numbered, from number ``start`` on) in chunks, checkpointing after each.
+
+        If the run is cancelled meanwhile, the chunk just queued (which the cancel may have missed)
+        is cancelled too and nothing more is queued. Jobs already queued are left as they are.
+        """
+        chunk_size = self.settings.submit_chunk_size
         submitted = start
         chunk: list[JobSpec] = []
-        specs = read_run_file(path, source, target, settings.max_text_chars, run_id, start=start)
-        for spec in number_jobs(specs, run_id, start=start):
+
+        async def flush(done: bool) -> bool:
+            nonlocal submitted
+            submitted += await self._submitter.submit_specs(chunk, only_new=True)
+            cancelled = await self._store.run_submitted(run_id, submitted, done=done)
+            if cancelled:
+                await self._submitter.cancel_many([spec.job_id for spec in chunk])
+            if on_chunk:
+                on_chunk(submitted, total)
+            return cancelled
+
+        async for spec in specs:
             chunk.append(spec)
-            if len(chunk) >= settings.submit_chunk_size:
-                submitted += self._submitter.submit_specs(chunk, only_new=True)
-                if self._store.run_submitted(run_id, submitted, done=False):
-                    # Cancelled meanwhile: the cancel finishes the run; this chunk may have missed it.
-                    self._submitter.cancel_many([spec.job_id for spec in chunk])
+            if len(chunk) >= chunk_size:
+                if await flush(done=False):
                     return
                 chunk = []
-                if on_chunk:
-                    on_chunk(submitted, total)
-        submitted += self._submitter.submit_specs(chunk, only_new=True)
-        self._store.run_submitted(run_id, submitted, done=True)
-        if on_chunk:
-            on_chunk(submitted, total)
+        await flush(done=True)
 
-    def progress(self, kind: str, group_id: str) -> GroupProgress:
-        """Status and counts of a run or document; :class:`JobNotFoundError` if unknown."""
-        found = self._store.progress(kind, group_uuid(group_id, kind))
+    async def progress(self, kind: str, group_id: str, tenant: str | None = None) -> GroupProgress:
+        """Status and counts of a run or document; :class:`JobNotFoundError` if unknown (or another tenant's)."""
+        found = await self._store.progress(kind, group_uuid(group_id, kind), tenant)
         if found is None:
             raise JobNotFoundError(f"no {kind} with id {group_id}")
         return found
 
-    def iter_results(self, run_id: str, *, allow_partial: bool = False) -> Iterator[dict[str, Any]]:
-        """The run's results in input order; :class:`RunNotFinishedError` while jobs are pending (unless allowed)."""
-        status = self.progress("run", run_id)
+    async def results(
+        self, run_id: str, *, allow_partial: bool = False, tenant: str | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The run's results in input order; :class:`RunNotFinishedError` while jobs are pending (unless allowed).
+
+        Checked before the first line is produced, so a caller can answer the error instead.
+        """
+        status = await self.progress("run", run_id, tenant)
         if status.counts.pending and not allow_partial:
             raise RunNotFinishedError(
-                f"run {run_id} is {status.counts.percent:.1f}% done ({status.counts.pending} "
-                "jobs pending); wait for it, or allow partial results"
+                f"run {status.id} is {status.counts.percent:.1f}% done ({status.counts.pending} jobs pending); "
+                "wait for it, or ask for partial results (allow_partial=True; dragoman run results --partial; "
+                "over HTTP ?partial=true)"
             )
         return self._store.iter_results(status.id)
 
-    def cancel(self, kind: str, group_id: str) -> GroupProgress:
+    async def cancel(self, kind: str, group_id: str, tenant: str | None = None) -> GroupProgress:
         """Cancel every job of a run or document that has not finished; return its progress.
 
         A run whose submission stopped half-way (still ``submitting``) is finished too: its jobs
         that never reached the queue get a ``cancelled`` row, and its finish is queued.
         """
         group_id = group_uuid(group_id, kind)
-        total = self._store.request_cancel(kind, group_id)
+        total = await self._store.request_cancel(kind, group_id, tenant)
         if total is None:
             raise JobNotFoundError(f"no {kind} with id {group_id}")
         job_ids = [job_id_for(group_id, sequence) for sequence in range(total)]
-        outcomes = self._submitter.cancel_many(job_ids)
-        if kind == "run" and self.progress(kind, group_id).status == "submitting":
+        outcomes = await self._submitter.cancel_many(job_ids)
+        current = await self.progress(kind, group_id, tenant)
+        if kind == "run" and current.status == "submitting":
             missing = [sequence for sequence, outcome in enumerate(outcomes) if outcome is CancelOutcome.MISSING]
-            self._store.cancel_unsubmitted_jobs(group_id, missing, [job_ids[sequence] for sequence in missing])
-            self._enqueue(FINISH_TASK, kind, group_id, job_id=f"finish-{kind}-{group_id}")
-        return self.progress(kind, group_id)
+            await self._store.cancel_unsubmitted_jobs(group_id, missing, [job_ids[sequence] for sequence in missing])
+            await self._orchestrate(FINISH, kind, group_id)
+            current = await self.progress(kind, group_id, tenant)
+        return current
 
     # Documents -------------------------------------------------------------------------------
 
-    def submit_document(
+    async def submit_document(
         self,
         text: str,
         fmt: str,
@@ -193,52 +237,54 @@ class Groups:
         callback_url: str | None,
         max_segment_chars: int | None,
         retranslate: bool = False,
+        tenant: str | None = None,
+        admit: Callable[[], Awaitable[None]] | None = None,
     ) -> str:
-        """Store the document and ask the orchestrator (an RQ worker) to split and submit it."""
-        limit = check_document(text, fmt, self._submitter.settings, max_segment_chars)
-        check_callback(callback_url, self._submitter.settings)
+        """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
+
+        ``admit`` (the HTTP API's queued-jobs limit) runs once the document is known to be valid,
+        before anything is written; it raises to refuse the document.
+        """
+        limit = check_document(text, fmt, self.settings, max_segment_chars)
+        check_callback(callback_url, self.settings)
+        if admit is not None:
+            await admit()
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
-        name = storable(name, "the document's name")
-        self._store.create_document(document_id, fmt, text, source, target, name, callback_url, limit, retranslate)
-        self._enqueue(SPLIT_TASK, document_id, job_id=f"split-{document_id}")
+        label = storable(name, "the document's name")
+        await self._store.create_document(
+            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant
+        )
+        await self._orchestrate(SPLIT, document_id)
         return document_id
 
-    def document_result(self, document_id: str) -> DocumentResult:
-        """The assembled document; :class:`RunNotFinishedError` until it is assembled."""
-        found = self._store.document_output(group_uuid(document_id, "document"))
+    async def document_result(self, document_id: str, tenant: str | None = None) -> DocumentResult:
+        """The assembled document; :class:`RunNotFinishedError` until it is assembled.
+
+        A document that failed to split or was cancelled before assembly has no translation:
+        :class:`DocumentNotAssembledError`.
+        """
+        found = await self._store.document_output(group_uuid(document_id, "document"), tenant)
         if found is None:
             raise JobNotFoundError(f"no document with id {document_id}")
-        status, text, failed, report = found
-        if text is None:
-            raise RunNotFinishedError(f"document {document_id} is {status}; it has not been assembled yet")
-        return DocumentResult(status=status, text=text, failed_segments=failed, report=report)
+        if found.text is None and found.status in ("failed", "cancelled"):
+            raise DocumentNotAssembledError(f"document {document_id} is {found.status}; it has no translation")
+        if found.text is None:
+            raise RunNotFinishedError(f"document {document_id} is {found.status}; it has not been assembled yet")
+        return DocumentResult(found.status, found.text, found.failed_segments, found.report, found.format)
 
     # Shared ----------------------------------------------------------------------------------
 
-    def _enqueue(self, task: str, *args: Any, job_id: str) -> None:
-        enqueue_orchestration(self._redis_url, self._submitter.keys.orchestration_queue, task, *args, job_id=job_id)
+    async def _orchestrate(self, task: OrchestratorTask, *args: str) -> None:
+        """Queue an orchestrator task (RQ is synchronous: in a thread, off the event loop)."""
+        await asyncio.to_thread(enqueue_orchestration, self._rq, self._submitter.keys, task, *args)
 
 
-def enqueue_orchestration(redis_url: str, queue: str, task: str, *args: Any, job_id: str) -> None:
-    """Ask the orchestrator (an RQ worker) to run ``task``; retried with backoff, idempotent by ``job_id``.
-
-    Synchronous (RQ is): an asyncio caller runs it in a thread.
-    """
-    from rq import Queue, Retry
-
-    connection = redis.Redis.from_url(redis_url)
-    try:
-        Queue(queue, connection=connection).enqueue(
-            task,
-            *args,
-            job_id=job_id,
-            job_timeout=SPLIT_TIMEOUT_SECONDS,
-            result_ttl=3_600,
-            retry=Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS)),
-        )
-    finally:
-        connection.close()
+async def _read_in_thread(items: Iterator[JobSpec], chunk_size: int) -> AsyncIterator[JobSpec]:
+    """``items`` (read from a file) as an async iterator, a chunk at a time in a thread."""
+    while chunk := await asyncio.to_thread(list, itertools.islice(items, chunk_size)):
+        for item in chunk:
+            yield item
 
 
 def check_callback(callback_url: str | None, settings: Settings) -> None:

@@ -1,15 +1,14 @@
-"""What :class:`~producer.Client` and :class:`~producer.AsyncClient` share besides the submitter.
+"""The rules of :class:`~producer.AsyncClient`'s job operations, as plain functions.
 
-Validating a submission, reading a job from its state record or row, and deciding what a
-cancel's outcome means are plain functions here, so the synchronous and the asyncio client
-(and the HTTP API on top of the latter) apply exactly the same rules.
+Building and validating a submission, reading a job from its state record or row, and deciding
+what a cancel's outcome means live here, beside the client that applies them.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from broker.scripts import CancelOutcome
 from contract.errors import InvalidJobError, JobNotCancellableError, JobNotFoundError
@@ -43,37 +42,67 @@ def check_idempotency_key(key: str | None) -> str | None:
     return key
 
 
-def prepare(
-    settings: Settings,
-    text: object,
-    source_lang: str,
-    target_lang: str,
-    *,
-    metadata: object = None,
-    idempotency_key: str | None = None,
-    tenant: str | None = None,
-    priority: str | None = None,
-    glossary: object = None,
-    context: object = None,
-    formality: object = None,
-    memory: object = None,
-) -> Prepared:
-    """Validate one submission (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad."""
-    spec = build_job_spec(
-        str(uuid.uuid4()),
-        text,
+class RequestOptions(TypedDict, total=False):
+    """What a translation may carry besides its text and languages (the fields of :class:`TranslationRequest`)."""
+
+    metadata: Mapping[str, Any] | None
+    idempotency_key: str | None
+    priority: str | None
+    glossary: Mapping[str, str] | None
+    context: str | None
+    formality: str | None
+    memory: bool
+
+
+def translation_request(
+    request: TranslationRequest | str,
+    source_lang: str | None,
+    target_lang: str | None,
+    options: RequestOptions,
+) -> TranslationRequest:
+    """The one place a submit's keyword form becomes a :class:`TranslationRequest`.
+
+    ``submit(request)`` takes the request as it is (no languages or options beside it);
+    ``submit(text, source_lang, target_lang, **options)`` builds one.
+    """
+    if isinstance(request, TranslationRequest):
+        if source_lang is not None or target_lang is not None or options:
+            raise InvalidJobError("submit a TranslationRequest alone, or a text with its languages and options")
+        return request
+    if source_lang is None or target_lang is None:
+        raise InvalidJobError("submit needs source_lang and target_lang with a text (or a TranslationRequest)")
+    metadata, glossary = options.get("metadata"), options.get("glossary")
+    return TranslationRequest(
+        request,
         source_lang,
         target_lang,
-        max_chars=settings.max_text_chars,
         metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
-        tenant=tenant,
-        priority=priority,
-        glossary=glossary,
-        context=context,
-        formality=formality,
-        memory=memory,
+        idempotency_key=options.get("idempotency_key"),
+        priority=options.get("priority"),
+        glossary=dict(glossary) if isinstance(glossary, Mapping) else glossary,
+        context=options.get("context"),
+        formality=options.get("formality"),
+        memory=options.get("memory", True),
     )
-    return spec, check_idempotency_key(idempotency_key)
+
+
+def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | None = None) -> Prepared:
+    """Validate one request (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad."""
+    spec = build_job_spec(
+        str(uuid.uuid4()),
+        request.text,
+        request.source_lang,
+        request.target_lang,
+        max_chars=settings.max_text_chars,
+        metadata=dict(request.metadata) if isinstance(request.metadata, Mapping) else request.metadata,
+        tenant=tenant,
+        priority=request.priority,
+        glossary=request.glossary,
+        context=request.context,
+        formality=request.formality,
+        memory=request.memory,
+    )
+    return spec, check_idempotency_key(request.idempotency_key)
 
 
 def prepare_many(
@@ -84,22 +113,7 @@ def prepare_many(
     for index, item in enumerate(items):
         request = as_request(item, index)
         try:
-            prepared.append(
-                prepare(
-                    settings,
-                    request.text,
-                    request.source_lang,
-                    request.target_lang,
-                    metadata=request.metadata,
-                    idempotency_key=request.idempotency_key,
-                    tenant=tenant,
-                    priority=request.priority,
-                    glossary=request.glossary,
-                    context=request.context,
-                    formality=request.formality,
-                    memory=request.memory,
-                )
-            )
+            prepared.append(prepare(settings, request, tenant=tenant))
         except InvalidJobError as exc:
             raise type(exc)(f"item {index}: {exc}") from None
     return prepared

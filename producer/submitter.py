@@ -1,9 +1,9 @@
 """Writing validated jobs to Redis and cancelling them: the one path every front door submits through.
 
-The :class:`~producer.client.Client` and the run and document submitters share one
-:class:`JobSubmitter`, so a job reaches the queue the same way whoever sends it. The asyncio
-:class:`AsyncJobSubmitter` (for :class:`~producer.AsyncClient` and the HTTP API) runs the same
-script wrappers, whose ``layout`` is the only code that knows each script's KEYS and ARGV.
+:class:`~producer.AsyncClient` (and so :class:`~producer.Client`, which runs it), the run and
+document submitters, the HTTP API and the orchestrator's splitter share one :class:`JobSubmitter`,
+so a job reaches the queue the same way whoever sends it. The script wrappers' ``layout`` is the
+only code that knows each script's KEYS and ARGV.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import redis
 import redis.asyncio as aioredis
 
+from broker.group_records import register_group
 from broker.keys import RedisKeys
 from broker.scripts import CancelOutcome, CancelScript, SubmitScript
 from contract.errors import SubmitInterruptedError
@@ -22,74 +23,7 @@ from contract.settings import Settings
 
 
 class JobSubmitter:
-    """Submits and cancels jobs on one Redis connection, pipelined in chunks."""
-
-    def __init__(self, redis_client: redis.Redis, keys: RedisKeys, settings: Settings) -> None:
-        self.redis = redis_client
-        self.keys = keys
-        self.settings = settings
-        self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
-        self._cancel = CancelScript(keys)
-
-    def write(self, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False) -> list[str]:
-        """Submit ``(spec, idempotency key)`` pairs in pipelined chunks; return the job ids.
-
-        With an idempotency key already used, the id returned is the first job's. With
-        ``only_new``, a job whose state record exists is left as it is (see ``submit.lua``).
-        Each chunk is one round trip. If Redis fails after earlier chunks were queued,
-        :class:`SubmitInterruptedError` carries their ids (the failed chunk's jobs may be
-        partly queued); on the first chunk, Redis's own error is raised.
-        """
-        ids: list[str] = []
-        chunk = self.settings.submit_chunk_size
-        for start in range(0, len(prepared), chunk):
-            try:
-                ids.extend(self._submit.call_many(self.redis, prepared[start : start + chunk], only_new=only_new))
-            except redis.RedisError as exc:
-                if not ids:
-                    raise  # no earlier chunk was queued: the error as Redis gave it
-                raise _interrupted(exc, ids, len(prepared), min(chunk, len(prepared) - start)) from exc
-        return ids
-
-    def submit_specs(self, specs: Sequence[JobSpec], *, only_new: bool = False) -> int:
-        """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many.
-
-        ``only_new``: jobs already queued or running are left alone (resuming a run, splitting again).
-        """
-        self.write([(spec, None) for spec in specs], only_new=only_new)
-        return len(specs)
-
-    def register_group(self, group_id: str, kind: str, total: int) -> None:
-        """Write the record of a run or document that the worker's finish script counts jobs against.
-
-        ``kind`` is ``"run"`` or ``"document"``; the record expires with the jobs' state records
-        (see ``broker/scripts/finish.lua``). Register before submitting the group's jobs.
-        """
-        key = self.keys.group(group_id)
-        with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"kind": kind, "id": group_id, "total": total})
-            pipe.expire(key, self.settings.state_ttl_seconds)
-            pipe.execute()
-
-    def cancel(self, job_id: str) -> CancelOutcome:
-        """Run the cancel script for one job; return its outcome."""
-        return self._cancel.call(self.redis, job_id, time.time())
-
-    def cancel_many(self, job_ids: Sequence[str]) -> list[CancelOutcome]:
-        """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are.
-
-        Returns each job's outcome, in order (``MISSING``: no state record in Redis).
-        """
-        chunk = self.settings.submit_chunk_size
-        now = time.time()
-        outcomes: list[CancelOutcome] = []
-        for start in range(0, len(job_ids), chunk):
-            outcomes.extend(self._cancel.call_many(self.redis, job_ids[start : start + chunk], now))
-        return outcomes
-
-
-class AsyncJobSubmitter:
-    """:class:`JobSubmitter`'s job operations on an asyncio Redis client (same scripts, same chunks)."""
+    """Submits and cancels jobs on one asyncio Redis client, one pipelined round trip per chunk."""
 
     def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys, settings: Settings) -> None:
         self.redis = redis_client
@@ -99,10 +33,13 @@ class AsyncJobSubmitter:
         self._cancel = CancelScript(keys)
 
     async def write(self, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False) -> list[str]:
-        """Submit ``(spec, idempotency key)`` pairs, one pipelined round trip per chunk; return the job ids.
+        """Submit ``(spec, idempotency key)`` pairs in pipelined chunks; return the job ids.
 
-        A Redis failure after a chunk went in raises :class:`SubmitInterruptedError`, as :meth:`JobSubmitter.write`;
-        ``only_new`` as there.
+        With an idempotency key already used, the id returned is the first job's. With
+        ``only_new``, a job whose state record exists is left as it is (see ``submit.lua``).
+        Each chunk is one round trip. If Redis fails after earlier chunks were queued,
+        :class:`SubmitInterruptedError` carries their ids (the failed chunk's jobs may be
+        partly queued); on the first chunk, Redis's own error is raised.
         """
         chunk = self.settings.submit_chunk_size
         ids: list[str] = []
@@ -112,24 +49,35 @@ class AsyncJobSubmitter:
                 ids.extend(await self._submit.call_many_async(self.redis, batch, only_new=only_new))
             except redis.RedisError as exc:
                 if not ids:
-                    raise
+                    raise  # no earlier chunk was queued: the error as Redis gave it
                 raise _interrupted(exc, ids, len(prepared), min(chunk, len(prepared) - start)) from exc
         return ids
 
+    async def submit_specs(self, specs: Sequence[JobSpec], *, only_new: bool = False) -> int:
+        """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many.
+
+        ``only_new``: jobs already queued or running are left alone (resuming a run, splitting again).
+        """
+        await self.write([(spec, None) for spec in specs], only_new=only_new)
+        return len(specs)
+
     async def register_group(self, group_id: str, kind: str, total: int) -> None:
-        """:meth:`JobSubmitter.register_group` on the asyncio client (a batch's run registers here)."""
-        key = self.keys.group(group_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"kind": kind, "id": group_id, "total": total})
-            pipe.expire(key, self.settings.state_ttl_seconds)
-            await pipe.execute()
+        """Write the record of a run or document that the worker's finish script counts jobs against.
+
+        ``kind`` is ``"run"`` or ``"document"``; the record expires with the jobs' state records
+        (see ``broker/scripts/finish.lua``). Register before submitting the group's jobs.
+        """
+        await register_group(self.redis, self.keys, group_id, kind, total, self.settings.state_ttl_seconds)
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Run the cancel script for one job; return its outcome."""
         return await self._cancel.call_async(self.redis, job_id, time.time())
 
     async def cancel_many(self, job_ids: Sequence[str]) -> list[CancelOutcome]:
-        """Cancel many jobs, pipelined; each job's outcome, in order (as :meth:`JobSubmitter.cancel_many`)."""
+        """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are.
+
+        Returns each job's outcome, in order (``MISSING``: no state record in Redis).
+        """
         chunk = self.settings.submit_chunk_size
         now = time.time()
         outcomes: list[CancelOutcome] = []

@@ -8,8 +8,7 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``migrations``: :func:`upgrade_database` / :func:`downgrade_database` (Alembic).
 - ``jobs``: the ``jobs`` table: :class:`JobStore` (the client's reads) and :class:`JobRowWriter`
   (the worker's one-statement batch upsert), behind the :class:`JobRows` protocol;
-  :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses;
-  :class:`AsyncJobStore` (the asyncio client's reads).
+  :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses.
 - ``api_keys``: the ``api_keys`` table of the HTTP API: :class:`ApiKeyStore` (create, list,
   revoke, for the CLI) and :class:`AsyncApiKeyStore` (the server's lookup by hash).
 - ``files``: Batch API files: the :class:`FileStore` protocol and :class:`PostgresFileStore`
@@ -17,8 +16,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``batches``: the ``batches`` table (:class:`AsyncBatchStore`): a batch is a run with an
   OpenAI facade.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
-  results, splitting, finishing under a row lock, assembly, webhook bookkeeping).
-- ``groups_async``: :class:`AsyncGroupStore`, the HTTP API's tenant-scoped runs and documents.
+  results, splitting, finishing under a row lock, assembly, webhook bookkeeping; lookups
+  optionally scoped to one tenant of the HTTP API).
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's batch
   recall and store, the age and size limits, ``dragoman memory stats|purge``.
 - ``health``: :func:`ping` for ``dragoman check``, :class:`ReadinessProbe` (one kept connection) for
@@ -48,10 +47,8 @@ from storage.files import (
     iter_lines,
     numbered_lines,
 )
-from storage.groups_async import AsyncGroupStore
-from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping, ping_async
+from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping
 from storage.jobs import (
-    AsyncJobStore,
     FinalRow,
     JobRows,
     JobRowWriter,
@@ -71,8 +68,6 @@ __all__ = [
     "AsyncApiKeyStore",
     "AsyncBatchStore",
     "AsyncConnectionPool",
-    "AsyncGroupStore",
-    "AsyncJobStore",
     "BatchRow",
     "DatabaseUnavailableError",
     "FileGoneError",
@@ -103,7 +98,6 @@ __all__ = [
     "libpq_url",
     "numbered_lines",
     "ping",
-    "ping_async",
     "sqlalchemy_url",
     "storable_failure",
     "upgrade_database",

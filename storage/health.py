@@ -1,4 +1,4 @@
-"""Is PostgreSQL there? The probes of ``dragoman check`` (sync) and of the worker's ``/readyz`` (async)."""
+"""Is PostgreSQL there? The probes of ``dragoman check``, the API's ``/readyz`` and the worker's ``/readyz``."""
 
 from __future__ import annotations
 
@@ -8,24 +8,12 @@ from typing import Any
 from storage.connection import DatabaseUnavailableError, libpq_url
 
 
-def ping(database_url: str, *, connect_timeout_s: int = 5) -> None:
-    """Connect and read the ``jobs`` table; raise :class:`DatabaseUnavailableError` saying why if that fails.
+async def ping(database_url: str, *, connect_timeout_s: int = 2) -> None:
+    """Connect and read the ``jobs`` table without blocking the event loop; :class:`DatabaseUnavailableError` if not.
 
     Reading ``jobs`` (not just ``SELECT 1``) also catches a database the migrations never ran on.
-    """
-    import psycopg
-
-    try:
-        with psycopg.connect(libpq_url(database_url), connect_timeout=connect_timeout_s) as conn:
-            conn.execute("SELECT 1 FROM jobs LIMIT 1")
-    except psycopg.Error as exc:
-        raise DatabaseUnavailableError.from_driver(exc) from exc
-
-
-async def ping_async(database_url: str, *, connect_timeout_s: int = 2) -> None:
-    """Connect and run ``SELECT 1`` without blocking the event loop; raise :class:`DatabaseUnavailableError` if not.
-
-    The caller bounds the whole probe (``asyncio.timeout``); ``connect_timeout_s`` bounds libpq's connect.
+    The caller bounds the whole probe (``asyncio.timeout``); ``connect_timeout_s`` bounds libpq's
+    connect. ``dragoman check`` runs it through ``contract.sync_bridge.run_sync``.
     """
     import psycopg
 
@@ -34,7 +22,7 @@ async def ping_async(database_url: str, *, connect_timeout_s: int = 2) -> None:
             libpq_url(database_url), connect_timeout=connect_timeout_s, autocommit=True
         )
         async with conn:
-            await conn.execute("SELECT 1")
+            await conn.execute("SELECT 1 FROM jobs LIMIT 1")
     except psycopg.Error as exc:
         raise DatabaseUnavailableError.from_driver(exc) from exc
 

@@ -17,7 +17,6 @@ from storage.connection import (
     AsyncConnectionPool,
     AsyncPostgresConnection,
     DatabaseUnavailableError,
-    PostgresConnection,
 )
 
 JOB_COLUMNS = (
@@ -350,19 +349,7 @@ _GET_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
 
 
 class JobStore:
-    """Synchronous reads of finished jobs for the producer's :class:`~producer.Client`."""
-
-    def __init__(self, connection: PostgresConnection) -> None:
-        self._connection = connection
-
-    def get(self, job_id: str) -> Job | None:
-        """The job's final row, or ``None`` if it has none (yet)."""
-        row = self._connection.get().execute(_GET_SQL, (job_id,)).fetchone()
-        return None if row is None else row_to_job(row)
-
-
-class AsyncJobStore:
-    """Asyncio reads of finished jobs, for :class:`~producer.AsyncClient` (no blocking call on the loop)."""
+    """Reads of finished jobs for the producer's client, on a connection pool (no blocking call on the loop)."""
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool

@@ -1,22 +1,23 @@
 """The ``runs`` and ``documents`` tables, and the job counts and rows that make up their progress and output.
 
-The producer creates, follows and cancels runs and documents here; the orchestrator splits
-documents, finishes runs and documents under a row lock, assembles documents and records
-webhook deliveries here. A "group" is either; :data:`KINDS` maps each kind to its table and to
-the ``jobs`` column that points at it.
+The producer's client and the HTTP API create, follow and cancel runs and documents here (the
+API's scoped to a tenant); the orchestrator splits documents, finishes runs and documents under
+a row lock, assembles documents and records webhook deliveries here. A "group" is either;
+:data:`KINDS` maps each kind to its table and to the ``jobs`` column that points at it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from contract.errors import RunFileMismatchError
 from contract.progress import GroupProgress, RunCounts, progress
-from storage.connection import PostgresConnection
+from storage.connection import AsyncConnectionPool
 
 KINDS = {"run": ("runs", "run_id"), "document": ("documents", "document_id")}
 
@@ -71,16 +72,11 @@ CANCEL_UNSUBMITTED_SQL = (
     "FROM runs r, unnest(%s::uuid[], %s::int[]) AS j(id, sequence) WHERE r.id = %s "
     "ON CONFLICT (id) DO NOTHING"
 )
-RESULTS_SQL = (
-    "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
-    "FROM jobs WHERE run_id = %s ORDER BY sequence"
-)
-"""A run's job rows in input order, as :func:`result_line` reads them."""
 RESULTS_PAGE_SQL = (
     "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
     "FROM jobs WHERE run_id = %s AND sequence > %s ORDER BY sequence LIMIT %s"
 )
-"""One page of :data:`RESULTS_SQL`, after a sequence number (no connection is held between pages)."""
+"""One page of a run's job rows in input order, after a sequence number, as :func:`result_line` reads them."""
 
 
 def result_line(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -130,6 +126,16 @@ class RunSubmission(NamedTuple):
     cancel_requested: bool
 
 
+class DocumentOutput(NamedTuple):
+    """A document's status, format and what assembly stored: its text (``None`` until assembled), failures, report."""
+
+    status: str
+    format: str
+    text: str | None
+    failed_segments: list[dict[str, Any]]
+    report: dict[str, Any] | None
+
+
 class SegmentRow(NamedTuple):
     """One segment's job row, as assembly reads it."""
 
@@ -151,22 +157,67 @@ class AssemblyInput:
     format: str = "txt"
 
 
-class GroupStore:
-    """Synchronous reads and writes of ``runs`` and ``documents`` (producer and orchestrator).
+_TRANSACTION: ContextVar[tuple[GroupStore, Any] | None] = ContextVar("dragoman_group_transaction", default=None)
+"""The store and connection of the transaction the current task is inside (see :meth:`GroupStore.locked_group`)."""
 
-    Every method runs on one shared autocommit connection; :meth:`locked_group` and
-    :meth:`locked_document` open a transaction that the methods called inside them join.
+
+def _tenant_clause(tenant: str | None) -> tuple[str, tuple[str, ...]]:
+    """The SQL that limits a lookup to ``tenant`` (nothing for ``None``: every tenant) and its parameter."""
+    return ("", ()) if tenant is None else (" AND tenant = %s", (tenant,))
+
+
+class GroupStore:
+    """Reads and writes of ``runs`` and ``documents`` on a connection pool (client, HTTP API, orchestrator).
+
+    ``tenant`` (where a method takes it) scopes a lookup to one tenant of the HTTP API: another
+    tenant's run or document is ``None``, exactly like an unknown id; ``None`` sees every tenant.
+    :meth:`locked_group` and :meth:`locked_document` hold one connection in a transaction, and the
+    methods the same task calls inside them join it.
     """
 
-    def __init__(self, connection: PostgresConnection) -> None:
-        self._postgres = connection
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
 
-    def _conn(self) -> Any:
-        return self._postgres.get()
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """The transaction's connection inside :meth:`_transaction`, else one of the pool's for this statement."""
+        held = _TRANSACTION.get()
+        if held is not None and held[0] is self:
+            yield held[1]
+            return
+        async with self._pool.connection() as conn:
+            yield conn
 
-    # Producer: create, follow, cancel ---------------------------------------------------------
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Any]:
+        """A transaction (a savepoint inside another) that this task's statements on this store join."""
+        async with self._connection() as conn, conn.transaction():
+            token = _TRANSACTION.set((self, conn))
+            try:
+                yield conn
+            finally:
+                _TRANSACTION.reset(token)
 
-    def create_run(
+    async def _one(self, query: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        async with self._connection() as conn:
+            cursor = await conn.execute(query, params)
+            row: tuple[Any, ...] | None = await cursor.fetchone()
+        return row
+
+    async def _all(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        async with self._connection() as conn:
+            cursor = await conn.execute(query, params)
+            rows: list[tuple[Any, ...]] = await cursor.fetchall()
+        return rows
+
+    async def _execute(self, query: str, params: tuple[Any, ...]) -> int:
+        async with self._connection() as conn:
+            cursor = await conn.execute(query, params)
+        return int(cursor.rowcount)
+
+    # Create, follow, cancel (the client and the HTTP API) ---------------------------------------
+
+    async def create_run(
         self,
         run_id: str,
         source: str | None,
@@ -174,20 +225,17 @@ class GroupStore:
         total: int,
         name: str | None,
         callback_url: str | None,
+        tenant: str | None = None,
     ) -> None:
-        """Record a run about to be submitted."""
-        self._conn().execute(CREATE_RUN_SQL, (run_id, source or "", target or "", total, name, callback_url, None))
+        """Record a run about to be submitted (``submitting``), as ``tenant``'s if given."""
+        await self._execute(CREATE_RUN_SQL, (run_id, source or "", target or "", total, name, callback_url, tenant))
 
-    def resume_run(self, run_id: str, total: int) -> RunSubmission | None:
+    async def resume_run(self, run_id: str, total: int) -> RunSubmission | None:
         """Where the submission of an existing run stands (``None`` if there is no such run).
 
         Raises :class:`~contract.errors.RunFileMismatchError` if the run was created for a different number of jobs.
         """
-        row = (
-            self._conn()
-            .execute("SELECT status, total, submitted, cancel_requested FROM runs WHERE id = %s", (run_id,))
-            .fetchone()
-        )
+        row = await self._one("SELECT status, total, submitted, cancel_requested FROM runs WHERE id = %s", (run_id,))
         if row is None:
             return None
         status, known_total, submitted, cancel_requested = row
@@ -198,16 +246,16 @@ class GroupStore:
             )
         return RunSubmission(str(status), int(submitted or 0), bool(cancel_requested))
 
-    def run_submitted(self, run_id: str, submitted: int, *, done: bool) -> bool:
+    async def run_submitted(self, run_id: str, submitted: int, *, done: bool) -> bool:
         """Note how many of the run's jobs are in the queue (and when the last one went in).
 
         ``submitted`` is a checkpoint: every job before it is queued, so a resumed submission
         starts there. Returns whether a cancel was requested meanwhile (the submitter stops).
         """
-        row = self._conn().execute(RUN_SUBMITTED_SQL, (submitted, done, done, run_id)).fetchone()
+        row = await self._one(RUN_SUBMITTED_SQL, (submitted, done, done, run_id))
         return bool(row and row[0])
 
-    def cancel_unsubmitted_jobs(self, run_id: str, sequences: list[int], job_ids: list[str]) -> int:
+    async def cancel_unsubmitted_jobs(self, run_id: str, sequences: list[int], job_ids: list[str]) -> int:
         """Give the run's jobs that never reached the queue a ``cancelled`` row; return how many were added.
 
         A cancelled run whose submission stopped half-way finishes this way: every job has a row.
@@ -215,10 +263,9 @@ class GroupStore:
         """
         if not sequences:
             return 0
-        cursor = self._conn().execute(CANCEL_UNSUBMITTED_SQL, (job_ids, sequences, run_id))
-        return int(cursor.rowcount)
+        return await self._execute(CANCEL_UNSUBMITTED_SQL, (job_ids, sequences, run_id))
 
-    def create_document(
+    async def create_document(
         self,
         document_id: str,
         fmt: str,
@@ -229,152 +276,165 @@ class GroupStore:
         callback_url: str | None,
         max_segment_chars: int,
         retranslate: bool = False,
+        tenant: str | None = None,
     ) -> None:
-        """Record a document waiting to be split."""
-        self._conn().execute(
+        """Record a document waiting to be split, as ``tenant``'s if given."""
+        await self._execute(
             CREATE_DOCUMENT_SQL,
-            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars, None, retranslate),
+            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars, tenant, retranslate),
         )
 
-    def request_cancel(self, kind: str, group_id: str) -> int | None:
-        """Mark a run or document cancelled-on-request; return its number of jobs (``None`` if unknown)."""
+    async def request_cancel(self, kind: str, group_id: str, tenant: str | None = None) -> int | None:
+        """Mark a run or document cancel-requested; its number of jobs (``None``: unknown or another tenant's)."""
         table, _ = KINDS[kind]
-        row = self._conn().execute(REQUEST_CANCEL_SQL.format(table=table), (group_id,)).fetchone()
+        clause, scope = _tenant_clause(tenant)
+        query = REQUEST_CANCEL_SQL.format(table=table).replace(" RETURNING", f"{clause} RETURNING")
+        row = await self._one(query, (group_id, *scope))
         return None if row is None else int(row[0])
 
-    def progress(self, kind: str, group_id: str) -> GroupProgress | None:
-        """Status, counts, rate and time left of a run or document (``None`` if there is no such id)."""
+    async def progress(self, kind: str, group_id: str, tenant: str | None = None) -> GroupProgress | None:
+        """Status, counts, rate and time left of a run or document (``None`` if unknown or another tenant's)."""
         table, column = KINDS[kind]
-        conn = self._conn()
-        row = conn.execute(PROGRESS_SQL.format(table=table), (group_id,)).fetchone()
-        if row is None:
-            return None
-        return group_progress(kind, row, conn.execute(COUNTS_SQL.format(column=column), (group_id,)).fetchall())
+        clause, scope = _tenant_clause(tenant)
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                PROGRESS_SQL.format(table=table) + clause.replace("tenant", "g.tenant"), (group_id, *scope)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            counts = await conn.execute(COUNTS_SQL.format(column=column), (group_id,))
+            return group_progress(kind, row, await counts.fetchall())
 
-    def iter_results(self, run_id: str) -> Iterator[dict[str, Any]]:
-        """One dict per job of the run in input order, read with a server-side cursor (bounded memory)."""
-        conn = self._conn()
-        with conn.transaction(), conn.cursor(name=f"run-results-{run_id}") as cursor:
-            cursor.itersize = 2_000
-            cursor.execute(RESULTS_SQL, (run_id,))
-            for row in cursor:
+    results_page = 2_000
+    """Rows read per query by :meth:`iter_results`."""
+
+    async def iter_results(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
+        """The run's result lines in input order, a page per query.
+
+        No connection is held between pages, so a reader going slowly holds none of the pool.
+        """
+        page = self.results_page
+        after = -1
+        while True:
+            rows = await self._all(RESULTS_PAGE_SQL, (run_id, after, page))
+            for row in rows:
                 yield result_line(row)
+            if len(rows) < page:
+                return
+            after = int(rows[-1][0])
 
-    def document_output(
-        self, document_id: str
-    ) -> tuple[str, str | None, list[dict[str, Any]], dict[str, Any] | None] | None:
-        """``(status, assembled text, failed segments, report)`` of a document, ``None`` if unknown."""
-        row = (
-            self._conn()
-            .execute("SELECT status, output_text, failed_segments, report FROM documents WHERE id = %s", (document_id,))
-            .fetchone()
+    async def document_output(self, document_id: str, tenant: str | None = None) -> DocumentOutput | None:
+        """The document's status, format and assembled output; ``None`` if unknown or another tenant's."""
+        clause, scope = _tenant_clause(tenant)
+        row = await self._one(
+            "SELECT status, format, output_text, failed_segments, report FROM documents WHERE id = %s" + clause,
+            (document_id, *scope),
         )
         if row is None:
             return None
-        failed = row[2] if isinstance(row[2], list) else json.loads(row[2] or "[]")
-        report = row[3] if isinstance(row[3], dict) or row[3] is None else json.loads(row[3])
-        return str(row[0]), row[1], failed, report
+        failed = row[3] if isinstance(row[3], list) else json.loads(row[3] or "[]")
+        report = row[4] if isinstance(row[4], dict) or row[4] is None else json.loads(row[4])
+        return DocumentOutput(str(row[0]), str(row[1]), row[2], failed, report)
 
     # Orchestrator: split a document -----------------------------------------------------------
 
-    @contextmanager
-    def locked_document(self, document_id: str) -> Iterator[LockedDocument | None]:
+    @asynccontextmanager
+    async def locked_document(self, document_id: str) -> AsyncIterator[LockedDocument | None]:
         """A transaction holding the document's row lock (``FOR UPDATE``): the row, or ``None`` if unknown.
 
         Committed when the block ends, rolled back if it raises; a second splitter waits for it.
         """
-        conn = self._conn()
-        with conn.transaction():
-            row = conn.execute(
+        async with self._transaction():
+            row = await self._one(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
                 "cancel_requested, tenant, retranslate FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
-            ).fetchone()
+            )
             yield None if row is None else LockedDocument(*row)
 
-    @contextmanager
-    def savepoint(self) -> Iterator[None]:
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
         """A savepoint inside :meth:`locked_document`'s transaction: what fails in it is undone alone.
 
         So a split that fails (even on an error PostgreSQL raised) can still mark its document failed.
         """
-        with self._conn().transaction():
+        async with self._transaction():
             yield
 
-    def cancel_unsplit_document(self, document_id: str) -> None:
+    async def cancel_unsplit_document(self, document_id: str) -> None:
         """A document cancelled before it was split: final, with no jobs."""
-        self._conn().execute(
+        await self._execute(
             "UPDATE documents SET status = 'cancelled', total = 0, completed_at = now() WHERE id = %s", (document_id,)
         )
 
-    def fail_document(self, document_id: str, error: str) -> None:
+    async def fail_document(self, document_id: str, error: str) -> None:
         """A document that cannot be split: final, with the reason."""
-        self._conn().execute(
+        await self._execute(
             "UPDATE documents SET status = 'failed', error = %s, completed_at = now() WHERE id = %s",
             (error, document_id),
         )
 
-    def save_skeleton(self, document_id: str, skeleton: Any, total: int) -> None:
+    async def save_skeleton(self, document_id: str, skeleton: Any, total: int) -> None:
         """Keep the split document's skeleton (JSON-ready) until assembly, and its number of segments."""
-        self._conn().execute(
+        await self._execute(
             "UPDATE documents SET skeleton = %s, total = %s WHERE id = %s", (json.dumps(skeleton), total, document_id)
         )
 
-    def document_running(self, document_id: str) -> None:
+    async def document_running(self, document_id: str) -> None:
         """Every segment of the document is in the queue."""
-        self._conn().execute(
+        await self._execute(
             "UPDATE documents SET status = 'running', submitted_at = now() WHERE id = %s", (document_id,)
         )
 
     # Orchestrator: finish a run or document ---------------------------------------------------
 
-    @contextmanager
-    def locked_group(self, kind: str, group_id: str) -> Iterator[LockedGroup | None]:
+    @asynccontextmanager
+    async def locked_group(self, kind: str, group_id: str) -> AsyncIterator[LockedGroup | None]:
         """A transaction holding the run's or document's row lock: the row, or ``None`` if unknown.
 
         Committed when the block ends, rolled back if it raises; so a group is finished once even
         when two finishers race.
         """
         table, _ = KINDS[kind]
-        conn = self._conn()
-        with conn.transaction():
-            row = conn.execute(
+        async with self._transaction():
+            row = await self._one(
                 f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
-            ).fetchone()
+            )
             yield None if row is None else LockedGroup(*row)
 
-    def count_job_rows(self, kind: str, group_id: str) -> int:
+    async def count_job_rows(self, kind: str, group_id: str) -> int:
         """How many of the group's jobs have a row (that is, reached a final status)."""
         _, column = KINDS[kind]
-        return int(self._conn().execute(f"SELECT count(*) FROM jobs WHERE {column} = %s", (group_id,)).fetchone()[0])
+        row = await self._one(f"SELECT count(*) FROM jobs WHERE {column} = %s", (group_id,))
+        assert row is not None
+        return int(row[0])
 
-    def complete_run(self, run_id: str) -> str:
+    async def complete_run(self, run_id: str) -> str:
         """Mark the run finished: ``cancelled`` if a cancel was requested, else ``completed``; return which."""
-        row = (
-            self._conn()
-            .execute(
-                "UPDATE runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'completed' END, "
-                "completed_at = now() WHERE id = %s RETURNING status",
-                (run_id,),
-            )
-            .fetchone()
+        row = await self._one(
+            "UPDATE runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'completed' END, "
+            "completed_at = now() WHERE id = %s RETURNING status",
+            (run_id,),
         )
+        assert row is not None
         return str(row[0])
 
-    def assembly_input(self, document_id: str) -> AssemblyInput:
+    async def assembly_input(self, document_id: str) -> AssemblyInput:
         """The document's stored skeleton, whether a cancel was requested, and its segments' rows in order."""
-        conn = self._conn()
-        skeleton, cancel_requested, target_lang, fmt = conn.execute(
+        found = await self._one(
             "SELECT skeleton, cancel_requested, target_lang, format FROM documents WHERE id = %s", (document_id,)
-        ).fetchone()
-        rows = conn.execute(
+        )
+        assert found is not None
+        skeleton, cancel_requested, target_lang, fmt = found
+        rows = await self._all(
             "SELECT sequence, status, translated_text, error, inline_tags FROM jobs WHERE document_id = %s "
             "ORDER BY sequence",
             (document_id,),
-        ).fetchall()
+        )
         return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows], target_lang, fmt)
 
-    def save_assembly(
+    async def save_assembly(
         self,
         document_id: str,
         output_text: str,
@@ -383,7 +443,7 @@ class GroupStore:
         report: dict[str, Any] | None = None,
     ) -> None:
         """Store the assembled document, its failed segments, report and final status (counting the assembly)."""
-        self._conn().execute(
+        await self._execute(
             "UPDATE documents SET output_text = %s, failed_segments = %s, report = %s, status = %s, "
             "completed_at = now(), assemblies = assemblies + 1 WHERE id = %s",
             (output_text, json.dumps(failed), None if report is None else json.dumps(report), status, document_id),
@@ -391,55 +451,47 @@ class GroupStore:
 
     # Orchestrator: the sweeper -----------------------------------------------------------------
 
-    def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str]]:
+    async def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str]]:
         """``(kind, id)`` of runs and documents not yet finished although every one of their jobs has a row.
 
         What the sweeper hands to the finish task, whatever became of the completion entry.
         """
         found: list[tuple[str, str]] = []
         for kind, (table, column) in KINDS.items():
-            rows = (
-                self._conn()
-                .execute(
-                    f"SELECT g.id FROM {table} g WHERE g.status IN ('submitting', 'running') AND g.total IS NOT NULL "
-                    f"AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total LIMIT %s",
-                    (limit,),
-                )
-                .fetchall()
+            rows = await self._all(
+                f"SELECT g.id FROM {table} g WHERE g.status IN ('submitting', 'running') AND g.total IS NOT NULL "
+                f"AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total LIMIT %s",
+                (limit,),
             )
             found.extend((kind, str(row[0])) for row in rows)
         return found
 
-    def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[str]:
+    async def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[str]:
         """Documents still ``splitting`` this long after they were stored (their split task was lost)."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT id FROM documents WHERE status = 'splitting' "
-                "AND created_at < now() - make_interval(secs => %s) LIMIT %s",
-                (older_than_seconds, limit),
-            )
-            .fetchall()
+        rows = await self._all(
+            "SELECT id FROM documents WHERE status = 'splitting' "
+            "AND created_at < now() - make_interval(secs => %s) LIMIT %s",
+            (older_than_seconds, limit),
         )
         return [str(row[0]) for row in rows]
 
     # Orchestrator: webhooks --------------------------------------------------------------------
 
-    def callback_url(self, kind: str, group_id: str) -> str | None:
+    async def callback_url(self, kind: str, group_id: str) -> str | None:
         """Where the group's webhook goes (``None`` if it has none or the group is unknown)."""
         table, _ = KINDS[kind]
-        row = self._conn().execute(f"SELECT callback_url FROM {table} WHERE id = %s", (group_id,)).fetchone()
+        row = await self._one(f"SELECT callback_url FROM {table} WHERE id = %s", (group_id,))
         return None if row is None else row[0]
 
-    def record_webhook_attempt(self, kind: str, group_id: str, outcome: str) -> None:
+    async def record_webhook_attempt(self, kind: str, group_id: str, outcome: str) -> None:
         """Count one delivery attempt and keep its outcome (``delivered`` or ``retrying``)."""
         table, _ = KINDS[kind]
-        self._conn().execute(
+        await self._execute(
             f"UPDATE {table} SET webhook_status = %s, webhook_attempts = webhook_attempts + 1 WHERE id = %s",
             (outcome, group_id),
         )
 
-    def webhook_gave_up(self, kind: str, group_id: str) -> None:
+    async def webhook_gave_up(self, kind: str, group_id: str) -> None:
         """The last delivery attempt failed: the webhook is ``failed`` for good."""
         table, _ = KINDS[kind]
-        self._conn().execute(f"UPDATE {table} SET webhook_status = 'failed' WHERE id = %s", (group_id,))
+        await self._execute(f"UPDATE {table} SET webhook_status = 'failed' WHERE id = %s", (group_id,))

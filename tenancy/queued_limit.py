@@ -15,6 +15,7 @@ import time
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.queued_jobs import count_queued
 from contract.errors import DragomanError
 
 RETRY_AFTER_SECONDS = 10
@@ -39,12 +40,7 @@ class QueuedJobLimit:
     async def count(self, tenant: str, now: float | None = None) -> int:
         """The tenant's unfinished jobs (stale members dropped first)."""
         now = time.time() if now is None else now
-        key = self._keys.tenant_queued(tenant)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.zremrangebyscore(key, "-inf", now - self._state_ttl)
-            pipe.zcard(key)
-            _, count = await pipe.execute()
-        return int(count)
+        return await count_queued(self._redis, self._keys, tenant, now, self._state_ttl)
 
     async def admit(self, tenant: str, limit: int, adding: int, *, counted: int | None = None) -> None:
         """Raise :class:`TooManyQueuedJobsError` unless ``adding`` more jobs keep the tenant within ``limit``.

@@ -79,12 +79,12 @@ APART = {"migrations", "bench", "tests"}
 
 # Dependencies that break the map on purpose: (module, kind, module it depends on) -> why.
 ALLOWLIST: dict[Dependency, str] = {
-    # RQ runs a task by its dotted name. producer/groups.py and tenancy/tenant_groups.py queue a
-    # document's split and a group's finish by these names (SPLIT_TASK, FINISH_TASK) and may not
-    # import orchestrator/, which sits above them; the names are the orchestrator's contract, so they
-    # live in contract/ beside the other document names. A task renamed in orchestrator/tasks.py but
+    # RQ runs a task by its dotted name. broker/orchestration.py queues a document's split, a group's
+    # finish and a webhook by these names (contract.orchestration.TASKS) for producer/, tenancy/ and
+    # orchestrator/ alike, and none below the orchestrator may import it; the names are the
+    # orchestrator's contract, so they live in contract/. A task renamed in orchestrator/tasks.py but
     # not here fails test_strings_name_what_our_modules_define.
-    ("contract.documents", "string", "orchestrator.tasks"): "RQ resolves tasks by dotted name",
+    ("contract.orchestration", "string", "orchestrator.tasks"): "RQ resolves tasks by dotted name",
     # Alembic reads the migration scripts from the migrations package's folder (script_location);
     # storage/ runs the migrations (upgrade_database, downgrade_database) and imports none of their code.
     ("storage.migrations", "resource", "migrations"): "Alembic's script_location is the migrations folder",
@@ -186,7 +186,7 @@ def test_the_real_tree_is_read_as_it_is() -> None:
     """The reader finds the dependencies the allowlist is about, and a known import, on the real tree."""
     kinds = {(e.source, e.kind, e.target) for e in EDGES}
     assert ("broker.scripts.lua", "resource", "broker.scripts") in kinds  # resources.files(__package__)
-    assert ("contract.documents", "string", "orchestrator.tasks") in kinds
+    assert ("contract.orchestration", "string", "orchestrator.tasks") in kinds
     assert ("cli.main", "import", "cli.bulk") in kinds
     assert TREE.packages == set(ALLOWED)
 

@@ -10,10 +10,8 @@ from broker.keys import RedisKeys
 from broker.scripts.lua import Arg, LuaScript
 
 if TYPE_CHECKING:
-    import redis
     import redis.asyncio as aioredis
     from redis.asyncio.client import Pipeline as AsyncPipeline
-    from redis.client import Pipeline
 
 _LUA = LuaScript("cancel.lua")
 
@@ -51,25 +49,12 @@ class CancelScript:
         keys = self._keys
         return [keys.state(job_id)], [repr(now), keys.control_channel, job_id]
 
-    def call(self, client: redis.Redis, job_id: str, now: float) -> CancelOutcome:
-        """Cancel one job and say what happened."""
-        return CancelOutcome(_LUA.run(client, *self.layout(job_id, now)))
-
-    def call_many(self, client: redis.Redis, job_ids: Sequence[str], now: float) -> list[CancelOutcome]:
-        """Cancel many jobs in one pipelined round trip; the outcomes are in the order of ``job_ids``."""
-
-        def queue(pipe: Pipeline) -> None:
-            for job_id in job_ids:
-                _LUA.queue_on(pipe, *self.layout(job_id, now))
-
-        return [CancelOutcome(reply) for reply in _LUA.run_pipelined(client, queue)]
-
     async def call_async(self, client: aioredis.Redis, job_id: str, now: float) -> CancelOutcome:
-        """:meth:`call` on an asyncio client."""
+        """Cancel one job and say what happened."""
         return CancelOutcome(await _LUA.run_async(client, *self.layout(job_id, now)))
 
     async def call_many_async(self, client: aioredis.Redis, job_ids: Sequence[str], now: float) -> list[CancelOutcome]:
-        """:meth:`call_many` on an asyncio client."""
+        """Cancel many jobs in one pipelined round trip; the outcomes are in the order of ``job_ids``."""
 
         def queue(pipe: AsyncPipeline) -> None:
             for job_id in job_ids:

@@ -12,7 +12,6 @@ from broker.scripts.lua import Arg, LuaScript
 from contract.wire import SCHEMA_VERSION, JobEvent
 
 if TYPE_CHECKING:
-    import redis
     import redis.asyncio as aioredis
     from redis.asyncio.client import Pipeline as AsyncPipeline
 
@@ -102,17 +101,6 @@ class FinishScript:
         """Queue the finish on an asyncio pipeline (a MULTI/EXEC one, beside the dead-letter writes)."""
         _LUA.queue_on_async(pipe, *self.layout(entry_ids, jobs, now, bulk_entry_ids))
 
-    def call(
-        self,
-        client: redis.Redis,
-        entry_ids: Sequence[str],
-        jobs: Sequence[FinishedJob],
-        now: float,
-        bulk_entry_ids: Sequence[str] = (),
-    ) -> int:
-        """Finish a batch on its own; return how many entries it acknowledged (tried to)."""
-        return int(_LUA.run(client, *self.layout(entry_ids, jobs, now, bulk_entry_ids)))
-
     async def call_async(
         self,
         client: aioredis.Redis,
@@ -121,5 +109,5 @@ class FinishScript:
         now: float,
         bulk_entry_ids: Sequence[str] = (),
     ) -> int:
-        """:meth:`call` on an asyncio client."""
+        """Finish a batch on its own; return how many entries it acknowledged (tried to)."""
         return int(await _LUA.run_async(client, *self.layout(entry_ids, jobs, now, bulk_entry_ids)))

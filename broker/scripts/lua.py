@@ -1,11 +1,13 @@
 """One Lua file of this package and the ways to run it: EVALSHA, loading it when the server lacks it.
 
 The typed wrappers next to each ``.lua`` file build its KEYS and ARGV and read its reply; this
-module only sends them. Every way of running a script goes through the caller's own client, so
-the worker's connections keep packing commands with hiredis (``worker/redis_client.py``).
+module only sends them, on asyncio clients (one path each: a single call, a pipelined batch, a
+place on a MULTI/EXEC pipeline; plus :meth:`LuaScript.run` for the one synchronous caller left).
+Every way of running a script goes through the caller's own client, so its connections keep
+packing commands with hiredis (``broker/redis_client.py``).
 
-redis-py's ``Script`` objects are not used on the synchronous paths: their per-call overhead was
-larger than the rest of the submit path's work per job, and on a pipeline they cost one
+redis-py's ``Script`` objects are not used for single calls and batches: their per-call overhead
+was larger than the rest of the submit path's work per job, and on a pipeline they cost one
 ``SCRIPT EXISTS`` round trip per ``execute``.
 """
 
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
     import redis
     import redis.asyncio as aioredis
     from redis.asyncio.client import Pipeline as AsyncPipeline
-    from redis.client import Pipeline
 
 Arg = str | int | float
 """One ARGV value (redis-py sends a float as its ``repr``)."""
@@ -37,52 +38,32 @@ class LuaScript:
         self.source = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
-    def load(self, client: redis.Redis) -> None:
-        """Load the script into the server's script cache (after a NOSCRIPT reply)."""
-        client.script_load(self.source)
-
     def run(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """Run the script once and return its raw reply, loading it first if the server lacks it."""
+        """Run the script once on a synchronous client, loading it first if the server lacks it.
+
+        The one synchronous path left: ``RequeueScript.call``, for the synchronous
+        ``broker.dead_letters.DeadLetters`` (``dragoman dead-letters retry``).
+        """
         try:
             return client.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
-            self.load(client)
+            client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
     async def run_async(self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """:meth:`run` on an asyncio client."""
+        """Run the script once and return its raw reply, loading it first if the server lacks it."""
         try:
             return await client.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
             await client.script_load(self.source)
             return await client.evalsha(self.sha, len(keys), *keys, *args)
 
-    def queue_on(self, pipe: Pipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
-        """Queue one EVALSHA on a synchronous pipeline, nothing more (see :meth:`run_pipelined`)."""
-        pipe.evalsha(self.sha, len(keys), *keys, *args)
-
-    def run_pipelined(self, client: redis.Redis, queue: Callable[[Pipeline], None]) -> list[Any]:
+    async def run_pipelined_async(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
         """Send what ``queue`` puts on a non-transactional pipeline in one round trip; return the replies.
 
-        ``queue`` must add only EVALSHAs of this script (see :meth:`queue_on`). If the server
-        lost its script cache (a restart), every one of them failed with NOSCRIPT and none ran:
-        the script is loaded and the whole pipeline sent again, once.
-        """
-        for attempt in (1, 2):
-            with client.pipeline(transaction=False) as pipe:
-                queue(pipe)
-                try:
-                    return pipe.execute()
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
-            self.load(client)
-        raise AssertionError("unreachable")
-
-    async def run_pipelined_async(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
-        """:meth:`run_pipelined` on an asyncio client: one round trip, sent again once after NOSCRIPT.
-
-        ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``).
+        ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``). If the
+        server lost its script cache (a restart), every one of them failed with NOSCRIPT and none
+        ran: the script is loaded and the whole pipeline sent again, once.
         """
         for attempt in (1, 2):
             async with client.pipeline(transaction=False) as pipe:

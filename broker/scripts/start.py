@@ -15,7 +15,6 @@ from broker.scripts.lua import Arg, LuaScript
 from contract.schemas import JobSpec, JobStatus
 
 if TYPE_CHECKING:
-    import redis
     import redis.asyncio as aioredis
 
 _LUA = LuaScript("start.lua")
@@ -55,14 +54,10 @@ class StartScript:
             args += (repr(spec.created_at), spec.source_lang, spec.target_lang, spec.tenant or "")
         return [state(spec.job_id) for spec in specs], args
 
-    def call(self, client: redis.Redis, consumer: str, now: float, specs: Sequence[JobSpec]) -> list[StartOutcome]:
-        """Start ``specs`` in one call; one outcome per spec, in order."""
-        return _outcomes(_LUA.run(client, *self.layout(consumer, now, specs)))
-
     async def call_async(
         self, client: aioredis.Redis, consumer: str, now: float, specs: Sequence[JobSpec]
     ) -> list[StartOutcome]:
-        """:meth:`call` on an asyncio client."""
+        """Start ``specs`` in one call; one outcome per spec, in order."""
         return _outcomes(await _LUA.run_async(client, *self.layout(consumer, now, specs)))
 
 

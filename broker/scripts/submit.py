@@ -11,10 +11,8 @@ from contract.schemas import JobSpec, lane_of
 from contract.wire import encode_job_entry
 
 if TYPE_CHECKING:
-    import redis
     import redis.asyncio as aioredis
     from redis.asyncio.client import Pipeline as AsyncPipeline
-    from redis.client import Pipeline
 
 _LUA = LuaScript("submit.lua")
 
@@ -57,29 +55,13 @@ class SubmitScript:
             script_keys += (keys.tenant_queued(spec.tenant),)
         return script_keys, args
 
-    def add_to(self, pipe: Pipeline, spec: JobSpec, idempotency_key: str | None, only_new: bool = False) -> None:
-        """Queue the submit of ``spec`` on a pipeline; its reply is the job id (see :meth:`call_many`)."""
-        _LUA.queue_on(pipe, *self.layout(spec, idempotency_key, only_new))
-
-    def call(self, client: redis.Redis, spec: JobSpec, idempotency_key: str | None = None) -> str:
-        """Queue one job; return its id, or the id of the job first submitted under ``idempotency_key``."""
-        return str(_LUA.run(client, *self.layout(spec, idempotency_key)))
-
-    def call_many(
-        self, client: redis.Redis, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False
-    ) -> list[str]:
-        """Queue ``(spec, idempotency key)`` pairs in one pipelined round trip; return the job ids (as :meth:`call`)."""
-
-        def queue(pipe: Pipeline) -> None:
-            for spec, idempotency_key in prepared:
-                self.add_to(pipe, spec, idempotency_key, only_new)
-
-        return [str(job_id) for job_id in _LUA.run_pipelined(client, queue)]
-
     async def call_many_async(
         self, client: aioredis.Redis, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False
     ) -> list[str]:
-        """:meth:`call_many` on an asyncio client (the same KEYS and ARGV, from :meth:`layout`)."""
+        """Queue ``(spec, idempotency key)`` pairs in one pipelined round trip; the job ids, in order.
+
+        A job submitted under an ``idempotency_key`` already used answers the first job's id.
+        """
 
         def queue(pipe: AsyncPipeline) -> None:
             for spec, idempotency_key in prepared:

@@ -88,11 +88,13 @@ async def test_the_same_errors_as_client(
     aclient: AsyncClient, client: Client, raw_redis: redis.Redis, change: dict[str, Any], error: type[Exception]
 ) -> None:
     item: dict[str, Any] = {"text": "Hello", "source_lang": "en", "target_lang": "fr", **change}
+    text, source, target = item.pop("text"), item.pop("source_lang"), item.pop("target_lang")
     with pytest.raises(error) as sync_error:
-        client.submit(**item)
+        client.submit(TranslationRequest(text, source, target, **item))
     with pytest.raises(error) as async_error:
-        await aclient.submit(**item)
+        await aclient.submit(text, source, target, **item)
     assert str(async_error.value) == str(sync_error.value)
+    item |= {"text": text, "source_lang": source, "target_lang": target}
     with pytest.raises(error, match="item 1"):
         await aclient.submit_many([{"text": "fine", "source_lang": "en", "target_lang": "fr"}, item])
     assert raw_redis.exists(aclient.keys.jobs_stream) == 0

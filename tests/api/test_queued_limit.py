@@ -47,6 +47,10 @@ async def test_a_key_at_its_limit_waits_until_its_jobs_finish(
         "/v1/documents?source_lang=en&target_lang=fr&format=txt", content=b"Hello.", headers=bearer(small)
     )
     _refused(document, 429, "too_many_queued_jobs")
+    empty = await http.post(  # a bad document is answered as bad first: retrying it later cannot help
+        "/v1/documents?source_lang=en&target_lang=fr&format=txt", content=b"  \n", headers=bearer(small)
+    )
+    assert "empty" in _refused(empty, 422, "invalid_job")
     # Larger than the limit itself: retrying cannot help, so it is not a 429.
     too_big = await http.post("/v1/jobs", json=[JOB] * 4, headers=bearer(small))
     assert "over this key's limit of 3" in _refused(too_big, 422, "over_queued_job_limit")

@@ -16,7 +16,7 @@ import redis
 from broker.keys import RedisKeys
 from contract.ids import job_id_for
 from contract.settings import Settings
-from storage import AsyncGroupStore
+from storage import GroupStore
 from tests.api.conftest import KeyMaker, bearer
 from tests.orchestrator.test_document_formats import make_docx
 from tests.orchestrator.test_runs_and_documents import _shout_or_lose, run_orchestrator
@@ -62,7 +62,7 @@ async def _streamed(lines: list[dict[str, Any]]) -> Any:
 async def test_a_run_goes_in_streamed_and_comes_back_in_input_order(
     http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(AsyncGroupStore, "results_page", 7)  # many pages, each its own query
+    monkeypatch.setattr(GroupStore, "results_page", 7)  # many pages, each its own query
     key = tenant_key("acme")
     lines = [{"custom_id": f"c{i}", "text": f"Line {i}.", "metadata": {"n": i}} for i in range(300)]
     lines[7]["target_lang"] = "de"

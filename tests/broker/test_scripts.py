@@ -108,6 +108,12 @@ def _record(raw_redis: redis.Redis, key: str) -> dict[str, str]:
     return dict(record)
 
 
+async def _submit(script: SubmitScript, client: aioredis.Redis, spec: JobSpec, key: str | None = None) -> str:
+    """Submit one job through the script's pipelined path; its id (or the first job's under ``key``)."""
+    [job_id] = await script.call_many_async(client, [(spec, key)])
+    return job_id
+
+
 # The scripts' files ---------------------------------------------------------------------------
 
 
@@ -118,13 +124,15 @@ def test_each_script_is_loaded_under_the_sha_it_is_called_by(raw_redis: redis.Re
     assert raw_redis.script_load(lua.source) == lua.sha
 
 
-def test_a_script_the_server_forgot_is_loaded_again(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_a_script_the_server_forgot_is_loaded_again(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
     raw_redis.script_flush()
-    assert script.call(raw_redis, spec := _spec()) == spec.job_id
+    assert await _submit(script, async_redis, spec := _spec()) == spec.job_id
     raw_redis.script_flush()
     specs = [_spec(), _spec()]
-    assert script.call_many(raw_redis, [(s, None) for s in specs]) == [s.job_id for s in specs]
+    assert await script.call_many_async(async_redis, [(s, None) for s in specs]) == [s.job_id for s in specs]
     assert raw_redis.xlen(keys.jobs_stream) == 3  # the pipeline that met NOSCRIPT ran once, not twice
     assert raw_redis.script_exists(submit._LUA.sha) == [True]
 
@@ -132,9 +140,11 @@ def test_a_script_the_server_forgot_is_loaded_again(raw_redis: redis.Redis, keys
 # SUBMIT ---------------------------------------------------------------------------------------
 
 
-def test_submit_writes_the_entry_and_the_state_record(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_submit_writes_the_entry_and_the_state_record(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     spec = _spec(metadata={"k": "v"}, run_id=str(uuid.uuid4()), sequence=3)
-    assert SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call(raw_redis, spec) == spec.job_id
+    assert await _submit(SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL), async_redis, spec) == spec.job_id
     assert _entries(raw_redis, keys.bulk_jobs_stream) == [encode_job_entry(spec)]
     assert raw_redis.hgetall(keys.state(spec.job_id)) == {
         "status": "queued",
@@ -146,33 +156,42 @@ def test_submit_writes_the_entry_and_the_state_record(raw_redis: redis.Redis, ke
     assert _ttl_within(raw_redis, keys.state(spec.job_id), STATE_TTL)
 
 
-def test_start_recreates_a_missing_record_with_the_entry_s_tenant(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_start_recreates_a_missing_record_with_the_entry_s_tenant(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     # The record of a tenant's queued job expired (or was never written): recreated without the
     # tenant, the job would answer 404 to its own owner over the HTTP API.
     owned, unowned = _spec(tenant="acme"), _spec()
-    outcomes = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [owned, unowned])
+    outcomes = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [owned, unowned])
     assert outcomes == [StartOutcome(MISSING, 1), StartOutcome(MISSING, 1)]
     assert raw_redis.hget(keys.state(owned.job_id), "tenant") == "acme"
     assert raw_redis.hget(keys.state(owned.job_id), "source_lang") == "en"
     assert "tenant" not in _record(raw_redis, keys.state(unowned.job_id))
 
 
-def test_submit_with_a_used_idempotency_key_returns_the_first_id(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_submit_with_a_used_idempotency_key_returns_the_first_id(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
     first, second = _spec(), _spec(text="Hello again")
-    assert script.call(raw_redis, first, "order-1") == first.job_id
-    assert script.call(raw_redis, second, "order-1") == first.job_id
-    assert script.call_many(raw_redis, [(second, "order-1"), (second, "order-2")]) == [first.job_id, second.job_id]
+    assert await _submit(script, async_redis, first, "order-1") == first.job_id
+    assert await _submit(script, async_redis, second, "order-1") == first.job_id
+    assert await script.call_many_async(async_redis, [(second, "order-1"), (second, "order-2")]) == [
+        first.job_id,
+        second.job_id,
+    ]
     assert [f["id"] for f in _entries(raw_redis, keys.jobs_stream)] == [first.job_id, second.job_id]
     assert raw_redis.get(keys.idempotency("order-1")) == first.job_id
     assert _ttl_within(raw_redis, keys.idempotency("order-1"), IDEMPOTENCY_TTL)
 
 
-def test_submit_that_cannot_xadd_leaves_nothing_behind(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_submit_that_cannot_xadd_leaves_nothing_behind(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     raw_redis.set(keys.jobs_stream, "not a stream")
     spec = _spec()
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
-        SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call(raw_redis, spec, "order-1")
+        await _submit(SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL), async_redis, spec, "order-1")
     assert raw_redis.exists(keys.state(spec.job_id), keys.idempotency("order-1")) == 0
     assert raw_redis.get(keys.jobs_stream) == "not a stream"
 
@@ -180,21 +199,21 @@ def test_submit_that_cannot_xadd_leaves_nothing_behind(raw_redis: redis.Redis, k
 # CANCEL ---------------------------------------------------------------------------------------
 
 
-def _submitted(raw_redis: redis.Redis, keys: RedisKeys, *specs: JobSpec) -> None:
-    SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call_many(raw_redis, [(spec, None) for spec in specs])
+async def _submitted(async_redis: aioredis.Redis, keys: RedisKeys, *specs: JobSpec) -> None:
+    await SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call_many_async(async_redis, [(spec, None) for spec in specs])
 
 
 async def test_cancel_of_a_queued_job_keeps_it_cancelled_until_a_worker_finalises_it(
     raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
 ) -> None:
     spec = _spec()
-    _submitted(raw_redis, keys, spec)
-    assert CancelScript(keys).call(raw_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
+    await _submitted(async_redis, keys, spec)
+    assert await CancelScript(keys).call_async(async_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
     state = _record(raw_redis, keys.state(spec.job_id))
     assert state["status"] == "cancelled" and state["finished_at"] == repr(NOW)
     # No TTL: however old the backlog is when a worker reaches the entry, the cancel is there.
     assert raw_redis.ttl(keys.state(spec.job_id)) == -1
-    [outcome] = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW + 10, [spec])
+    [outcome] = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW + 10, [spec])
     assert outcome == StartOutcome("cancelled", 0) and outcome.cancelled
     assert raw_redis.ttl(keys.state(spec.job_id)) == -1
     # The worker writes the cancelled row; FINISH finalises the record, which may now expire.
@@ -207,11 +226,13 @@ async def test_cancel_of_a_queued_job_keeps_it_cancelled_until_a_worker_finalise
     assert _ttl_within(raw_redis, keys.state(spec.job_id), FINISHED_TTL)
 
 
-def test_cancel_of_a_running_job_asks_its_worker(raw_redis: redis.Redis, keys: RedisKeys, control: Any) -> None:
+async def test_cancel_of_a_running_job_asks_its_worker(
+    raw_redis: redis.Redis, keys: RedisKeys, control: Any, async_redis: aioredis.Redis
+) -> None:
     spec = _spec()
-    _submitted(raw_redis, keys, spec)
-    StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [spec])
-    outcome = CancelScript(keys).call(raw_redis, spec.job_id, NOW + 1)
+    await _submitted(async_redis, keys, spec)
+    await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [spec])
+    outcome = await CancelScript(keys).call_async(async_redis, spec.job_id, NOW + 1)
     assert outcome is CancelOutcome.CANCEL_REQUESTED
     assert _messages(control, 1) == [f"cancel {spec.job_id}"]
     state = _record(raw_redis, keys.state(spec.job_id))
@@ -220,25 +241,27 @@ def test_cancel_of_a_running_job_asks_its_worker(raw_redis: redis.Redis, keys: R
     assert raw_redis.ttl(keys.state(spec.job_id)) == -1  # kept until a worker finishes it, not the cancel
 
 
-def test_start_of_a_job_whose_cancel_was_requested_does_not_run_it(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_start_of_a_job_whose_cancel_was_requested_does_not_run_it(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     spec, other = _spec(), _spec()
-    _submitted(raw_redis, keys, spec, other)
-    StartScript(keys, STATE_TTL).call(raw_redis, "dead-worker", NOW, [spec, other])
-    assert CancelScript(keys).call(raw_redis, spec.job_id, NOW + 1) is CancelOutcome.CANCEL_REQUESTED
+    await _submitted(async_redis, keys, spec, other)
+    await StartScript(keys, STATE_TTL).call_async(async_redis, "dead-worker", NOW, [spec, other])
+    assert await CancelScript(keys).call_async(async_redis, spec.job_id, NOW + 1) is CancelOutcome.CANCEL_REQUESTED
     before = _record(raw_redis, keys.state(spec.job_id))
     # The worker died before it could abort it; another one reclaims both entries.
-    outcomes = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW + 400, [spec, other])
+    outcomes = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW + 400, [spec, other])
     assert outcomes == [StartOutcome("cancelled", 1), StartOutcome("running", 2)]
     assert [o.cancelled for o in outcomes] == [True, False]
     assert _record(raw_redis, keys.state(spec.job_id)) == before  # not marked running again
     assert raw_redis.ttl(keys.state(spec.job_id)) == -1
 
 
-def test_cancel_of_an_unknown_job_is_missing_and_writes_nothing(
-    raw_redis: redis.Redis, keys: RedisKeys, control: Any
+async def test_cancel_of_an_unknown_job_is_missing_and_writes_nothing(
+    raw_redis: redis.Redis, keys: RedisKeys, control: Any, async_redis: aioredis.Redis
 ) -> None:
     job_id = str(uuid.uuid4())
-    assert CancelScript(keys).call(raw_redis, job_id, NOW) is CancelOutcome.MISSING
+    assert await CancelScript(keys).call_async(async_redis, job_id, NOW) is CancelOutcome.MISSING
     assert raw_redis.exists(keys.state(job_id)) == 0
     assert _messages(control, 1) == []
 
@@ -251,23 +274,25 @@ def test_cancel_of_an_unknown_job_is_missing_and_writes_nothing(
         ("cancelled", CancelOutcome.CANCELLED),
     ],
 )
-def test_cancel_of_a_final_job_changes_nothing(
-    raw_redis: redis.Redis, keys: RedisKeys, status: str, outcome: CancelOutcome
+async def test_cancel_of_a_final_job_changes_nothing(
+    raw_redis: redis.Redis, keys: RedisKeys, status: str, outcome: CancelOutcome, async_redis: aioredis.Redis
 ) -> None:
     job_id = str(uuid.uuid4())
     record = {"status": status, "finished_at": "1.5", "attempts": "1"}
     raw_redis.hset(keys.state(job_id), mapping=dict[Any, Any](record))
-    assert CancelScript(keys).call(raw_redis, job_id, NOW) is outcome
+    assert await CancelScript(keys).call_async(async_redis, job_id, NOW) is outcome
     assert _record(raw_redis, keys.state(job_id)) == record
     assert raw_redis.ttl(keys.state(job_id)) == -1  # no TTL was set
 
 
-def test_cancel_many_answers_in_order(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_cancel_many_answers_in_order(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     queued, running = _spec(), _spec()
-    _submitted(raw_redis, keys, queued, running)
-    StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [running])
+    await _submitted(async_redis, keys, queued, running)
+    await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [running])
     job_ids = [running.job_id, str(uuid.uuid4()), queued.job_id, queued.job_id]
-    assert CancelScript(keys).call_many(raw_redis, job_ids, NOW) == [
+    assert await CancelScript(keys).call_many_async(async_redis, job_ids, NOW) == [
         CancelOutcome.CANCEL_REQUESTED,
         CancelOutcome.MISSING,
         CancelOutcome.CANCELLED,
@@ -278,9 +303,11 @@ def test_cancel_many_answers_in_order(raw_redis: redis.Redis, keys: RedisKeys) -
 # START ----------------------------------------------------------------------------------------
 
 
-def test_start_creates_a_missing_record(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_start_creates_a_missing_record(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     spec = _spec()  # XADDed by a producer that writes no state record
-    [outcome] = StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [spec])
+    [outcome] = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [spec])
     assert outcome == StartOutcome(MISSING, 1) and not outcome.cancelled
     assert raw_redis.hgetall(keys.state(spec.job_id)) == {
         "status": "running",
@@ -298,8 +325,8 @@ async def test_start_counts_attempts_and_leaves_cancelled_jobs_alone(
     raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
 ) -> None:
     queued, cancelled, missing = _spec(), _spec(), _spec(source_lang="de")
-    _submitted(raw_redis, keys, queued, cancelled)
-    CancelScript(keys).call(raw_redis, cancelled.job_id, NOW)
+    await _submitted(async_redis, keys, queued, cancelled)
+    await CancelScript(keys).call_async(async_redis, cancelled.job_id, NOW)
     cancelled_record = raw_redis.hgetall(keys.state(cancelled.job_id))
     script = StartScript(keys, STATE_TTL)
 
@@ -320,8 +347,10 @@ async def test_start_counts_attempts_and_leaves_cancelled_jobs_alone(
     assert raw_redis.hget(keys.state(missing.job_id), "source_lang") == "de"
 
 
-def test_start_of_no_jobs_returns_nothing(raw_redis: redis.Redis, keys: RedisKeys) -> None:
-    assert StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, []) == []
+async def test_start_of_no_jobs_returns_nothing(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
+    assert await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, []) == []
 
 
 # FINISH ---------------------------------------------------------------------------------------
@@ -348,18 +377,20 @@ def _event(job_id: str, status: JobStatus = JobStatus.SUCCEEDED, error: str | No
     return JobEvent(job_id=job_id, status=status, finished_at=NOW, error=error, prompt_tokens=3, output_tokens=4)
 
 
-def test_finish_acks_finalises_appends_and_publishes(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_finish_acks_finalises_appends_and_publishes(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     entry_ids = _delivered(raw_redis, keys, 3)
     ok, failed = _spec(), _spec()
-    _submitted(raw_redis, keys, ok, failed)
-    StartScript(keys, STATE_TTL).call(raw_redis, CONSUMER, NOW, [ok, failed])
+    await _submitted(async_redis, keys, ok, failed)
+    await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [ok, failed])
     events = [_event(ok.job_id), _event(failed.job_id, JobStatus.FAILED, "EngineError: x")]
     pubsub = raw_redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
     pubsub.subscribe(keys.events_channel)
 
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
     # Three entries acked (the third was, say, malformed: no event), two jobs finished.
-    assert script.call(raw_redis, entry_ids, [FinishedJob(e) for e in events], NOW) == 3
+    assert await script.call_async(async_redis, entry_ids, [FinishedJob(e) for e in events], NOW) == 3
 
     assert _pending(raw_redis, keys) == 0
     assert raw_redis.hmget(keys.state(ok.job_id), "status", "finished_at", "error") == ["succeeded", repr(NOW), ""]
@@ -375,12 +406,14 @@ def test_finish_acks_finalises_appends_and_publishes(raw_redis: redis.Redis, key
     assert raw_redis.xlen(keys.completions_stream) == 0  # no job of a run or document
 
 
-def test_finish_counts_each_second_apart_and_only_events(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_finish_counts_each_second_apart_and_only_events(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
-    script.call(raw_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW)
-    script.call(raw_redis, [], [FinishedJob(_event(str(uuid.uuid4()))) for _ in range(2)], NOW + 0.5)
-    script.call(raw_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW + 1)
-    script.call(raw_redis, [], [], NOW + 2)  # acks only: counts nothing
+    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW)
+    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4()))) for _ in range(2)], NOW + 0.5)
+    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW + 1)
+    await script.call_async(async_redis, [], [], NOW + 2)  # acks only: counts nothing
     assert raw_redis.mget([keys.finished_in_second(int(NOW) + n) for n in range(3)]) == ["3", "1", None]
 
 
@@ -423,9 +456,11 @@ async def test_finish_on_a_pipeline_loads_a_script_the_server_forgot(
     assert raw_redis.xlen(keys.dead_letter_stream) == 1
 
 
-def test_finish_acks_more_entries_than_one_xack_takes(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_finish_acks_more_entries_than_one_xack_takes(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     entry_ids = _delivered(raw_redis, keys, 1234)  # acked 500 at a time
-    assert FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(raw_redis, entry_ids, [], NOW) == 1234
+    assert await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call_async(async_redis, entry_ids, [], NOW) == 1234
     assert _pending(raw_redis, keys) == 0
 
 
@@ -542,22 +577,22 @@ async def test_finish_keeps_a_done_set_only_while_its_group_lives(
 # Tenants and the asyncio paths ----------------------------------------------------------------
 
 
-def test_submit_records_the_tenant_and_keeps_its_idempotency_keys_apart(
-    raw_redis: redis.Redis, keys: RedisKeys
+async def test_submit_records_the_tenant_and_keeps_its_idempotency_keys_apart(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
 ) -> None:
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
-    acme = script.call(raw_redis, _spec(tenant="acme"), "order-1")
+    acme = await _submit(script, async_redis, _spec(tenant="acme"), "order-1")
     assert _record(raw_redis, keys.state(acme))["tenant"] == "acme"
-    assert "tenant" not in _record(raw_redis, keys.state(script.call(raw_redis, _spec())))
+    assert "tenant" not in _record(raw_redis, keys.state(await _submit(script, async_redis, _spec())))
     # The same key: a tenant-less submit and another tenant each get a job of their own.
-    plain = script.call(raw_redis, _spec(), "order-1")
-    globex = script.call(raw_redis, _spec(tenant="globex"), "order-1")
+    plain = await _submit(script, async_redis, _spec(), "order-1")
+    globex = await _submit(script, async_redis, _spec(tenant="globex"), "order-1")
     assert len({acme, plain, globex}) == 3
-    assert script.call(raw_redis, _spec(tenant="acme"), "order-1") == acme
+    assert await _submit(script, async_redis, _spec(tenant="acme"), "order-1") == acme
     assert keys.idempotency("order-1", "acme") != keys.idempotency("acme:idem:order-1")
 
 
-async def test_the_async_paths_write_what_the_sync_ones_do(
+async def test_submit_and_cancel_pipelines_load_a_forgotten_script_and_answer_in_order(
     raw_redis: redis.Redis, keys: RedisKeys, service_urls: ServiceUrls
 ) -> None:
     client = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
@@ -575,16 +610,18 @@ async def test_the_async_paths_write_what_the_sync_ones_do(
         await client.aclose()
 
 
-def test_finish_names_the_tenant_and_group_and_uncounts_the_job(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_finish_names_the_tenant_and_group_and_uncounts_the_job(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     """What ``GET /v1/events`` filters on: the tenant and the run or document the worker gives."""
     script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
-    tenant_job = script.call(raw_redis, _spec(tenant="acme"))
-    plain_job = script.call(raw_redis, _spec())
+    tenant_job = await _submit(script, async_redis, _spec(tenant="acme"))
+    plain_job = await _submit(script, async_redis, _spec())
     assert raw_redis.zrange(keys.tenant_queued("acme"), 0, -1) == [tenant_job]  # the tenant's unfinished jobs
     assert _ttl_within(raw_redis, keys.tenant_queued("acme"), STATE_TTL)
     run_id = str(uuid.uuid4())
-    FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(
-        raw_redis, [], [FinishedJob(_event(tenant_job), run_id, "acme"), FinishedJob(_event(plain_job))], NOW
+    await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call_async(
+        async_redis, [], [FinishedJob(_event(tenant_job), run_id, "acme"), FinishedJob(_event(plain_job))], NOW
     )
     tenant_entry, plain_entry = _entries(raw_redis, keys.events_stream)
     assert tenant_entry == {**_event(tenant_job).to_fields(), "tenant": "acme", "group": run_id}
@@ -592,28 +629,30 @@ def test_finish_names_the_tenant_and_group_and_uncounts_the_job(raw_redis: redis
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 0  # finished: no longer counted
 
 
-def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
     """Members are added per group and uncounted per tenant, 500 at a time: one call may hold a whole run."""
     submit = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
     big, small = str(uuid.uuid4()), str(uuid.uuid4())
     raw_redis.hset(keys.group(big), mapping={"kind": "run", "id": big, "total": "1201"})
     raw_redis.expire(keys.group(big), 1_000)
     raw_redis.hset(keys.group(small), mapping={"kind": "document", "id": small, "total": "3"})
-    big_jobs = [submit.call(raw_redis, _spec(tenant="acme")) for _ in range(1200)]
-    small_jobs = [submit.call(raw_redis, _spec(tenant="globex")) for _ in range(2)]
+    big_jobs = [await _submit(submit, async_redis, _spec(tenant="acme")) for _ in range(1200)]
+    small_jobs = [await _submit(submit, async_redis, _spec(tenant="globex")) for _ in range(2)]
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
     finished = [FinishedJob(_event(job), big, "acme") for job in big_jobs]
     finished += [FinishedJob(_event(j), small, "globex") for j in small_jobs]
-    script.call(raw_redis, [], finished, NOW)
+    await script.call_async(async_redis, [], finished, NOW)
     assert raw_redis.xlen(keys.completions_stream) == 0  # 1200 of 1201, 2 of 3
     assert raw_redis.scard(keys.group_done(big)) == 1200
     assert 0 < raw_redis.ttl(keys.group_done(big)) <= 1_000  # a new done-set takes its group's TTL
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 0
     assert raw_redis.zcard(keys.tenant_queued("globex")) == 0
-    last_big, last_small = submit.call(raw_redis, _spec(tenant="acme")), str(uuid.uuid4())
+    last_big, last_small = await _submit(submit, async_redis, _spec(tenant="acme")), str(uuid.uuid4())
     again = [FinishedJob(_event(big_jobs[0]), big, "acme"), FinishedJob(_event(last_big), big, "acme")]  # a duplicate
-    script.call(raw_redis, [], [*again, FinishedJob(_event(last_small), small), *again], NOW)
-    script.call(raw_redis, [], again, NOW)  # both delivered once more: nothing completes twice
+    await script.call_async(async_redis, [], [*again, FinishedJob(_event(last_small), small), *again], NOW)
+    await script.call_async(async_redis, [], again, NOW)  # both delivered once more: nothing completes twice
     assert _entries(raw_redis, keys.completions_stream) == [
         {"kind": "run", "id": big},
         {"kind": "document", "id": small},

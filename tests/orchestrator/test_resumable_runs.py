@@ -36,22 +36,23 @@ def _env(settings_env: Any) -> None:
 def _crash_on_third_chunk(client: Client) -> None:
     """The submitter writes two chunks, half of the third, then Redis goes away (until :func:`_recover`)."""
     client.settings.submit_chunk_size = CHUNK
-    original = client.submitter.submit_specs
+    submitter = client.core.submitter
+    original = submitter.submit_specs
     calls = 0
 
-    def failing(specs: Sequence[JobSpec], *, only_new: bool = False) -> int:
+    async def failing(specs: Sequence[JobSpec], *, only_new: bool = False) -> int:
         nonlocal calls
         calls += 1
         if calls == 3:
-            original(specs[: len(specs) // 2], only_new=only_new)
+            await original(specs[: len(specs) // 2], only_new=only_new)
             raise redis.ConnectionError("Redis went away")
-        return original(specs, only_new=only_new)
+        return await original(specs, only_new=only_new)
 
-    client.submitter.submit_specs = failing  # type: ignore[method-assign]
+    submitter.submit_specs = failing  # type: ignore[method-assign]
 
 
 def _recover(client: Client) -> None:
-    del client.submitter.submit_specs
+    del client.core.submitter.submit_specs
 
 
 def _run_file(tmp_path: Path) -> Path:
@@ -110,20 +111,20 @@ def test_submit_many_names_what_was_written_when_redis_fails(
 ) -> None:
     client.settings.submit_chunk_size = 2
     items = [{"text": f"t{i}", "source_lang": "en", "target_lang": "fr", "idempotency_key": f"k{i}"} for i in range(5)]
-    original = SubmitScript.call_many
+    original = SubmitScript.call_many_async
     calls = 0
 
-    def failing(self: SubmitScript, *args: Any, **kwargs: Any) -> list[str]:
+    async def failing(self: SubmitScript, *args: Any, **kwargs: Any) -> list[str]:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise redis.ConnectionError("Redis went away")
-        return original(self, *args, **kwargs)
+        return await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(SubmitScript, "call_many", failing)
+    monkeypatch.setattr(SubmitScript, "call_many_async", failing)
     with pytest.raises(SubmitInterruptedError, match="after 2 of 5 jobs were queued") as error:
         client.submit_many(items)
-    monkeypatch.setattr(SubmitScript, "call_many", original)
+    monkeypatch.setattr(SubmitScript, "call_many_async", original)
     ids = client.submit_many(items)  # the idempotency keys make submitting again safe
     assert ids[:2] == error.value.written
     assert raw_redis.xlen(client.keys.jobs_stream) == 5

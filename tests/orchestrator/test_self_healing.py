@@ -25,6 +25,7 @@ from rq.job import Job as RqJob
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
 from contract.errors import DocumentTooLargeError
+from contract.orchestration import FINISH, OrchestratorTask
 from contract.settings import Settings
 from orchestrator import tasks
 from orchestrator.background import BackgroundLoop
@@ -99,7 +100,7 @@ def test_a_finish_is_retried_past_any_cap_until_postgres_is_back(
         return real_store(self)
 
     monkeypatch.setattr(TaskContext, "group_store", group_store)
-    tasks.enqueue_finish(ctx, "run", run_id)
+    ctx.enqueue(FINISH, "run", run_id)
     connection = ctx.rq_connection()
     queue = Queue(ctx.keys.orchestration_queue, connection=connection)
     scheduled = ScheduledJobRegistry(queue=queue)  # type: ignore[no-untyped-call]
@@ -122,13 +123,14 @@ def test_the_dispatcher_loop_survives_errors_and_gives_up_loudly(monkeypatch: py
     queued: list[str] = []
     failures = {"left": 2}
 
-    def enqueue(_ctx: TaskContext, kind: str, group_id: str) -> None:
+    def enqueue(_ctx: TaskContext, task: OrchestratorTask, kind: str, group_id: str) -> None:
+        assert task is FINISH
         if failures["left"]:
             failures["left"] -= 1
             raise RuntimeError("an unexpected bug")
         queued.append(group_id)
 
-    monkeypatch.setattr("orchestrator.dispatcher.enqueue_finish", enqueue)
+    monkeypatch.setattr(TaskContext, "enqueue", enqueue)
     fatal: list[BaseException] = []
     loop = BackgroundLoop("test-dispatcher", dispatcher.step, interval=0, on_fatal=fatal.append, max_failures=3)
     loop.start()
@@ -245,8 +247,8 @@ def test_a_split_failing_inside_postgresql_still_fails_the_document(
     """An error PostgreSQL raises aborts the transaction; the savepoint keeps it usable for the failure."""
     from storage import GroupStore
 
-    def refused(self: GroupStore, *args: Any) -> None:
-        self._conn().execute("SELECT 1 / 0")
+    async def refused(self: GroupStore, *args: Any) -> None:
+        await self._execute("SELECT 1 / 0", ())
 
     monkeypatch.setattr(GroupStore, "save_skeleton", refused)
     document_id = client.submit_document("Some text.\n", "txt", "en", "fr")

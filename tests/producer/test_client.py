@@ -52,6 +52,29 @@ def test_submit_writes_state_record_and_stream_entry(client: Client, raw_redis: 
     assert spec.metadata == {"doc": "a.txt", "n": 1}
 
 
+def test_submit_takes_a_request_object_or_its_fields_and_not_both(client: Client, raw_redis: redis.Redis) -> None:
+    request = TranslationRequest("Hello", "en", "de", metadata={"n": 1}, priority="bulk", idempotency_key="k-1")
+    job_id = client.submit(request)
+    assert client.submit("Hello", "en", "de", idempotency_key="k-1") == job_id  # the keyword form, the same request
+    [(_, fields)] = raw_redis.xrange(client.keys.bulk_jobs_stream)
+    assert decode_job_entry(fields, max_chars=100).metadata == {"n": 1}
+
+    with pytest.raises(InvalidJobError, match="alone"):
+        client.submit(request, "en", "de")
+    with pytest.raises(InvalidJobError, match="source_lang and target_lang"):
+        client.submit("Hello")
+    with pytest.raises(InvalidJobError, match="alone"):
+        client.submit(request, priority="bulk")
+
+
+def test_a_closed_client_refuses_calls_and_closing_twice_is_harmless(settings: Settings) -> None:
+    client = Client(settings)
+    client.close()
+    client.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        client.submit("Hello", "en", "de")
+
+
 def test_submit_is_all_or_nothing_when_redis_rejects_it(client: Client, raw_redis: redis.Redis) -> None:
     raw_redis.set(client.keys.jobs_stream, "not a stream")  # XADD will fail with WRONGTYPE
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):

@@ -14,3 +14,9 @@ def test_producer_and_cli_import_no_engine() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_the_producer_loads_rq_only_when_it_queues_orchestration_work() -> None:
+    code = "import sys, producer; print('rq' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "False"

@@ -11,7 +11,7 @@ from producer import Client
 
 def test_register_group_writes_kind_id_and_total_with_the_state_ttl(client: Client, raw_redis: redis.Redis) -> None:
     document_id = str(uuid.uuid4())
-    client.submitter.register_group(document_id, "document", 7)
+    client.run(client.core.submitter.register_group(document_id, "document", 7))
 
     key = client.keys.group(document_id)
     assert raw_redis.hgetall(key) == {"kind": "document", "id": document_id, "total": "7"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -11,26 +11,27 @@ import pytest
 from psycopg import sql
 
 from contract.services import ServiceUrls
-from storage import GroupStore, JobStore, PostgresConnection, libpq_url
+from storage import AsyncConnectionPool, GroupStore, JobStore, libpq_url
 
 
 @pytest.fixture
-def postgres(service_urls: ServiceUrls) -> Iterator[PostgresConnection]:
-    """A lazily opened connection to the test database."""
-    with PostgresConnection(service_urls.database_url) as connection:
-        yield connection
+async def pool(service_urls: ServiceUrls) -> AsyncIterator[AsyncConnectionPool]:
+    """A few connections to the test database, closed afterwards."""
+    connections = AsyncConnectionPool(service_urls.database_url, max_connections=4)
+    yield connections
+    await connections.close()
 
 
 @pytest.fixture
-def groups(postgres: PostgresConnection) -> GroupStore:
+def groups(pool: AsyncConnectionPool) -> GroupStore:
     """The runs and documents of the test database."""
-    return GroupStore(postgres)
+    return GroupStore(pool)
 
 
 @pytest.fixture
-def jobs(postgres: PostgresConnection) -> JobStore:
+def jobs(pool: AsyncConnectionPool) -> JobStore:
     """The job rows of the test database, as the client reads them."""
-    return JobStore(postgres)
+    return JobStore(pool)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from contract.errors import InvalidJobError
 from contract.services import ServiceUrls
-from storage import ApiKeyStore, AsyncApiKeyStore, AsyncConnectionPool, AsyncJobStore, PostgresConnection
+from storage import ApiKeyStore, AsyncApiKeyStore, AsyncConnectionPool, JobStore, PostgresConnection
 from storage.api_keys import ApiKeyNotFoundError, hash_api_key
 
 
@@ -56,7 +56,7 @@ async def test_the_async_job_store_reads_rows_with_their_tenant(service_urls: Se
     )
     pool = AsyncConnectionPool(service_urls.database_url, max_connections=2)
     try:
-        jobs = AsyncJobStore(pool)
+        jobs = JobStore(pool)
         job = await jobs.get(job_id)
         assert job is not None and job.tenant == "acme" and job.status == "succeeded"
         assert await jobs.get(str(uuid.uuid4())) is None
@@ -69,7 +69,7 @@ async def test_the_pool_serves_more_lookups_than_connections(service_urls: Servi
 
     pool = AsyncConnectionPool(service_urls.database_url, max_connections=2)
     try:
-        jobs = AsyncJobStore(pool)
+        jobs = JobStore(pool)
         results = await asyncio.gather(*(jobs.get(str(uuid.uuid4())) for _ in range(20)))
         assert results == [None] * 20
     finally:

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from contract.services import ServiceUrls
-from storage import DatabaseUnavailableError, PostgresConnection, libpq_url, ping, ping_async, sqlalchemy_url
+from storage import DatabaseUnavailableError, PostgresConnection, libpq_url, ping, sqlalchemy_url
 
 _NOWHERE = "postgresql://dragoman@127.0.0.1:1/nothing"
 
@@ -44,16 +44,10 @@ def test_the_connection_opens_on_first_use_and_again_after_close(service_urls: S
     assert second.closed
 
 
-def test_ping_needs_the_schema(service_urls: ServiceUrls, fresh_database: str) -> None:
-    ping(service_urls.database_url)
+async def test_ping_needs_the_schema(service_urls: ServiceUrls, fresh_database: str) -> None:
+    await ping(service_urls.database_url)
     with pytest.raises(DatabaseUnavailableError, match="jobs"):
-        ping(fresh_database)  # reachable, but never migrated
-    with pytest.raises(DatabaseUnavailableError):
-        ping(_NOWHERE, connect_timeout_s=2)
-
-
-async def test_ping_async(service_urls: ServiceUrls) -> None:
-    await ping_async(service_urls.database_url)
+        await ping(fresh_database)  # reachable, but never migrated
     with pytest.raises(DatabaseUnavailableError) as caught:
-        await ping_async(_NOWHERE)
+        await ping(_NOWHERE)
     assert str(caught.value)  # the driver's reason, for /readyz

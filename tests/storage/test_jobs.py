@@ -74,7 +74,7 @@ async def test_a_batch_is_written_with_one_statement(
     assert written == {r.id for r in records} and existing == []
     assert len(statements) == 1 and "json_to_recordset" in statements[0]
 
-    job = jobs.get(records[7].id)
+    job = await jobs.get(records[7].id)
     assert job is not None
     assert (job.status, job.text, job.translation, job.run_id, job.sequence) == (
         JobStatus.SUCCEEDED,
@@ -98,7 +98,7 @@ async def test_a_final_row_is_never_overwritten_and_is_read_back(
     written, existing = await writer.write_batch([again, other])
     assert written == {other.id}
     assert existing == [FinalRow(first.id, final, first.error, pytest.approx(first.finished_at), 5, 6)]
-    job = jobs.get(first.id)
+    job = await jobs.get(first.id)
     assert job is not None and job.status == JobStatus(final) and job.attempts == 1
 
 
@@ -107,7 +107,7 @@ async def test_a_failed_row_is_replaced_keeping_the_highest_attempt_count(writer
     await writer.write_batch([failed])
     written, existing = await writer.write_batch([_record(failed.id, attempts=1, translated_text="Salut")])
     assert written == {failed.id} and existing == []
-    job = jobs.get(failed.id)
+    job = await jobs.get(failed.id)
     assert job is not None
     assert (job.status, job.translation, job.error, job.attempts) == (JobStatus.SUCCEEDED, "Salut", None, 3)
 
@@ -124,7 +124,7 @@ async def test_an_unreachable_server_is_a_typed_error_and_the_writer_reconnects_
     await writer.write_batch([_record()])
     await writer.close()
     written, _ = await writer.write_batch([record])  # a new connection after close
-    assert written == {record.id} and jobs.get(record.id) is not None
+    assert written == {record.id} and await jobs.get(record.id) is not None
 
 
 def _deep(depth: int) -> Any:
@@ -154,14 +154,14 @@ async def test_a_value_that_cannot_be_stored_is_a_typed_error_and_its_storable_f
     fine, bad = _record(), _record(**fields)
     with pytest.raises(UnstorableRowError):
         await writer.write_batch([fine, bad])
-    assert jobs.get(fine.id) is None  # nothing of the batch was committed
+    assert await jobs.get(fine.id) is None  # nothing of the batch was committed
     failure = storable_failure(bad, "could not be stored \x00 here")
     written, _ = await writer.write_batch([fine, failure])  # the connection is still usable
     assert written == {fine.id, bad.id}
-    job = jobs.get(bad.id)
+    job = await jobs.get(bad.id)
     assert job is not None and job.status is JobStatus.FAILED and job.error == "could not be stored \ufffd here"
     assert job.translation is None and job.source_lang == "en"
 
 
-def test_an_unknown_job_has_no_row(jobs: JobStore) -> None:
-    assert jobs.get(str(uuid.uuid4())) is None
+async def test_an_unknown_job_has_no_row(jobs: JobStore) -> None:
+    assert await jobs.get(str(uuid.uuid4())) is None

@@ -26,7 +26,7 @@ async def test_a_cancel_holds_for_a_backlog_older_than_the_finished_ttl(
         keep, drop = client.submit_many(
             [TranslationRequest("keep", "en", "fr"), TranslationRequest("drop", "en", "fr")]
         )
-        assert client.submitter.cancel(drop) is CancelOutcome.CANCELLED
+        assert client.run(client.core.submitter.cancel(drop)) is CancelOutcome.CANCELLED
         await asyncio.sleep(1.5)  # longer than a final state record is kept: the worker comes late
         assert client.get(drop).status is JobStatus.CANCELLED  # still answered from Redis
         engine = DeterministicEngine()
@@ -50,7 +50,7 @@ async def test_a_job_cancelled_while_its_worker_is_dead_is_not_run_by_the_one_th
     while doomed_engine.in_flight < 1:
         await asyncio.sleep(0.01)
     await _abandon(doomed)
-    assert client.submitter.cancel(job_id) is CancelOutcome.CANCEL_REQUESTED  # nobody hears it
+    assert client.run(client.core.submitter.cancel(job_id)) is CancelOutcome.CANCEL_REQUESTED  # nobody hears it
 
     engine = DeterministicEngine()
     survivor = identity_worker(settings, service_urls, engine)

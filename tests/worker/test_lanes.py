@@ -113,7 +113,7 @@ async def test_a_bulk_job_that_fails_for_good_is_retried_into_the_bulk_lane(
     async with start_worker(engine):
         (job,) = await wait_all(client, [job_id])
     assert job.status is JobStatus.FAILED
-    letters = DeadLetters(client.redis, client.settings)
+    letters = DeadLetters(raw_redis, client.settings)
     (letter,) = letters.entries()
     letters.retry(letter.dead_id)
     assert [f["id"] for _, f in raw_redis.xrange(client.keys.bulk_jobs_stream)][-1] == job_id

@@ -235,7 +235,7 @@ async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
     assert job.status is JobStatus.SUCCEEDED
     failed = client.get(surrogate_id)
     assert failed.status is JobStatus.FAILED and failed.error and "not JSON" in failed.error
-    surrogate, not_utf8 = DeadLetters(client.redis, client.settings).entries()  # readable with strict UTF-8
+    surrogate, not_utf8 = DeadLetters(raw_redis, client.settings).entries()  # readable with strict UTF-8
     assert "not JSON" in surrogate.reason
     assert not_utf8.reason == "field 'payload' is not valid UTF-8"
     assert not_utf8.fields["payload"] == "\ufffd\ufffd not UTF-8"  # the invalid bytes, shown as such

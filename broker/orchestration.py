@@ -1,0 +1,65 @@
+"""Queueing orchestration work on RQ: the one function every package uses, with one set of options.
+
+The tasks are named by :mod:`contract.orchestration` (data, so nothing here imports the
+orchestrator). RQ is synchronous; an asyncio caller runs :func:`enqueue_orchestration` in a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis
+
+from broker.keys import RedisKeys
+from contract.backoff import retry_intervals
+from contract.orchestration import (
+    RESULT_TTL_SECONDS,
+    RETRY_MAX_SECONDS,
+    SPLIT_TIMEOUT_SECONDS,
+    UNCAPPED_RETRIES,
+    WEBHOOK_GAVE_UP,
+    OrchestratorTask,
+)
+
+
+def enqueue_orchestration(
+    connection: redis.Redis,
+    keys: RedisKeys,
+    task: OrchestratorTask,
+    *args: str,
+    webhook_retry_seconds: Sequence[float] = (),
+) -> None:
+    """Ask the orchestrator (an RQ worker) to run ``task`` with ``args``; idempotent by its job id.
+
+    ``connection`` is a bytes (not decoding) Redis client, as RQ needs. Split and finish are
+    retried without a cap (an outage, rows not all written yet), backing off to one try every
+    ``RETRY_MAX_SECONDS``; a webhook goes on its own queue, retried after each of
+    ``webhook_retry_seconds`` (``DRAGOMAN_WEBHOOK_RETRY_SECONDS``), and its failure callback
+    records a delivery given up for good. RQ is imported here, on first use: an application that
+    only submits jobs never loads it.
+    """
+    from rq import Callback, Queue, Retry
+
+    if task.webhook:
+        intervals = [int(s) for s in webhook_retry_seconds]
+        queue = keys.webhook_queue
+        retry = Retry(max=len(intervals), interval=intervals) if intervals else None
+        on_failure = Callback(WEBHOOK_GAVE_UP)
+    else:
+        queue = keys.orchestration_queue
+        retry = Retry(max=UNCAPPED_RETRIES, interval=retry_intervals(1, RETRY_MAX_SECONDS))
+        on_failure = None
+    Queue(queue, connection=connection).enqueue(
+        task.function,
+        *args,
+        job_id=task.job_id(*args),
+        job_timeout=SPLIT_TIMEOUT_SECONDS,
+        result_ttl=RESULT_TTL_SECONDS,
+        retry=retry,
+        on_failure=on_failure,
+    )
+
+
+def open_rq_connection(redis_url: str) -> redis.Redis:
+    """A Redis connection as RQ needs it (replies as bytes, not decoded)."""
+    return redis.Redis.from_url(redis_url)

@@ -1,0 +1,94 @@
+"""The one sync bridge: coroutines run to completion from synchronous code, inside a running loop too."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+from collections.abc import AsyncIterator
+
+import pytest
+
+from contract.sync_bridge import LoopThread, run_sync
+
+
+async def _double(value: int) -> int:
+    await asyncio.sleep(0)
+    return value * 2
+
+
+async def _fail() -> None:
+    raise LookupError("not here")
+
+
+async def _count(n: int) -> AsyncIterator[int]:
+    for i in range(n):
+        await asyncio.sleep(0)
+        yield i
+
+
+def test_a_loop_thread_runs_coroutines_raises_their_errors_and_iterates() -> None:
+    loop = LoopThread("test-loop")
+    try:
+        assert loop.run(_double(21)) == 42
+        with pytest.raises(LookupError, match="not here"):
+            loop.run(_fail())
+        assert list(loop.iterate(_count(3))) == [0, 1, 2]
+        assert [loop.run(_double(i)) for i in range(3)] == [0, 2, 4]  # the same loop, call after call
+    finally:
+        loop.close()
+    loop.close()  # idempotent
+    assert loop.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        loop.run(_double(1))
+
+
+def test_a_loop_thread_serves_several_threads() -> None:
+    loop = LoopThread()
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda i=i: results.append(loop.run(_double(i)))) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    loop.close()
+    assert sorted(results) == [2 * i for i in range(8)]
+
+
+def test_a_forked_child_is_told_to_make_its_own_instead_of_waiting_forever() -> None:
+    loop = LoopThread()
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+
+    def child() -> None:
+        try:
+            loop.run(_double(1))
+            answers.put("ran")
+        except RuntimeError as exc:
+            answers.put(str(exc))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(timeout=30)
+    assert "before a fork" in answers.get(timeout=5)
+    assert loop.run(_double(2)) == 4  # the parent's loop is untouched
+    loop.close()
+
+
+def test_its_own_loop_may_not_block_on_it() -> None:
+    loop = LoopThread()
+
+    async def reentrant() -> int:
+        return loop.run(_double(1))
+
+    with pytest.raises(RuntimeError, match="its own loop"):
+        loop.run(reentrant())
+    loop.close()
+
+
+async def test_run_sync_works_where_asyncio_run_cannot_on_a_thread_with_a_running_loop() -> None:
+    refused = _double(1)
+    with pytest.raises(RuntimeError, match="running event loop"):
+        asyncio.run(refused)  # what an RQ task run in-process by an async caller would hit
+    refused.close()
+    assert run_sync(_double(4)) == 8
