@@ -84,8 +84,8 @@ async def test_finishing_uncounts_each_tenant_s_job_by_its_spec_or_its_malformed
     bad = JobSpec(
         job_id=str(uuid.uuid4()), text="Hi", source_lang="en", target_lang="fr", created_at=1.0, tenant="acme"
     )
-    submit.call(raw_redis, spec)
-    submit.call(raw_redis, bad)
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    await submit.call_many_async(connection, [(spec, None), (bad, None)])
     raw_redis.delete(keys.state(spec.job_id))  # expired meanwhile: the tenant is still known
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 2
     malformed = DeadLetter(
@@ -95,7 +95,6 @@ async def test_finishing_uncounts_each_tenant_s_job_by_its_spec_or_its_malformed
         job_id=bad.job_id,
         finished_at=time.time(),
     )
-    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
     writer = ResultWriter(settings, connection, service_urls.database_url)
     await writer.put(_result(spec, JobStatus.SUCCEEDED, "1-0", translation="Salut"))
     await writer.put(malformed)
