@@ -418,7 +418,7 @@ class StreamConsumer:
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
         """Run the start script for the whole batch in one call; return what it found for each job."""
-        return await self._start.call_async(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
+        return await self._start.call(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
 
     async def _foreign_state_records(self, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:
         """Job id -> the Redis type of its state record, for the records that are not hashes (START fails on them).
@@ -434,7 +434,7 @@ class StreamConsumer:
     async def _dead_letter(
         self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float, lane: Priority
     ) -> None:
-        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then parked."""
+        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then dead-lettered."""
         log.warning("dead-lettering entry %s: %s", entry_id, reason, extra={"entry_id": entry_id, "job_id": job_id})
         await self._finish(
             DeadLetter(entry_id=entry_id, fields=dict(fields), reason=reason, job_id=job_id, finished_at=now, lane=lane)

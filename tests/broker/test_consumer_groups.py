@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 import redis
@@ -11,19 +10,11 @@ import redis.asyncio as aioredis
 
 from broker.consumer_groups import StreamKeyConflictError, ensure_group, ensure_group_async
 from contract.errors import ConfigurationError
-from contract.services import ServiceUrls
 
 
 @pytest.fixture
 def stream() -> str:
     return f"groups-{uuid.uuid4().hex}:jobs"
-
-
-@pytest.fixture
-async def async_redis(service_urls: ServiceUrls) -> AsyncIterator[aioredis.Redis]:
-    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
-    yield connection
-    await connection.aclose()
 
 
 def test_the_group_and_stream_are_created_once(raw_redis: redis.Redis, stream: str) -> None:
