@@ -22,7 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from broker.consumer_groups import ensure_group_async
+from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
 from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import RedisKeys
@@ -114,7 +114,7 @@ class StreamConsumer:
     async def ensure_group(self) -> None:
         """Create the consumer group on each lane's stream (reading it from its start) if it does not exist."""
         for _, stream in self._keys.lanes:
-            await ensure_group_async(self._redis, stream, self._keys.consumer_group)
+            await ensure_group(self._redis, stream, self._keys.consumer_group)
 
     def stop_reading(self) -> None:
         """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
