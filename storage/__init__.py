@@ -20,8 +20,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   optionally scoped to one tenant of the HTTP API).
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's batch
   recall and store, the age and size limits, ``dragoman memory stats|purge``.
-- ``health``: :func:`ping` for ``dragoman check``, :class:`ReadinessProbe` (one kept connection) for
-  ``/readyz``, :func:`ping_async` for a one-off async check.
+- ``health``: :func:`ping`, a one-off check (``dragoman check``, through the sync bridge), and
+  :class:`ReadinessProbe` (one kept connection) for ``/readyz``.
 - ``embedded``: the embedded Redis and PostgreSQL servers (:class:`EmbeddedServices`),
   :func:`resolve_urls` / :func:`ensure_services` (configured URLs win). Import it directly.
 
