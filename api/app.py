@@ -17,7 +17,7 @@ from api.services import ApiServices
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import AsyncApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
@@ -67,7 +67,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.services = ApiServices(
             settings=settings,
             client=client,
-            api_keys=ApiKeyCache(AsyncApiKeyStore(pool)),
+            api_keys=ApiKeyCache(ApiKeyStore(pool)),
             limiter=RateLimiter(client.redis, client.keys),
             files=file_store,
             batches=batch_service,

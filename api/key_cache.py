@@ -15,7 +15,7 @@ import redis
 
 from broker.keys import RedisKeys
 from broker.revocations import mark_revoked
-from storage import ApiKey, AsyncApiKeyStore, hash_api_key
+from storage import ApiKey, ApiKeyStore, hash_api_key
 
 CACHE_SECONDS = 30.0
 MAX_ENTRIES = 10_000
@@ -24,9 +24,9 @@ REVOCATION_MARKER_SECONDS = int(CACHE_SECONDS * 4)
 
 
 class ApiKeyCache:
-    """The keys this server has seen lately, in front of :class:`~storage.AsyncApiKeyStore`."""
+    """The keys this server has seen lately, in front of :class:`~storage.ApiKeyStore`."""
 
-    def __init__(self, store: AsyncApiKeyStore) -> None:
+    def __init__(self, store: ApiKeyStore) -> None:
         self._store = store
         self._entries: dict[str, tuple[float, ApiKey]] = {}
 

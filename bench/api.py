@@ -55,8 +55,9 @@ from broker.keys import RedisKeys
 from contract.schemas import TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
+from contract.sync_bridge import run_sync
 from producer.client import Client
-from storage import ApiKeyStore, PostgresConnection, libpq_url
+from storage import ApiKeyStore, AsyncConnectionPool, libpq_url
 
 PER_REQUEST = 100
 POLL_SECONDS = 1.0
@@ -416,10 +417,17 @@ def bench_batch(
 
 
 def _key(settings: Settings, tenant: str) -> str:
-    with PostgresConnection(settings.database_url or "") as connection:
-        return ApiKeyStore(connection).create(
-            tenant, tenant=tenant, rate_limit_per_minute=10**9, max_queued_jobs=10**8
-        )[1]
+    """A new API key of ``tenant`` with limits no benchmark reaches."""
+
+    async def create() -> str:
+        pool = AsyncConnectionPool(settings.database_url or "", max_connections=1)
+        try:
+            store = ApiKeyStore(pool)
+            return (await store.create(tenant, tenant=tenant, rate_limit_per_minute=10**9, max_queued_jobs=10**8))[1]
+        finally:
+            await pool.close()
+
+    return run_sync(create())
 
 
 def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:

@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import psutil  # type: ignore[import-untyped]  # comes with vLLM; no stubs installed
+import psycopg
 import redis
 from redis.exceptions import ResponseError
 
@@ -91,7 +92,7 @@ from bench.workload import texts_of_lengths, token_lengths
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from storage import PostgresConnection
+from storage import libpq_url
 from worker.reclaim import HEARTBEAT_TTL_S
 
 TEXT_SEED, WARM_SEED, PROBE_SEED = 1, 4, 5  # the same seeds as bench.gpu's texts and warm-up
@@ -357,7 +358,7 @@ class Jobs:
         self.client = Client(settings)
         self.redis = redis.Redis.from_url(urls.redis_url, decode_responses=True)
         self.keys = self.client.keys
-        self._db = PostgresConnection(urls.database_url)
+        self._db = psycopg.connect(libpq_url(urls.database_url), autocommit=True)  # the benchmark's own reads
 
     def close(self) -> None:
         """Close the connections."""
@@ -379,20 +380,25 @@ class Jobs:
 
     def count(self, ids: Sequence[str]) -> int:
         """How many of ``ids`` have a row."""
-        return int(self._db.get().execute(COUNT_SQL, (list(ids),)).fetchone()[0])
+        return self._scalar(COUNT_SQL, ids)
 
     def done(self, ids: Sequence[str]) -> set[str]:
         """Those of ``ids`` that have a row."""
-        return {row[0] for row in self._db.get().execute(DONE_SQL, (list(ids),)).fetchall()}
+        return {row[0] for row in self._db.execute(DONE_SQL, (list(ids),)).fetchall()}
 
     def rows(self, ids: Sequence[str]) -> list[tuple[float, float, float, int, int, str]]:
         """(created, started, finished, prompt tokens, output tokens, status) of each row."""
-        rows = self._db.get().execute(ROWS_SQL, (list(ids),)).fetchall()
+        rows = self._db.execute(ROWS_SQL, (list(ids),)).fetchall()
         return [(float(c), float(s or f), float(f), int(p), int(o), str(st)) for c, s, f, p, o, st in rows]
 
     def duplicate_rows(self, ids: Sequence[str]) -> int:
         """Ids of ``ids`` with more than one row (the primary key should make it 0)."""
-        return int(self._db.get().execute(DUPLICATES_SQL, (list(ids),)).fetchone()[0])
+        return self._scalar(DUPLICATES_SQL, ids)
+
+    def _scalar(self, query: str, ids: Sequence[str]) -> int:
+        """The one number ``query`` counts over ``ids``."""
+        row = self._db.execute(query, (list(ids),)).fetchone()
+        return 0 if row is None else int(row[0])
 
     def events(self) -> int:
         """Entries in this prefix's events stream: one per job finished (more if one finished twice)."""

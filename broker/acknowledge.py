@@ -1,8 +1,8 @@
-"""A written batch's last step on Redis: FINISH its entries and park its dead letters, in one MULTI/EXEC.
+"""A written batch's last step on Redis: FINISH its entries and append its dead letters, in one MULTI/EXEC.
 
 The worker's writer calls it once the batch's rows are committed (commit first, acknowledge
 second). FINISH and the dead-letter copies go together: a job failed for good is acknowledged
-exactly when its copy is parked. Every key involved carries the deployment's hash tag.
+exactly when its copy is in the dead-letter stream. Every key involved carries the deployment's hash tag.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ async def acknowledge_batch(
     jobs: Sequence[FinishedJob],
     now: float,
     entry_ids: tuple[Sequence[str], Sequence[str]],
-    parked: Sequence[Mapping[str, str]],
+    dead_letters: Sequence[Mapping[str, str]],
 ) -> None:
-    """Acknowledge ``entry_ids`` (interactive lane, bulk lane), finish ``jobs`` and append ``parked`` to the
+    """Acknowledge ``entry_ids`` (interactive lane, bulk lane), finish ``jobs`` and append ``dead_letters`` to the
     dead-letter stream, atomically, in one round trip."""
     interactive, bulk = entry_ids
     async with redis.pipeline(transaction=True) as pipe:
-        finish.queue_on_async(pipe, interactive, jobs, now, bulk)
-        for letter in parked:
+        finish.queue_on(pipe, interactive, jobs, now, bulk)
+        for letter in dead_letters:
             pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
         await pipe.execute()

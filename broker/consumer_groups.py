@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import redis
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
@@ -19,24 +18,12 @@ class StreamKeyConflictError(ConfigurationError):
     """The key a stream should live at holds another kind of value, so no consumer group can be made on it."""
 
 
-def ensure_group(client: redis.Redis, stream: str, group: str) -> bool:
+async def ensure_group(client: aioredis.Redis, stream: str, group: str) -> bool:
     """Create ``group`` on ``stream`` (and the stream) reading from its start; ``False`` if it existed.
 
-    Raises :class:`StreamKeyConflictError` if ``stream`` names a key that is not a stream.
+    Raises :class:`StreamKeyConflictError` if ``stream`` names a key that is not a stream. The one
+    implementation: the orchestrator's synchronous dispatcher runs it through ``contract/sync_bridge.py``.
     """
-    try:
-        client.xgroup_create(stream, group, id="0", mkstream=True)
-    except ResponseError as exc:
-        if _exists(exc):
-            return False
-        if _wrong_type(exc):
-            raise _conflict(stream, group, client.type(stream)) from exc
-        raise
-    return True
-
-
-async def ensure_group_async(client: aioredis.Redis, stream: str, group: str) -> bool:
-    """:func:`ensure_group` on an asyncio Redis client."""
     try:
         await client.xgroup_create(stream, group, id="0", mkstream=True)
     except ResponseError as exc:

@@ -226,7 +226,7 @@ async def _group_lag(
         return length, False  # nobody has read anything yet
     if "lag" in group:
         return (None if group["lag"] is None else int(group["lag"])), False
-    counted = await _COUNT_AFTER.call_async(redis, stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
+    counted = await _COUNT_AFTER.call(redis, stream, _text(group["last-delivered-id"]), LAG_COUNT_LIMIT)
     return counted, counted >= LAG_COUNT_LIMIT
 
 

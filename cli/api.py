@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from cli.help import EXAMPLE_ID, add_command, choices, examples
 from cli.setting_flags import mirror_settings
@@ -13,7 +14,9 @@ from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 
 if TYPE_CHECKING:
-    from storage import ApiKey
+    from storage import ApiKey, ApiKeyStore
+
+T = TypeVar("T")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -96,47 +99,62 @@ def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
     """Create (printing the key once), list or revoke API keys."""
-    from storage import ApiKeyStore, PostgresConnection
+    from contract.sync_bridge import run_sync
     from storage.embedded import resolve_urls
 
-    with PostgresConnection(resolve_urls(settings).database_url) as connection:
-        store = ApiKeyStore(connection)
-        if args.action == "create":
-            if not args.ident:
-                raise ValueError("api-key create needs a name: dragoman api-key create NAME [--tenant T]")
-            key, secret = store.create(
-                args.ident,
-                tenant=args.tenant,
-                rate_limit_per_minute=args.rate_limit,
-                max_queued_jobs=args.max_queued_jobs,
+    if args.action == "create" and not args.ident:
+        raise ValueError("api-key create needs a name: dragoman api-key create NAME [--tenant T]")
+    if args.action == "revoke" and not args.ident:
+        raise ValueError("api-key revoke needs the key's id (see `dragoman api-key list`)")
+    database_url = resolve_urls(settings).database_url
+    if args.action == "create":
+        key, secret = run_sync(
+            _on_store(
+                database_url,
+                lambda store: store.create(
+                    args.ident,
+                    tenant=args.tenant,
+                    rate_limit_per_minute=args.rate_limit,
+                    max_queued_jobs=args.max_queued_jobs,
+                ),
             )
-            if args.json:
-                print(json.dumps({"id": key.id, "name": key.name, "tenant": key.tenant, "key": secret}))
-            else:
-                print(secret)
-                print(f"(id {key.id}, tenant {key.tenant}; the key is shown this once and stored only hashed)")
-            return 0
-        if args.action == "revoke":
-            if not args.ident:
-                raise ValueError("api-key revoke needs the key's id (see `dragoman api-key list`)")
-            key = store.revoke(args.ident)
-            print(f"revoked {key.id} ({key.name}, tenant {key.tenant})")
-            _announce_revocation(settings, key.id)
-            return 0
-        keys = store.list(include_revoked=args.all)
+        )
         if args.json:
-            print(json.dumps([_key_json(key) for key in keys]))
-            return 0
-        print(f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  {'queued':>9}  created")
-        for key in keys:
-            rate = str(key.rate_limit_per_minute or "default")
-            queued = str(key.max_queued_jobs or "default")
-            revoked = "" if key.active else f"  revoked {key.revoked_at:%Y-%m-%d %H:%M}"
-            print(
-                f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  {queued:>9}  "
-                f"{key.created_at:%Y-%m-%d %H:%M}{revoked}"
-            )
+            print(json.dumps({"id": key.id, "name": key.name, "tenant": key.tenant, "key": secret}))
+        else:
+            print(secret)
+            print(f"(id {key.id}, tenant {key.tenant}; the key is shown this once and stored only hashed)")
         return 0
+    if args.action == "revoke":
+        key = run_sync(_on_store(database_url, lambda store: store.revoke(args.ident)))
+        print(f"revoked {key.id} ({key.name}, tenant {key.tenant})")
+        _announce_revocation(settings, key.id)
+        return 0
+    keys = run_sync(_on_store(database_url, lambda store: store.list(include_revoked=args.all)))
+    if args.json:
+        print(json.dumps([_key_json(key) for key in keys]))
+        return 0
+    print(f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  {'queued':>9}  created")
+    for key in keys:
+        rate = str(key.rate_limit_per_minute or "default")
+        queued = str(key.max_queued_jobs or "default")
+        revoked = "" if key.active else f"  revoked {key.revoked_at:%Y-%m-%d %H:%M}"
+        print(
+            f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  {queued:>9}  "
+            f"{key.created_at:%Y-%m-%d %H:%M}{revoked}"
+        )
+    return 0
+
+
+async def _on_store(database_url: str, operation: Callable[[ApiKeyStore], Awaitable[T]]) -> T:
+    """``operation`` on an :class:`~storage.ApiKeyStore` of one connection, closed afterwards (one command's work)."""
+    from storage import ApiKeyStore, AsyncConnectionPool
+
+    pool = AsyncConnectionPool(database_url, max_connections=1)
+    try:
+        return await operation(ApiKeyStore(pool))
+    finally:
+        await pool.close()
 
 
 def _announce_revocation(settings: Settings, key_id: str) -> None:

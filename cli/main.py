@@ -258,27 +258,33 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_dead(args: argparse.Namespace, settings: Settings) -> int:
     """List, retry or purge dead-lettered jobs."""
-    import redis as redis_module
-
-    from broker.dead_letters import DeadLetters
+    from contract.sync_bridge import run_sync
     from storage.embedded import resolve_urls
 
-    connection = redis_module.Redis.from_url(resolve_urls(settings).redis_url, decode_responses=True)
+    if args.action == "retry" and not args.ident:
+        raise InvalidJobError("dead retry needs a dead-letter id or a job id")
+    return run_sync(_dead(args, settings, resolve_urls(settings).redis_url))
+
+
+async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) -> int:
+    """``cmd_dead``'s work, on the async dead-letter operations and one connection it closes."""
+    from broker.dead_letters import DeadLetters
+    from broker.redis_client import open_redis
+
+    connection = open_redis(redis_url)
     dead = DeadLetters(connection, settings)
     try:
         if args.action == "list":
-            entries = dead.entries(args.count)
+            entries = await dead.entries(args.count)
             for entry in entries:
                 print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
             print(f"{len(entries)} dead letter(s) shown")
         elif args.action == "retry":
-            if not args.ident:
-                raise InvalidJobError("dead retry needs a dead-letter id or a job id")
-            print(f"job {dead.retry(args.ident)} queued again")
+            print(f"job {await dead.retry(args.ident)} queued again")
         else:
-            print(f"purged {dead.purge()} dead letter(s)")
+            print(f"purged {await dead.purge()} dead letter(s)")
     finally:
-        connection.close()
+        await connection.aclose()
     return EXIT_OK
 
 

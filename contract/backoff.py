@@ -14,9 +14,7 @@ make the draws deterministic.
 
 from __future__ import annotations
 
-import asyncio
 import random
-import time
 from collections.abc import Callable
 from typing import Literal
 
@@ -55,33 +53,22 @@ class Backoff:
         """The base delay the next :meth:`next_delay` draws from (before jitter)."""
         return self._current
 
-    def next_delay(self) -> float:
-        """The seconds to wait now (jittered); the base then grows by ``factor``, up to ``maximum``."""
+    def next_delay(self, limit: float | None = None) -> float:
+        """The seconds to wait now (jittered, at most ``limit``); the base then grows by ``factor``, up to ``maximum``.
+
+        The backoff only says how long: the caller waits its own way (``await asyncio.sleep``
+        in a coroutine, ``time.sleep`` or an ``Event.wait`` that a stop cuts short on a thread),
+        so there is one backoff for every kind of loop. A ``limit`` (the time left before a
+        deadline) caps the wait, and one already passed gives 0; the base grows either way.
+        """
         base = self._current
         self._current = min(base * self._factor, self._maximum)
-        if self._full:
-            return base * self._random()
-        return base / 2 + base / 2 * self._random()
+        delay = base * self._random() if self._full else base / 2 + base / 2 * self._random()
+        return delay if limit is None else max(0.0, min(delay, limit))
 
     def reset(self) -> None:
         """Start again from ``initial`` (call it once the operation succeeds)."""
         self._current = self._initial
-
-    def sleep(self, limit: float | None = None) -> float:
-        """Block for :meth:`next_delay` seconds (at most ``limit``); return the seconds slept."""
-        delay = self._limited(limit)
-        time.sleep(delay)
-        return delay
-
-    async def sleep_async(self, limit: float | None = None) -> float:
-        """Wait :meth:`next_delay` seconds (at most ``limit``) without blocking the loop; return them."""
-        delay = self._limited(limit)
-        await asyncio.sleep(delay)
-        return delay
-
-    def _limited(self, limit: float | None) -> float:
-        delay = self.next_delay()
-        return delay if limit is None else max(0.0, min(delay, limit))
 
 
 def retry_intervals(initial: float, maximum: float, *, factor: float = 2.0) -> list[int]:

@@ -97,4 +97,4 @@ class BackgroundLoop:
                 self._backoff.reset()
                 delay = self._interval
             if delay:
-                self._stopping.wait(delay)  # not Backoff.sleep: stop() must cut the wait short
+                self._stopping.wait(delay)  # an Event's wait: stop() cuts it short

@@ -13,7 +13,9 @@ import redis
 
 from broker.completions import ack_completion, read_completions
 from broker.consumer_groups import ensure_group
+from broker.redis_client import open_redis
 from contract.orchestration import FINISH
+from contract.sync_bridge import run_sync
 from orchestrator.context import TaskContext
 
 log = logging.getLogger(__name__)
@@ -28,8 +30,13 @@ class CompletionDispatcher:
         self._redis: redis.Redis = redis.Redis.from_url(ctx.redis_url, decode_responses=True)
 
     def ensure_group(self) -> None:
-        """Create the consumer group on the completions stream (from its start) if needed."""
-        ensure_group(self._redis, self._ctx.keys.completions_stream, self._ctx.keys.orchestration_group)
+        """Create the consumer group on the completions stream (from its start) if needed.
+
+        Rare (at start, and when the group vanished), so it opens an asyncio connection of its own
+        for the one implementation, run through the sync bridge.
+        """
+        keys = self._ctx.keys
+        run_sync(_ensure_group(self._ctx.redis_url, keys.completions_stream, keys.orchestration_group))
 
     def dispatch_once(self, block_ms: int | None = None) -> int:
         """Queue what is waiting (own unacknowledged entries first); return how many were queued."""
@@ -63,3 +70,12 @@ class CompletionDispatcher:
     def close(self) -> None:
         """Close the Redis connection."""
         self._redis.close()
+
+
+async def _ensure_group(redis_url: str, stream: str, group: str) -> None:
+    """:func:`broker.consumer_groups.ensure_group` on a connection opened and closed for it."""
+    client = open_redis(redis_url)
+    try:
+        await ensure_group(client, stream, group)
+    finally:
+        await client.aclose()

@@ -7,6 +7,7 @@ one loop. :class:`~producer.Client` is a thin synchronous wrapper that runs thes
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -178,7 +179,7 @@ class AsyncClient:
                     f"job {job.id} is still {job.status.value} after {timeout:g}s; "
                     "is a worker running (`dragoman worker`)?"
                 )
-            await backoff.sleep_async(limit=remaining)
+            await asyncio.sleep(backoff.next_delay(limit=remaining))
 
     # Cancelling ------------------------------------------------------------------------------
 

@@ -112,15 +112,36 @@ class DuplicateFinder:
             done += take
 
 
+class WantedCustomIds:
+    """The ``custom_id`` of a few (valid) numbered JSONL lines, picked up while the lines go by (for an error message).
+
+    The one implementation of what is kept and when reading may stop, fed alike by a synchronous
+    loop (a local run file, :mod:`producer.run_files`) and an asynchronous one (the API's file
+    store, :func:`custom_ids_at`).
+    """
+
+    def __init__(self, wanted: set[int]) -> None:
+        self.found: dict[int, str] = {}
+        self._wanted = wanted
+        self._last = max(wanted, default=0)
+
+    @property
+    def any_wanted(self) -> bool:
+        """Whether any line is wanted at all (if not, there is nothing to read)."""
+        return bool(self._wanted)
+
+    def offer(self, number: int, line: str | bytes) -> bool:
+        """Keep line ``number``'s ``custom_id`` if it is wanted; ``True`` once the last wanted line went by."""
+        if number in self._wanted:
+            self.found[number] = str(json.loads(line)["custom_id"])
+        return number >= self._last
+
+
 async def custom_ids_at(lines: AsyncIterator[tuple[int, bytes]], wanted: set[int]) -> dict[int, str]:
-    """The ``custom_id`` of a few (valid) numbered JSONL lines, read again for an error message."""
-    found: dict[int, str] = {}
-    if not wanted:
-        return found
-    last = max(wanted)
-    async for number, raw in lines:
-        if number in wanted:
-            found[number] = str(json.loads(raw)["custom_id"])
-        if number >= last:
-            break
-    return found
+    """The ``custom_id`` of the ``wanted`` lines of ``lines`` (:class:`WantedCustomIds` over an async stream)."""
+    picker = WantedCustomIds(wanted)
+    if picker.any_wanted:
+        async for number, raw in lines:
+            if picker.offer(number, raw):
+                break
+    return picker.found

@@ -22,7 +22,7 @@ import msgspec
 from contract.errors import InvalidJobError
 from contract.ids import job_id_for
 from contract.schemas import JobSpec, build_job_spec
-from producer.duplicates import DuplicateFinder
+from producer.duplicates import DuplicateFinder, WantedCustomIds
 
 MAX_CUSTOM_ID_CHARS = 256
 MAX_REPORTED_ERRORS = 20
@@ -90,16 +90,12 @@ def repeated_id_errors(repeated: list[tuple[int, int]], names: dict[int, str]) -
 
 def _custom_ids(path: Path, line_numbers: set[int]) -> dict[int, str]:
     """The ``custom_id`` of each of a few (valid) lines, read again for an error message."""
-    found: dict[int, str] = {}
-    if not line_numbers:
-        return found
-    last = max(line_numbers)
-    for number, line in _lines(path):
-        if number in line_numbers:
-            found[number] = str(json.loads(line)["custom_id"])
-        if number >= last:
-            break
-    return found
+    picker = WantedCustomIds(line_numbers)
+    if picker.any_wanted:
+        for number, line in _lines(path):
+            if picker.offer(number, line):
+                break
+    return picker.found
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

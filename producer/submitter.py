@@ -46,7 +46,7 @@ class JobSubmitter:
         for start in range(0, len(prepared), chunk):
             try:
                 batch = prepared[start : start + chunk]
-                ids.extend(await self._submit.call_many_async(self.redis, batch, only_new=only_new))
+                ids.extend(await self._submit.call_many(self.redis, batch, only_new=only_new))
             except redis.RedisError as exc:
                 if not ids:
                     raise  # no earlier chunk was queued: the error as Redis gave it
@@ -71,7 +71,7 @@ class JobSubmitter:
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Run the cancel script for one job; return its outcome."""
-        return await self._cancel.call_async(self.redis, job_id, time.time())
+        return await self._cancel.call(self.redis, job_id, time.time())
 
     async def cancel_many(self, job_ids: Sequence[str]) -> list[CancelOutcome]:
         """Cancel many jobs, pipelined; ids that are unknown or already final are left as they are.
@@ -82,7 +82,7 @@ class JobSubmitter:
         now = time.time()
         outcomes: list[CancelOutcome] = []
         for start in range(0, len(job_ids), chunk):
-            outcomes.extend(await self._cancel.call_many_async(self.redis, job_ids[start : start + chunk], now))
+            outcomes.extend(await self._cancel.call_many(self.redis, job_ids[start : start + chunk], now))
         return outcomes
 
 

@@ -3,14 +3,14 @@
 The writer, the client, the orchestrator and the health checks reach the tables only through
 what is defined here; the schema itself is only changed by ``migrations/``.
 
-- ``connection``: URL forms, the shared sync connection, the writer's async one,
-  :class:`DatabaseUnavailableError`.
+- ``connection``: URL forms, one asyncio connection (the writer's, the client's reads) and a
+  pool of them (the HTTP API's), :class:`DatabaseUnavailableError`.
 - ``migrations``: :func:`upgrade_database` / :func:`downgrade_database` (Alembic).
 - ``jobs``: the ``jobs`` table: :class:`JobStore` (the client's reads) and :class:`JobRowWriter`
   (the worker's one-statement batch upsert), behind the :class:`JobRows` protocol;
   :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses.
-- ``api_keys``: the ``api_keys`` table of the HTTP API: :class:`ApiKeyStore` (create, list,
-  revoke, for the CLI) and :class:`AsyncApiKeyStore` (the server's lookup by hash).
+- ``api_keys``: the ``api_keys`` table of the HTTP API: :class:`ApiKeyStore` (create, list and
+  revoke, for the CLI through the sync bridge; the server's lookup by hash).
 - ``files``: Batch API files: the :class:`FileStore` protocol and :class:`PostgresFileStore`
   (chunked rows, streamed in and out).
 - ``batches``: the ``batches`` table (:class:`AsyncBatchStore`): a batch is a run with an
@@ -20,20 +20,19 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   optionally scoped to one tenant of the HTTP API).
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's batch
   recall and store, the age and size limits, ``dragoman memory stats|purge``.
-- ``health``: :func:`ping` for ``dragoman check``, :class:`ReadinessProbe` (one kept connection) for
-  ``/readyz``, :func:`ping_async` for a one-off async check.
+- ``health``: :func:`ping`, a one-off check (``dragoman check``, through the sync bridge), and
+  :class:`ReadinessProbe` (one kept connection) for ``/readyz``.
 - ``embedded``: the embedded Redis and PostgreSQL servers (:class:`EmbeddedServices`),
   :func:`resolve_urls` / :func:`ensure_services` (configured URLs win). Import it directly.
 
 Importing this package loads neither psycopg nor Alembic; they are imported on first use.
 """
 
-from storage.api_keys import ApiKey, ApiKeyStore, AsyncApiKeyStore, hash_api_key
+from storage.api_keys import ApiKey, ApiKeyStore, hash_api_key
 from storage.batches import AsyncBatchStore, BatchRow, OutputRow, RunTally
 from storage.connection import (
     AsyncConnectionPool,
     DatabaseUnavailableError,
-    PostgresConnection,
     libpq_url,
     sqlalchemy_url,
 )
@@ -65,7 +64,6 @@ __all__ = [
     "PROBE_APPLICATION_NAME",
     "ApiKey",
     "ApiKeyStore",
-    "AsyncApiKeyStore",
     "AsyncBatchStore",
     "AsyncConnectionPool",
     "BatchRow",
@@ -84,7 +82,6 @@ __all__ = [
     "MemoryStore",
     "MemoryStoreError",
     "OutputRow",
-    "PostgresConnection",
     "PostgresFileStore",
     "ReadinessProbe",
     "RecalledTranslation",

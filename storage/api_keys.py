@@ -17,7 +17,7 @@ from typing import Any
 from contract.errors import DragomanError
 from contract.ids import canonical_uuid
 from contract.schemas import validate_tenant
-from storage.connection import AsyncConnectionPool, PostgresConnection
+from storage.connection import AsyncConnectionPool
 
 KEY_PREFIX = "dgm_"
 _COLUMNS = "id::text, name, tenant, prefix, rate_limit_per_minute, created_at, revoked_at, max_queued_jobs"
@@ -56,12 +56,13 @@ def _row(row: tuple[Any, ...]) -> ApiKey:
 
 
 class ApiKeyStore:
-    """The operator's side (``dragoman api-key``): create, list and revoke keys, synchronously."""
+    """The ``api_keys`` table: the operator creates, lists and revokes keys (``dragoman api-key``, through
+    the sync bridge); the server finds the key a request presents, by its hash. Without blocking the loop."""
 
-    def __init__(self, connection: PostgresConnection) -> None:
-        self._connection = connection
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
 
-    def create(
+    async def create(
         self,
         name: str,
         *,
@@ -82,60 +83,51 @@ class ApiKeyStore:
         if max_queued_jobs is not None and max_queued_jobs <= 0:
             raise ValueError("max_queued_jobs must be positive")
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        row = (
-            self._connection.get()
-            .execute(
-                "INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute, max_queued_jobs) "
-                f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
-                (
-                    str(uuid.uuid4()),
-                    name,
-                    tenant,
-                    hash_api_key(secret),
-                    secret[:12],
-                    rate_limit_per_minute,
-                    max_queued_jobs,
-                ),
-            )
-            .fetchone()
+        row = await self._one(
+            "INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute, max_queued_jobs) "
+            f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+            (
+                str(uuid.uuid4()),
+                name,
+                tenant,
+                hash_api_key(secret),
+                secret[:12],
+                rate_limit_per_minute,
+                max_queued_jobs,
+            ),
         )
+        assert row is not None  # INSERT ... RETURNING returns the row it inserted
         return _row(row), secret
 
-    def list(self, *, include_revoked: bool = False) -> list[ApiKey]:
+    async def list(self, *, include_revoked: bool = False) -> list[ApiKey]:
         """Every key (the active ones unless ``include_revoked``), oldest first."""
         where = "" if include_revoked else " WHERE revoked_at IS NULL"
-        rows = self._connection.get().execute(f"SELECT {_COLUMNS} FROM api_keys{where} ORDER BY created_at, id")
-        return [_row(row) for row in rows.fetchall()]
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(f"SELECT {_COLUMNS} FROM api_keys{where} ORDER BY created_at, id")
+            rows = await cursor.fetchall()
+        return [_row(row) for row in rows]
 
-    def revoke(self, key_id: str) -> ApiKey:
+    async def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key by id (its requests are refused from now on); raises if there is no such active key."""
         canonical = canonical_uuid(key_id)
         if canonical is None:
             raise ApiKeyNotFoundError(f"{key_id!r} is not an API key id (ids are UUIDs; see `dragoman api-key list`)")
-        row = (
-            self._connection.get()
-            .execute(
-                f"UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL RETURNING {_COLUMNS}",
-                (canonical,),
-            )
-            .fetchone()
+        row = await self._one(
+            f"UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL RETURNING {_COLUMNS}",
+            (canonical,),
         )
         if row is None:
             raise ApiKeyNotFoundError(f"no active API key with id {canonical} (see `dragoman api-key list`)")
         return _row(row)
 
-
-class AsyncApiKeyStore:
-    """The server's side: find the key a request presents, by its hash, without blocking the loop."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
-
     async def find(self, key: str) -> ApiKey | None:
         """The active key whose hash matches ``key``, or ``None`` (unknown or revoked)."""
-        async with self._pool.connection() as conn:
-            cursor = await conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL", (hash_api_key(key),)
-            )
-            row = await cursor.fetchone()
+        row = await self._one(
+            f"SELECT {_COLUMNS} FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL", (hash_api_key(key),)
+        )
         return None if row is None else _row(row)
+
+    async def _one(self, query: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(query, params)
+            return await cursor.fetchone()

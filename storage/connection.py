@@ -1,11 +1,14 @@
-"""Connections to PostgreSQL: URL forms, the shared sync connection, the writer's async one, and outages."""
+"""Connections to PostgreSQL: URL forms, one asyncio connection, a pool of them, and outages.
+
+Every statement of this package runs on these (one implementation per operation, async);
+synchronous callers run the operations through ``contract/sync_bridge.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from contract.errors import DragomanError
@@ -34,40 +37,6 @@ def libpq_url(url: str) -> str:
 def sqlalchemy_url(url: str) -> str:
     """``url`` in the form SQLAlchemy needs to use psycopg 3 (``postgresql+psycopg://``)."""
     return "postgresql+psycopg://" + libpq_url(url).partition("://")[2]
-
-
-class PostgresConnection:
-    """One synchronous, autocommit psycopg connection, opened on first use and reopened if closed.
-
-    An application that only submits never touches PostgreSQL; the client's readers (jobs, runs,
-    documents) share one of these. As a context manager it closes the connection on exit.
-    """
-
-    def __init__(self, database_url: str) -> None:
-        self._url = libpq_url(database_url)
-        self._conn: Any = None
-
-    def get(self) -> Any:
-        """The open connection."""
-        import psycopg
-
-        if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self._url, autocommit=True)
-        return self._conn
-
-    def close(self) -> None:
-        """Close the connection if one was opened."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def __enter__(self) -> PostgresConnection:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 class AsyncPostgresConnection:

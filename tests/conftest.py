@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from contract.services import ServiceUrls
 from contract.settings import Settings
@@ -87,6 +88,14 @@ def raw_redis(service_urls: ServiceUrls) -> Iterator[redis.Redis]:
     connection = redis.Redis.from_url(service_urls.redis_url, decode_responses=True)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+async def async_redis(service_urls: ServiceUrls) -> AsyncIterator[aioredis.Redis]:
+    """An asyncio connection, as the worker and the broker's operations hold."""
+    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
+    yield connection
+    await connection.aclose()
 
 
 @pytest.fixture

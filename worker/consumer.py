@@ -22,7 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from broker.consumer_groups import ensure_group_async
+from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
 from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import RedisKeys
@@ -114,7 +114,7 @@ class StreamConsumer:
     async def ensure_group(self) -> None:
         """Create the consumer group on each lane's stream (reading it from its start) if it does not exist."""
         for _, stream in self._keys.lanes:
-            await ensure_group_async(self._redis, stream, self._keys.consumer_group)
+            await ensure_group(self._redis, stream, self._keys.consumer_group)
 
     def stop_reading(self) -> None:
         """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
@@ -418,7 +418,7 @@ class StreamConsumer:
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
         """Run the start script for the whole batch in one call; return what it found for each job."""
-        return await self._start.call_async(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
+        return await self._start.call(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
 
     async def _foreign_state_records(self, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:
         """Job id -> the Redis type of its state record, for the records that are not hashes (START fails on them).
@@ -434,7 +434,7 @@ class StreamConsumer:
     async def _dead_letter(
         self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float, lane: Priority
     ) -> None:
-        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then parked."""
+        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then dead-lettered."""
         log.warning("dead-lettering entry %s: %s", entry_id, reason, extra={"entry_id": entry_id, "job_id": job_id})
         await self._finish(
             DeadLetter(entry_id=entry_id, fields=dict(fields), reason=reason, job_id=job_id, finished_at=now, lane=lane)

@@ -214,7 +214,7 @@ class BulkLanes(LanePolicy):
         now = self._clock()
         if now < self._next_check:
             return 0
-        found = await self._script.call_async(
+        found = await self._script.call(
             self._redis, self._keys.jobs_stream, self._keys.consumer_group, self._spill_s, slots
         )
         if found.count or found.oldest_age_s is None:

@@ -136,7 +136,7 @@ class WorkerMetrics:
             registry=r,
         )
         self.dead_lettered = Counter(
-            "dragoman_dead_lettered", "Entries this worker parked in the dead-letter stream", registry=r
+            "dragoman_dead_lettered", "Entries this worker appended to the dead-letter stream", registry=r
         )
         self.reclaimed = Counter(
             "dragoman_reclaimed", "Stale entries this worker took over from other consumers", registry=r

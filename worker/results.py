@@ -26,7 +26,7 @@ class JobResult(msgspec.Struct, frozen=True):
     output_tokens: int | None = None
     finish_reason: str | None = None  # how the engine ended: stop, length (failed), abort (cancelled)
     pieces: int | None = None  # engine requests the translation took (a long text is cut into pieces)
-    dead_letter: bool = False  # also park a copy in the dead-letter stream (a job that keeps failing)
+    dead_letter: bool = False  # also copy it to the dead-letter stream (a job that keeps failing)
     detected_source_lang: str | None = None  # what language detection found for source_lang "auto"
     glossary_misses: list[str] | None = None  # None: the job had no glossary (or did not succeed)
     from_memory: bool = False  # served from the translation memory
@@ -34,7 +34,7 @@ class JobResult(msgspec.Struct, frozen=True):
 
 
 class DeadLetter(msgspec.Struct, frozen=True):
-    """A stream entry that cannot be run (malformed): failed by id if it has one, then parked."""
+    """A stream entry that cannot be run (malformed): failed by id if it has one, then dead-lettered."""
 
     entry_id: str
     fields: dict[str, str]

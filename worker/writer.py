@@ -335,10 +335,12 @@ def _parked_entries(
     failed it, so running it again cannot help (and the copy would carry them).
     """
     now = repr(time.time())
-    parked = [{**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "parked_at": now} for d in dead]
+    parked = [
+        {**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "dead_lettered_at": now} for d in dead
+    ]
     failed = {e.job_id for e in events if e.status is JobStatus.FAILED}
     parked += [
-        {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "parked_at": now}
+        {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "dead_lettered_at": now}
         for r in results
         if r.dead_letter and r.spec.job_id in failed and r.spec.job_id not in refused
     ]

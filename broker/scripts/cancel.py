@@ -49,11 +49,11 @@ class CancelScript:
         keys = self._keys
         return [keys.state(job_id)], [repr(now), keys.control_channel, job_id]
 
-    async def call_async(self, client: aioredis.Redis, job_id: str, now: float) -> CancelOutcome:
+    async def call(self, client: aioredis.Redis, job_id: str, now: float) -> CancelOutcome:
         """Cancel one job and say what happened."""
-        return CancelOutcome(await _LUA.run_async(client, *self.layout(job_id, now)))
+        return CancelOutcome(await _LUA.run(client, *self.layout(job_id, now)))
 
-    async def call_many_async(self, client: aioredis.Redis, job_ids: Sequence[str], now: float) -> list[CancelOutcome]:
+    async def call_many(self, client: aioredis.Redis, job_ids: Sequence[str], now: float) -> list[CancelOutcome]:
         """Cancel many jobs in one pipelined round trip; the outcomes are in the order of ``job_ids``."""
 
         def queue(pipe: AsyncPipeline) -> None:
@@ -61,4 +61,4 @@ class CancelScript:
                 keys, args = self.layout(job_id, now)
                 pipe.evalsha(_LUA.sha, len(keys), *keys, *args)
 
-        return [CancelOutcome(reply) for reply in await _LUA.run_pipelined_async(client, queue)]
+        return [CancelOutcome(reply) for reply in await _LUA.run_pipelined(client, queue)]

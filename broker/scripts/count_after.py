@@ -19,6 +19,6 @@ class CountAfterScript:
         """KEYS and ARGV that count ``stream``'s entries after ``after_id``, up to ``limit``."""
         return [stream], [after_id, limit]
 
-    async def call_async(self, client: aioredis.Redis, stream: str, after_id: str, limit: int) -> int:
+    async def call(self, client: aioredis.Redis, stream: str, after_id: str, limit: int) -> int:
         """How many entries of ``stream`` come after ``after_id``, counting no further than ``limit``."""
-        return int(await _LUA.run_async(client, *self.layout(stream, after_id, limit)))
+        return int(await _LUA.run(client, *self.layout(stream, after_id, limit)))

@@ -90,7 +90,7 @@ class FinishScript:
         ]
         return script_keys, args
 
-    def queue_on_async(
+    def queue_on(
         self,
         pipe: AsyncPipeline,
         entry_ids: Sequence[str],
@@ -99,9 +99,9 @@ class FinishScript:
         bulk_entry_ids: Sequence[str] = (),
     ) -> None:
         """Queue the finish on an asyncio pipeline (a MULTI/EXEC one, beside the dead-letter writes)."""
-        _LUA.queue_on_async(pipe, *self.layout(entry_ids, jobs, now, bulk_entry_ids))
+        _LUA.queue_on(pipe, *self.layout(entry_ids, jobs, now, bulk_entry_ids))
 
-    async def call_async(
+    async def call(
         self,
         client: aioredis.Redis,
         entry_ids: Sequence[str],
@@ -110,4 +110,4 @@ class FinishScript:
         bulk_entry_ids: Sequence[str] = (),
     ) -> int:
         """Finish a batch on its own; return how many entries it acknowledged (tried to)."""
-        return int(await _LUA.run_async(client, *self.layout(entry_ids, jobs, now, bulk_entry_ids)))
+        return int(await _LUA.run(client, *self.layout(entry_ids, jobs, now, bulk_entry_ids)))

@@ -1,8 +1,9 @@
 """One Lua file of this package and the ways to run it: EVALSHA, loading it when the server lacks it.
 
 The typed wrappers next to each ``.lua`` file build its KEYS and ARGV and read its reply; this
-module only sends them, on asyncio clients (one path each: a single call, a pipelined batch, a
-place on a MULTI/EXEC pipeline; plus :meth:`LuaScript.run` for the one synchronous caller left).
+module only sends them, on asyncio clients, one path each: a single call, a pipelined batch, a
+place on a MULTI/EXEC pipeline (synchronous callers run the async ones through
+``contract/sync_bridge.py``).
 Every way of running a script goes through the caller's own client, so its connections keep
 packing commands with hiredis (``broker/redis_client.py``).
 
@@ -22,7 +23,6 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
 if TYPE_CHECKING:
-    import redis
     import redis.asyncio as aioredis
     from redis.asyncio.client import Pipeline as AsyncPipeline
 
@@ -38,19 +38,7 @@ class LuaScript:
         self.source = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
-    def run(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """Run the script once on a synchronous client, loading it first if the server lacks it.
-
-        The one synchronous path left: ``RequeueScript.call``, for the synchronous
-        ``broker.dead_letters.DeadLetters`` (``dragoman dead-letters retry``).
-        """
-        try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            client.script_load(self.source)
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-
-    async def run_async(self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    async def run(self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """Run the script once and return its raw reply, loading it first if the server lacks it."""
         try:
             return await client.evalsha(self.sha, len(keys), *keys, *args)
@@ -58,7 +46,7 @@ class LuaScript:
             await client.script_load(self.source)
             return await client.evalsha(self.sha, len(keys), *keys, *args)
 
-    async def run_pipelined_async(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
+    async def run_pipelined(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
         """Send what ``queue`` puts on a non-transactional pipeline in one round trip; return the replies.
 
         ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``). If the
@@ -76,7 +64,7 @@ class LuaScript:
             await client.script_load(self.source)
         raise AssertionError("unreachable")
 
-    def queue_on_async(self, pipe: AsyncPipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
+    def queue_on(self, pipe: AsyncPipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).
 
         The pipeline checks that the server has the script (``SCRIPT EXISTS``, loading it if not)

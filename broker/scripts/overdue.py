@@ -35,9 +35,7 @@ class OverdueScript:
         more, up to ``limit``."""
         return [stream], [group, max(0, round(min_age_s * 1000)), limit]
 
-    async def call_async(
-        self, client: aioredis.Redis, stream: str, group: str, min_age_s: float, limit: int
-    ) -> Overdue:
+    async def call(self, client: aioredis.Redis, stream: str, group: str, min_age_s: float, limit: int) -> Overdue:
         """The overdue entries of ``stream`` for ``group`` (counted up to ``limit``) and the next one's wait."""
-        count, age_ms = await _LUA.run_async(client, *self.layout(stream, group, min_age_s, limit))
+        count, age_ms = await _LUA.run(client, *self.layout(stream, group, min_age_s, limit))
         return Overdue(int(count), None if int(age_ms) < 0 else int(age_ms) / 1000)

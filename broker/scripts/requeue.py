@@ -10,7 +10,7 @@ from broker.scripts.lua import Arg, LuaScript
 from contract.schemas import JobSpec, lane_of
 
 if TYPE_CHECKING:
-    import redis
+    import redis.asyncio as aioredis
 
 _LUA = LuaScript("requeue.lua")
 
@@ -41,9 +41,9 @@ class RequeueScript:
             script_keys.append(keys.tenant_queued(spec.tenant))
         return script_keys, args
 
-    def call(
-        self, client: redis.Redis, dead_id: str, spec: JobSpec, fields: Mapping[str, str], now: float
+    async def call(
+        self, client: aioredis.Redis, dead_id: str, spec: JobSpec, fields: Mapping[str, str], now: float
     ) -> str | None:
         """Requeue one dead letter; return its new jobs-stream entry id, or ``None`` if it was already gone."""
-        reply = _LUA.run(client, *self.layout(dead_id, spec, fields, now))
+        reply = await _LUA.run(client, *self.layout(dead_id, spec, fields, now))
         return None if reply is None else str(reply)

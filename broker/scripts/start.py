@@ -54,11 +54,11 @@ class StartScript:
             args += (repr(spec.created_at), spec.source_lang, spec.target_lang, spec.tenant or "")
         return [state(spec.job_id) for spec in specs], args
 
-    async def call_async(
+    async def call(
         self, client: aioredis.Redis, consumer: str, now: float, specs: Sequence[JobSpec]
     ) -> list[StartOutcome]:
         """Start ``specs`` in one call; one outcome per spec, in order."""
-        return _outcomes(await _LUA.run_async(client, *self.layout(consumer, now, specs)))
+        return _outcomes(await _LUA.run(client, *self.layout(consumer, now, specs)))
 
 
 def _outcomes(flat: list[Any]) -> list[StartOutcome]:

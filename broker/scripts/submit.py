@@ -55,7 +55,7 @@ class SubmitScript:
             script_keys += (keys.tenant_queued(spec.tenant),)
         return script_keys, args
 
-    async def call_many_async(
+    async def call_many(
         self, client: aioredis.Redis, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False
     ) -> list[str]:
         """Queue ``(spec, idempotency key)`` pairs in one pipelined round trip; the job ids, in order.
@@ -68,4 +68,4 @@ class SubmitScript:
                 keys, args = self.layout(spec, idempotency_key, only_new)
                 pipe.evalsha(_LUA.sha, len(keys), *keys, *args)
 
-        return [str(job_id) for job_id in await _LUA.run_pipelined_async(client, queue)]
+        return [str(job_id) for job_id in await _LUA.run_pipelined(client, queue)]

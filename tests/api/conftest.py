@@ -15,7 +15,8 @@ from fastapi import FastAPI
 
 from api import create_app
 from contract.settings import Settings
-from storage import ApiKeyStore, PostgresConnection
+from contract.sync_bridge import LoopThread
+from storage import ApiKeyStore, AsyncConnectionPool
 from tests.worker.conftest import start_worker
 
 __all__ = ["start_worker"]
@@ -24,21 +25,39 @@ KeyMaker = Callable[..., str]
 
 
 @pytest.fixture
-def make_key(settings: Settings) -> Iterator[KeyMaker]:
-    """``make_key(tenant, rate_limit_per_minute=None, max_queued_jobs=None)`` creates a key; returns the secret."""
+async def key_store(settings: Settings) -> AsyncIterator[ApiKeyStore]:
+    """The ``api_keys`` table of the test database, on a pool closed after the test."""
     assert settings.database_url
-    with PostgresConnection(settings.database_url) as connection:
-        store = ApiKeyStore(connection)
+    pool = AsyncConnectionPool(settings.database_url, max_connections=2)
+    yield ApiKeyStore(pool)
+    await pool.close()
 
-        def make(tenant: str, rate_limit_per_minute: int | None = None, max_queued_jobs: int | None = None) -> str:
-            return store.create(
-                f"{tenant}-{settings.key_prefix}",
-                tenant=tenant,
-                rate_limit_per_minute=rate_limit_per_minute,
-                max_queued_jobs=max_queued_jobs,
-            )[1]
 
+@pytest.fixture
+def make_key(settings: Settings) -> Iterator[KeyMaker]:
+    """``make_key(tenant, rate_limit_per_minute=None, max_queued_jobs=None)`` creates a key; returns the secret.
+
+    Synchronous, for use anywhere in a test: the store runs on a loop thread of its own (the sync bridge).
+    """
+    assert settings.database_url
+    loop = LoopThread("make-key")
+    pool = AsyncConnectionPool(settings.database_url, max_connections=1)
+    store = ApiKeyStore(pool)
+
+    def make(tenant: str, rate_limit_per_minute: int | None = None, max_queued_jobs: int | None = None) -> str:
+        created = store.create(
+            f"{tenant}-{settings.key_prefix}",
+            tenant=tenant,
+            rate_limit_per_minute=rate_limit_per_minute,
+            max_queued_jobs=max_queued_jobs,
+        )
+        return loop.run(created)[1]
+
+    try:
         yield make
+    finally:
+        loop.run(pool.close())
+        loop.close()
 
 
 @pytest.fixture

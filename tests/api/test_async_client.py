@@ -146,7 +146,7 @@ async def test_submit_many_names_what_was_written_when_redis_fails(
     from contract.errors import SubmitInterruptedError
 
     items = [{"text": f"t{i}", "source_lang": "en", "target_lang": "fr", "idempotency_key": f"k{i}"} for i in range(5)]
-    original = SubmitScript.call_many_async
+    original = SubmitScript.call_many
     calls = 0
 
     async def failing(self: SubmitScript, *args: Any, **kwargs: Any) -> list[str]:
@@ -157,9 +157,9 @@ async def test_submit_many_names_what_was_written_when_redis_fails(
         return await original(self, *args, **kwargs)
 
     async with AsyncClient(settings.model_copy(update={"submit_chunk_size": 2})) as aclient:
-        monkeypatch.setattr(SubmitScript, "call_many_async", failing)
+        monkeypatch.setattr(SubmitScript, "call_many", failing)
         with pytest.raises(SubmitInterruptedError, match="after 2 of 5 jobs were queued") as error:
             await aclient.submit_many(items)
-        monkeypatch.setattr(SubmitScript, "call_many_async", original)
+        monkeypatch.setattr(SubmitScript, "call_many", original)
         assert (await aclient.submit_many(items))[:2] == error.value.written
     assert raw_redis.xlen(aclient.keys.jobs_stream) == 5

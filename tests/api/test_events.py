@@ -11,7 +11,7 @@ import pytest
 
 from cli.main import EXIT_OK, main
 from contract.settings import Settings
-from storage import ApiKeyStore, PostgresConnection
+from storage import ApiKeyStore
 from tests.api.conftest import KeyMaker, bearer
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -100,6 +100,7 @@ async def test_a_trimmed_past_is_announced_and_a_bad_id_refused(
 async def test_a_quiet_stream_moves_its_cursor_past_others_and_ends_once_its_key_is_revoked(
     api_url: str,
     settings_env: Settings,
+    key_store: ApiKeyStore,
     start_worker: WorkerFactory,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -107,11 +108,8 @@ async def test_a_quiet_stream_moves_its_cursor_past_others_and_ends_once_its_key
     from api import event_feed
 
     monkeypatch.setattr(event_feed, "BLOCK_MS", 300)  # the server runs in this process (a thread)
-    assert settings_env.database_url
-    with PostgresConnection(settings_env.database_url) as connection:
-        store = ApiKeyStore(connection)
-        quiet, quiet_key = store.create(f"quiet-{settings_env.key_prefix}")
-        _, busy_key = store.create(f"busy-{settings_env.key_prefix}")
+    quiet, quiet_key = await key_store.create(f"quiet-{settings_env.key_prefix}")
+    _, busy_key = await key_store.create(f"busy-{settings_env.key_prefix}")
     async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
         async with http.stream("GET", "/v1/events", headers=bearer(quiet_key)) as stream:
             lines = stream.aiter_lines()

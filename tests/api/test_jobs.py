@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from broker.keys import RedisKeys
 from contract.settings import Settings
 from producer import Client
+from storage import ApiKeyStore
 from tests.api.conftest import KeyMaker, bearer
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -192,9 +193,8 @@ ROUTES = [("POST", "/v1/jobs", JOB), ("GET", "/v1/jobs/{id}", None), ("POST", "/
 
 @pytest.mark.parametrize(("method", "path", "body"), ROUTES)
 async def test_every_job_route_needs_a_valid_key(
-    http: httpx.AsyncClient, make_key: KeyMaker, settings: Settings, method: str, path: str, body: object
+    http: httpx.AsyncClient, make_key: KeyMaker, key_store: ApiKeyStore, method: str, path: str, body: object
 ) -> None:
-    from storage import ApiKeyStore, PostgresConnection
 
     owner = make_key("acme")
     job_id = (await http.post("/v1/jobs", json=JOB, headers=bearer(owner))).json()["id"]
@@ -206,12 +206,9 @@ async def test_every_job_route_needs_a_valid_key(
     _error(await http.request(method, url, json=body, headers=bearer("dgm_wrong")), 401, "invalid_api_key")
     _error(await http.request(method, url, json=body, headers={"Authorization": owner}), 401, "invalid_api_key")
 
-    assert settings.database_url
     revoked = make_key("acme")
-    with PostgresConnection(settings.database_url) as connection:
-        store = ApiKeyStore(connection)
-        [record] = [k for k in store.list() if revoked.startswith(k.prefix) and k.tenant == "acme"][-1:]
-        store.revoke(record.id)
+    [record] = [k for k in await key_store.list() if revoked.startswith(k.prefix) and k.tenant == "acme"][-1:]
+    await key_store.revoke(record.id)
     _error(await http.request(method, url, json=body, headers=bearer(revoked)), 401, "invalid_api_key")
 
 

@@ -10,12 +10,12 @@ import pytest
 from api.key_cache import ApiKeyCache
 from cli.main import EXIT_OK, main
 from contract.settings import Settings
-from storage import ApiKey, ApiKeyStore, PostgresConnection
+from storage import ApiKey, ApiKeyStore
 from tests.api.conftest import bearer
 
 
 class CountingStore:
-    """An AsyncApiKeyStore stand-in that counts its lookups."""
+    """An ApiKeyStore stand-in that counts its lookups."""
 
     def __init__(self) -> None:
         self.lookups = 0
@@ -39,11 +39,9 @@ async def test_a_known_key_is_looked_up_once_an_unknown_one_every_time() -> None
 
 
 async def test_revoking_a_key_in_use_refuses_its_next_request(
-    http: httpx.AsyncClient, settings_env: Settings, capsys: pytest.CaptureFixture[str]
+    http: httpx.AsyncClient, settings_env: Settings, key_store: ApiKeyStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert settings_env.database_url
-    with PostgresConnection(settings_env.database_url) as connection:
-        record, key = ApiKeyStore(connection).create(f"cached-{settings_env.key_prefix}")
+    record, key = await key_store.create(f"cached-{settings_env.key_prefix}")
     missing = "/v1/jobs/00000000-0000-0000-0000-000000000000"
     assert (await http.get(missing, headers=bearer(key))).json()["error"]["code"] == "job_not_found"  # now cached
     assert main(["api-key", "revoke", record.id]) == EXIT_OK

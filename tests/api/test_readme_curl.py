@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from contract.settings import Settings
-from storage import ApiKeyStore, PostgresConnection
+from storage import ApiKeyStore
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -118,14 +118,17 @@ def rq_worker(settings_env: Settings, tmp_path: Path) -> Iterator[None]:
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("jq") is None, reason="needs curl and jq")
 async def test_readme_curl_examples_run(
-    api_server: str, rq_worker: None, settings: Settings, start_worker: WorkerFactory, tmp_path: Path
+    api_server: str,
+    rq_worker: None,
+    settings: Settings,
+    key_store: ApiKeyStore,
+    start_worker: WorkerFactory,
+    tmp_path: Path,
 ) -> None:
     block = readme_curl_block()
     assert README_API in block
     script = block.replace(README_API, api_server)
-    assert settings.database_url
-    with PostgresConnection(settings.database_url) as connection:
-        _, key = ApiKeyStore(connection).create(f"readme-{settings.key_prefix}")
+    _, key = await key_store.create(f"readme-{settings.key_prefix}")
     env = {**os.environ, "DRAGOMAN_API_KEY": key}
     workdir = tmp_path / "shell"
     workdir.mkdir()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -51,14 +51,6 @@ CONSUMER = "worker-a"
 def keys(settings: Settings) -> RedisKeys:
     """The key names under this test's own prefix."""
     return RedisKeys.from_settings(settings)
-
-
-@pytest.fixture
-async def async_redis(service_urls: ServiceUrls) -> AsyncIterator[aioredis.Redis]:
-    """An asyncio connection, as the worker holds."""
-    connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
-    yield connection
-    await connection.aclose()
 
 
 @pytest.fixture
@@ -110,7 +102,7 @@ def _record(raw_redis: redis.Redis, key: str) -> dict[str, str]:
 
 async def _submit(script: SubmitScript, client: aioredis.Redis, spec: JobSpec, key: str | None = None) -> str:
     """Submit one job through the script's pipelined path; its id (or the first job's under ``key``)."""
-    [job_id] = await script.call_many_async(client, [(spec, key)])
+    [job_id] = await script.call_many(client, [(spec, key)])
     return job_id
 
 
@@ -132,7 +124,7 @@ async def test_a_script_the_server_forgot_is_loaded_again(
     assert await _submit(script, async_redis, spec := _spec()) == spec.job_id
     raw_redis.script_flush()
     specs = [_spec(), _spec()]
-    assert await script.call_many_async(async_redis, [(s, None) for s in specs]) == [s.job_id for s in specs]
+    assert await script.call_many(async_redis, [(s, None) for s in specs]) == [s.job_id for s in specs]
     assert raw_redis.xlen(keys.jobs_stream) == 3  # the pipeline that met NOSCRIPT ran once, not twice
     assert raw_redis.script_exists(submit._LUA.sha) == [True]
 
@@ -162,7 +154,7 @@ async def test_start_recreates_a_missing_record_with_the_entry_s_tenant(
     # The record of a tenant's queued job expired (or was never written): recreated without the
     # tenant, the job would answer 404 to its own owner over the HTTP API.
     owned, unowned = _spec(tenant="acme"), _spec()
-    outcomes = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [owned, unowned])
+    outcomes = await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW, [owned, unowned])
     assert outcomes == [StartOutcome(MISSING, 1), StartOutcome(MISSING, 1)]
     assert raw_redis.hget(keys.state(owned.job_id), "tenant") == "acme"
     assert raw_redis.hget(keys.state(owned.job_id), "source_lang") == "en"
@@ -176,7 +168,7 @@ async def test_submit_with_a_used_idempotency_key_returns_the_first_id(
     first, second = _spec(), _spec(text="Hello again")
     assert await _submit(script, async_redis, first, "order-1") == first.job_id
     assert await _submit(script, async_redis, second, "order-1") == first.job_id
-    assert await script.call_many_async(async_redis, [(second, "order-1"), (second, "order-2")]) == [
+    assert await script.call_many(async_redis, [(second, "order-1"), (second, "order-2")]) == [
         first.job_id,
         second.job_id,
     ]
@@ -200,7 +192,7 @@ async def test_submit_that_cannot_xadd_leaves_nothing_behind(
 
 
 async def _submitted(async_redis: aioredis.Redis, keys: RedisKeys, *specs: JobSpec) -> None:
-    await SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call_many_async(async_redis, [(spec, None) for spec in specs])
+    await SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL).call_many(async_redis, [(spec, None) for spec in specs])
 
 
 async def test_cancel_of_a_queued_job_keeps_it_cancelled_until_a_worker_finalises_it(
@@ -208,20 +200,18 @@ async def test_cancel_of_a_queued_job_keeps_it_cancelled_until_a_worker_finalise
 ) -> None:
     spec = _spec()
     await _submitted(async_redis, keys, spec)
-    assert await CancelScript(keys).call_async(async_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
+    assert await CancelScript(keys).call(async_redis, spec.job_id, NOW) is CancelOutcome.CANCELLED
     state = _record(raw_redis, keys.state(spec.job_id))
     assert state["status"] == "cancelled" and state["finished_at"] == repr(NOW)
     # No TTL: however old the backlog is when a worker reaches the entry, the cancel is there.
     assert raw_redis.ttl(keys.state(spec.job_id)) == -1
-    [outcome] = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW + 10, [spec])
+    [outcome] = await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW + 10, [spec])
     assert outcome == StartOutcome("cancelled", 0) and outcome.cancelled
     assert raw_redis.ttl(keys.state(spec.job_id)) == -1
     # The worker writes the cancelled row; FINISH finalises the record, which may now expire.
     [entry_id] = _delivered(raw_redis, keys, 1)
     event = _event(spec.job_id, JobStatus.CANCELLED)
-    await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call_async(
-        async_redis, [entry_id], [FinishedJob(event)], NOW + 11
-    )
+    await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(async_redis, [entry_id], [FinishedJob(event)], NOW + 11)
     assert _record(raw_redis, keys.state(spec.job_id))["status"] == "cancelled"
     assert _ttl_within(raw_redis, keys.state(spec.job_id), FINISHED_TTL)
 
@@ -231,8 +221,8 @@ async def test_cancel_of_a_running_job_asks_its_worker(
 ) -> None:
     spec = _spec()
     await _submitted(async_redis, keys, spec)
-    await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [spec])
-    outcome = await CancelScript(keys).call_async(async_redis, spec.job_id, NOW + 1)
+    await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW, [spec])
+    outcome = await CancelScript(keys).call(async_redis, spec.job_id, NOW + 1)
     assert outcome is CancelOutcome.CANCEL_REQUESTED
     assert _messages(control, 1) == [f"cancel {spec.job_id}"]
     state = _record(raw_redis, keys.state(spec.job_id))
@@ -246,11 +236,11 @@ async def test_start_of_a_job_whose_cancel_was_requested_does_not_run_it(
 ) -> None:
     spec, other = _spec(), _spec()
     await _submitted(async_redis, keys, spec, other)
-    await StartScript(keys, STATE_TTL).call_async(async_redis, "dead-worker", NOW, [spec, other])
-    assert await CancelScript(keys).call_async(async_redis, spec.job_id, NOW + 1) is CancelOutcome.CANCEL_REQUESTED
+    await StartScript(keys, STATE_TTL).call(async_redis, "dead-worker", NOW, [spec, other])
+    assert await CancelScript(keys).call(async_redis, spec.job_id, NOW + 1) is CancelOutcome.CANCEL_REQUESTED
     before = _record(raw_redis, keys.state(spec.job_id))
     # The worker died before it could abort it; another one reclaims both entries.
-    outcomes = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW + 400, [spec, other])
+    outcomes = await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW + 400, [spec, other])
     assert outcomes == [StartOutcome("cancelled", 1), StartOutcome("running", 2)]
     assert [o.cancelled for o in outcomes] == [True, False]
     assert _record(raw_redis, keys.state(spec.job_id)) == before  # not marked running again
@@ -261,7 +251,7 @@ async def test_cancel_of_an_unknown_job_is_missing_and_writes_nothing(
     raw_redis: redis.Redis, keys: RedisKeys, control: Any, async_redis: aioredis.Redis
 ) -> None:
     job_id = str(uuid.uuid4())
-    assert await CancelScript(keys).call_async(async_redis, job_id, NOW) is CancelOutcome.MISSING
+    assert await CancelScript(keys).call(async_redis, job_id, NOW) is CancelOutcome.MISSING
     assert raw_redis.exists(keys.state(job_id)) == 0
     assert _messages(control, 1) == []
 
@@ -280,7 +270,7 @@ async def test_cancel_of_a_final_job_changes_nothing(
     job_id = str(uuid.uuid4())
     record = {"status": status, "finished_at": "1.5", "attempts": "1"}
     raw_redis.hset(keys.state(job_id), mapping=dict[Any, Any](record))
-    assert await CancelScript(keys).call_async(async_redis, job_id, NOW) is outcome
+    assert await CancelScript(keys).call(async_redis, job_id, NOW) is outcome
     assert _record(raw_redis, keys.state(job_id)) == record
     assert raw_redis.ttl(keys.state(job_id)) == -1  # no TTL was set
 
@@ -290,9 +280,9 @@ async def test_cancel_many_answers_in_order(
 ) -> None:
     queued, running = _spec(), _spec()
     await _submitted(async_redis, keys, queued, running)
-    await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [running])
+    await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW, [running])
     job_ids = [running.job_id, str(uuid.uuid4()), queued.job_id, queued.job_id]
-    assert await CancelScript(keys).call_many_async(async_redis, job_ids, NOW) == [
+    assert await CancelScript(keys).call_many(async_redis, job_ids, NOW) == [
         CancelOutcome.CANCEL_REQUESTED,
         CancelOutcome.MISSING,
         CancelOutcome.CANCELLED,
@@ -307,7 +297,7 @@ async def test_start_creates_a_missing_record(
     raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
 ) -> None:
     spec = _spec()  # XADDed by a producer that writes no state record
-    [outcome] = await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [spec])
+    [outcome] = await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW, [spec])
     assert outcome == StartOutcome(MISSING, 1) and not outcome.cancelled
     assert raw_redis.hgetall(keys.state(spec.job_id)) == {
         "status": "running",
@@ -326,15 +316,15 @@ async def test_start_counts_attempts_and_leaves_cancelled_jobs_alone(
 ) -> None:
     queued, cancelled, missing = _spec(), _spec(), _spec(source_lang="de")
     await _submitted(async_redis, keys, queued, cancelled)
-    await CancelScript(keys).call_async(async_redis, cancelled.job_id, NOW)
+    await CancelScript(keys).call(async_redis, cancelled.job_id, NOW)
     cancelled_record = raw_redis.hgetall(keys.state(cancelled.job_id))
     script = StartScript(keys, STATE_TTL)
 
-    first = await script.call_async(async_redis, CONSUMER, NOW, [queued, cancelled, missing])
+    first = await script.call(async_redis, CONSUMER, NOW, [queued, cancelled, missing])
     assert first == [StartOutcome("queued", 1), StartOutcome("cancelled", 0), StartOutcome(MISSING, 1)]
     assert [o.cancelled for o in first] == [False, True, False]
     # A redelivery (the first worker died) counts one more attempt, under the new consumer.
-    again = await script.call_async(async_redis, "worker-b", NOW + 5, [queued, cancelled, missing])
+    again = await script.call(async_redis, "worker-b", NOW + 5, [queued, cancelled, missing])
     assert again == [StartOutcome("running", 2), StartOutcome("cancelled", 0), StartOutcome("running", 2)]
 
     assert raw_redis.hgetall(keys.state(cancelled.job_id)) == cancelled_record
@@ -350,7 +340,7 @@ async def test_start_counts_attempts_and_leaves_cancelled_jobs_alone(
 async def test_start_of_no_jobs_returns_nothing(
     raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
 ) -> None:
-    assert await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, []) == []
+    assert await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW, []) == []
 
 
 # FINISH ---------------------------------------------------------------------------------------
@@ -383,14 +373,14 @@ async def test_finish_acks_finalises_appends_and_publishes(
     entry_ids = _delivered(raw_redis, keys, 3)
     ok, failed = _spec(), _spec()
     await _submitted(async_redis, keys, ok, failed)
-    await StartScript(keys, STATE_TTL).call_async(async_redis, CONSUMER, NOW, [ok, failed])
+    await StartScript(keys, STATE_TTL).call(async_redis, CONSUMER, NOW, [ok, failed])
     events = [_event(ok.job_id), _event(failed.job_id, JobStatus.FAILED, "EngineError: x")]
     pubsub = raw_redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
     pubsub.subscribe(keys.events_channel)
 
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
     # Three entries acked (the third was, say, malformed: no event), two jobs finished.
-    assert await script.call_async(async_redis, entry_ids, [FinishedJob(e) for e in events], NOW) == 3
+    assert await script.call(async_redis, entry_ids, [FinishedJob(e) for e in events], NOW) == 3
 
     assert _pending(raw_redis, keys) == 0
     assert raw_redis.hmget(keys.state(ok.job_id), "status", "finished_at", "error") == ["succeeded", repr(NOW), ""]
@@ -410,10 +400,10 @@ async def test_finish_counts_each_second_apart_and_only_events(
     raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
 ) -> None:
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
-    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW)
-    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4()))) for _ in range(2)], NOW + 0.5)
-    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW + 1)
-    await script.call_async(async_redis, [], [], NOW + 2)  # acks only: counts nothing
+    await script.call(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW)
+    await script.call(async_redis, [], [FinishedJob(_event(str(uuid.uuid4()))) for _ in range(2)], NOW + 0.5)
+    await script.call(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())))], NOW + 1)
+    await script.call(async_redis, [], [], NOW + 2)  # acks only: counts nothing
     assert raw_redis.mget([keys.finished_in_second(int(NOW) + n) for n in range(3)]) == ["3", "1", None]
 
 
@@ -428,7 +418,7 @@ async def test_finish_completes_a_group_exactly_once(
     async def finish(*jobs: FinishedJob) -> None:
         # The writer's way: queued on a MULTI/EXEC pipeline.
         async with async_redis.pipeline(transaction=True) as pipe:
-            script.queue_on_async(pipe, [], list(jobs), NOW)
+            script.queue_on(pipe, [], list(jobs), NOW)
             assert await pipe.execute() == [0]
 
     await finish(FinishedJob(_event(first), run_id), FinishedJob(_event(other)))
@@ -436,7 +426,7 @@ async def test_finish_completes_a_group_exactly_once(
     assert raw_redis.xlen(keys.completions_stream) == 0
     await finish(FinishedJob(_event(second), run_id))
     await finish(FinishedJob(_event(second), run_id), FinishedJob(_event(first), run_id))  # both again
-    assert await script.call_async(async_redis, [], [FinishedJob(_event(second), run_id)], NOW) == 0
+    assert await script.call(async_redis, [], [FinishedJob(_event(second), run_id)], NOW) == 0
 
     assert _entries(raw_redis, keys.completions_stream) == [{"kind": "run", "id": run_id}]
     assert raw_redis.smembers(keys.group_done(run_id)) == {first, second}
@@ -449,7 +439,7 @@ async def test_finish_on_a_pipeline_loads_a_script_the_server_forgot(
     entry_ids = _delivered(raw_redis, keys, 2)
     raw_redis.script_flush()
     async with async_redis.pipeline(transaction=True) as pipe:
-        FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).queue_on_async(pipe, entry_ids, [], NOW)
+        FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).queue_on(pipe, entry_ids, [], NOW)
         pipe.xadd(keys.dead_letter_stream, {"reason": "x"})
         assert (await pipe.execute())[0] == 2
     assert _pending(raw_redis, keys) == 0
@@ -460,7 +450,7 @@ async def test_finish_acks_more_entries_than_one_xack_takes(
     raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
 ) -> None:
     entry_ids = _delivered(raw_redis, keys, 1234)  # acked 500 at a time
-    assert await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call_async(async_redis, entry_ids, [], NOW) == 1234
+    assert await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(async_redis, entry_ids, [], NOW) == 1234
     assert _pending(raw_redis, keys) == 0
 
 
@@ -468,19 +458,21 @@ async def test_finish_acks_more_entries_than_one_xack_takes(
 
 
 def _dead_letter(raw_redis: redis.Redis, keys: RedisKeys, spec: JobSpec) -> tuple[str, dict[str, str]]:
-    fields = {**encode_job_entry(spec), "reason": "gave up", "entry_id": "1-0", "parked_at": "1.0"}
+    fields = {**encode_job_entry(spec), "reason": "gave up", "entry_id": "1-0", "dead_lettered_at": "1.0"}
     dead_id = str(raw_redis.xadd(keys.dead_letter_stream, dict[Any, Any](fields)))
     raw_redis.hset(keys.state(spec.job_id), mapping={"status": "failed", "error": "gave up", "attempts": "3"})
     return dead_id, fields
 
 
-def test_requeue_puts_the_job_back_once(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_requeue_puts_the_job_back_once(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
     spec, kept = _spec(metadata={"k": "v"}), _spec()
     dead_id, fields = _dead_letter(raw_redis, keys, spec)
     _dead_letter(raw_redis, keys, kept)
     script = RequeueScript(keys, STATE_TTL)
 
-    entry_id = script.call(raw_redis, dead_id, spec, fields, NOW)
+    entry_id = await script.call(async_redis, dead_id, spec, fields, NOW)
     assert entry_id is not None
     assert raw_redis.xrange(keys.jobs_stream) == [(entry_id, encode_job_entry(spec))]
     assert raw_redis.hgetall(keys.state(spec.job_id)) == {
@@ -494,27 +486,31 @@ def test_requeue_puts_the_job_back_once(raw_redis: redis.Redis, keys: RedisKeys)
     assert [f["id"] for f in _entries(raw_redis, keys.dead_letter_stream)] == [kept.job_id]
 
     # Run again (a second operator, a retried call): nothing more happens.
-    assert script.call(raw_redis, dead_id, spec, fields, NOW + 9) is None
+    assert await script.call(async_redis, dead_id, spec, fields, NOW + 9) is None
     assert raw_redis.xlen(keys.jobs_stream) == 1
     assert raw_redis.hget(keys.state(spec.job_id), "created_at") == repr(NOW)
     assert raw_redis.xlen(keys.dead_letter_stream) == 1
 
 
-def test_requeue_gives_a_tenants_job_its_tenant_back(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_requeue_gives_a_tenants_job_its_tenant_back(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
     """The events feed and the queued-job limit read the tenant from the record: a retry keeps it."""
     spec = _spec(tenant="acme")
     dead_id, fields = _dead_letter(raw_redis, keys, spec)
-    assert RequeueScript(keys, STATE_TTL).call(raw_redis, dead_id, spec, fields, NOW) is not None
+    assert await RequeueScript(keys, STATE_TTL).call(async_redis, dead_id, spec, fields, NOW) is not None
     assert raw_redis.hget(keys.state(spec.job_id), "tenant") == "acme"
     assert raw_redis.zrange(keys.tenant_queued("acme"), 0, -1) == [spec.job_id]
 
 
-def test_requeue_that_cannot_xadd_leaves_nothing_behind(raw_redis: redis.Redis, keys: RedisKeys) -> None:
+async def test_requeue_that_cannot_xadd_leaves_nothing_behind(
+    raw_redis: redis.Redis, async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
     spec = _spec()
     dead_id, fields = _dead_letter(raw_redis, keys, spec)
     raw_redis.set(keys.jobs_stream, "not a stream")
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
-        RequeueScript(keys, STATE_TTL).call(raw_redis, dead_id, spec, fields, NOW)
+        await RequeueScript(keys, STATE_TTL).call(async_redis, dead_id, spec, fields, NOW)
     assert raw_redis.xlen(keys.dead_letter_stream) == 1
     assert raw_redis.hget(keys.state(spec.job_id), "status") == "failed"
 
@@ -527,10 +523,10 @@ async def test_count_after_counts_later_entries_up_to_the_limit(
 ) -> None:
     entry_ids = [str(raw_redis.xadd(keys.jobs_stream, {"n": n})) for n in range(5)]
     script = CountAfterScript()
-    assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[1], 100) == 3
-    assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[1], 2) == 2
-    assert await script.call_async(async_redis, keys.jobs_stream, "0-0", 100) == 5
-    assert await script.call_async(async_redis, keys.jobs_stream, entry_ids[-1], 100) == 0
+    assert await script.call(async_redis, keys.jobs_stream, entry_ids[1], 100) == 3
+    assert await script.call(async_redis, keys.jobs_stream, entry_ids[1], 2) == 2
+    assert await script.call(async_redis, keys.jobs_stream, "0-0", 100) == 5
+    assert await script.call(async_redis, keys.jobs_stream, entry_ids[-1], 100) == 0
 
 
 # OVERDUE --------------------------------------------------------------------------------------
@@ -541,22 +537,22 @@ async def test_overdue_counts_the_undelivered_entries_that_waited_long_enough(
 ) -> None:
     """Entry ids carry their XADD time: ids made 9, 6, 4 and 0.1 s ago wait that long (server clock)."""
     stream, group, script = keys.jobs_stream, keys.consumer_group, OverdueScript()
-    assert await script.call_async(async_redis, stream, group, 1.0, 100) == Overdue(0, None)  # no stream yet
+    assert await script.call(async_redis, stream, group, 1.0, 100) == Overdue(0, None)  # no stream yet
     now_ms = int(raw_redis.time()[0]) * 1000
     for ago_ms in (9_000, 6_000, 4_000, 100):
         raw_redis.xadd(stream, {"n": ago_ms}, id=f"{now_ms - ago_ms}-0")
-    before_group = await script.call_async(async_redis, stream, group, 5.0, 100)
+    before_group = await script.call(async_redis, stream, group, 5.0, 100)
     assert before_group.count == 2 and 9.0 <= before_group.oldest_age_s < 11.0  # type: ignore[operator]
     raw_redis.xgroup_create(stream, group, id="0")
     raw_redis.xreadgroup(group, "a", {stream: ">"}, count=1)  # the 9 s one is delivered: no longer waiting
-    found = await script.call_async(async_redis, stream, group, 3.0, 100)
+    found = await script.call(async_redis, stream, group, 3.0, 100)
     assert found.count == 2 and 6.0 <= found.oldest_age_s < 8.0  # type: ignore[operator]
-    assert (await script.call_async(async_redis, stream, group, 3.0, 1)).count == 1  # up to the limit
-    fresh = await script.call_async(async_redis, stream, group, 30.0, 100)
+    assert (await script.call(async_redis, stream, group, 3.0, 1)).count == 1  # up to the limit
+    fresh = await script.call(async_redis, stream, group, 30.0, 100)
     assert fresh.count == 0 and fresh.oldest_age_s is not None and fresh.oldest_age_s >= 6.0  # none that old
-    assert (await script.call_async(async_redis, stream, group, 0.0, 100)).count == 3  # no delay: all waiting
+    assert (await script.call(async_redis, stream, group, 0.0, 100)).count == 3  # no delay: all waiting
     raw_redis.xreadgroup(group, "a", {stream: ">"}, count=10)
-    assert await script.call_async(async_redis, stream, group, 0.0, 100) == Overdue(0, None)  # all delivered
+    assert await script.call(async_redis, stream, group, 0.0, 100) == Overdue(0, None)  # all delivered
 
 
 async def test_finish_keeps_a_done_set_only_while_its_group_lives(
@@ -567,10 +563,10 @@ async def test_finish_keeps_a_done_set_only_while_its_group_lives(
     raw_redis.hset(keys.group(run_id), mapping={"kind": "run", "id": run_id, "total": "3"})
     raw_redis.expire(keys.group(run_id), 1_000)
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
-    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())), run_id)], NOW)
+    await script.call(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())), run_id)], NOW)
     assert 0 < raw_redis.ttl(keys.group_done(run_id)) <= 1_000
     raw_redis.delete(keys.group(run_id), keys.group_done(run_id))  # finished: the finish task deletes both
-    await script.call_async(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())), run_id)], NOW)  # a late duplicate
+    await script.call(async_redis, [], [FinishedJob(_event(str(uuid.uuid4())), run_id)], NOW)  # a late duplicate
     assert not raw_redis.exists(keys.group_done(run_id))
 
 
@@ -600,11 +596,11 @@ async def test_submit_and_cancel_pipelines_load_a_forgotten_script_and_answer_in
         submit_script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
         specs = [_spec(tenant="acme"), _spec()]
         await client.script_flush()  # the async pipeline loads the script after NOSCRIPT too
-        assert await submit_script.call_many_async(client, [(s, None) for s in specs]) == [s.job_id for s in specs]
+        assert await submit_script.call_many(client, [(s, None) for s in specs]) == [s.job_id for s in specs]
         assert _entries(raw_redis, keys.jobs_stream) == [encode_job_entry(s) for s in specs]
         cancel_script = CancelScript(keys)
-        assert await cancel_script.call_async(client, specs[0].job_id, time.time()) is CancelOutcome.CANCELLED
-        outcomes = await cancel_script.call_many_async(client, [specs[1].job_id, str(uuid.uuid4())], time.time())
+        assert await cancel_script.call(client, specs[0].job_id, time.time()) is CancelOutcome.CANCELLED
+        outcomes = await cancel_script.call_many(client, [specs[1].job_id, str(uuid.uuid4())], time.time())
         assert outcomes == [CancelOutcome.CANCELLED, CancelOutcome.MISSING]
     finally:
         await client.aclose()
@@ -620,7 +616,7 @@ async def test_finish_names_the_tenant_and_group_and_uncounts_the_job(
     assert raw_redis.zrange(keys.tenant_queued("acme"), 0, -1) == [tenant_job]  # the tenant's unfinished jobs
     assert _ttl_within(raw_redis, keys.tenant_queued("acme"), STATE_TTL)
     run_id = str(uuid.uuid4())
-    await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call_async(
+    await FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN).call(
         async_redis, [], [FinishedJob(_event(tenant_job), run_id, "acme"), FinishedJob(_event(plain_job))], NOW
     )
     tenant_entry, plain_entry = _entries(raw_redis, keys.events_stream)
@@ -643,7 +639,7 @@ async def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(
     script = FinishScript(keys, FINISHED_TTL, EVENTS_MAXLEN)
     finished = [FinishedJob(_event(job), big, "acme") for job in big_jobs]
     finished += [FinishedJob(_event(j), small, "globex") for j in small_jobs]
-    await script.call_async(async_redis, [], finished, NOW)
+    await script.call(async_redis, [], finished, NOW)
     assert raw_redis.xlen(keys.completions_stream) == 0  # 1200 of 1201, 2 of 3
     assert raw_redis.scard(keys.group_done(big)) == 1200
     assert 0 < raw_redis.ttl(keys.group_done(big)) <= 1_000  # a new done-set takes its group's TTL
@@ -651,8 +647,8 @@ async def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(
     assert raw_redis.zcard(keys.tenant_queued("globex")) == 0
     last_big, last_small = await _submit(submit, async_redis, _spec(tenant="acme")), str(uuid.uuid4())
     again = [FinishedJob(_event(big_jobs[0]), big, "acme"), FinishedJob(_event(last_big), big, "acme")]  # a duplicate
-    await script.call_async(async_redis, [], [*again, FinishedJob(_event(last_small), small), *again], NOW)
-    await script.call_async(async_redis, [], again, NOW)  # both delivered once more: nothing completes twice
+    await script.call(async_redis, [], [*again, FinishedJob(_event(last_small), small), *again], NOW)
+    await script.call(async_redis, [], again, NOW)  # both delivered once more: nothing completes twice
     assert _entries(raw_redis, keys.completions_stream) == [
         {"kind": "run", "id": big},
         {"kind": "document", "id": small},

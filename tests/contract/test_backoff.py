@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -61,30 +60,13 @@ def test_reset_starts_again_from_the_initial_delay() -> None:
     assert backoff.next_delay() == pytest.approx(0.2)
 
 
-def test_sleep_waits_the_drawn_delay_at_most_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    slept: list[float] = []
-    monkeypatch.setattr(time, "sleep", slept.append)
+def test_a_limit_caps_the_delay_and_the_base_grows_all_the_same() -> None:
     backoff = Backoff(1.0, 8.0, random_source=lambda: 1.0)
-    assert backoff.sleep() == 1.0
-    assert backoff.sleep(limit=0.3) == 0.3
-    assert backoff.sleep(limit=-1.0) == 0.0  # a deadline already passed: no wait at all
-    assert slept == [1.0, 0.3, 0.0]
-    assert backoff.base == 8.0  # every sleep, limited or not, moved the backoff on
-
-
-async def test_sleep_async_waits_without_blocking_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncio
-
-    slept: list[float] = []
-
-    async def fake_sleep(delay: float) -> None:
-        slept.append(delay)
-
-    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
-    backoff = Backoff(0.5, 1.0, random_source=lambda: 0.0)
-    assert await backoff.sleep_async() == 0.25
-    assert await backoff.sleep_async(limit=0.1) == 0.1
-    assert slept == [0.25, 0.1]
+    assert backoff.next_delay() == 1.0
+    assert backoff.next_delay(limit=0.3) == 0.3
+    assert backoff.next_delay(limit=-1.0) == 0.0  # a deadline already passed: no wait at all
+    assert backoff.next_delay(limit=100.0) == 8.0  # a limit past the delay changes nothing
+    assert backoff.base == 8.0  # every draw, limited or not, moved the backoff on
 
 
 @pytest.mark.parametrize(

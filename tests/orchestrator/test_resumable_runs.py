@@ -111,7 +111,7 @@ def test_submit_many_names_what_was_written_when_redis_fails(
 ) -> None:
     client.settings.submit_chunk_size = 2
     items = [{"text": f"t{i}", "source_lang": "en", "target_lang": "fr", "idempotency_key": f"k{i}"} for i in range(5)]
-    original = SubmitScript.call_many_async
+    original = SubmitScript.call_many
     calls = 0
 
     async def failing(self: SubmitScript, *args: Any, **kwargs: Any) -> list[str]:
@@ -121,10 +121,10 @@ def test_submit_many_names_what_was_written_when_redis_fails(
             raise redis.ConnectionError("Redis went away")
         return await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(SubmitScript, "call_many_async", failing)
+    monkeypatch.setattr(SubmitScript, "call_many", failing)
     with pytest.raises(SubmitInterruptedError, match="after 2 of 5 jobs were queued") as error:
         client.submit_many(items)
-    monkeypatch.setattr(SubmitScript, "call_many_async", original)
+    monkeypatch.setattr(SubmitScript, "call_many", original)
     ids = client.submit_many(items)  # the idempotency keys make submitting again safe
     assert ids[:2] == error.value.written
     assert raw_redis.xlen(client.keys.jobs_stream) == 5

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 import producer.duplicates
-from producer.duplicates import DuplicateFinder
+from producer.duplicates import DuplicateFinder, WantedCustomIds, custom_ids_at
 from producer.run_files import InvalidRunFileError, validate_run_file
 
 
@@ -49,3 +50,22 @@ def test_counted_duplicates_keep_the_lowest_lines_and_count_them_all() -> None:
         pairs, total = finder.duplicates_counted(3)
         assert pairs == [(3, 1), (5, 1), (7, 1)] and total == 9
         assert finder.duplicates_counted(0) == ([], 9)
+
+
+async def test_wanted_custom_ids_stop_after_the_last_wanted_line_from_either_kind_of_loop() -> None:
+    lines = [(n, json.dumps({"custom_id": f"id-{n}"}).encode()) for n in range(1, 11)]
+    read: list[int] = []
+
+    async def stream() -> AsyncIterator[tuple[int, bytes]]:
+        for number, line in lines:
+            read.append(number)
+            yield number, line
+
+    assert await custom_ids_at(stream(), {2, 5}) == {2: "id-2", 5: "id-5"}
+    assert read == [1, 2, 3, 4, 5]  # nothing past the last wanted line is read
+    read.clear()
+    assert await custom_ids_at(stream(), set()) == {} and read == []  # nothing wanted: nothing read
+
+    picker = WantedCustomIds({3})
+    assert [picker.offer(n, line.decode()) for n, line in lines[:3]] == [False, False, True]
+    assert picker.found == {3: "id-3"}

@@ -3,48 +3,52 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 
 from contract.errors import InvalidJobError
 from contract.services import ServiceUrls
-from storage import ApiKeyStore, AsyncApiKeyStore, AsyncConnectionPool, JobStore, PostgresConnection
+from storage import ApiKeyStore, AsyncConnectionPool, JobStore
 from storage.api_keys import ApiKeyNotFoundError, hash_api_key
 
 
 @pytest.fixture
-def store(service_urls: ServiceUrls) -> ApiKeyStore:
-    return ApiKeyStore(PostgresConnection(service_urls.database_url))
+async def store(service_urls: ServiceUrls) -> AsyncIterator[ApiKeyStore]:
+    pool = AsyncConnectionPool(service_urls.database_url, max_connections=2)
+    yield ApiKeyStore(pool)
+    await pool.close()
 
 
-async def test_found_by_the_key_until_revoked(store: ApiKeyStore, service_urls: ServiceUrls, pg: object) -> None:
-    key, secret = store.create(f"k-{uuid.uuid4().hex[:8]}", tenant="acme")
+async def test_found_by_the_key_until_revoked(store: ApiKeyStore, pg: object) -> None:
+    key, secret = await store.create(f"k-{uuid.uuid4().hex[:8]}", tenant="acme")
     assert secret.startswith("dgm_") and key.prefix == secret[:12] and key.active
     row = pg.execute("SELECT key_hash FROM api_keys WHERE id = %s", (key.id,)).fetchone()  # type: ignore[attr-defined]
     assert row == (hash_api_key(secret),) and secret not in str(row)
-    pool = AsyncConnectionPool(service_urls.database_url, max_connections=2)
-    finder = AsyncApiKeyStore(pool)
-    try:
-        found = await finder.find(secret)
-        assert found is not None and (found.id, found.tenant) == (key.id, "acme")
-        assert await finder.find(secret + "x") is None
-        store.revoke(key.id)
-        assert await finder.find(secret) is None
-    finally:
-        await pool.close()
+    found = await store.find(secret)
+    assert found is not None and (found.id, found.tenant) == (key.id, "acme")
+    assert await store.find(secret + "x") is None
+    assert key.id in {k.id for k in await store.list()}
+    revoked = await store.revoke(key.id)
+    assert revoked.id == key.id and not revoked.active
+    assert await store.find(secret) is None
+    assert key.id not in {k.id for k in await store.list()}
+    assert key.id in {k.id for k in await store.list(include_revoked=True)}
     with pytest.raises(ApiKeyNotFoundError):
-        store.revoke(key.id)
+        await store.revoke(key.id)
     with pytest.raises(ApiKeyNotFoundError):
-        store.revoke(str(uuid.uuid4()))
+        await store.revoke(str(uuid.uuid4()))
+    with pytest.raises(ApiKeyNotFoundError, match="not an API key id"):
+        await store.revoke("not-a-uuid")
 
 
-def test_bad_names_tenants_and_limits(store: ApiKeyStore) -> None:
+async def test_bad_names_tenants_and_limits(store: ApiKeyStore) -> None:
     with pytest.raises(InvalidJobError, match="tenant"):
-        store.create("x", tenant="a:b")
+        await store.create("x", tenant="a:b")
     with pytest.raises(ValueError, match="name"):
-        store.create(" ", tenant="acme")
+        await store.create(" ", tenant="acme")
     with pytest.raises(ValueError, match="positive"):
-        store.create("x", tenant="acme", rate_limit_per_minute=0)
+        await store.create("x", tenant="acme", rate_limit_per_minute=0)
 
 
 async def test_the_async_job_store_reads_rows_with_their_tenant(service_urls: ServiceUrls, pg: object) -> None:

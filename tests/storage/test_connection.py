@@ -1,12 +1,12 @@
-"""URL forms, the lazily opened shared connection, and the health probes."""
+"""URL forms, the lazily opened asyncio connection, and the health probes."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
 from contract.services import ServiceUrls
-from storage import DatabaseUnavailableError, PostgresConnection, libpq_url, ping, sqlalchemy_url
+from storage import DatabaseUnavailableError, libpq_url, ping, sqlalchemy_url
+from storage.connection import AsyncPostgresConnection
 
 _NOWHERE = "postgresql://dragoman@127.0.0.1:1/nothing"
 
@@ -30,18 +30,20 @@ def test_url_forms(url: str, libpq: str, sqlalchemy: str | None) -> None:
         assert sqlalchemy_url(url) == sqlalchemy
 
 
-def test_the_connection_opens_on_first_use_and_again_after_close(service_urls: ServiceUrls) -> None:
-    lazy = PostgresConnection(_NOWHERE)  # nothing is opened: no error until it is used
-    with pytest.raises(psycopg.OperationalError):
-        lazy.get()
+async def test_the_connection_opens_on_first_use_and_again_after_close(service_urls: ServiceUrls) -> None:
+    lazy = AsyncPostgresConnection(_NOWHERE)  # nothing is opened: no error until it is used
+    with pytest.raises(DatabaseUnavailableError):
+        await lazy.get()
 
-    with PostgresConnection(service_urls.database_url) as connection:
-        first = connection.get()
-        assert connection.get() is first and first.autocommit
-        first.close()
-        second = connection.get()
-        assert second is not first and not second.closed
+    connection = AsyncPostgresConnection(service_urls.database_url)
+    first = await connection.get()
+    assert await connection.get() is first and first.autocommit
+    await first.close()  # closed under it (a server restart): the next get connects again
+    second = await connection.get()
+    assert second is not first and not second.closed
+    await connection.close()
     assert second.closed
+    await connection.close()  # nothing open: a no-op
 
 
 async def test_ping_needs_the_schema(service_urls: ServiceUrls, fresh_database: str) -> None:

@@ -103,7 +103,7 @@ async def test_a_bulk_plan_looks_at_the_interactive_lane_only_when_an_entry_can_
         asked.append(now[0])
         return answers.pop(0)
 
-    monkeypatch.setattr(OverdueScript, "call_async", overdue)
+    monkeypatch.setattr(OverdueScript, "call", overdue)
     policy = BulkLanes(None, _keys(), spill_s=0.5, read_block_ms=500, clock=lambda: now[0])  # type: ignore[arg-type]
     assert (await policy.plan(4, {})).offers == {INTERACTIVE: 0, BULK: 4}  # nothing waits: next look in 0.5 s
     assert policy.wait(4, {}).lanes == (BULK,) and policy.wait(4, {}).block_ms == 500
@@ -211,13 +211,13 @@ async def test_a_bulk_worker_looks_at_the_interactive_lane_a_few_times_a_second_
     client: Client, start_worker: WorkerFactory, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     looks: list[float] = []
-    original = OverdueScript.call_async
+    original = OverdueScript.call
 
     async def counted(self: OverdueScript, *args: Any) -> Overdue:
         looks.append(time.monotonic())
         return await original(self, *args)
 
-    monkeypatch.setattr(OverdueScript, "call_async", counted)
+    monkeypatch.setattr(OverdueScript, "call", counted)
     policy = settings.model_copy(update={"lane_policy": "bulk", "interactive_spill_seconds": 0.0})
     bulk = _bulk(client, 400)
     started = time.monotonic()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from contract.schemas import JobStatus, Priority, TranslationRequest
 from contract.settings import Settings
@@ -104,7 +105,7 @@ async def test_a_lane_alone_gets_the_whole_worker(client: Client, start_worker: 
 
 
 async def test_a_bulk_job_that_fails_for_good_is_retried_into_the_bulk_lane(
-    client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory
+    client: Client, raw_redis: redis.Redis, async_redis: aioredis.Redis, start_worker: WorkerFactory
 ) -> None:
     from broker.dead_letters import DeadLetters
 
@@ -113,9 +114,9 @@ async def test_a_bulk_job_that_fails_for_good_is_retried_into_the_bulk_lane(
     async with start_worker(engine):
         (job,) = await wait_all(client, [job_id])
     assert job.status is JobStatus.FAILED
-    letters = DeadLetters(raw_redis, client.settings)
-    (letter,) = letters.entries()
-    letters.retry(letter.dead_id)
+    letters = DeadLetters(async_redis, client.settings)
+    (letter,) = await letters.entries()
+    await letters.retry(letter.dead_id)
     assert [f["id"] for _, f in raw_redis.xrange(client.keys.bulk_jobs_stream)][-1] == job_id
     assert job_id not in {f["id"] for _, f in raw_redis.xrange(client.keys.jobs_stream)}
 

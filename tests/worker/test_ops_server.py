@@ -86,7 +86,7 @@ async def test_metrics_count_what_the_rows_say(
     assert values[("dragoman_job_stage_seconds_count", (("stage", "write"),))] == 44
     assert values[("dragoman_job_stage_seconds_count", (("stage", "engine"),))] == 43
     assert values[("dragoman_writer_batch_size_sum", ())] == 44
-    assert values[("dragoman_dead_lettered_total", ())] == 3  # engine errors past max_attempts are parked
+    assert values[("dragoman_dead_lettered_total", ())] == 3  # engine errors past max_attempts are dead-lettered
     assert values[("dragoman_dead_letters", ())] == 3
     assert values[("dragoman_group_pending", ())] == 0
     assert values[("dragoman_group_lag", ())] == 0

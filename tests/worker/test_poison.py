@@ -47,7 +47,8 @@ async def _dead_letters(raw: redis.Redis, client: Client, count: int, within: fl
     while raw.xlen(client.keys.dead_letter_stream) < count:
         assert time.monotonic() < deadline, "the entries were not dead-lettered"
         await asyncio.sleep(0.01)
-    return DeadLetters(raw, client.settings).entries()
+    async with aioredis.Redis.from_url(client.settings.redis_url or "", decode_responses=True) as connection:
+        return await DeadLetters(connection, client.settings).entries()
 
 
 # A value PostgreSQL refuses -------------------------------------------------------------------

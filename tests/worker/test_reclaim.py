@@ -93,7 +93,7 @@ async def test_a_restarted_worker_with_a_stable_name_resumes_its_own_jobs(
 
 
 async def test_a_job_that_kills_its_worker_is_failed_and_dead_lettered(
-    settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
+    settings: Settings, service_urls: ServiceUrls, client: Client, async_redis: aioredis.Redis
 ) -> None:
     settings = _fast(settings, max_attempts=2)
     poison = client.submit("crash the worker", "en", "fr")
@@ -115,12 +115,12 @@ async def test_a_job_that_kills_its_worker_is_failed_and_dead_lettered(
     assert ok.status is JobStatus.SUCCEEDED
     assert failed.status is JobStatus.FAILED and failed.attempts == 2
     assert failed.error and "gave up after 2 deliveries" in failed.error
-    [letter] = DeadLetters(raw_redis, settings).entries()
+    [letter] = await DeadLetters(async_redis, settings).entries()
     assert letter.job_id == poison and "gave up" in letter.reason
 
 
 async def test_an_engine_error_every_time_dead_letters_and_retry_requeues(
-    settings: Settings, service_urls: ServiceUrls, client: Client, raw_redis: redis.Redis
+    settings: Settings, service_urls: ServiceUrls, client: Client, async_redis: aioredis.Redis
 ) -> None:
     ids = client.submit_many(TranslationRequest(t, "en", "fr") for t in ["ok 1", "POISON", "ok 2"])
     broken = DeterministicEngine(fail_if=lambda prompt: "POISON" in prompt)
@@ -131,12 +131,12 @@ async def test_an_engine_error_every_time_dead_letters_and_retry_requeues(
     finally:
         await worker.stop(grace_seconds=5)
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.SUCCEEDED]
-    dead = DeadLetters(raw_redis, settings)
-    [letter] = dead.entries()
+    dead = DeadLetters(async_redis, settings)
+    [letter] = await dead.entries()
     assert letter.job_id == ids[1] and "EngineError" in letter.reason
 
-    assert dead.retry(ids[1]) == ids[1]  # the cause is fixed: run it again
-    assert dead.entries() == []
+    assert await dead.retry(ids[1]) == ids[1]  # the cause is fixed: run it again
+    assert await dead.entries() == []
     assert client.get(ids[1]).status is JobStatus.QUEUED
     fixed = _worker(settings, service_urls, DeterministicEngine())
     await fixed.start()

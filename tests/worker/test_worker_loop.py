@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from broker.dead_letters import DeadLetters
 from contract.schemas import JobStatus, TranslationRequest
@@ -214,7 +215,7 @@ async def test_malformed_entries_are_dead_lettered_and_the_worker_keeps_going(
 
 
 async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
-    client: Client, raw_redis: redis.Redis, start_worker: WorkerFactory
+    client: Client, raw_redis: redis.Redis, async_redis: aioredis.Redis, start_worker: WorkerFactory
 ) -> None:
     stream = client.keys.jobs_stream
     surrogate_id = str(uuid.uuid4())  # JSON may escape a lone surrogate, which no database can store
@@ -235,7 +236,7 @@ async def test_entries_that_are_not_valid_unicode_are_dead_lettered_not_fatal(
     assert job.status is JobStatus.SUCCEEDED
     failed = client.get(surrogate_id)
     assert failed.status is JobStatus.FAILED and failed.error and "not JSON" in failed.error
-    surrogate, not_utf8 = DeadLetters(raw_redis, client.settings).entries()  # readable with strict UTF-8
+    surrogate, not_utf8 = await DeadLetters(async_redis, client.settings).entries()  # readable with strict UTF-8
     assert "not JSON" in surrogate.reason
     assert not_utf8.reason == "field 'payload' is not valid UTF-8"
     assert not_utf8.fields["payload"] == "\ufffd\ufffd not UTF-8"  # the invalid bytes, shown as such

@@ -85,7 +85,7 @@ async def test_finishing_uncounts_each_tenant_s_job_by_its_spec_or_its_malformed
         job_id=str(uuid.uuid4()), text="Hi", source_lang="en", target_lang="fr", created_at=1.0, tenant="acme"
     )
     connection = aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True)
-    await submit.call_many_async(connection, [(spec, None), (bad, None)])
+    await submit.call_many(connection, [(spec, None), (bad, None)])
     raw_redis.delete(keys.state(spec.job_id))  # expired meanwhile: the tenant is still known
     assert raw_redis.zcard(keys.tenant_queued("acme")) == 2
     malformed = DeadLetter(
