@@ -17,7 +17,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 from prometheus_client.registry import Collector
 
 from broker.queue_stats import QueueStats
-from contract.schemas import JobStatus, Priority, lane_of
+from contract.schemas import JobStatus, Lane, lane_of
 from contract.wire import JobEvent
 from worker.results import JobResult
 
@@ -180,7 +180,7 @@ class WorkerMetrics:
         self.oldest_pending_age = Gauge(
             "dragoman_oldest_pending_age_seconds", "Age of the oldest pending entry (0 when none)", registry=r
         )
-        lanes = [lane.value for lane in Priority]
+        lanes = [lane.value for lane in Lane]
         self.lane_queue_wait = StageHistogram(
             "dragoman_lane_queue_wait_seconds",
             "Seconds from submit to start of the jobs this worker finished, by lane (interactive, bulk)",
@@ -259,7 +259,7 @@ class WorkerMetrics:
         stages.observe_many("engine", [max(0.0, r.finished_at - at) for at, r in started])
         stages.observe_many("write", [max(0.0, acked_at - r.finished_at) for r in mine])
         stages.observe_many("end_to_end", [max(0.0, acked_at - r.spec.created_at) for r in mine])
-        for lane in Priority:
+        for lane in Lane:
             ours = [r for r in mine if lane_of(r.spec) is lane]
             if ours:
                 self.lane_queue_wait.observe_many(

@@ -28,7 +28,7 @@ from broker.acknowledge import acknowledge_batch
 from broker.keys import RedisKeys
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
-from contract.schemas import JobStatus, Priority, lane_of
+from contract.schemas import JobStatus, Lane, lane_of
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
 from storage import (
@@ -76,7 +76,7 @@ class ResultWriter:
         self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)
         self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
-        self._held: set[tuple[Priority, str]] = set()  # (lane, entry) handed over and not yet acknowledged
+        self._held: set[tuple[Lane, str]] = set()  # (lane, entry) handed over and not yet acknowledged
         self._unavailable_since: float | None = None
         self._batches = 0
         self._rows = 0
@@ -100,7 +100,7 @@ class ResultWriter:
         except asyncio.QueueFull:
             await self._queue.put(result)
 
-    def held_entries(self) -> list[tuple[Priority, str]]:
+    def held_entries(self) -> list[tuple[Lane, str]]:
         """Lanes and stream entries whose results are buffered or being written (not acknowledged yet)."""
         return list(self._held)
 
@@ -345,7 +345,7 @@ def _parked_entries(
     return parked
 
 
-def _held_entry(item: JobResult | DeadLetter) -> tuple[Priority, str]:
+def _held_entry(item: JobResult | DeadLetter) -> tuple[Lane, str]:
     """The lane and stream entry a result acknowledges."""
     return (item.lane if isinstance(item, DeadLetter) else lane_of(item.spec)), item.entry_id
 
@@ -356,7 +356,7 @@ def _entry_ids_by_lane(batch: Sequence[JobResult | DeadLetter]) -> tuple[list[st
     bulk: list[str] = []
     for item in batch:
         lane, entry_id = _held_entry(item)
-        (interactive if lane is Priority.INTERACTIVE else bulk).append(entry_id)
+        (interactive if lane is Lane.INTERACTIVE else bulk).append(entry_id)
     return interactive, bulk
 
 
