@@ -234,6 +234,6 @@ class DocumentView(GroupView):
     report: dict[str, Any] | None = Field(
         default=None,
         description="segments sent with placeholder tags for inline markup (with_tags), those whose translation "
-        "kept them (tags_kept), kept them on the one retry (retried), or were translated run by run between them "
-        "(fell_back, with a source excerpt); failed: how many segments did not translate",
+        "kept them (tags_kept), kept them on the one retry (retried), or had each text run between them translated on "
+        "its own (fell_back, with a source excerpt); failed: how many segments did not translate",
     )

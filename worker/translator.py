@@ -188,7 +188,7 @@ class Translator:
     # Placeholder tags ---------------------------------------------------------------------------
 
     async def _translate_keeping_tags(self, spec: JobSpec, request_id: str) -> Translation:
-        """A document segment with placeholder tags: checked, retried once, else translated run by run.
+        """A document segment with placeholder tags: checked, retried once, else text run by text run.
 
         The retry samples (a greedy profile would only repeat itself). The fallback translates the
         text between the tags on its own and puts the tags back where they were: the sentence's
@@ -211,13 +211,15 @@ class Translator:
             spec.job_id,
             extra={"job_id": spec.job_id},
         )
-        runs = await self._translate_runs(spec, request_id)
+        fallback = await self._translate_text_runs(spec, request_id)
         return msgspec.structs.replace(
-            runs, prompt_tokens=runs.prompt_tokens + spent[0], output_tokens=runs.output_tokens + spent[1]
+            fallback,
+            prompt_tokens=fallback.prompt_tokens + spent[0],
+            output_tokens=fallback.output_tokens + spent[1],
         )
 
-    async def _translate_runs(self, spec: JobSpec, request_id: str) -> Translation:
-        """Each run of text between the tags translated on its own; tags and surrounding spaces kept."""
+    async def _translate_text_runs(self, spec: JobSpec, request_id: str) -> Translation:
+        """Each text run (the text between two tags) translated on its own; tags and surrounding spaces kept."""
         plain = msgspec.structs.replace(spec, text="", inline_tags=False)
         ratio = self._expansion(plain)
         plan: list[str | _Piece] = []
@@ -228,9 +230,9 @@ class Translator:
             core = token.strip()
             lead = token[: len(token) - len(token.lstrip())]
             trail = token[len(token.rstrip()) :]
-            run = msgspec.structs.replace(plain, text=core)
-            self.profile.check_controls(run)
-            plan += [lead, *self._plan(run, self._prompt_overhead(run), ratio), trail]
+            text_run = msgspec.structs.replace(plain, text=core)
+            self.profile.check_controls(text_run)
+            plan += [lead, *self._plan(text_run, self._prompt_overhead(text_run), ratio), trail]
         translation = await self._run(plain, request_id, [item for item in plan if item != ""])
         return msgspec.structs.replace(translation, inline_tags="fallback")
 

@@ -179,7 +179,7 @@ def _code_bucket(kind: str, offset: int, spans: list[tuple[int, int]], span: int
 
 
 def _split_text_tokens(tokens: Sequence[str | Code], spans: list[tuple[int, int]]) -> list[str | Code]:
-    """``tokens`` with every text run cut at the spans' edges, so each run lies inside or outside one span."""
+    """``tokens`` with every text run cut at the spans' edges, so each text run lies inside or outside one span."""
     edges = sorted({edge for span in spans for edge in span})
     out: list[str | Code] = []
     offset = 0
