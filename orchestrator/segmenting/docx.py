@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ElementTree
 import zipfile
 
 from contract.errors import InvalidJobError
-from orchestrator.segmenting.pieces import Code
+from orchestrator.segmenting.parts import Code
 from orchestrator.segmenting.skeleton import Skeleton
 
 _TEXT_PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes)\.xml")
@@ -154,7 +154,7 @@ def _paragraph(skeleton: Skeleton, paragraph: str, max_chars: int) -> None:
 
 
 def _node_by_node(skeleton: Skeleton, paragraph: str, nodes: list[re.Match[str]], max_chars: int) -> None:
-    """The fallback: every text node its own prose (the pieces before the first node are already written)."""
+    """The fallback: every text node its own prose (the parts before the first node are already written)."""
     for index, node in enumerate(nodes):
         if index:
             skeleton.literal(paragraph[nodes[index - 1].end(1) : node.start(1)])
