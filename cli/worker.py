@@ -84,7 +84,7 @@ def add_commands(sub: SubParsers) -> None:
     worker.add_argument(
         "--interactive-engine",
         action="store_true",
-        help="per GPU group, one more engine for interactive jobs (lane policy interactive, a small batch and "
+        help="per GPU group, one more engine for interactive jobs (lane policy interactive, a small engine batch and "
         "memory share) beside the --engines ones (lane policy bulk: interactive jobs only once they have waited "
         "DRAGOMAN_INTERACTIVE_SPILL_SECONDS); for small models with interactive traffic beside bulk runs, not for "
         "a model whose one engine keeps the GPU busy",

@@ -415,7 +415,7 @@ class StreamConsumer:
             )
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
-        """Run the start script for the whole batch in one call; return what it found for each job."""
+        """Run the start script for the whole read in one call; return what it found for each job."""
         return await self._start.call_async(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
 
     async def _foreign_state_records(self, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:

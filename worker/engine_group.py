@@ -42,7 +42,7 @@ INTERACTIVE_MAX_SEQS = 32
 
 @dataclass(frozen=True, slots=True)
 class InteractiveEngine:
-    """The engine ``--interactive-engine`` adds to each GPU group: its batch, its jobs in flight (the batch
+    """The engine ``--interactive-engine`` adds to each GPU group: its engine batch, its jobs in flight (that batch
     plus its bulk cap, so none waits in vLLM's queue), its share of the GPU's memory."""
 
     max_num_seqs: int
@@ -200,7 +200,7 @@ def child_ops_host(metrics_host: str) -> str:
 
 def _engine_overrides(layout: EngineGroupLayout, interactive: InteractiveEngine | None) -> dict[str, object]:
     """The vLLM engine arguments one engine of the engine group runs with after the parent's: its memory share, and the
-    interactive engine's batch."""
+    interactive engine's batch size."""
     if interactive is None:
         return {"--gpu-memory-utilization": layout.memory}
     return {"--gpu-memory-utilization": interactive.memory, "--max-num-seqs": interactive.max_num_seqs}

@@ -12,7 +12,7 @@ never more entries than slots, entries read before an error still run) stays in 
   interactive jobs never starves a run. A lane with nothing waiting leaves its slots to the other,
   so either lane alone gets the whole worker.
 - ``interactive``: every free slot is offered to the interactive lane first; bulk jobs are read
-  only while fewer than ``interactive_bulk_in_flight`` (default 0) run here. The engine's batch
+  only while fewer than ``interactive_bulk_in_flight`` (default 0) run here. The engine batch
   stays small and an interactive job never queues behind bulk requests inside vLLM: the engine
   ``dragoman worker --interactive-engine`` adds beside the bulk ones.
 - ``bulk``: the bulk lane; interactive entries only once the next one has waited

@@ -48,7 +48,7 @@ def storable_text(text: str | None) -> str | None:
     """``text`` as PostgreSQL and Redis can store it: NUL shown as U+FFFD, lone surrogates as '?'.
 
     Model output and exception messages can contain both; left as they are, they would fail
-    the whole batch they are written in, again on every redelivery.
+    the whole writer batch they are written in, again on every redelivery.
     """
     if text is None or (text.isascii() and "\x00" not in text):
         return text
