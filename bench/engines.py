@@ -780,7 +780,7 @@ def pending_jobs(jobs: Jobs, consumer: str) -> dict[str, str]:
             pending = jobs.redis.xpending_range(
                 stream, jobs.keys.consumer_group, min="-", max="+", count=1_000_000, consumername=consumer
             )
-        except ResponseError:  # no such stream or group: nothing pending there
+        except ResponseError:  # no such stream or consumer group: nothing pending there
             continue
         with jobs.redis.pipeline(transaction=False) as pipe:
             for entry in pending:
