@@ -166,9 +166,10 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
     return 422, "invalid_request", "; ".join(parts) + more
 
 
-# pydantic names the branch of a union body in an error's location: a model's class name or
-# ``list[...]``. Field names are snake_case, so they never look like one.
-_BRANCH = re.compile(r"^(?:[A-Z]\w*|list\[.*\])$")
+# pydantic names the branch of a union body in an error's location: a model's class name,
+# ``function-after[...]`` (a model with a model validator: ``JobRequest``) or ``list[...]``. Field
+# names are snake_case, so they never look like one.
+_BRANCH = re.compile(r"^(?:[A-Z]\w*|function-after\[.*\]|list\[.*\])$")
 
 
 def _matching_branch(errors: Sequence[Any], body: object) -> list[Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contract.progress import GroupProgress
 from contract.schemas import Job, JobStatus
@@ -33,10 +33,16 @@ class JobRequest(BaseModel):
     idempotency_key: str | None = Field(
         default=None, description="submitting again with the same key (within a day) returns the first job's id"
     )
+    lane: Literal["interactive", "bulk"] | None = Field(
+        default=None,
+        description="interactive (the default) reaches the engine before bulk, which keeps a share of "
+        "every worker (runs, documents and batches are bulk)",
+    )
     priority: Literal["interactive", "bulk"] | None = Field(
         default=None,
-        description="lane: interactive (the default) reaches the engine before bulk, which keeps a share of "
-        "every worker (runs, documents and batches are bulk)",
+        exclude=True,
+        description="deprecated: lane's old name, still read as lane; sent with a different lane, the job is refused",
+        json_schema_extra={"deprecated": True},
     )
     glossary: dict[str, str] | None = Field(
         default=None,
@@ -50,6 +56,20 @@ class JobRequest(BaseModel):
         default=None, description="register of the translation, where the model's profile supports it"
     )
     memory: bool = Field(default=True, description="false: neither served from the translation memory nor stored in it")
+
+    @model_validator(mode="after")
+    def _lane_from_priority(self) -> JobRequest:
+        """The one place the API reads ``priority``, ``lane``'s deprecated old name: it becomes ``lane``.
+
+        HTTP clients written before the lane had one word still send it; both, naming different
+        lanes, is refused (422), since the client meant one of them.
+        """
+        if self.priority is not None:
+            if self.lane is not None and self.lane != self.priority:
+                old_name = f"priority {self.priority!r} (lane's deprecated old name)"
+                raise ValueError(f"lane {self.lane!r} and {old_name} differ; send lane alone")
+            self.lane, self.priority = self.priority, None
+        return self
 
 
 class JobAccepted(BaseModel):
@@ -214,6 +234,6 @@ class DocumentView(GroupView):
     report: dict[str, Any] | None = Field(
         default=None,
         description="segments sent with placeholder tags for inline markup (with_tags), those whose translation "
-        "kept them (tags_kept), kept them on the one retry (retried), or were translated run by run between them "
-        "(fell_back, with a source excerpt); failed: how many segments did not translate",
+        "kept them (tags_kept), kept them on the one retry (retried), or had each text run between them translated on "
+        "its own (fell_back, with a source excerpt); failed: how many segments did not translate",
     )

@@ -71,20 +71,20 @@ def measure(fmt: str, source: str) -> dict[str, Any]:
     attached = [s.raw if getattr(s, "detached", False) else None for s in segments]
     words = whole_words = requests = 0
     position = 0
-    for piece in skeleton.pieces:
-        if not hasattr(piece, "text"):  # a literal, or a lang attribute's value
-            position += len(piece if isinstance(piece, str) else piece.raw)
+    for part in skeleton.parts:
+        if not hasattr(part, "text"):  # a literal, or a lang attribute's value
+            position += len(part if isinstance(part, str) else part.raw)
             continue
-        text = _TAG.sub("", piece.text)
+        text = _TAG.sub("", part.text)
         count = len(_WORD.findall(text))
         words += count
-        lines = [line for line in piece.text.split("\n") if line.strip()]
+        lines = [line for line in part.text.split("\n") if line.strip()]
         requests += sum(len([s for s in split_sentences(line.strip()) if not s.isspace()]) for line in lines)
-        if getattr(piece, "detached", False):
+        if getattr(part, "detached", False):
             whole_words += count  # an attribute value inside a sentence's markup: whole by itself
             continue
-        length = len(_source_of(piece, attached))
-        if getattr(piece, "escape", "") == "attr" or _is_whole(text, source, position, position + length):
+        length = len(_source_of(part, attached))
+        if getattr(part, "escape", "") == "attr" or _is_whole(text, source, position, position + length):
             whole_words += count
         position += length
     return {

@@ -1,5 +1,5 @@
-"""Issue 15 measured with real ``dragoman worker`` processes: several engines per GPU, the priority
-lane, and how fast a killed worker's jobs run again.
+"""Issue 15 measured with real ``dragoman worker`` processes: several engines per GPU, the two
+lanes, and how fast a killed worker's jobs run again.
 
 On the lent H100 (dummy weights with real shapes), from the repository root:
 
@@ -366,17 +366,17 @@ class Jobs:
         self.redis.close()
         self._db.close()
 
-    def submit(self, texts: Sequence[str], priorities: Sequence[str]) -> list[str]:
-        """Submit every text at once (``submit_many``), each with its priority; the ids."""
+    def submit(self, texts: Sequence[str], lanes: Sequence[str]) -> list[str]:
+        """Submit every text at once (``submit_many``), each in its lane; the ids."""
         items = [
-            {"text": text, "source_lang": "en", "target_lang": "fr", "priority": priority}
-            for text, priority in zip(texts, priorities, strict=True)
+            {"text": text, "source_lang": "en", "target_lang": "fr", "lane": lane}
+            for text, lane in zip(texts, lanes, strict=True)
         ]
         return self.client.submit_many(items)
 
-    def submit_one(self, text: str, priority: str) -> str:
+    def submit_one(self, text: str, lane: str) -> str:
         """Submit one job; its id."""
-        return self.client.submit(text, "en", "fr", priority=priority)
+        return self.client.submit(text, "en", "fr", lane=lane)
 
     def count(self, ids: Sequence[str]) -> int:
         """How many of ``ids`` have a row."""
@@ -434,12 +434,12 @@ def wait_rows(
 
 
 def run_batch(
-    jobs: Jobs, texts: Sequence[str], priority: str, workers: Sequence[WorkerProcess], timeout: float
+    jobs: Jobs, texts: Sequence[str], lane: str, workers: Sequence[WorkerProcess], timeout: float
 ) -> tuple[list[str], float, float]:
     """Submit ``texts`` at once and wait for all rows: the ids, seconds to submit, seconds to the last row."""
     since = jobs.events()
     start = time.perf_counter()
-    ids = jobs.submit(texts, [priority] * len(texts))
+    ids = jobs.submit(texts, [lane] * len(texts))
     submitted = time.perf_counter() - start
     return ids, round(submitted, 3), wait_rows(jobs, ids, since, workers, timeout) - start
 
@@ -475,10 +475,10 @@ def measure_dragoman(bench: Bench, label: str, texts: list[str], warm: list[str]
         point: dict[str, Any] = {"engines": label, "engine_count": count, "log": str(worker.log_path)}
         point["start_s"] = wait_heartbeats(jobs, [worker], count, args.start_timeout)
         say(f"{count} engine(s) up in {point['start_s']}s; warm-up of {len(warm)} jobs")
-        point["warm_up_s"] = round(run_batch(jobs, warm, args.priority, [worker], args.drain_timeout)[2], 2)
-        say(f"measuring {len(texts)} jobs ({args.priority})")
+        point["warm_up_s"] = round(run_batch(jobs, warm, args.lane, [worker], args.drain_timeout)[2], 2)
+        say(f"measuring {len(texts)} jobs ({args.lane})")
         retries = worker.length_retries()
-        ids, point["submit_s"], elapsed = run_batch(jobs, texts, args.priority, [worker], args.drain_timeout)
+        ids, point["submit_s"], elapsed = run_batch(jobs, texts, args.lane, [worker], args.drain_timeout)
         point |= row_summary(jobs, ids, elapsed) | {"length_retries": worker.length_retries() - retries}
         if point["length_retries"] and ignore_eos(args):
             say(f"WARNING: {point['length_retries']} jobs were run again after their output budget (ignore_eos)")
@@ -733,7 +733,7 @@ def mixed_ratios(idle: dict[str, Any], loaded: dict[str, Any], alone: dict[str, 
 def run_mixed(bench: Bench) -> None:
     """The ``mixed`` subcommand: idle latency, latency beside a bulk backlog, bulk throughput."""
     args, prefix = bench.args, new_prefix("mixed")
-    bulk_priority = "bulk" if args.lanes == "on" else "interactive"
+    bulk_lane = "bulk" if args.lanes == "on" else "interactive"
     setup = {
         "scheduling_policy": args.scheduling_policy,
         "lanes": args.lanes,
@@ -755,9 +755,9 @@ def run_mixed(bench: Bench) -> None:
         say(f"A: {args.interactive_jobs} interactive jobs, {rate}/s, idle worker")
         idle = probe(jobs, interactive[: args.interactive_jobs], rate, timeout, [worker]).summary(jobs)
         bench.report.add("idle", idle)
-        say(f"B: {args.bulk_jobs} bulk jobs ({bulk_priority} lane), then the probe again")
+        say(f"B: {args.bulk_jobs} bulk jobs ({bulk_lane} lane), then the probe again")
         started = time.perf_counter()
-        bulk_ids = jobs.submit(bench.texts(args.bulk_jobs, TEXT_SEED), [bulk_priority] * args.bulk_jobs)
+        bulk_ids = jobs.submit(bench.texts(args.bulk_jobs, TEXT_SEED), [bulk_lane] * args.bulk_jobs)
         say(f"submitted in {time.perf_counter() - started:.1f}s; settling {args.settle_s}s")
         time.sleep(args.settle_s)
         window, loaded_probe = bulk_window(
@@ -786,7 +786,7 @@ def pending_jobs(jobs: Jobs, consumer: str) -> dict[str, str]:
             pending = jobs.redis.xpending_range(
                 stream, jobs.keys.consumer_group, min="-", max="+", count=1_000_000, consumername=consumer
             )
-        except ResponseError:  # no such stream or group: nothing pending there
+        except ResponseError:  # no such stream or consumer group: nothing pending there
             continue
         with jobs.redis.pipeline(transaction=False) as pipe:
             for entry in pending:
@@ -874,10 +874,8 @@ def run_orphans(bench: Bench) -> None:
     with running_workers(workers):
         bench.report.add("start_s", wait_heartbeats(jobs, workers, 2, args.start_timeout))
         texts = bench.texts(args.jobs, TEXT_SEED)
-        priorities = [
-            args.priority if args.priority != "mixed" else ("bulk", "interactive")[i % 2] for i in range(len(texts))
-        ]
-        ids = jobs.submit(texts, priorities)
+        job_lanes = [args.lane if args.lane != "mixed" else ("bulk", "interactive")[i % 2] for i in range(len(texts))]
+        ids = jobs.submit(texts, job_lanes)
         done = wait_count(jobs, ids, int(len(ids) * args.kill_at), workers, args.drain_timeout)
         say(f"{done} of {len(ids)} done: killing one worker")
         victim, held, killed = kill_victim(jobs, workers)
@@ -939,7 +937,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(1@0,1@all: one GPU against all); ratios are over the first point (default 1,auto)",
     )
     sweep.add_argument("--jobs", type=int, default=3000)
-    sweep.add_argument("--priority", choices=("bulk", "interactive"), default="bulk")
+    sweep.add_argument("--lane", choices=("bulk", "interactive"), default="bulk")
     sweep.add_argument("--bare", action="store_true", help="also K bare engines, K as auto chose")
     sweep.add_argument("--bare-engines", type=int, help="K for --bare (default: auto's count)")
     mixed = sub.add_parser("mixed", parents=[common], help="interactive latency beside a bulk backlog")
@@ -960,7 +958,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     mixed.add_argument("--interactive-max-seqs", type=int, help="the worker's --interactive-max-seqs (default its own)")
     orphans = sub.add_parser("orphans", parents=[common], help="kill one of two workers; recovery time")
     orphans.add_argument("--jobs", type=int, default=4000)
-    orphans.add_argument("--priority", choices=("bulk", "interactive", "mixed"), default="mixed")
+    orphans.add_argument("--lane", choices=("bulk", "interactive", "mixed"), default="mixed")
     orphans.add_argument("--kill-at", type=float, default=1 / 3, help="share of jobs done when one worker is killed")
     orphans.add_argument("--recovery-timeout", type=float, default=120)
     one = sub.add_parser("bare-one", parents=[common], help="(sweep --bare's child) one bare engine")

@@ -107,7 +107,7 @@ async def _pass(
     )
     with Client(pass_settings) as client:
         ids = await asyncio.to_thread(
-            client.submit_many, (TranslationRequest(text, "en", "fr", priority="bulk") for text in segments)
+            client.submit_many, (TranslationRequest(text, "en", "fr", lane="bulk") for text in segments)
         )
         worker = Worker(
             pass_settings,

@@ -109,21 +109,21 @@ def bench_rq(urls: ServiceUrls, jobs: int) -> dict[str, Any]:
 
 async def _raw_streams(url: str, jobs: int, batch: int) -> float:
     client = aioredis.Redis.from_url(url, decode_responses=True)
-    stream, events, group = f"raw-{uuid.uuid4().hex[:8]}", f"raw-ev-{uuid.uuid4().hex[:8]}", "g"
+    stream, events, consumer_group = f"raw-{uuid.uuid4().hex[:8]}", f"raw-ev-{uuid.uuid4().hex[:8]}", "g"
     payload = json.dumps({"text": "x" * 200, "source_lang": "en", "target_lang": "fr"})
     for start in range(0, jobs, 5000):
         async with client.pipeline(transaction=False) as pipe:
             for i in range(start, min(start + 5000, jobs)):
                 pipe.xadd(stream, {"v": "1", "id": str(i), "payload": payload})
             await pipe.execute()
-    await client.xgroup_create(stream, group, id="0")
+    await client.xgroup_create(stream, consumer_group, id="0")
     done = 0
     begin = time.perf_counter()
     while done < jobs:
-        response: Any = await client.xreadgroup(group, "c", {stream: ">"}, count=batch)
+        response: Any = await client.xreadgroup(consumer_group, "c", {stream: ">"}, count=batch)
         entries = response[0][1]
         async with client.pipeline(transaction=True) as pipe:
-            pipe.xack(stream, group, *[entry_id for entry_id, _ in entries])
+            pipe.xack(stream, consumer_group, *[entry_id for entry_id, _ in entries])
             for entry_id, _ in entries:
                 pipe.xadd(events, {"id": entry_id, "status": "succeeded"})
             await pipe.execute()

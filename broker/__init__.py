@@ -9,7 +9,7 @@ Redis; the packages above call its functions and never build a key or send a com
 - ``redis_client.py``    the asyncio client every process opens; ``ping``
 - ``lanes.py``           the worker's reads of the jobs lanes (``XREADGROUP``)
 - ``pending.py``         pending entries: reclaim stale and orphaned ones, keep ours alive, trim
-- ``acknowledge.py``     a written batch's FINISH and dead letters, in one MULTI/EXEC
+- ``acknowledge.py``     a writer batch's FINISH and dead letters, in one MULTI/EXEC
 - ``heartbeats.py``      workers' heartbeats: write, delete, read
 - ``control.py``         the cancel requests workers follow (Pub/Sub)
 - ``state_records.py``   job state records outside the scripts

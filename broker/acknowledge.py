@@ -1,4 +1,4 @@
-"""A written batch's last step on Redis: FINISH its entries and append its dead letters, in one MULTI/EXEC.
+"""A writer batch's last step on Redis: FINISH its entries and append its dead letters, in one MULTI/EXEC.
 
 The worker's writer calls it once the batch's rows are committed (commit first, acknowledge
 second). FINISH and the dead-letter copies go together: a job failed for good is acknowledged
@@ -16,7 +16,7 @@ from broker.keys import RedisKeys
 from broker.scripts import FinishedJob, FinishScript
 
 
-async def acknowledge_batch(
+async def acknowledge_writer_batch(
     redis: aioredis.Redis,
     keys: RedisKeys,
     finish: FinishScript,

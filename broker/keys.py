@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contract.errors import ConfigurationError
-from contract.schemas import Priority
+from contract.schemas import Lane
 from contract.settings import Settings
 
 
@@ -134,14 +134,14 @@ class RedisKeys:
             webhook_queue=f"{prefix}-webhooks",
         )
 
-    def lane(self, priority: Priority) -> str:
-        """The jobs stream of one lane (:class:`~contract.schemas.Priority`)."""
-        return self.jobs_stream if priority is Priority.INTERACTIVE else self.bulk_jobs_stream
+    def lane(self, lane: Lane) -> str:
+        """The jobs stream of one lane (:class:`~contract.schemas.Lane`)."""
+        return self.jobs_stream if lane is Lane.INTERACTIVE else self.bulk_jobs_stream
 
     @property
-    def lanes(self) -> tuple[tuple[Priority, str], ...]:
+    def lanes(self) -> tuple[tuple[Lane, str], ...]:
         """Every lane and its stream, interactive first: what workers read and stats report."""
-        return ((Priority.INTERACTIVE, self.jobs_stream), (Priority.BULK, self.bulk_jobs_stream))
+        return ((Lane.INTERACTIVE, self.jobs_stream), (Lane.BULK, self.bulk_jobs_stream))
 
     def state(self, job_id: str) -> str:
         """Hash holding a queued or running job's state record (tagged)."""

@@ -1,8 +1,8 @@
 """The asyncio Redis client every process opens, with commands packed in C.
 
 redis-py's asyncio connections pack every command in Python (its synchronous ones use hiredis
-when it is installed). The worker sends a few thousand arguments per batch in its start and
-finish scripts, and the producers eleven per job in the submit script: at thousands of jobs per
+when it is installed). The worker sends a few thousand arguments per read (start script) and writer
+batch (finish script), and the producers eleven per job in the submit script: at thousands of jobs per
 second that packing was the largest single cost of the worker's pipeline and of an OpenAI
 batch's enqueueing (the asyncio ``AsyncClient`` took 40% longer than the synchronous ``Client``
 to submit the same 100,000 jobs), so these connections pack with hiredis like the synchronous

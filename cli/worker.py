@@ -28,7 +28,7 @@ from worker.engine_group import INTERACTIVE_MAX_SEQS
 if TYPE_CHECKING:
     from contract.services import ServiceUrls
     from worker.deterministic_engine import DeterministicEngine
-    from worker.engine_group import GroupLayout
+    from worker.engine_group import EngineGroupLayout
     from worker.profiles import PromptProfile
     from worker.service import Worker
     from worker.vllm_engine import VllmEngine
@@ -84,7 +84,7 @@ def add_commands(sub: SubParsers) -> None:
     worker.add_argument(
         "--interactive-engine",
         action="store_true",
-        help="per GPU group, one more engine for interactive jobs (lane policy interactive, a small batch and "
+        help="per GPU group, one more engine for interactive jobs (lane policy interactive, a small engine batch and "
         "memory share) beside the --engines ones (lane policy bulk: interactive jobs only once they have waited "
         "DRAGOMAN_INTERACTIVE_SPILL_SECONDS); for small models with interactive traffic beside bulk runs, not for "
         "a model whose one engine keeps the GPU busy",
@@ -324,17 +324,18 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         log.info("--engine echo: DRAGOMAN_ENGINE_ARGS (vLLM's) left unused")
     engine_args = [] if echo else _engine_args(settings, args)  # vLLM's parser refuses bad ones here
     model_path = None if echo else resolve_model(settings, args.model)
-    group = None  # one engine in this process; else the GPU groups and what runs on each
+    engine_group = None  # one engine in this process; else the GPU groups and what runs on each
     if model_path is not None and (args.engines != 1 or args.gpus is not None or args.interactive_engine):
-        group = _group_layout(args, settings, log, engine_args, model_path)  # refused before anything starts
+        # refused before anything starts
+        engine_group = _engine_group_layout(args, settings, log, engine_args, model_path)
     started = starts_embedded_services(settings)
     urls = ensure_services(settings)
     code = 1  # if _run_worker raises
     try:
-        if group is None or model_path is None:
+        if engine_group is None or model_path is None:
             code = _run_worker(args, settings, log, engine_args, model_path, urls)
         else:
-            code = _run_engine_group(args, settings, log, engine_args, model_path, urls, *group)
+            code = _run_engine_group(args, settings, log, engine_args, model_path, urls, *engine_group)
         return code
     finally:
         if started and code != 0:
@@ -430,14 +431,14 @@ def _start_engine(
         raise
 
 
-def _group_layout(
+def _engine_group_layout(
     args: argparse.Namespace, settings: Settings, log: logging.Logger, engine_args: list[str], model_path: Path
-) -> tuple[list[list[str]], GroupLayout]:
+) -> tuple[list[list[str]], EngineGroupLayout]:
     """The GPU groups and what runs on each (``--engines``, ``--interactive-engine``), from the model's size and
     the GPU's memory where they matter; ``ValueError`` (exit 2) for flags that cannot work."""
     from worker.engine_args import parse_engine_args, platform_is_cpu
     from worker.engine_count import estimate_parameters, gpu_ids, gpu_memory_bytes
-    from worker.engine_group import gpu_groups, group_layout
+    from worker.engine_group import engine_group_layout, gpu_groups
 
     values = parse_engine_args(engine_args, on_cpu=platform_is_cpu())
     groups = gpu_groups(gpu_ids(args.gpus), values["tensor_parallel_size"])
@@ -445,7 +446,7 @@ def _group_layout(
     if args.engines == "auto" or args.interactive_engine:
         parameters = estimate_parameters(model_path)
         memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
-    layout = group_layout(
+    layout = engine_group_layout(
         args.engines,
         settings,
         values["gpu_memory_utilization"],
@@ -472,17 +473,17 @@ def _run_engine_group(
     model_path: Path,
     urls: ServiceUrls,
     groups: list[list[str]],
-    layout: GroupLayout,
+    layout: EngineGroupLayout,
 ) -> int:
-    """Migrate once, then supervise one worker process per engine until signalled, serving the group's
-    /metrics, /healthz and /readyz; the group's exit code."""
+    """Migrate once, then supervise one worker process per engine until signalled, serving the engine group's
+    /metrics, /healthz and /readyz; the engine group's exit code."""
     from storage import upgrade_database
     from worker.engine_group import child_specs
-    from worker.group_ops import EngineGroupOpsServer, engine_answers_ready
+    from worker.engine_group_ops import EngineGroupOpsServer, engine_answers_ready
     from worker.supervisor import STOP_MARGIN_S, EngineSupervisor
 
     upgrade_database(urls.database_url)
-    # Where engines that bind a free ops port write it (the folder goes with the group).
+    # Where engines that bind a free ops port write it (the folder goes with the engine group).
     with tempfile.TemporaryDirectory(prefix="dragoman-engine-ports-") as port_files:
         command = engine_command(args, model_path)
         specs = child_specs(settings, command, engine_args, urls, groups, layout, Path(port_files))
@@ -492,14 +493,14 @@ def _run_engine_group(
         )
         if not settings.metrics_enabled:
             return supervisor.run()
-        # The group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.
+        # The engine group's /metrics, /healthz and /readyz on DRAGOMAN_METRICS_PORT, from each engine's own port.
         with EngineGroupOpsServer(supervisor, host=settings.metrics_host, port=settings.metrics_port):
             return supervisor.run()
 
 
 def engine_command(args: argparse.Namespace, model_path: Path) -> list[str]:
-    """The command an engine group runs for each engine: a one-engine ``dragoman worker`` of the group's model,
-    with its profile and log level (the rest comes from the settings and engine arguments the group adds)."""
+    """The command an engine group runs for each engine: a one-engine ``dragoman worker`` of the engine group's model,
+    with its profile and log level (the rest comes from the settings and engine arguments the engine group adds)."""
     return [
         *(sys.executable, "-m", "cli.main", "worker", f"--model={model_path}", f"--log-level={args.log_level}"),
         *([f"--profile={args.profile}"] if args.profile else []),

@@ -40,7 +40,7 @@ class Tag:
 
 
 def tokens(text: str) -> list[str | Tag]:
-    """``text`` as plain runs and tags, in order (a ``<x1/ >`` lookalike that is not a tag stays text)."""
+    """``text`` as text runs and tags, in order (a ``<x1/ >`` lookalike that is not a tag stays text)."""
     out: list[str | Tag] = []
     position = 0
     for match in TAG.finditer(text):
@@ -107,7 +107,7 @@ def _order(tag: Tag) -> tuple[int, int]:
 
 
 def text_runs(text: str) -> list[str | Tag]:
-    """The same as :func:`tokens`: the runs a fallback translates one by one, between the tags kept as they are."""
+    """The same as :func:`tokens`: the text runs a fallback translates one by one, the tags kept as they are."""
     return tokens(text)
 
 

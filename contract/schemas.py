@@ -42,7 +42,7 @@ class JobStatus(StrEnum):
 _FINAL = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
-class Priority(StrEnum):
+class Lane(StrEnum):
     """The lane a job waits in: ``interactive`` jobs reach the engine before ``bulk`` ones.
 
     Each lane is a stream of its own; workers read both with a weighted share, so bulk work is
@@ -56,24 +56,24 @@ class Priority(StrEnum):
     @property
     def engine_priority(self) -> int:
         """vLLM's request priority (lower runs first, under ``--scheduling-policy priority``)."""
-        return 0 if self is Priority.INTERACTIVE else 1
+        return 0 if self is Lane.INTERACTIVE else 1
 
 
-def validate_priority(priority: object) -> Priority:
-    """``priority`` as a :class:`Priority`; a typed error naming the choices otherwise."""
+def validate_lane(lane: object) -> Lane:
+    """``lane`` as a :class:`Lane`; a typed error naming the choices otherwise."""
     try:
-        return Priority(priority)  # type: ignore[arg-type]
+        return Lane(lane)  # type: ignore[arg-type]
     except ValueError:
         raise InvalidJobError(
-            f"priority must be one of {', '.join(repr(p.value) for p in Priority)}, got {shown(priority)}"
+            f"lane must be one of {', '.join(repr(choice.value) for choice in Lane)}, got {shown(lane)}"
         ) from None
 
 
-def lane_of(spec: JobSpec) -> Priority:
-    """The lane ``spec`` is queued in: its own priority, else bulk for a run's or document's job, else interactive."""
-    if spec.priority is not None:
-        return spec.priority
-    return Priority.BULK if spec.run_id is not None or spec.document_id is not None else Priority.INTERACTIVE
+def lane_of(spec: JobSpec) -> Lane:
+    """The lane ``spec`` is queued in: its own, else bulk for a run's or document's job, else interactive."""
+    if spec.lane is not None:
+        return spec.lane
+    return Lane.BULK if spec.run_id is not None or spec.document_id is not None else Lane.INTERACTIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ class TranslationRequest:
     target_lang: str
     metadata: dict[str, Any] | None = None
     idempotency_key: str | None = None
-    priority: str | None = None  # "interactive" (the default for a job of its own) or "bulk"
+    lane: str | None = None  # "interactive" (the default for a job of its own) or "bulk"
     glossary: dict[str, str] | None = None  # source term -> target term the translation must use
     context: str | None = None  # surrounding text the model sees but does not translate
     formality: str | None = None  # "formal", "informal" or None (the model's default)
@@ -111,7 +111,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     sequence: int | None = None
     tenant: str | None = None
     generation: dict[str, Any] | None = None  # a raw-prompt job (contract/generation.py); None: a translation
-    priority: Priority | None = None  # None: the default lane (lane_of)
+    lane: Lane | None = None  # None: the default lane (lane_of)
     glossary: dict[str, str] = msgspec.field(default_factory=dict)  # source term -> target term
     context: str | None = None  # text the model sees but does not translate
     formality: Formality | None = None  # None: the model's default register
@@ -246,7 +246,7 @@ def build_job_spec(
     metadata: object = None,
     created_at: float | None = None,
     tenant: str | None = None,
-    priority: object = None,
+    lane: object = None,
     glossary: object = None,
     context: object = None,
     formality: object = None,
@@ -263,7 +263,7 @@ def build_job_spec(
         created_at=datetime.now(UTC).timestamp() if created_at is None else _as_created_at(created_at),
         metadata=validate_metadata(metadata),
         tenant=None if tenant is None else validate_tenant(tenant),
-        priority=None if priority is None else validate_priority(priority),
+        lane=None if lane is None else validate_lane(lane),
         glossary=validate_glossary(glossary),
         context=None if context is None else _encodable(validate_context(context) or "") or None,
         formality=validate_formality(formality),

@@ -9,10 +9,10 @@ pieces that each fit one generation) need the same rules, so they live here at t
 - in Chinese and Japanese a sentence ends right after an ideographic full stop, or a full-width
   exclamation or question mark (no space follows);
 - a sentence longer than the limit is cut at a space, else after clause punctuation (an
-  ideographic comma), else between two scripts; only a run with none of those is cut at the limit.
+  ideographic comma), else between two scripts; only a stretch with none of those is cut at the limit.
 
-Every function returns pieces whose concatenation is the input, byte for byte: whitespace
-between sentences is a piece of its own, so callers keep it literally.
+Every function returns spans whose concatenation is the input, byte for byte: whitespace
+between sentences is a span of its own, so callers keep it literally.
 """
 
 from __future__ import annotations
@@ -127,10 +127,10 @@ def _is_abbreviation(before: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """``text`` as sentences and the whitespace between them (``"".join`` gives ``text`` back).
 
-    Whitespace runs between sentences are pieces of their own; a sentence keeps its closing
-    punctuation. Text without a boundary comes back as one piece.
+    Whitespace between sentences is a span of its own; a sentence keeps its closing
+    punctuation. Text without a boundary comes back as one span.
     """
-    pieces: list[str] = []
+    spans: list[str] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
         space = match.group("space")
@@ -147,57 +147,57 @@ def split_sentences(text: str) -> list[str]:
                 continue
         if end_of_sentence >= len(text):
             continue
-        pieces.append(text[start:end_of_sentence])
+        spans.append(text[start:end_of_sentence])
         gap_end = match.end()
         if gap_end > end_of_sentence:
-            pieces.append(text[end_of_sentence:gap_end])
+            spans.append(text[end_of_sentence:gap_end])
         start = gap_end
     if start < len(text):
-        pieces.append(text[start:])
-    return [piece for piece in pieces if piece]
+        spans.append(text[start:])
+    return [span for span in spans if span]
 
 
 def split_paragraphs(text: str, *, lines: bool = False) -> list[str]:
     """``text`` as paragraphs and the breaks between them (``"".join`` gives ``text`` back).
 
     A break is a run of blank lines (with the spaces around them), or with ``lines`` any line
-    break. Breaks are pieces of their own, at odd positions when the text starts with prose.
+    break. Breaks are spans of their own, at odd positions when the text starts with prose.
     """
     pattern = _LINE_BREAK if lines else _PARAGRAPH_BREAK
-    pieces: list[str] = []
+    spans: list[str] = []
     start = 0
     for match in pattern.finditer(text):
         if match.start() > start:
-            pieces.append(text[start : match.start()])
-        pieces.append(match.group(0))
+            spans.append(text[start : match.start()])
+        spans.append(match.group(0))
         start = match.end()
     if start < len(text):
-        pieces.append(text[start:])
-    return pieces
+        spans.append(text[start:])
+    return spans
 
 
 def cut_sentence(text: str, max_chars: int) -> list[str]:
-    """A sentence longer than ``max_chars`` in pieces of at most ``max_chars``, never inside a word.
+    """A sentence longer than ``max_chars`` in spans of at most ``max_chars``, never inside a word.
 
     Cuts go, in this order of preference, at the last space before the limit (the space is a
-    piece of its own), after CJK or Latin clause punctuation, between a CJK character and a
+    span of its own), after CJK or Latin clause punctuation, between a CJK character and a
     non-CJK one, after a Japanese particle that a kanji or katakana word follows; only a
-    run with none of those (one very long word, or unpunctuated Chinese) is cut at the limit.
+    stretch with none of those (one very long word, or unpunctuated Chinese) is cut at the limit.
     """
-    parts: list[str] = []
+    spans: list[str] = []
     start = 0  # walked by index: re-slicing the rest each time made a megabyte without punctuation quadratic
     while len(text) - start > max_chars:
         cut = start + _cut_point(text[start : start + max_chars + 1], max_chars)
-        parts.append(text[start:cut])
+        spans.append(text[start:cut])
         after = cut
         while after < len(text) and text[after].isspace():
             after += 1
         if after > cut:
-            parts.append(text[cut:after])
+            spans.append(text[cut:after])
         start = after
     if start < len(text):
-        parts.append(text[start:])
-    return parts
+        spans.append(text[start:])
+    return spans
 
 
 def _cut_point(text: str, max_chars: int) -> int:
@@ -234,30 +234,30 @@ def _is_kanji_or_katakana(char: str) -> bool:
 
 
 def cut_prose(text: str, max_chars: int) -> list[str]:
-    """``text`` in pieces of at most ``max_chars``: whole sentences packed together, long ones cut.
+    """``text`` in spans of at most ``max_chars``: whole sentences packed together, long ones cut.
 
-    Whitespace between pieces is a piece of its own (``"".join`` gives ``text`` back).
+    Whitespace between spans is a span of its own (``"".join`` gives ``text`` back).
     """
     if len(text) <= max_chars:
         return [text]
-    parts: list[str] = []
+    spans: list[str] = []
     current = ""
-    for piece in split_sentences(text):
-        if piece.isspace():
+    for span in split_sentences(text):
+        if span.isspace():
             if current:
-                parts.append(current)
+                spans.append(current)
                 current = ""
-            parts.append(piece)
-        elif len(current) + len(piece) <= max_chars:
-            current += piece
+            spans.append(span)
+        elif len(current) + len(span) <= max_chars:
+            current += span
         else:
             if current:
-                parts.append(current)
+                spans.append(current)
             current = ""
-            if len(piece) <= max_chars:
-                current = piece
+            if len(span) <= max_chars:
+                current = span
             else:
-                parts.extend(cut_sentence(piece, max_chars))
+                spans.extend(cut_sentence(span, max_chars))
     if current:
-        parts.append(current)
-    return parts
+        spans.append(current)
+    return spans

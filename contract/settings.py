@@ -131,9 +131,9 @@ class Settings(BaseSettings):
     )
 
     # --- Worker: writing results ---
-    # Rows are written in batches, one transaction each.
+    # Rows are written in writer batches, one transaction each.
     writer_batch_size: int = Field(default=256, gt=0, description="most results written in one transaction")
-    writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its batch")
+    writer_flush_ms: float = Field(default=10.0, ge=0, description="longest a finished job waits for its writer batch")
     writer_buffer_size: int = Field(default=4_096, gt=0, description="finished jobs held before reading pauses")
 
     # --- Translation memory ---
@@ -324,7 +324,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "Worker: writing results",
-        "Rows are written in batches, one transaction each.",
+        "Rows are written in writer batches, one transaction each.",
         (
             "writer_batch_size",
             "writer_flush_ms",

@@ -9,8 +9,9 @@ Jobs stream entry (``XADD {dragoman}:jobs * v 1 id <uuid> payload <json>``; bulk
     ``id``       the job id, a UUID
     ``payload``  JSON object: ``text``, ``source_lang``, ``target_lang`` (required);
                  ``metadata`` (object), ``created_at`` (unix seconds), ``run_id``,
-                 ``document_id``, ``sequence``, ``tenant``, ``priority`` (``interactive`` or
-                 ``bulk``: the lane it was queued in), ``glossary`` (object of source
+                 ``document_id``, ``sequence``, ``tenant``, ``lane`` (``interactive`` or
+                 ``bulk``: the lane it was queued in; ``priority``, its old name, is still
+                 read), ``glossary`` (object of source
                  term -> target term), ``context`` (string), ``formality`` (``formal`` or
                  ``informal``), ``memory`` (``false``: not served from or stored in the
                  translation memory), ``inline_tags`` (``true``: the text holds placeholder tags
@@ -43,7 +44,7 @@ from contract.schemas import (
     LAST_TIMESTAMP,
     JobSpec,
     JobStatus,
-    Priority,
+    Lane,
     normalize_source_language,
     validate_metadata,
     validate_tenant,
@@ -77,8 +78,8 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["tenant"] = spec.tenant
     if spec.generation is not None:
         payload["generation"] = spec.generation
-    if spec.priority is not None:
-        payload["priority"] = spec.priority.value
+    if spec.lane is not None:
+        payload["lane"] = spec.lane.value
     if spec.glossary:
         payload["glossary"] = spec.glossary
     if spec.context is not None:
@@ -142,7 +143,7 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             sequence=_optional_int(payload, "sequence"),
             tenant=None if payload.get("tenant") is None else validate_tenant(payload["tenant"]),
             generation=generation,
-            priority=_known_priority(payload.get("priority")),
+            lane=_known_lane(_lane_field(payload)),
             glossary=validate_glossary(payload.get("glossary")),
             context=validate_context(payload.get("context")),
             formality=validate_formality(payload.get("formality")),
@@ -166,14 +167,30 @@ def _optional_flag(payload: Mapping[str, Any], name: str) -> bool:
     return value
 
 
-def _known_priority(value: object) -> Priority | None:
-    """The payload's ``priority`` if it names a lane, else ``None``: the stream an entry was read from
+def _lane_field(payload: Mapping[str, Any]) -> object:
+    """The payload's ``lane``, or ``priority``: the one place the old name is read.
+
+    ``priority`` is what producers wrote before the lane had one word everywhere (entries queued
+    before an upgrade, other languages' producers); it is deprecated. Both, naming different
+    lanes, is refused: the producer meant one of them.
+    """
+    lane, priority = payload.get("lane"), payload.get("priority")
+    if lane is not None and priority is not None and lane != priority:
+        raise InvalidJobError(
+            f"payload has lane {shown(lane)} and priority {shown(priority)}; send lane alone "
+            "(priority is its deprecated old name)"
+        )
+    return priority if lane is None else lane
+
+
+def _known_lane(value: object) -> Lane | None:
+    """The payload's lane if it names one, else ``None``: the stream an entry was read from
     decides its lane, so a value this version does not know (a plain-XADD producer's own word, or a
     newer lane) is no reason to refuse the job."""
-    return _PRIORITIES.get(value) if isinstance(value, str) else None
+    return _LANES.get(value) if isinstance(value, str) else None
 
 
-_PRIORITIES = {priority.value: priority for priority in Priority}
+_LANES = {lane.value: lane for lane in Lane}
 
 
 def _as_timestamp(value: object) -> float:

@@ -110,7 +110,7 @@ class AsyncClient:
         ``request`` is a :class:`TranslationRequest`, or its text with ``source_lang``,
         ``target_lang`` and the request's other fields as keywords. Invalid input raises a
         subclass of :class:`InvalidJobError` before anything is written. With an
-        ``idempotency_key``, submitting again returns the first job's id. ``priority``:
+        ``idempotency_key``, submitting again returns the first job's id. ``lane``:
         ``"interactive"`` (the default) or ``"bulk"`` (waits behind interactive jobs, with a share).
         ``source_lang="auto"`` has the worker detect the language (the row records what it found).
         ``glossary`` maps source terms to the target terms the translation must use (the row's

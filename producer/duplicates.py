@@ -3,8 +3,8 @@
 Validating a run file must refuse a ``custom_id`` used twice, but holding every id seen (or its
 digest) in a Python set costs about 130 MB per million lines. :class:`DuplicateFinder` keeps at
 most ``run_size`` records in memory: each is a key's 16-byte BLAKE2b digest followed by its line
-number, packed into 20 bytes; full runs are sorted and spilled to a temporary file; at the end
-the sorted runs are merged and equal neighbours are the duplicates. Sorting bytes orders by
+number, packed into 20 bytes; full chunks are sorted and spilled to a temporary file; at the end
+the sorted chunks are merged and equal neighbours are the duplicates. Sorting bytes orders by
 digest, then line, so each duplicate is reported against the first line that used the key.
 
 The alternatives weighed: a temporary Redis set moves the same memory to the server (and makes
@@ -24,7 +24,7 @@ from typing import IO
 _DIGEST_BYTES = 16
 _RECORD_BYTES = _DIGEST_BYTES + 4  # digest, then the line number (big-endian: sorts as a number)
 DEFAULT_RUN_SIZE = 250_000
-"""Records held in memory before a sorted run is spilled (about 15 MB of Python objects)."""
+"""Records held in memory before a sorted chunk is spilled (about 15 MB of Python objects)."""
 
 
 class DuplicateFinder:
@@ -34,7 +34,7 @@ class DuplicateFinder:
         self._run_size = run_size or DEFAULT_RUN_SIZE
         self._records: list[bytes] = []
         self._spilled: IO[bytes] | None = None
-        self._runs: list[tuple[int, int]] = []  # (offset, records) of each sorted run in the spill file
+        self._chunks: list[tuple[int, int]] = []  # (offset, records) of each sorted chunk in the spill file
 
     def __enter__(self) -> DuplicateFinder:
         return self
@@ -87,7 +87,7 @@ class DuplicateFinder:
         self._records.sort()
         offset = self._spilled.seek(0, 2)
         self._spilled.write(b"".join(self._records))
-        self._runs.append((offset, len(self._records)))
+        self._chunks.append((offset, len(self._records)))
         self._records = []
 
     def _merged(self) -> Iterator[bytes]:
@@ -95,11 +95,11 @@ class DuplicateFinder:
         if self._spilled is None:
             return iter(self._records)
         self._spilled.flush()
-        streams = [self._read_run(offset, count) for offset, count in self._runs]
+        streams = [self._read_chunk(offset, count) for offset, count in self._chunks]
         return heapq.merge(iter(self._records), *streams)
 
-    def _read_run(self, offset: int, count: int) -> Iterator[bytes]:
-        """One sorted run, read back a block at a time (each run has its own file position)."""
+    def _read_chunk(self, offset: int, count: int) -> Iterator[bytes]:
+        """One sorted chunk, read back a block at a time (each chunk has its own file position)."""
         assert self._spilled is not None
         block_records = 4_096
         done = 0

@@ -47,7 +47,7 @@ class RequestOptions(TypedDict, total=False):
 
     metadata: Mapping[str, Any] | None
     idempotency_key: str | None
-    priority: str | None
+    lane: str | None
     glossary: Mapping[str, str] | None
     context: str | None
     formality: str | None
@@ -78,7 +78,7 @@ def translation_request(
         target_lang,
         metadata=dict(metadata) if isinstance(metadata, Mapping) else metadata,
         idempotency_key=options.get("idempotency_key"),
-        priority=options.get("priority"),
+        lane=options.get("lane"),
         glossary=dict(glossary) if isinstance(glossary, Mapping) else glossary,
         context=options.get("context"),
         formality=options.get("formality"),
@@ -96,7 +96,7 @@ def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | No
         max_chars=settings.max_text_chars,
         metadata=dict(request.metadata) if isinstance(request.metadata, Mapping) else request.metadata,
         tenant=tenant,
-        priority=request.priority,
+        lane=request.lane,
         glossary=request.glossary,
         context=request.context,
         formality=request.formality,
@@ -126,7 +126,7 @@ _REQUEST_FIELDS = frozenset(
         "target_lang",
         "metadata",
         "idempotency_key",
-        "priority",
+        "lane",
         "glossary",
         "context",
         "formality",
@@ -151,7 +151,7 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
             target_lang=item["target_lang"],
             metadata=item.get("metadata"),
             idempotency_key=item.get("idempotency_key"),
-            priority=item.get("priority"),
+            lane=item.get("lane"),
             glossary=item.get("glossary"),
             context=item.get("context"),
             formality=item.get("formality"),

@@ -7,7 +7,7 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   pool of them (the HTTP API's), :class:`DatabaseUnavailableError`.
 - ``migrations``: :func:`upgrade_database` / :func:`downgrade_database` (Alembic).
 - ``jobs``: the ``jobs`` table: :class:`JobStore` (the client's reads) and :class:`JobRowWriter`
-  (the worker's one-statement batch upsert), behind the :class:`JobRows` protocol;
+  (the worker's one-statement upsert of a writer batch), behind the :class:`JobRows` protocol;
   :class:`UnstorableRowError` and :func:`storable_failure` for a row PostgreSQL refuses.
 - ``api_keys``: the ``api_keys`` table of the HTTP API: :class:`ApiKeyStore` (create, list and
   revoke, for the CLI through the sync bridge; the server's lookup by hash).
@@ -18,8 +18,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping; lookups
   optionally scoped to one tenant of the HTTP API).
-- ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's batch
-  recall and store, the age and size limits, ``dragoman memory stats|purge``.
+- ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's recall of
+  a whole read and its stores, the age and size limits, ``dragoman memory stats|purge``.
 - ``health``: :func:`ping`, a one-off check (``dragoman check``, through the sync bridge), and
   :class:`ReadinessProbe` (one kept connection) for ``/readyz``.
 - ``embedded``: the embedded Redis and PostgreSQL servers (:class:`EmbeddedServices`),

@@ -1,4 +1,4 @@
-"""The ``jobs`` table: the client's reads of finished jobs and the worker's batched upsert of them."""
+"""The ``jobs`` table: the client's reads of finished jobs and the worker's upsert of them, a writer batch at a time."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ JOB_COLUMNS = (
     "inline_tags"
 )
 
-# One statement per batch: the rows travel as one JSON array of objects (encoded in C by
+# One statement per writer batch: the rows travel as one JSON array of objects (encoded in C by
 # msgspec, parsed once by PostgreSQL), one row per job comes back; timestamps are unix seconds.
 UPSERT_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
@@ -127,9 +127,9 @@ class UnstorableRowError(DragomanError):
 
 
 class JobRows(Protocol):
-    """What the worker's writer needs of the ``jobs`` table: one batch in, one transaction."""
+    """What the worker's writer needs of the ``jobs`` table: one writer batch in, one transaction."""
 
-    async def write_batch(self, records: Sequence[RowRecord]) -> tuple[set[str], list[FinalRow]]:
+    async def write_rows(self, records: Sequence[RowRecord]) -> tuple[set[str], list[FinalRow]]:
         """Upsert ``records``; return the ids written and the final rows that were left alone.
 
         Raises :class:`UnstorableRowError` for a value that cannot be stored, and
@@ -150,7 +150,7 @@ def _encoded(data: bytes) -> bytes:
 
 
 class JobRowWriter:
-    """The worker's writes of finished jobs: one upsert statement per batch, on one async connection.
+    """The worker's writes of finished jobs: one upsert statement per writer batch, on one async connection.
 
     A succeeded or cancelled row is never overwritten (a duplicate delivery is absorbed); such rows
     are read back in the same transaction so that their completion events say what the row says.
@@ -159,7 +159,7 @@ class JobRowWriter:
     def __init__(self, database_url: str) -> None:
         self._connection = AsyncPostgresConnection(database_url)
 
-    async def write_batch(self, records: Sequence[RowRecord]) -> tuple[set[str], list[FinalRow]]:
+    async def write_rows(self, records: Sequence[RowRecord]) -> tuple[set[str], list[FinalRow]]:
         """Upsert ``records`` in one transaction; return the ids written and the final rows left alone.
 
         Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached (nothing was

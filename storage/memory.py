@@ -1,7 +1,7 @@
 """The ``translation_memory`` table: exact-match translations keyed by everything that decides them.
 
-The worker looks a whole read batch up in one statement (which also counts the hits), stores new
-translations in batches, and trims the table by age and size; ``dragoman memory`` reads its
+The worker looks a whole read up in one statement (which also counts the hits), stores new
+translations in chunks, and trims the table by age and size; ``dragoman memory`` reads its
 statistics and purges it. The key is computed by the worker (``worker/memory_keys.py``): this
 module only stores bytes.
 """

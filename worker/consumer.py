@@ -39,7 +39,7 @@ from contract.errors import (
     TruncatedTranslationError,
     UnrunnableJobError,
 )
-from contract.schemas import JobSpec, JobStatus, Priority
+from contract.schemas import JobSpec, JobStatus, Lane
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
 from worker.lanes import LanePolicy, lane_policy
@@ -83,21 +83,21 @@ class StreamConsumer:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: dict[str, asyncio.Task[None]] = {}  # job id -> its task
         self._requests: dict[str, str] = {}  # job id -> its current engine request id
-        self._entries: dict[str, tuple[Priority, str]] = {}  # job id -> the lane and stream entry it came from
+        self._entries: dict[str, tuple[Lane, str]] = {}  # job id -> the lane and stream entry it came from
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._start = StartScript(self._keys, settings.state_ttl_seconds)
         self._stopping = asyncio.Event()
         self._next_reclaim = 0.0
-        self._reclaim_start = dict.fromkeys(Priority, "0-0")  # where the next scan of each pending list goes on from
-        self._own_cursor = dict.fromkeys(Priority, "0")  # own pending entries first; ">" once exhausted
+        self._reclaim_start = dict.fromkeys(Lane, "0-0")  # where the next scan of each pending list goes on from
+        self._own_cursor = dict.fromkeys(Lane, "0")  # own pending entries first; ">" once exhausted
         self._policy = lane_policy(settings, redis, self._keys)
-        self._held = dict.fromkeys(Priority, 0)  # jobs of each lane running here (with a task)
+        self._held = dict.fromkeys(Lane, 0)  # jobs of each lane running here (with a task)
         self._lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
 
-    def held_entries(self) -> list[tuple[Priority, str]]:
+    def held_entries(self) -> list[tuple[Lane, str]]:
         """Lanes and stream entries of the jobs running here."""
         return list(self._entries.values())
 
@@ -151,7 +151,7 @@ class StreamConsumer:
                 if entries:
                     await self.dispatch(entries, lane)
 
-    async def _next_entries(self, count: int) -> dict[Priority, Entries]:
+    async def _next_entries(self, count: int) -> dict[Lane, Entries]:
         """Up to ``count`` entries, never more (each holds a slot taken for it): own pending
         ones after a restart, else those of dead or stale consumers, else new ones."""
         if any(cursor != ">" for cursor in self._own_cursor.values()):
@@ -163,7 +163,7 @@ class StreamConsumer:
             return claimed
         return await self._read_new(count)
 
-    async def _read_own_pending(self, count: int) -> dict[Priority, Entries]:
+    async def _read_own_pending(self, count: int) -> dict[Lane, Entries]:
         """The next page of entries this consumer name owned before a restart, one lane at a time."""
         for lane, stream in self._keys.lanes:
             cursor = self._own_cursor[lane]
@@ -180,7 +180,7 @@ class StreamConsumer:
             return {lane: entries}
         return {}
 
-    async def _read_new(self, count: int) -> dict[Priority, Entries]:
+    async def _read_new(self, count: int) -> dict[Lane, Entries]:
         """New entries for ``count`` free slots, as the lane policy plans them (see ``worker.lanes``).
 
         Each lane is first offered what the plan says (both reads in one round trip); slots left
@@ -211,7 +211,7 @@ class StreamConsumer:
             return got
         return await self._wait_for_entries(count)
 
-    async def _wait_for_entries(self, count: int) -> dict[Priority, Entries]:
+    async def _wait_for_entries(self, count: int) -> dict[Lane, Entries]:
         """Block until a lane the policy waits on has entries (at most ``read_block_ms``); never more than
         ``count`` in all.
 
@@ -227,29 +227,27 @@ class StreamConsumer:
             await wait_for_new(self._redis, self._keys, self.consumer_name, streams, wait.count, wait.block_ms)
         )
 
-    async def _read_lanes(self, counts: dict[Priority, int]) -> dict[Priority, Entries]:
+    async def _read_lanes(self, counts: dict[Lane, int]) -> dict[Lane, Entries]:
         """New entries of the given lanes, up to each one's count, without waiting (one round trip)."""
         if not counts:
             return {}
-        lane = self._keys.lane
-        return self._by_lane(
-            await read_new(self._redis, self._keys, self.consumer_name, {lane(p): n for p, n in counts.items()})
-        )
+        streams = {self._keys.lane(lane): n for lane, n in counts.items()}
+        return self._by_lane(await read_new(self._redis, self._keys, self.consumer_name, streams))
 
-    def _by_lane(self, response: StreamEntries) -> dict[Priority, Entries]:
+    def _by_lane(self, response: StreamEntries) -> dict[Lane, Entries]:
         """An ``XREADGROUP`` reply (one item per stream) as entries per lane."""
         return {
             self._lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries]
             for stream, entries in response
         }
 
-    async def _claim_stale(self, count: int) -> dict[Priority, Entries]:
+    async def _claim_stale(self, count: int) -> dict[Lane, Entries]:
         """Every ``reclaim_interval_seconds``, take over jobs of dead workers (heartbeat gone, or idle too long)."""
         now = time.monotonic()
         if now < self._next_reclaim:
             return {}
         self._next_reclaim = now + self._settings.reclaim_interval_seconds
-        claimed: dict[Priority, Entries] = {}
+        claimed: dict[Lane, Entries] = {}
         left = count
         limits = self._policy.claim_limits(count, self._held)
         for lane, stream in self._keys.lanes:
@@ -305,7 +303,7 @@ class StreamConsumer:
         for _ in range(count):
             self._slots.release()
 
-    async def dispatch(self, entries: Entries, lane: Priority) -> None:
+    async def dispatch(self, entries: Entries, lane: Lane) -> None:
         """Mark decodable entries running (one round trip) and start a task for each.
 
         Every entry already holds a slot; each path below gives it back exactly once. An entry
@@ -320,7 +318,7 @@ class StreamConsumer:
         except ResponseError as exc:
             log.error("Redis refused to start %d jobs (%s); they stay pending", len(entries), exc)
 
-    async def _dispatch(self, entries: Entries, lane: Priority) -> None:
+    async def _dispatch(self, entries: Entries, lane: Lane) -> None:
         now = time.time()
         decoded: list[tuple[str, JobSpec]] = []
         for entry_id, fields in entries:
@@ -329,8 +327,8 @@ class StreamConsumer:
             except Exception as exc:  # malformed, or a bug that must stay this entry's problem
                 await self._dead_letter(entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now, lane)
                 continue
-            if spec.priority is not lane:  # the stream it came from decides (and where it is acknowledged)
-                spec = msgspec.structs.replace(spec, priority=lane)
+            if spec.lane is not lane:  # the stream it came from decides (and where it is acknowledged)
+                spec = msgspec.structs.replace(spec, lane=lane)
             if spec.job_id in self._tasks:  # reclaimed while still running here: keep the one running
                 self._slots.release()
                 continue
@@ -381,7 +379,7 @@ class StreamConsumer:
                 runnable.append((entry_id, spec, attempts))
         await self._start_jobs(runnable, lane, now)
 
-    async def _start_jobs(self, runnable: list[tuple[str, JobSpec, int]], lane: Priority, now: float) -> None:
+    async def _start_jobs(self, runnable: list[tuple[str, JobSpec, int]], lane: Lane, now: float) -> None:
         """Detect ``auto`` source languages, serve what the translation memory holds, start a task for the rest."""
         work: dict[str, JobSpec] = {}  # job id -> the spec to translate (its detected source language set)
         for entry_id, spec, attempts in runnable:
@@ -417,7 +415,7 @@ class StreamConsumer:
             )
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
-        """Run the start script for the whole batch in one call; return what it found for each job."""
+        """Run the start script for the whole read in one call; return what it found for each job."""
         return await self._start.call(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
 
     async def _foreign_state_records(self, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:
@@ -432,7 +430,7 @@ class StreamConsumer:
         }
 
     async def _dead_letter(
-        self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float, lane: Priority
+        self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float, lane: Lane
     ) -> None:
         """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then dead-lettered."""
         log.warning("dead-lettering entry %s: %s", entry_id, reason, extra={"entry_id": entry_id, "job_id": job_id})

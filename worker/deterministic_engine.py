@@ -104,7 +104,7 @@ class DeterministicEngine:
 
     @property
     def max_num_seqs(self) -> int:
-        """The batch a real engine would run: a worker's default jobs in flight are twice it, as on vLLM."""
+        """The engine batch a real engine would run: a worker's default jobs in flight are twice it, as on vLLM."""
         return ECHO_MAX_NUM_SEQS
 
     @property
@@ -170,7 +170,7 @@ ECHO_MODEL_NAME = "echo"
 """The model name ``--engine echo`` records in each job's row."""
 
 ECHO_MAX_NUM_SEQS = 64
-"""What the deterministic engines report as their batch (vLLM's ``max_num_seqs`` on a CPU, dragoman's default)."""
+"""The engine batch the deterministic engines report (vLLM's ``max_num_seqs`` on a CPU, dragoman's default)."""
 
 ECHO_MAX_MODEL_LEN = 32_768
 """The echo engine's context length in tokens (128 KiB of text: never the limit for a job or a piece)."""

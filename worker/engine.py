@@ -42,7 +42,7 @@ class GenerationRequest(msgspec.Struct, frozen=True):
     repetition_penalty: float = 1.0  # 1.0: off
     stop: tuple[str, ...] = ()  # generation ends at any of these strings (the engine detokenizes then)
     seed: int | None = None
-    priority: int = 0  # lower first, when the engine schedules by priority (Priority.engine_priority)
+    priority: int = 0  # lower first, when the engine schedules by priority (Lane.engine_priority)
 
 
 class GenerationResult(msgspec.Struct, frozen=True):

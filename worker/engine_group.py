@@ -5,8 +5,8 @@ supervises one worker process per engine (:class:`worker.supervisor.EngineSuperv
 told its GPU, its share of that GPU's memory, its own metrics port and consumer name. The
 command that starts a worker is the caller's (the CLI's); this module adds what differs per
 engine: vLLM engine arguments after the parent's, and ``DRAGOMAN_*`` settings in its environment. The
-parent serves the group's /metrics, /healthz and /readyz on ``DRAGOMAN_METRICS_PORT``
-(:class:`worker.group_ops.EngineGroupOpsServer`), from what each child serves on its own port.
+parent serves the engine group's /metrics, /healthz and /readyz on ``DRAGOMAN_METRICS_PORT``
+(:class:`worker.engine_group_ops.EngineGroupOpsServer`), from what each child serves on its own port.
 
 With ``--interactive-engine`` each GPU group also runs one small engine for interactive jobs: its
 regular engines read with the lane policy ``bulk`` (interactive jobs only once they have waited
@@ -42,7 +42,7 @@ INTERACTIVE_MAX_SEQS = 32
 
 @dataclass(frozen=True, slots=True)
 class InteractiveEngine:
-    """The engine ``--interactive-engine`` adds to each GPU group: its batch, its jobs in flight (the batch
+    """The engine ``--interactive-engine`` adds to each GPU group: its engine batch, its jobs in flight (that batch
     plus its bulk cap, so none waits in vLLM's queue), its share of the GPU's memory."""
 
     max_num_seqs: int
@@ -51,7 +51,7 @@ class InteractiveEngine:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupLayout:
+class EngineGroupLayout:
     """What runs on each GPU group: ``engines`` regular engines with ``memory`` of the GPU each, and the
     interactive engine if asked for."""
 
@@ -60,7 +60,7 @@ class GroupLayout:
     interactive: InteractiveEngine | None = None
 
     @classmethod
-    def even(cls, engines: int, memory_fraction: float) -> GroupLayout:
+    def even(cls, engines: int, memory_fraction: float) -> EngineGroupLayout:
         """``engines`` regular engines sharing ``memory_fraction`` of their GPU evenly, no interactive one."""
         return cls(engines, round(memory_fraction / engines, 4))
 
@@ -70,7 +70,7 @@ class GroupLayout:
         return self.engines + (self.interactive is not None)
 
     def describe(self, groups: list[list[str]]) -> str:
-        """The layout as the group's start line says it (bench.engines reads the engine count from it)."""
+        """The layout as the engine group's start line says it (bench.engines reads the engine count from it)."""
         added = " + 1 interactive" if self.interactive else ""
         line = (
             f"running {self.engines_per_group * len(groups)} engines ({self.engines} per GPU group{added}, "
@@ -85,7 +85,7 @@ class GroupLayout:
         )
 
 
-def group_layout(
+def engine_group_layout(
     engines: int | str,
     settings: Settings,
     whole: float,
@@ -94,19 +94,19 @@ def group_layout(
     *,
     interactive: bool = False,
     interactive_max_seqs: int | None = None,
-) -> GroupLayout:
+) -> EngineGroupLayout:
     """The engines of each GPU group: ``engines`` (a count, or ``auto`` from the model's size) sharing ``whole``
-    of their GPU's memory (the group's ``--gpu-memory-utilization``), plus the interactive engine if asked for
+    of their GPU's memory (the engine group's ``--gpu-memory-utilization``), plus the interactive engine if asked for
     (``interactive_max_seqs`` sequences, default :data:`INTERACTIVE_MAX_SEQS`), for a model of ``parameters``
     and GPUs of ``gpu_memory`` bytes (None: unknown, or no GPU). Raises ``ValueError`` when the interactive
     engine does not fit."""
     count = choose_engine_count(parameters, gpu_memory, whole) if engines == "auto" else int(engines)
     if not interactive:
-        return GroupLayout.even(count, whole)
+        return EngineGroupLayout.even(count, whole)
     share = interactive_memory_share(parameters, gpu_memory, whole, count)
     seqs = interactive_max_seqs or INTERACTIVE_MAX_SEQS
     added = InteractiveEngine(seqs, seqs + settings.interactive_bulk_in_flight, share)
-    return GroupLayout(count, regular_memory_share(whole, count, share), added)
+    return EngineGroupLayout(count, regular_memory_share(whole, count, share), added)
 
 
 def gpu_groups(gpus: list[str] | None, tensor_parallel_size: int) -> list[list[str]]:
@@ -130,13 +130,13 @@ def child_specs(
     engine_args: Sequence[str],
     urls: ServiceUrls,
     groups: list[list[str]],
-    layout: GroupLayout,
+    layout: EngineGroupLayout,
     port_files: Path,
     environ: Mapping[str, str] = os.environ,
 ) -> list[ChildSpec]:
-    """One :class:`ChildSpec` per engine: ``command`` (a one-engine worker of the model the group serves), then
+    """One :class:`ChildSpec` per engine: ``command`` (a one-engine worker of the model the engine group serves), then
     the parent's ``engine_args`` (vLLM's, ``DRAGOMAN_ENGINE_ARGS``' included) with the engine's own overrides
-    after them (its share of the memory as the :class:`GroupLayout` says; the interactive engine's batch), its
+    after them (its share of the memory as the :class:`EngineGroupLayout` says; the interactive engine's batch), its
     GPU group; the interactive engine (if any) last on each GPU group (named ``gpu0-interactive``, started
     after that GPU's regular engines). What differs per engine beside the engine arguments goes in its
     environment as settings: ``DRAGOMAN_LANE_POLICY`` (``bulk`` and ``interactive`` beside an interactive
@@ -144,11 +144,11 @@ def child_specs(
     ``settings.max_in_flight``), ``DRAGOMAN_LOG_FORMAT``.
 
     Each engine serves its ops endpoints on ``DRAGOMAN_METRICS_PORT`` + 1, + 2, ..., on loopback
-    unless ``DRAGOMAN_METRICS_HOST`` names one address: the group's port is the one Prometheus and
+    unless ``DRAGOMAN_METRICS_HOST`` names one address: the engine group's port is the one Prometheus and
     the probes use, and the parent must know where each engine is. When that port is 0 (any free
     one) or metrics are off, each engine binds a free port itself and writes it to a file in the
     folder ``port_files``. With metrics off the engines still answer on loopback: their ``/readyz``
-    is how the group knows an engine is up before it starts the next one on the same GPU
+    is how the engine group knows an engine is up before it starts the next one on the same GPU
     (``start_after``).
     """
     visible = environ.get("CUDA_VISIBLE_DEVICES")
@@ -189,24 +189,26 @@ def child_specs(
 
 
 def child_ops_host(metrics_host: str) -> str:
-    """Where a group's engines serve their ops endpoints: loopback when the group listens on every interface.
+    """Where an engine group's engines serve their ops endpoints: loopback when the group listens on every interface.
 
-    The group's port is the public one (``0.0.0.0`` in the image, for the kubelet and Prometheus);
+    The engine group's port is the public one (``0.0.0.0`` in the image, for the kubelet and Prometheus);
     the engines' ports stay inside the machine or pod (``curl localhost:9465/readyz`` there, or
     ``kubectl port-forward``). A single address (``10.0.0.5``) is used for the engines too.
     """
     return "127.0.0.1" if metrics_host in ("", "0.0.0.0", "::") else metrics_host
 
 
-def _engine_overrides(layout: GroupLayout, interactive: InteractiveEngine | None) -> dict[str, object]:
-    """The vLLM engine arguments one engine of the group runs with after the parent's: its memory share, and the
-    interactive engine's batch."""
+def _engine_overrides(layout: EngineGroupLayout, interactive: InteractiveEngine | None) -> dict[str, object]:
+    """The vLLM engine arguments one engine of the engine group runs with after the parent's: its memory share, and the
+    interactive engine's batch size."""
     if interactive is None:
         return {"--gpu-memory-utilization": layout.memory}
     return {"--gpu-memory-utilization": interactive.memory, "--max-num-seqs": interactive.max_num_seqs}
 
 
-def _lane_settings(settings: Settings, layout: GroupLayout, interactive: InteractiveEngine | None) -> dict[str, str]:
+def _lane_settings(
+    settings: Settings, layout: EngineGroupLayout, interactive: InteractiveEngine | None
+) -> dict[str, str]:
     """One engine's lane policy and jobs in flight, as settings for its environment."""
     if interactive is not None:
         return {"DRAGOMAN_LANE_POLICY": "interactive", "DRAGOMAN_MAX_IN_FLIGHT": str(interactive.max_in_flight)}

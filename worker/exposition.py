@@ -1,6 +1,6 @@
 """Several processes' ``/metrics`` pages merged into one Prometheus exposition, each sample labelled.
 
-An engine group's parent serves one ``/metrics`` for all its engines (:mod:`worker.group_ops`):
+An engine group's parent serves one ``/metrics`` for all its engines (:mod:`worker.engine_group_ops`):
 every engine's samples get an ``engine="<name>"`` label, and each metric family's ``# HELP`` and
 ``# TYPE`` lines appear once, followed by the family's samples from every engine (the text format
 wants a family's lines together).

@@ -12,7 +12,7 @@ never more entries than slots, entries read before an error still run) stays in 
   interactive jobs never starves a run. A lane with nothing waiting leaves its slots to the other,
   so either lane alone gets the whole worker.
 - ``interactive``: every free slot is offered to the interactive lane first; bulk jobs are read
-  only while fewer than ``interactive_bulk_in_flight`` (default 0) run here. The engine's batch
+  only while fewer than ``interactive_bulk_in_flight`` (default 0) run here. The engine batch
   stays small and an interactive job never queues behind bulk requests inside vLLM: the engine
   ``dragoman worker --interactive-engine`` adds beside the bulk ones.
 - ``bulk``: the bulk lane; interactive entries only once the next one has waited
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from broker.keys import RedisKeys
 from broker.scripts import OverdueScript
-from contract.schemas import Priority
+from contract.schemas import Lane
 from contract.settings import Settings
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 SPILL_CHECK_INTERVAL_S = 0.15
 """The shortest time between two looks at the interactive lane's wait by a ``bulk``-policy worker."""
 
-INTERACTIVE, BULK = Priority.INTERACTIVE, Priority.BULK
+INTERACTIVE, BULK = Lane.INTERACTIVE, Lane.BULK
 
 
 class LaneShares:
@@ -51,10 +51,10 @@ class LaneShares:
     def __init__(self, bulk_share: float) -> None:
         if not 0 < bulk_share < 1:
             raise ValueError(f"bulk_share must be between 0 and 1 (exclusive), got {bulk_share}")
-        self._weights = {Priority.INTERACTIVE: 1.0 - bulk_share, Priority.BULK: bulk_share}
+        self._weights = {Lane.INTERACTIVE: 1.0 - bulk_share, Lane.BULK: bulk_share}
         self._credit = dict.fromkeys(self._weights, 0.0)
 
-    def split(self, slots: int) -> dict[Priority, int]:
+    def split(self, slots: int) -> dict[Lane, int]:
         """How many of ``slots`` each lane is offered first (they add up to ``slots``)."""
         taken = dict.fromkeys(self._weights, 0)
         for _ in range(slots):
@@ -76,9 +76,9 @@ class ReadPlan:
     most entries of each lane the whole read may bring.
     """
 
-    offers: Mapping[Priority, int]
-    top_up: tuple[Priority, ...]
-    limits: Mapping[Priority, int]
+    offers: Mapping[Lane, int]
+    top_up: tuple[Lane, ...]
+    limits: Mapping[Lane, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ class WaitPlan:
     """The blocking read made when no lane had anything: the lanes it waits on, the ``COUNT`` it asks of
     each (``COUNT`` applies per stream, so ``len(lanes) * count`` is at most the slots), for how long."""
 
-    lanes: tuple[Priority, ...]
+    lanes: tuple[Lane, ...]
     count: int
     block_ms: int
 
@@ -97,16 +97,16 @@ class LanePolicy(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    async def plan(self, slots: int, held: Mapping[Priority, int]) -> ReadPlan:
+    async def plan(self, slots: int, held: Mapping[Lane, int]) -> ReadPlan:
         """The non-blocking read for ``slots`` free slots, ``held`` the jobs of each lane running here."""
 
     @abstractmethod
-    def wait(self, slots: int, held: Mapping[Priority, int]) -> WaitPlan:
+    def wait(self, slots: int, held: Mapping[Lane, int]) -> WaitPlan:
         """The blocking read after :meth:`plan`'s found nothing."""
 
-    def claim_limits(self, slots: int, held: Mapping[Priority, int]) -> dict[Priority, int]:
+    def claim_limits(self, slots: int, held: Mapping[Lane, int]) -> dict[Lane, int]:
         """The most entries of each lane this worker may take over from dead or stale consumers now."""
-        return dict.fromkeys(Priority, slots)
+        return dict.fromkeys(Lane, slots)
 
     @abstractmethod
     def describe(self) -> str:
@@ -123,11 +123,11 @@ class SharedLanes(LanePolicy):
         self._bulk_share = bulk_share
         self._block_ms = read_block_ms
 
-    async def plan(self, slots: int, held: Mapping[Priority, int]) -> ReadPlan:
+    async def plan(self, slots: int, held: Mapping[Lane, int]) -> ReadPlan:
         """Each lane its share first, then the slots one lane left to the other."""
-        return ReadPlan(self._shares.split(slots), (INTERACTIVE, BULK), dict.fromkeys(Priority, slots))
+        return ReadPlan(self._shares.split(slots), (INTERACTIVE, BULK), dict.fromkeys(Lane, slots))
 
-    def wait(self, slots: int, held: Mapping[Priority, int]) -> WaitPlan:
+    def wait(self, slots: int, held: Mapping[Lane, int]) -> WaitPlan:
         """Both lanes, half the slots each; a single slot waits on the lane its turn falls to (the other's
         entries wait for the next read, at most ``read_block_ms`` later)."""
         if slots == 1:
@@ -149,22 +149,22 @@ class InteractiveLanes(LanePolicy):
         self._bulk_cap = bulk_in_flight
         self._block_ms = read_block_ms
 
-    def _room(self, slots: int, held: Mapping[Priority, int]) -> int:
+    def _room(self, slots: int, held: Mapping[Lane, int]) -> int:
         return max(0, min(slots, self._bulk_cap - held.get(BULK, 0)))
 
-    async def plan(self, slots: int, held: Mapping[Priority, int]) -> ReadPlan:
+    async def plan(self, slots: int, held: Mapping[Lane, int]) -> ReadPlan:
         """Every slot to interactive; what it leaves to bulk, within the bulk cap."""
         room = self._room(slots, held)
         return ReadPlan({INTERACTIVE: slots}, (BULK,) if room else (), {INTERACTIVE: slots, BULK: room})
 
-    def wait(self, slots: int, held: Mapping[Priority, int]) -> WaitPlan:
+    def wait(self, slots: int, held: Mapping[Lane, int]) -> WaitPlan:
         """The interactive lane; bulk too while its cap has room (each lane then at most that room)."""
         room = self._room(slots, held)
         if room and slots >= 2:
             return WaitPlan((INTERACTIVE, BULK), min(slots // 2, room), self._block_ms)
         return WaitPlan((INTERACTIVE,), slots, self._block_ms)
 
-    def claim_limits(self, slots: int, held: Mapping[Priority, int]) -> dict[Priority, int]:
+    def claim_limits(self, slots: int, held: Mapping[Lane, int]) -> dict[Lane, int]:
         """A dead worker's bulk jobs too only within the bulk cap: the bulk workers take the rest."""
         return {INTERACTIVE: slots, BULK: self._room(slots, held)}
 
@@ -194,12 +194,12 @@ class BulkLanes(LanePolicy):
         self._next_check = 0.0
         self._script = OverdueScript()
 
-    async def plan(self, slots: int, held: Mapping[Priority, int]) -> ReadPlan:
+    async def plan(self, slots: int, held: Mapping[Lane, int]) -> ReadPlan:
         """Overdue interactive entries first (when a look at their lane is due), bulk for the rest."""
         overdue = min(slots, await self._overdue(slots))
         return ReadPlan({INTERACTIVE: overdue, BULK: slots - overdue}, (BULK,), {INTERACTIVE: overdue, BULK: slots})
 
-    def wait(self, slots: int, held: Mapping[Priority, int]) -> WaitPlan:
+    def wait(self, slots: int, held: Mapping[Lane, int]) -> WaitPlan:
         """The bulk lane, until the next look at the interactive lane is due (at most ``read_block_ms``)."""
         due_ms = math.ceil((self._next_check - self._clock()) * 1000)
         return WaitPlan((BULK,), slots, max(1, min(self._block_ms, due_ms)))

@@ -1,4 +1,4 @@
-"""The translation memory as the worker uses it: recall a read batch, share work in flight, remember.
+"""The translation memory as the worker uses it: recall a whole read, share work in flight, remember.
 
 An exact repeat (same model and revision, profile and version, languages, NFC text, glossary,
 context, formality) is served from PostgreSQL without generating; identical jobs running at the
@@ -35,12 +35,12 @@ KEY_VERSION = 1
 """Bumped when what goes into a key changes, so that no old entry matches a new key by accident."""
 
 _FLUSH_S = 0.5  # longest a new translation waits before it is stored
-_FLUSH_BATCH = 500
+_STORE_CHUNK = 500
 _BUFFER_LIMIT = 20_000  # translations waiting to be stored while PostgreSQL is away; older ones are dropped
 _TRIM_S = 300.0  # how often the age and size limits are applied (with jitter, so that workers spread out)
 _CLOSE_S = 5.0  # the last flush's limit on shutdown
 # Translations this worker made in the last minute are served before they reach PostgreSQL (a
-# repeat read in the next batch); after a minute the table decides, so a purge applies everywhere.
+# repeat in the next read); after a minute the table decides, so a purge applies everywhere.
 _RECENT_LIMIT = 10_000
 _RECENT_S = 60.0
 
@@ -227,7 +227,7 @@ class TranslationMemory:
             dropped = len(self._buffer) - _BUFFER_LIMIT
             del self._buffer[:dropped]
             self.counters.dropped += dropped
-        if len(self._buffer) >= _FLUSH_BATCH:
+        if len(self._buffer) >= _STORE_CHUNK:
             self._wakeup.set()
 
     async def run(self) -> None:
@@ -245,22 +245,22 @@ class TranslationMemory:
                 await self.apply_limits()
 
     async def flush(self) -> None:
-        """Store what is buffered, in batches: kept for the next try while PostgreSQL is away, dropped if refused."""
+        """Store what is buffered, in chunks: kept for the next try while PostgreSQL is away, dropped if refused."""
         while self._buffer:
-            batch = self._buffer[:_FLUSH_BATCH]
+            chunk = self._buffer[:_STORE_CHUNK]
             try:
-                await self._writer.store(batch)
+                await self._writer.store(chunk)
             except DatabaseUnavailableError as exc:  # kept for the next flush (bounded by _BUFFER_LIMIT)
                 self.counters.errors += 1
                 log.warning("could not store %d translations in the memory (%s); will retry", len(self._buffer), exc)
                 return
-            except Exception as exc:  # refused: the same batch would be refused again, and block the rest
+            except Exception as exc:  # refused: the same chunk would be refused again, and block the rest
                 self.counters.errors += 1
-                self.counters.dropped += len(batch)
-                log.warning("the translation memory refused %d translations (%s); dropped them", len(batch), exc)
+                self.counters.dropped += len(chunk)
+                log.warning("the translation memory refused %d translations (%s); dropped them", len(chunk), exc)
             else:
-                self.counters.stored += len(batch)
-            del self._buffer[: len(batch)]
+                self.counters.stored += len(chunk)
+            del self._buffer[: len(chunk)]
 
     async def apply_limits(self) -> None:
         """Delete entries past the age limit and the least recently used past the size limit."""

@@ -1,6 +1,6 @@
 """The worker's Prometheus metrics: what it finished, how long each stage took, how full the queue is.
 
-Counters and histograms are updated by the writer once per committed batch (not per job on the
+Counters and histograms are updated by the writer once per committed writer batch (not per job on the
 hot path); the queue gauges are refreshed from Redis when ``/metrics`` is scraped. vLLM
 registers its own engine metrics (``vllm:*``) in the default registry, which the worker serves
 alongside these.
@@ -17,13 +17,13 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 from prometheus_client.registry import Collector
 
 from broker.queue_stats import QueueStats
-from contract.schemas import JobStatus, Priority, lane_of
+from contract.schemas import JobStatus, Lane, lane_of
 from contract.wire import JobEvent
 from worker.results import JobResult
 
 # Seconds: from a few milliseconds (write, queue wait on an idle worker) to many minutes (backlog).
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
-BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+WRITER_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 STAGES = ("queue_wait", "engine", "write", "end_to_end")
 FINISH_REASONS = ("stop", "length", "abort")  # shown from the start; any other reason the engine gives is added
 
@@ -166,7 +166,7 @@ class WorkerMetrics:
         self.prompt_tokens = Counter("dragoman_prompt_tokens", "Prompt tokens of finished jobs", registry=r)
         self.output_tokens = Counter("dragoman_output_tokens", "Generated tokens of finished jobs", registry=r)
         self.writer_batch_size = Histogram(
-            "dragoman_writer_batch_size", "Results per committed writer batch", buckets=BATCH_BUCKETS, registry=r
+            "dragoman_writer_batch_size", "Results per committed writer batch", buckets=WRITER_BATCH_BUCKETS, registry=r
         )
         self.stream_length = Gauge(
             "dragoman_stream_length",
@@ -180,7 +180,7 @@ class WorkerMetrics:
         self.oldest_pending_age = Gauge(
             "dragoman_oldest_pending_age_seconds", "Age of the oldest pending entry (0 when none)", registry=r
         )
-        lanes = [lane.value for lane in Priority]
+        lanes = [lane.value for lane in Lane]
         self.lane_queue_wait = StageHistogram(
             "dragoman_lane_queue_wait_seconds",
             "Seconds from submit to start of the jobs this worker finished, by lane (interactive, bulk)",
@@ -232,7 +232,7 @@ class WorkerMetrics:
         """Read the in-flight gauge from ``count`` at scrape time."""
         self.in_flight.set_function(lambda: float(count()))
 
-    def record_batch(
+    def record_writer_batch(
         self,
         results: Sequence[JobResult],
         events: Sequence[JobEvent],
@@ -242,7 +242,7 @@ class WorkerMetrics:
         dead_lettered: int,
         acked_at: float,
     ) -> None:
-        """Count one committed and acknowledged batch; only rows this worker wrote count as finished."""
+        """Count one committed and acknowledged writer batch; only rows this worker wrote count as finished."""
         self.writer_batch_size.observe(batch_size)
         if dead_lettered:
             self.dead_lettered.inc(dead_lettered)
@@ -259,7 +259,7 @@ class WorkerMetrics:
         stages.observe_many("engine", [max(0.0, r.finished_at - at) for at, r in started])
         stages.observe_many("write", [max(0.0, acked_at - r.finished_at) for r in mine])
         stages.observe_many("end_to_end", [max(0.0, acked_at - r.spec.created_at) for r in mine])
-        for lane in Priority:
+        for lane in Lane:
             ours = [r for r in mine if lane_of(r.spec) is lane]
             if ours:
                 self.lane_queue_wait.observe_many(

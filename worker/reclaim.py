@@ -20,7 +20,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from broker.heartbeats import HEARTBEAT_INTERVAL_S, HEARTBEAT_TTL_S
 from broker.keys import RedisKeys
 from broker.pending import forget_gone_consumers, keep_alive, trim_acknowledged
-from contract.schemas import Priority
+from contract.schemas import Lane
 from contract.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ class Housekeeper:
         settings: Settings,
         redis: aioredis.Redis,
         consumer_name: str,
-        held_entries: Callable[[], Iterable[tuple[Priority, str]]],
+        held_entries: Callable[[], Iterable[tuple[Lane, str]]],
     ) -> None:
         self._settings = settings
         self._keys = RedisKeys.from_settings(settings)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import msgspec
 
-from contract.schemas import JobSpec, JobStatus, Priority
+from contract.schemas import JobSpec, JobStatus, Lane
 
 
 class JobResult(msgspec.Struct, frozen=True):
     """The final outcome of one job, tied to the stream entry that delivered it (one per job: a Struct, built in C).
 
-    The entry's lane is ``lane_of(spec)``: the reader sets the spec's priority to the lane it read it from.
+    The entry's lane is ``lane_of(spec)``: the reader sets the spec's lane to the one it read it from.
     """
 
     entry_id: str
@@ -41,14 +41,14 @@ class DeadLetter(msgspec.Struct, frozen=True):
     reason: str
     job_id: str | None
     finished_at: float
-    lane: Priority = Priority.INTERACTIVE  # the stream it was read from (where it is acknowledged)
+    lane: Lane = Lane.INTERACTIVE  # the stream it was read from (where it is acknowledged)
 
 
 def storable_text(text: str | None) -> str | None:
     """``text`` as PostgreSQL and Redis can store it: NUL shown as U+FFFD, lone surrogates as '?'.
 
     Model output and exception messages can contain both; left as they are, they would fail
-    the whole batch they are written in, again on every redelivery.
+    the whole writer batch they are written in, again on every redelivery.
     """
     if text is None or (text.isascii() and "\x00" not in text):
         return text

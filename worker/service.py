@@ -23,7 +23,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from broker.heartbeats import HEARTBEAT_INTERVAL_S, delete_heartbeat, write_heartbeat
 from broker.keys import RedisKeys
 from broker.redis_client import open_redis
-from contract.schemas import Priority
+from contract.schemas import Lane
 from contract.settings import Settings
 from contract.version import dragoman_version
 from worker.consumer import StreamConsumer
@@ -142,7 +142,7 @@ class Worker:
             return "draining: the worker is shutting down"
         return "ok"
 
-    def _held_entries(self) -> list[tuple[Priority, str]]:
+    def _held_entries(self) -> list[tuple[Lane, str]]:
         return [*self.consumer.held_entries(), *self.writer.held_entries()]
 
     async def _write_heartbeat(self) -> None:

@@ -27,22 +27,22 @@ from contract.backoff import Backoff
 log = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
-"""A child that exits with this was misconfigured: restarting it cannot help, so the group stops."""
+"""A child that exits with this was misconfigured: restarting it cannot help, so the engine group stops."""
 
 STABLE_AFTER_S = 60.0
 """A child that ran this long before it died starts again at once; quicker deaths back off."""
 
 START_TIMEOUT_S = 900.0
-"""How long an engine of a group may take to start before the next one on its GPU starts anyway."""
+"""How long an engine of an engine group may take to start before the next one on its GPU starts anyway."""
 
 STOP_MARGIN_S = 30.0
-"""How long past ``DRAGOMAN_SHUTDOWN_GRACE_SECONDS`` a group waits for a draining child before killing it
+"""How long past ``DRAGOMAN_SHUTDOWN_GRACE_SECONDS`` an engine group waits for a draining child before killing it
 (the writer's last flush, the engine's shutdown): a pod's or container's stop grace must cover both."""
 
 
 @dataclass(frozen=True, slots=True)
 class OpsAddress:
-    """Where a child serves its ``/metrics``, ``/healthz`` and ``/readyz``, for the group's ops server to read.
+    """Where a child serves its ``/metrics``, ``/healthz`` and ``/readyz``, for the engine group's ops server to read.
 
     With ``port_file``, ``port`` is 0: the child binds any free port itself and writes its number to
     that file (``DRAGOMAN_OPS_PORT_FILE``), so no other process can take the port between a choice
@@ -79,7 +79,7 @@ start, after the stop)."""
 
 @dataclass(frozen=True, slots=True)
 class ChildStatus:
-    """A snapshot of one child, for the group's ``/metrics`` and ``/readyz`` (read from another thread)."""
+    """A snapshot of one child, for the engine group's ``/metrics`` and ``/readyz`` (read from another thread)."""
 
     name: str
     phase: ChildPhase
@@ -111,7 +111,7 @@ class _Child:
 
 
 class EngineSupervisor:
-    """Runs one process per :class:`ChildSpec` until asked to stop; returns the group's exit code.
+    """Runs one process per :class:`ChildSpec` until asked to stop; returns the engine group's exit code.
 
     SIGTERM or SIGINT (or :meth:`request_stop`) is passed to every child, which drains its jobs;
     children still running ``stop_timeout`` seconds later are killed. The exit code is 0 when
@@ -133,7 +133,7 @@ class EngineSupervisor:
         names = {spec.name for spec in children}
         unknown = [spec.start_after for spec in children if spec.start_after and spec.start_after not in names]
         if unknown:
-            raise ValueError(f"start_after names no child of the group: {unknown}")
+            raise ValueError(f"start_after names no child of the engine group: {unknown}")
         self._children = [_Child(spec, backoff()) for spec in children]
         self._engine_started = engine_started
         self._start_timeout = start_timeout
@@ -154,7 +154,7 @@ class EngineSupervisor:
 
     @property
     def stopping(self) -> bool:
-        """The group was asked to stop (or a child's bad configuration stopped it): its engines drain."""
+        """The engine group was asked to stop (or a child's bad configuration stopped it): its engines drain."""
         return self._stopping
 
     def children(self) -> list[ChildStatus]:
@@ -164,7 +164,7 @@ class EngineSupervisor:
             return [_status(child) for child in self._children]
 
     def request_stop(self, *_: object) -> None:
-        """Stop the group: every child drains and exits (safe to call from a signal handler)."""
+        """Stop the engine group: every child drains and exits (safe to call from a signal handler)."""
         self._stopping = True
 
     def run(self, *, install_signal_handlers: bool = True) -> int:
@@ -241,7 +241,9 @@ class EngineSupervisor:
             if code == EXIT_BAD_INPUT:
                 with self._lock:
                     child.process = None
-                log.error("engine %s exited with %d (bad configuration): stopping the group", child.spec.name, code)
+                log.error(
+                    "engine %s exited with %d (bad configuration): stopping the engine group", child.spec.name, code
+                )
                 self._fatal = True
                 self._stopping = True
                 return
@@ -309,7 +311,7 @@ def _read_port(path: Path | None) -> int | None:
     return int(text) if text.isdigit() and 0 < int(text) < 65_536 else None
 
 
-def _kill_leftovers(group: int) -> None:
+def _kill_leftovers(process_group: int) -> None:
     """Kill what is left of a dead child's process group.
 
     A worker killed with SIGKILL leaves vLLM's engine-core processes behind, holding the
@@ -317,7 +319,7 @@ def _kill_leftovers(group: int) -> None:
     machine out of memory.
     """
     try:
-        os.killpg(group, signal.SIGKILL)
+        os.killpg(process_group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # nothing left
 

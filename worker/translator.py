@@ -3,7 +3,7 @@
 A job whose text fits one generation (its prompt plus its output budget within the model's
 context, and the text within ``max_piece_chars``) is one engine request, as before. A longer one
 is cut inside the worker at paragraph breaks, then at sentence ends (:mod:`contract.sentences`,
-the splitter the documents use); adjacent parts are packed into pieces that each fit, the pieces
+the splitter the documents use); adjacent spans are packed into pieces that each fit, the pieces
 run as concurrent engine requests, and the translations are joined with the source's own breaks
 between them. A profile that answers one line (few-shot) gets every sentence of every line on
 its own (its ``piece_unit``).
@@ -188,7 +188,7 @@ class Translator:
     # Placeholder tags ---------------------------------------------------------------------------
 
     async def _translate_keeping_tags(self, spec: JobSpec, request_id: str) -> Translation:
-        """A document segment with placeholder tags: checked, retried once, else translated run by run.
+        """A document segment with placeholder tags: checked, retried once, else text run by text run.
 
         The retry samples (a greedy profile would only repeat itself). The fallback translates the
         text between the tags on its own and puts the tags back where they were: the sentence's
@@ -211,13 +211,15 @@ class Translator:
             spec.job_id,
             extra={"job_id": spec.job_id},
         )
-        runs = await self._translate_runs(spec, request_id)
+        fallback = await self._translate_text_runs(spec, request_id)
         return msgspec.structs.replace(
-            runs, prompt_tokens=runs.prompt_tokens + spent[0], output_tokens=runs.output_tokens + spent[1]
+            fallback,
+            prompt_tokens=fallback.prompt_tokens + spent[0],
+            output_tokens=fallback.output_tokens + spent[1],
         )
 
-    async def _translate_runs(self, spec: JobSpec, request_id: str) -> Translation:
-        """Each run of text between the tags translated on its own; tags and surrounding spaces kept."""
+    async def _translate_text_runs(self, spec: JobSpec, request_id: str) -> Translation:
+        """Each text run (the text between two tags) translated on its own; tags and surrounding spaces kept."""
         plain = msgspec.structs.replace(spec, text="", inline_tags=False)
         ratio = self._expansion(plain)
         plan: list[str | _Piece] = []
@@ -228,9 +230,9 @@ class Translator:
             core = token.strip()
             lead = token[: len(token) - len(token.lstrip())]
             trail = token[len(token.rstrip()) :]
-            run = msgspec.structs.replace(plain, text=core)
-            self.profile.check_controls(run)
-            plan += [lead, *self._plan(run, self._prompt_overhead(run), ratio), trail]
+            text_run = msgspec.structs.replace(plain, text=core)
+            self.profile.check_controls(text_run)
+            plan += [lead, *self._plan(text_run, self._prompt_overhead(text_run), ratio), trail]
         translation = await self._run(plain, request_id, [item for item in plan if item != ""])
         return msgspec.structs.replace(translation, inline_tags="fallback")
 
@@ -239,8 +241,8 @@ class Translator:
     def _plan(self, spec: JobSpec, overhead: int, ratio: float) -> list[str | _Piece]:
         """The text as literal breaks and pieces that each fit one generation, in order."""
         plan: list[str | _Piece] = []
-        parts = split_paragraphs(spec.text, lines=self.profile.piece_unit != "text")
-        texts = self._pack(spec, parts, overhead, ratio, level=0)
+        spans = split_paragraphs(spec.text, lines=self.profile.piece_unit != "text")
+        texts = self._pack(spec, spans, overhead, ratio, level=0)
         for item in texts:
             if isinstance(item, str):
                 plan.append(item)
@@ -256,16 +258,16 @@ class Translator:
                 plan.append(trail)
         return plan
 
-    def _pack(self, spec: JobSpec, parts: list[str], overhead: int, ratio: float, level: int) -> list[str | tuple[str]]:
-        """Pack adjacent ``parts`` into pieces (1-tuples) that fit; breaks between pieces stay literal.
+    def _pack(self, spec: JobSpec, spans: list[str], overhead: int, ratio: float, level: int) -> list[str | tuple[str]]:
+        """Pack adjacent ``spans`` into pieces (1-tuples) that fit; breaks between pieces stay literal.
 
-        Level 0 parts are paragraphs (or lines), level 1 sentences, deeper levels halves of a
-        sentence. A part that does not fit alone is cut one level finer, down to single
+        Level 0 spans are paragraphs (or lines), level 1 sentences, deeper levels halves of a
+        sentence. A span that does not fit alone is cut one level finer, down to single
         characters if it must. Lines of a ``line`` profile and the sentences of a ``sentence``
         profile are never packed together.
         """
         out: list[str | tuple[str]] = []
-        current: list[str] = []  # parts of the piece being packed (breaks inside it included)
+        current: list[str] = []  # spans of the piece being packed (breaks inside it included)
         current_tokens = 0
         pending_break = ""  # a break after the current piece, not yet known to be inside it
         unit = self.profile.piece_unit
@@ -278,18 +280,18 @@ class Translator:
                 out.append(("".join(current),))
             current, current_tokens = [], 0
 
-        for part in parts:
-            if not part.strip():
+        for span in spans:
+            if not span.strip():
                 if current:
-                    pending_break += part
+                    pending_break += span
                 else:
-                    out.append(part)
+                    out.append(span)
                 continue
-            tokens = len(self.engine.tokenizer.encode(part, add_special_tokens=False))
-            chars = sum(map(len, current)) + len(pending_break) + len(part)
+            tokens = len(self.engine.tokenizer.encode(span, add_special_tokens=False))
+            chars = sum(map(len, current)) + len(pending_break) + len(span)
             break_tokens = 1 if pending_break else 0
             if pack and current and self._fits(chars, current_tokens + break_tokens + tokens, overhead, ratio):
-                current += [pending_break, part]
+                current += [pending_break, span]
                 current_tokens += break_tokens + tokens
                 pending_break = ""
                 continue
@@ -297,23 +299,23 @@ class Translator:
             if pending_break:
                 out.append(pending_break)
                 pending_break = ""
-            if not to_sentences and (self._fits(len(part), tokens, overhead, ratio) or len(part) <= 1):
-                current, current_tokens = [part], tokens
+            if not to_sentences and (self._fits(len(span), tokens, overhead, ratio) or len(span) <= 1):
+                current, current_tokens = [span], tokens
             else:
-                out.extend(self._pack(spec, self._finer(part, level, to_sentences), overhead, ratio, level + 1))
+                out.extend(self._pack(spec, self._finer(span, level, to_sentences), overhead, ratio, level + 1))
         flush()
         if pending_break:
             out.append(pending_break)
         return out
 
     @staticmethod
-    def _finer(part: str, level: int, to_sentences: bool = False) -> list[str]:
-        """``part`` cut one level finer: paragraph -> sentences -> halves of a sentence (never inside a word)."""
+    def _finer(span: str, level: int, to_sentences: bool = False) -> list[str]:
+        """``span`` cut one level finer: paragraph -> sentences -> halves of a sentence (never inside a word)."""
         if level == 0:
-            sentences = split_sentences(part)
+            sentences = split_sentences(span)
             if len(sentences) > 1 or to_sentences:
                 return sentences
-        return cut_sentence(part, max(1, len(part) // 2))
+        return cut_sentence(span, max(1, len(span) // 2))
 
     def _piece(self, spec: JobSpec, text: str, ratio: float) -> _Piece:
         """The prompt and first budget of one piece."""

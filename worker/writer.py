@@ -1,11 +1,11 @@
-"""The ResultWriter: finished jobs to PostgreSQL in batches, then ack and events in Redis.
+"""The ResultWriter: finished jobs to PostgreSQL in writer batches, then ack and events in Redis.
 
 Order is the whole point: rows are committed first, and only then are the stream entries
 acknowledged, the state records finalised and the completion events published (one MULTI/EXEC).
 A crash before the commit means the entries are redelivered; a crash after it means a duplicate
 delivery that the upsert absorbs (a succeeded or cancelled row is never overwritten).
 
-A value PostgreSQL refuses is one job's problem: the batch is split in halves down to the row
+A value PostgreSQL refuses is one job's problem: the writer batch is split in halves down to the row
 that holds it, which is stored as a failure with its fields made storable, while the rest
 commit. Only an outage is retried; no data error ends the writer.
 """
@@ -24,11 +24,11 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from broker.acknowledge import acknowledge_batch
+from broker.acknowledge import acknowledge_writer_batch
 from broker.keys import RedisKeys
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
-from contract.schemas import JobStatus, Priority, lane_of
+from contract.schemas import JobStatus, Lane, lane_of
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
 from storage import (
@@ -76,7 +76,7 @@ class ResultWriter:
         self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)
         self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
-        self._held: set[tuple[Priority, str]] = set()  # (lane, entry) handed over and not yet acknowledged
+        self._held: set[tuple[Lane, str]] = set()  # (lane, entry) handed over and not yet acknowledged
         self._unavailable_since: float | None = None
         self._batches = 0
         self._rows = 0
@@ -100,7 +100,7 @@ class ResultWriter:
         except asyncio.QueueFull:
             await self._queue.put(result)
 
-    def held_entries(self) -> list[tuple[Priority, str]]:
+    def held_entries(self) -> list[tuple[Lane, str]]:
         """Lanes and stream entries whose results are buffered or being written (not acknowledged yet)."""
         return list(self._held)
 
@@ -114,9 +114,9 @@ class ResultWriter:
         await self._queue.put(None)
 
     async def run(self) -> None:
-        """Write batches until :meth:`close` is called and everything before it is written.
+        """Write writer batches until :meth:`close` is called and everything before it is written.
 
-        Two batches overlap: the next one is committed while the previous one is acknowledged.
+        Two writer batches overlap: the next one is committed while the previous one is acknowledged.
         Each batch still goes commit, then ack; acks happen in batch order, one at a time, and
         a third batch is not taken from the buffer before the first one is acknowledged.
         """
@@ -184,7 +184,7 @@ class ResultWriter:
         self._batches += 1
         self._rows += len(events)
         self._dead += len(parked)
-        self._metrics.record_batch(
+        self._metrics.record_writer_batch(
             results, events, written, batch_size=len(batch), dead_lettered=len(parked), acked_at=time.time()
         )
 
@@ -267,7 +267,7 @@ class ResultWriter:
         retried after an outage finds those rows and the upsert absorbs them.
         """
         try:
-            written, existing = await self._job_rows.write_batch(records)
+            written, existing = await self._job_rows.write_rows(records)
             return written, existing, {}
         except UnstorableRowError as exc:
             if len(records) == 1:
@@ -290,7 +290,7 @@ class ResultWriter:
         for bare in (False, True):
             failure = storable_failure(record, error, bare=bare)
             try:
-                written, existing = await self._job_rows.write_batch([failure])
+                written, existing = await self._job_rows.write_rows([failure])
             except UnstorableRowError as again:
                 if bare:  # nothing of the row is left to refuse: the table itself does not take rows
                     raise UnstorableRowError(
@@ -317,7 +317,7 @@ class ResultWriter:
         backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
-                await acknowledge_batch(self._redis, self._keys, self._finish, finished, now, entry_ids, parked)
+                await acknowledge_writer_batch(self._redis, self._keys, self._finish, finished, now, entry_ids, parked)
                 return
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 delay = backoff.next_delay()
@@ -347,7 +347,7 @@ def _parked_entries(
     return parked
 
 
-def _held_entry(item: JobResult | DeadLetter) -> tuple[Priority, str]:
+def _held_entry(item: JobResult | DeadLetter) -> tuple[Lane, str]:
     """The lane and stream entry a result acknowledges."""
     return (item.lane if isinstance(item, DeadLetter) else lane_of(item.spec)), item.entry_id
 
@@ -358,7 +358,7 @@ def _entry_ids_by_lane(batch: Sequence[JobResult | DeadLetter]) -> tuple[list[st
     bulk: list[str] = []
     for item in batch:
         lane, entry_id = _held_entry(item)
-        (interactive if lane is Priority.INTERACTIVE else bulk).append(entry_id)
+        (interactive if lane is Lane.INTERACTIVE else bulk).append(entry_id)
     return interactive, bulk
 
 

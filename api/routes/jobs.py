@@ -64,7 +64,7 @@ async def submit_jobs(
         metadata=body.metadata,
         idempotency_key=body.idempotency_key,
         tenant=caller.tenant,
-        priority=body.priority,
+        lane=body.lane,
         glossary=body.glossary,
         context=body.context,
         formality=body.formality,

@@ -1,4 +1,4 @@
-"""Word documents (``.docx``): each paragraph's text as whole sentences, run formatting as placeholder tags.
+"""Word documents (``.docx``): each paragraph's text as whole sentences, Word run formatting as placeholder tags.
 
 A ``.docx`` is a zip of XML parts. Documents travel as base64 text (``contract.documents``); the
 splitter opens the zip into a *container* text (every member in order, the parts with text as
@@ -7,11 +7,11 @@ The body, headers, footers, footnotes and endnotes are translated; styles, image
 and every other member come back byte for byte.
 
 In a paragraph (``<w:p>``) the text of its ``<w:t>`` nodes is the prose. Between two text nodes
-sits markup: the end of one run and the start of the next (its formatting), a tab, a field
-character, the start or end of a hyperlink. A run boundary whose formatting is the same on
-both sides is invisible to the model and dropped from the translation (Word splits runs for
-spell-checking and revision ids); a formatting change is a unit tag; the start and end of an
-element around several runs (a hyperlink, an insertion) are paired tags, so the translation
+sits markup: the end of one Word run (``<w:r>``) and the start of the next (its formatting), a
+tab, a field character, the start or end of a hyperlink. A Word run boundary whose formatting is
+the same on both sides is invisible to the model and dropped from the translation (Word splits
+runs for spell-checking and revision ids); a formatting change is a unit tag; the start and end
+of an element around several Word runs (a hyperlink, an insertion) are paired tags, so the translation
 keeps them nested. A paragraph whose markup cannot be expressed that way is translated text
 node by text node. Each translated part must still parse as XML, or the assembly fails with the
 reason instead of writing a broken file.
@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ElementTree
 import zipfile
 
 from contract.errors import InvalidJobError
-from orchestrator.segmenting.pieces import Code
+from orchestrator.segmenting.parts import Code
 from orchestrator.segmenting.skeleton import Skeleton
 
 _TEXT_PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes)\.xml")
@@ -41,7 +41,7 @@ _RUN_START = re.compile(r"<w:r(?=[\s>])[^>]*>")
 _RUN_PROPERTIES = re.compile(r"<w:rPr>.*?</w:rPr>|<w:rPr/>", re.DOTALL)
 _INVISIBLE = re.compile(r"</w:t>|</w:r>|<w:proofErr\b[^>]*/>|<w:lastRenderedPageBreak/>")
 _TEXT_START = re.compile(r"<w:t(?:\s[^>]*)?>")
-_BOUNDARY_TAGS = frozenset({"w:t", "w:r", "w:rPr"})  # balanced by every run boundary
+_BOUNDARY_TAGS = frozenset({"w:t", "w:r", "w:rPr"})  # balanced by every Word run boundary
 
 
 def unpack(source: str) -> str:
@@ -154,7 +154,7 @@ def _paragraph(skeleton: Skeleton, paragraph: str, max_chars: int) -> None:
 
 
 def _node_by_node(skeleton: Skeleton, paragraph: str, nodes: list[re.Match[str]], max_chars: int) -> None:
-    """The fallback: every text node its own prose (the pieces before the first node are already written)."""
+    """The fallback: every text node its own prose (the parts before the first node are already written)."""
     for index, node in enumerate(nodes):
         if index:
             skeleton.literal(paragraph[nodes[index - 1].end(1) : node.start(1)])
@@ -163,7 +163,7 @@ def _node_by_node(skeleton: Skeleton, paragraph: str, nodes: list[re.Match[str]]
 
 
 def _run_format(markup: str) -> str | None:
-    """The formatting (``w:rPr``) of the last run that starts in ``markup`` (``None``: none starts there)."""
+    """The formatting (``w:rPr``) of the last Word run that starts in ``markup`` (``None``: none starts there)."""
     starts = list(_RUN_START.finditer(markup))
     if not starts:
         return None
@@ -197,5 +197,5 @@ def _chunk_code(chunk: str, run_format: str | None) -> Code | None:
         before = _INVISIBLE.sub("", chunk[: starts[-1].start()])
         after = _RUN_PROPERTIES.sub("", chunk[starts[-1].end() :], count=1)
         if not before and _TEXT_START.fullmatch(after) and _run_format(chunk) == run_format:
-            return Code(chunk, "join")  # the same formatting on both sides: one run to the model
+            return Code(chunk, "join")  # the same formatting on both sides: one text run to the model
     return Code(chunk, "unit")

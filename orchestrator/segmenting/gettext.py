@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
 from orchestrator.segmenting.inline_block import segment_of
-from orchestrator.segmenting.pieces import Code, tokens_between
+from orchestrator.segmenting.parts import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")

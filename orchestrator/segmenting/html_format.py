@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from orchestrator.segmenting.finder import Finder
-from orchestrator.segmenting.pieces import ATTACHED_MARK, Code, CodeKind, LangAttribute, Segment, attached_place
+from orchestrator.segmenting.parts import ATTACHED_MARK, Code, CodeKind, LangAttribute, Segment, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 
 _NAME_END = re.compile(r"[\s/>]")
@@ -229,7 +229,7 @@ class _Attributes:
 
 
 def _markup(source: str, finder: Finder) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each piece of markup: comments, CDATA, doctypes, processing instructions, tags.
+    """``(start, end)`` of each stretch of markup: comments, CDATA, doctypes, processing instructions, tags.
 
     A ``<`` that opens nothing closed (an unclosed comment, a tag whose quote never ends) is text.
     """

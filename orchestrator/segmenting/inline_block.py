@@ -18,7 +18,7 @@ from dataclasses import replace as dataclass_replace
 
 from contract import inline_tags
 from contract.sentences import cut_prose
-from orchestrator.segmenting.pieces import Code, Escape, Segment, Wrap
+from orchestrator.segmenting.parts import Code, Escape, Segment, Wrap
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
 MAX_TAGS = 100
@@ -27,7 +27,7 @@ text runs, each on its own (the model could not keep them all, and the job would
 _HTML_WHITESPACE = re.compile(r"[ \t\r\n\f]+")
 
 
-def block_pieces(
+def block_parts(
     tokens: Sequence[str | Code],
     max_chars: int,
     escape: Escape,
@@ -62,7 +62,7 @@ def block_pieces(
                 return None  # more markup than words: the runs go out on their own
             out += [_raw(group[:first]), segment, _raw(group[last:])]
         position = end
-    return [piece for piece in out if piece != ""]
+    return [part for part in out if part != ""]
 
 
 def segment_of(
@@ -112,23 +112,23 @@ def _plain_text(tokens: Sequence[str | Code]) -> tuple[str, list[int]]:
     length = 0
     for token in tokens:
         offsets.append(length)
-        piece = token if isinstance(token, str) else (" " if token.kind in ("space", "break") else "")
-        parts.append(piece)
-        length += len(piece)
+        text = token if isinstance(token, str) else (" " if token.kind in ("space", "break") else "")
+        parts.append(text)
+        length += len(text)
     return "".join(parts), offsets
 
 
 def _sentence_spans(plain: str, max_chars: int) -> list[tuple[int, int]]:
-    """``(start, end)`` in ``plain`` of every piece with words in it (whitespace between pieces excluded)."""
+    """``(start, end)`` in ``plain`` of every span with words in it (whitespace between spans excluded)."""
     stripped = plain.strip()
     if not stripped or not _HAS_WORDS.search(stripped):
         return []
     spans: list[tuple[int, int]] = []
     position = len(plain) - len(plain.lstrip())
-    for piece in cut_prose(stripped, max_chars):
-        if not piece.isspace():
-            spans.append((position, position + len(piece)))
-        position += len(piece)
+    for span in cut_prose(stripped, max_chars):
+        if not span.isspace():
+            spans.append((position, position + len(span)))
+        position += len(span)
     return spans
 
 
@@ -179,7 +179,7 @@ def _code_bucket(kind: str, offset: int, spans: list[tuple[int, int]], span: int
 
 
 def _split_text_tokens(tokens: Sequence[str | Code], spans: list[tuple[int, int]]) -> list[str | Code]:
-    """``tokens`` with every text run cut at the spans' edges, so each run lies inside or outside one span."""
+    """``tokens`` with every text run cut at the spans' edges, so each text run lies inside or outside one span."""
     edges = sorted({edge for span in spans for edge in span})
     out: list[str | Code] = []
     offset = 0

@@ -15,7 +15,7 @@ import json
 import re
 
 from contract.errors import InvalidJobError
-from orchestrator.segmenting.pieces import Code, tokens_between
+from orchestrator.segmenting.parts import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 _KEEP_VALUE = re.compile(r"\s*(?:[a-zA-Z][a-zA-Z0-9+.-]*://\S*|[^@\s]+@[^@\s]+\.\w+)\s*")

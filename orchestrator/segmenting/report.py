@@ -15,8 +15,8 @@ class DocumentReport:
     """Counts for the whole document and the segments a reader should look at.
 
     ``with_tags``: segments sent with placeholder tags; ``tags_kept``: those whose translation kept
-    them the first time; ``retried``: kept on the one retry; ``fell_back``: translated run by run
-    between the tags (the markup is intact, the sentence was not translated whole); ``tags_broken``:
+    them the first time; ``retried``: kept on the one retry; ``fell_back``: each text run between the
+    tags translated on its own (the markup is intact, the sentence was not translated whole); ``tags_broken``:
     a stored translation whose tags did not match at assembly (kept in the source language).
     """
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
-from orchestrator.segmenting.inline_block import block_pieces, model_text
-from orchestrator.segmenting.pieces import Code, Escape, LangAttribute, Marked, Piece, Segment, Wrap, fill_attached
+from orchestrator.segmenting.inline_block import block_parts, model_text
+from orchestrator.segmenting.parts import Code, Escape, LangAttribute, Marked, Part, Segment, Wrap, fill_attached
 
-__all__ = ["Code", "Escape", "LangAttribute", "Marked", "Piece", "Segment", "Skeleton", "Wrap"]
+__all__ = ["Code", "Escape", "LangAttribute", "Marked", "Part", "Segment", "Skeleton", "Wrap"]
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter: otherwise nothing to translate
 
@@ -26,7 +26,7 @@ class Skeleton:
     so a huge document is refused before it has used the memory of millions of segments.
     """
 
-    pieces: list[Piece] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
     max_segments: int | None = None
     _count: int = 0
     _tail: list[str] = field(default_factory=list)  # literals since the last segment, joined once
@@ -35,7 +35,7 @@ class Skeleton:
     def segments(self) -> list[Segment]:
         """The segments, in order (their index is the job's ``sequence``)."""
         self._flush()
-        return [p for p in self.pieces if isinstance(p, Segment)]
+        return [p for p in self.parts if isinstance(p, Segment)]
 
     def literal(self, text: str) -> None:
         """Append text kept as it is (merged with the literals around it, in linear time)."""
@@ -44,11 +44,11 @@ class Skeleton:
 
     def _flush(self) -> None:
         if self._tail:
-            last = self.pieces[-1] if self.pieces else None
+            last = self.parts[-1] if self.parts else None
             if isinstance(last, str):
-                self.pieces.pop()
+                self.parts.pop()
                 self._tail.insert(0, last)
-            self.pieces.append("".join(self._tail))
+            self.parts.append("".join(self._tail))
             self._tail.clear()
 
     def prose(self, raw: str, max_chars: int, *, escape: Escape = "") -> None:
@@ -73,12 +73,12 @@ class Skeleton:
     def add_marked(self, raw: str, translated: str) -> None:
         """Append text that becomes ``translated`` once the next segment added is translated."""
         self._flush()
-        self.pieces.append(Marked(raw, translated, self._count))
+        self.parts.append(Marked(raw, translated, self._count))
 
     def add_lang(self, attribute: LangAttribute) -> None:
         """Append a ``lang`` attribute value (set to the target language when assembled)."""
         self._flush()
-        self.pieces.append(attribute)
+        self.parts.append(attribute)
 
     def block(
         self,
@@ -92,15 +92,15 @@ class Skeleton:
 
         ``wrap``: the block was hard-wrapped text; its translations are wrapped the same way.
         """
-        pieces = block_pieces(tokens, max_chars, escape, wrap)
-        if pieces is None:  # nothing to translate, or text that looks like a placeholder tag itself
+        parts = block_parts(tokens, max_chars, escape, wrap)
+        if parts is None:  # nothing to translate, or text that looks like a placeholder tag itself
             self._without_tags(tokens, max_chars, escape)
             return
-        for piece in pieces:
-            if isinstance(piece, str):
-                self.literal(piece)
+        for part in parts:
+            if isinstance(part, str):
+                self.literal(part)
             else:
-                self.add_segment(piece)
+                self.add_segment(part)
 
     def _without_tags(self, tokens: Sequence[str | Code], max_chars: int, escape: Escape) -> None:
         """A block as before placeholder tags: each text run its own prose, the markup literal between."""
@@ -128,7 +128,7 @@ class Skeleton:
             )
         self._count += 1
         self._flush()
-        self.pieces.append(segment)
+        self.parts.append(segment)
 
     def assemble(self, translations: Sequence[str | None], target_lang: str | None = None) -> str:
         """The document with segment ``i`` replaced by ``translations[i]`` (``None``: keep the source).
@@ -136,7 +136,7 @@ class Skeleton:
         With ``target_lang``, HTML ``lang`` attributes name it.
         """
         self._flush()
-        segments = [p for p in self.pieces if isinstance(p, Segment)]
+        segments = [p for p in self.parts if isinstance(p, Segment)]
         if len(segments) != len(translations):
             raise ValueError(f"{len(translations)} translations for {len(segments)} segments")
         attached: list[str | None] = [
@@ -144,16 +144,16 @@ class Skeleton:
         ]
         out: list[str] = []
         index = 0
-        for piece in self.pieces:
-            if isinstance(piece, str):
-                out.append(fill_attached(piece, attached))
-            elif isinstance(piece, LangAttribute):
-                out.append(piece.render(target_lang))
-            elif isinstance(piece, Marked):
-                out.append(piece.render(translations))
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(fill_attached(part, attached))
+            elif isinstance(part, LangAttribute):
+                out.append(part.render(target_lang))
+            elif isinstance(part, Marked):
+                out.append(part.render(translations))
             else:
-                if not piece.detached:
-                    out.append(piece.render(translations[index], attached))
+                if not part.detached:
+                    out.append(part.render(translations[index], attached))
                 index += 1
         if index != len(translations):
             raise ValueError(f"{len(translations)} translations for {index} segments")
@@ -166,27 +166,27 @@ class Skeleton:
     def to_json(self) -> list[Any]:
         """A JSON-ready form (stored with the document until it is assembled)."""
         self._flush()
-        return [_piece_to_json(p) for p in self.pieces]
+        return [_part_to_json(p) for p in self.parts]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> Skeleton:
         """The skeleton :meth:`to_json` produced."""
-        return cls([_piece_from_json(p) for p in data])
+        return cls([_part_from_json(p) for p in data])
 
 
-def _piece_to_json(piece: Piece) -> Any:
-    if isinstance(piece, str):
-        return piece
-    if isinstance(piece, LangAttribute):
-        return {"lang": piece.raw}
-    if isinstance(piece, Marked):
-        return {"marked": [piece.raw, piece.translated, piece.segment]}
-    wrap = None if piece.wrap is None else list(piece.wrap)
-    frame = list(piece.frame) if piece.frame != ("", "") else None
-    return [piece.text, piece.raw, piece.escape, [list(c) for c in piece.codes], piece.detached, wrap, frame]
+def _part_to_json(part: Part) -> Any:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, LangAttribute):
+        return {"lang": part.raw}
+    if isinstance(part, Marked):
+        return {"marked": [part.raw, part.translated, part.segment]}
+    wrap = None if part.wrap is None else list(part.wrap)
+    frame = list(part.frame) if part.frame != ("", "") else None
+    return [part.text, part.raw, part.escape, [list(c) for c in part.codes], part.detached, wrap, frame]
 
 
-def _piece_from_json(data: Any) -> Piece:
+def _part_from_json(data: Any) -> Part:
     if isinstance(data, str):
         return data
     if isinstance(data, dict) and "marked" in data:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from contract.errors import InvalidJobError
-from orchestrator.segmenting.pieces import Code, Wrap, tokens_between
+from orchestrator.segmenting.parts import Code, Wrap, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 MIN_LINE = 42

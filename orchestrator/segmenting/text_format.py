@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.segmenting.pieces import Code, Wrap
+from orchestrator.segmenting.parts import Code, Wrap
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from contract.errors import InvalidJobError
 from orchestrator.segmenting.inline_block import segment_of
-from orchestrator.segmenting.pieces import Code, LangAttribute
+from orchestrator.segmenting.parts import Code, LangAttribute
 from orchestrator.segmenting.skeleton import Skeleton
 
 _TAG = re.compile(r"<(/?)([A-Za-z_][\w.:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*?)(/?)>")
@@ -77,7 +77,7 @@ def _check(source: str) -> str:
 
 
 def _target_language(skeleton: Skeleton, source: str, position: int, tag: re.Match[str]) -> int:
-    """The file's target-language value as a lang piece (it names the target once translated)."""
+    """The file's target-language value as a lang part (it names the target once translated)."""
     found = _TARGET_LANG.search(tag.group(0))
     if found is None:
         return position

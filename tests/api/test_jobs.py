@@ -91,10 +91,22 @@ async def test_a_job_names_its_lane(
 ) -> None:
     key, keys = make_key("acme"), RedisKeys.from_settings(settings)
     plain = (await http.post("/v1/jobs", json=JOB, headers=bearer(key))).json()["id"]
-    bulk = (await http.post("/v1/jobs", json={**JOB, "priority": "bulk"}, headers=bearer(key))).json()["id"]
-    listed = (await http.post("/v1/jobs", json=[{**JOB, "priority": "bulk"}], headers=bearer(key))).json()["ids"]
+    bulk = (await http.post("/v1/jobs", json={**JOB, "lane": "bulk"}, headers=bearer(key))).json()["id"]
+    listed = (await http.post("/v1/jobs", json=[{**JOB, "lane": "bulk"}], headers=bearer(key))).json()["ids"]
     assert [f["id"] for _, f in raw_redis.xrange(keys.jobs_stream)] == [plain]
     assert [f["id"] for _, f in raw_redis.xrange(keys.bulk_jobs_stream)] == [bulk, *listed]
+
+
+async def test_priority_the_lanes_deprecated_old_name_is_still_read(
+    http: httpx.AsyncClient, make_key: KeyMaker, raw_redis: redis.Redis, settings: Settings
+) -> None:
+    key, keys = make_key("acme"), RedisKeys.from_settings(settings)
+    old = (await http.post("/v1/jobs", json={**JOB, "priority": "bulk"}, headers=bearer(key))).json()["id"]
+    listed = (await http.post("/v1/jobs", json=[{**JOB, "priority": "bulk"}], headers=bearer(key))).json()["ids"]
+    same = {**JOB, "lane": "bulk", "priority": "bulk"}
+    both = (await http.post("/v1/jobs", json=same, headers=bearer(key))).json()["id"]
+    assert [f["id"] for _, f in raw_redis.xrange(keys.bulk_jobs_stream)] == [old, *listed, both]
+    assert raw_redis.xlen(keys.jobs_stream) == 0
 
 
 @pytest.mark.parametrize(
@@ -113,7 +125,14 @@ async def test_a_job_names_its_lane(
         ({**JOB, "metadata": [1, 2]}, 422, "invalid_request", "metadata"),
         ([JOB, {**JOB, "target_lang": "zz-invalid-code-x"}], 422, "unsupported_language", "item 1"),
         ([], 422, "invalid_request", "empty"),
+        ({**JOB, "lane": "urgent"}, 422, "invalid_request", "lane: Input should be 'interactive' or 'bulk'"),
         ({**JOB, "priority": "urgent"}, 422, "invalid_request", "priority: Input should be 'interactive' or 'bulk'"),
+        (
+            {**JOB, "lane": "bulk", "priority": "interactive"},
+            422,
+            "invalid_request",
+            "lane 'bulk' and priority 'interactive' (lane's deprecated old name) differ; send lane alone",
+        ),
         ({**JOB, "glossary": {"morning": " "}}, 422, "invalid_glossary", "has an empty term"),
         ({**JOB, "glossary": {f"t{i}": "x" for i in range(201)}}, 422, "invalid_glossary", "at most 200"),
         (

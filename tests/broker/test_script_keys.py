@@ -27,7 +27,7 @@ from broker.scripts import (
     StartScript,
     SubmitScript,
 )
-from contract.schemas import JobSpec, JobStatus, Priority
+from contract.schemas import JobSpec, JobStatus, Lane
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
 
@@ -57,7 +57,7 @@ def _finish() -> Layout:
 
 
 def _requeue() -> Layout:
-    spec = _spec(tenant="globex", priority=Priority.BULK, run_id="run-1")
+    spec = _spec(tenant="globex", lane=Lane.BULK, run_id="run-1")
     return RequeueScript(KEYS, 60).layout("5-0", spec, encode_job_entry(spec), 1.0)
 
 

@@ -132,7 +132,7 @@ def test_stats_shows_the_length_of_both_lanes(capsys: pytest.CaptureFixture[str]
     with Client(settings) as client:
         client.submit("Hello.", "en", "fr")
         for _ in range(3):
-            client.submit("Bulk.", "en", "fr", priority="bulk")
+            client.submit("Bulk.", "en", "fr", lane="bulk")
     assert main(["stats"]) == EXIT_OK
     out = capsys.readouterr().out
     assert re.search(rf"stream {re.escape(keys.jobs_stream)} +length 1 ", out), out

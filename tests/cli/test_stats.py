@@ -78,7 +78,7 @@ def test_each_lane_shows_its_own_backlog(
 ) -> None:
     keys = client.keys
     client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(3))
-    client.submit_many(TranslationRequest(f"bulk {i}", "en", "fr", priority="bulk") for i in range(10))
+    client.submit_many(TranslationRequest(f"bulk {i}", "en", "fr", lane="bulk") for i in range(10))
     raw_redis.xgroup_create(keys.bulk_jobs_stream, keys.consumer_group, id="0")
     raw_redis.xreadgroup(keys.consumer_group, "worker-a", {keys.bulk_jobs_stream: ">"}, count=4)
     stats = _stats_json(capsys)

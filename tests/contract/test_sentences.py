@@ -35,9 +35,9 @@ SENTENCE_CASES = [
 
 @pytest.mark.parametrize(("text", "sentences"), SENTENCE_CASES)
 def test_sentences_never_end_at_an_abbreviation_and_cjk_ends_without_spaces(text: str, sentences: list[str]) -> None:
-    pieces = split_sentences(text)
-    assert "".join(pieces) == text
-    assert [p for p in pieces if not p.isspace()] == sentences
+    spans = split_sentences(text)
+    assert "".join(spans) == text
+    assert [p for p in spans if not p.isspace()] == sentences
 
 
 CJK_WORDS = ["必要", "天気", "コーヒー", "お願い", "文章", "途中"]
@@ -65,10 +65,10 @@ def test_long_latin_sentences_are_cut_at_spaces_and_prose_gives_the_text_back() 
     assert all(p.strip() in ("", *sentence.split()) or " " in p or p.isspace() for p in parts)
     assert all(not p.startswith("ord") for p in parts)  # no word split
     text = "Dr. Who arrived. " * 30 + "上手です。" * 30
-    pieces = cut_prose(text, 60)
-    assert "".join(pieces) == text
-    assert all(len(p) <= 60 for p in pieces)
-    assert not any(p.endswith("Dr.") for p in pieces)
+    spans = cut_prose(text, 60)
+    assert "".join(spans) == text
+    assert all(len(p) <= 60 for p in spans)
+    assert not any(p.endswith("Dr.") for p in spans)
 
 
 def test_paragraphs_keep_their_breaks() -> None:

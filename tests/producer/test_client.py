@@ -53,7 +53,7 @@ def test_submit_writes_state_record_and_stream_entry(client: Client, raw_redis: 
 
 
 def test_submit_takes_a_request_object_or_its_fields_and_not_both(client: Client, raw_redis: redis.Redis) -> None:
-    request = TranslationRequest("Hello", "en", "de", metadata={"n": 1}, priority="bulk", idempotency_key="k-1")
+    request = TranslationRequest("Hello", "en", "de", metadata={"n": 1}, lane="bulk", idempotency_key="k-1")
     job_id = client.submit(request)
     assert client.submit("Hello", "en", "de", idempotency_key="k-1") == job_id  # the keyword form, the same request
     [(_, fields)] = raw_redis.xrange(client.keys.bulk_jobs_stream)
@@ -64,7 +64,7 @@ def test_submit_takes_a_request_object_or_its_fields_and_not_both(client: Client
     with pytest.raises(InvalidJobError, match="source_lang and target_lang"):
         client.submit("Hello")
     with pytest.raises(InvalidJobError, match="alone"):
-        client.submit(request, priority="bulk")
+        client.submit(request, lane="bulk")
 
 
 def test_a_closed_client_refuses_calls_and_closing_twice_is_harmless(settings: Settings) -> None:

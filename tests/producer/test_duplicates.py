@@ -14,7 +14,7 @@ from producer.duplicates import DuplicateFinder, WantedCustomIds, custom_ids_at
 from producer.run_files import InvalidRunFileError, validate_run_file
 
 
-def test_duplicates_are_found_across_spilled_runs() -> None:
+def test_duplicates_are_found_across_spilled_chunks() -> None:
     with DuplicateFinder(run_size=3) as finder:
         for line, key in enumerate(["a", "b", "c", "d", "a", "e", "f", "b", "a", "g"], start=1):
             finder.add(key, line)

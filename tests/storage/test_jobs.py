@@ -70,7 +70,7 @@ async def test_a_batch_is_written_with_one_statement(
     monkeypatch.setattr(psycopg.AsyncConnection, "execute", counting)
     run_id = str(uuid.uuid4())
     records = [_record(run_id=run_id, sequence=i, source_text=f"line {i}") for i in range(300)]
-    written, existing = await writer.write_batch(records)
+    written, existing = await writer.write_rows(records)
     assert written == {r.id for r in records} and existing == []
     assert len(statements) == 1 and "json_to_recordset" in statements[0]
 
@@ -92,10 +92,10 @@ async def test_a_final_row_is_never_overwritten_and_is_read_back(
     writer: JobRowWriter, jobs: JobStore, final: str
 ) -> None:
     first = _record(status=final, prompt_tokens=5, output_tokens=6)
-    await writer.write_batch([first])
+    await writer.write_rows([first])
     other = _record()
     again = _record(first.id, status="failed", attempts=2, finished_at=first.finished_at + 60)
-    written, existing = await writer.write_batch([again, other])
+    written, existing = await writer.write_rows([again, other])
     assert written == {other.id}
     assert existing == [FinalRow(first.id, final, first.error, pytest.approx(first.finished_at), 5, 6)]
     job = await jobs.get(first.id)
@@ -104,8 +104,8 @@ async def test_a_final_row_is_never_overwritten_and_is_read_back(
 
 async def test_a_failed_row_is_replaced_keeping_the_highest_attempt_count(writer: JobRowWriter, jobs: JobStore) -> None:
     failed = _record(status="failed", attempts=3)
-    await writer.write_batch([failed])
-    written, existing = await writer.write_batch([_record(failed.id, attempts=1, translated_text="Salut")])
+    await writer.write_rows([failed])
+    written, existing = await writer.write_rows([_record(failed.id, attempts=1, translated_text="Salut")])
     assert written == {failed.id} and existing == []
     job = await jobs.get(failed.id)
     assert job is not None
@@ -117,13 +117,13 @@ async def test_an_unreachable_server_is_a_typed_error_and_the_writer_reconnects_
 ) -> None:
     nowhere = JobRowWriter("postgresql://dragoman@127.0.0.1:1/nothing")
     with pytest.raises(DatabaseUnavailableError):
-        await nowhere.write_batch([_record()])
+        await nowhere.write_rows([_record()])
     await nowhere.close()
 
     record = _record()
-    await writer.write_batch([_record()])
+    await writer.write_rows([_record()])
     await writer.close()
-    written, _ = await writer.write_batch([record])  # a new connection after close
+    written, _ = await writer.write_rows([record])  # a new connection after close
     assert written == {record.id} and await jobs.get(record.id) is not None
 
 
@@ -153,10 +153,10 @@ async def test_a_value_that_cannot_be_stored_is_a_typed_error_and_its_storable_f
 ) -> None:
     fine, bad = _record(), _record(**fields)
     with pytest.raises(UnstorableRowError):
-        await writer.write_batch([fine, bad])
+        await writer.write_rows([fine, bad])
     assert await jobs.get(fine.id) is None  # nothing of the batch was committed
     failure = storable_failure(bad, "could not be stored \x00 here")
-    written, _ = await writer.write_batch([fine, failure])  # the connection is still usable
+    written, _ = await writer.write_rows([fine, failure])  # the connection is still usable
     assert written == {fine.id, bad.id}
     job = await jobs.get(bad.id)
     assert job is not None and job.status is JobStatus.FAILED and job.error == "could not be stored \ufffd here"

@@ -1,4 +1,4 @@
-"""``dragoman worker --engines N --gpus ...``: the group's layout and what each engine's worker process is told."""
+"""``dragoman worker --engines N --gpus ...``: the engine group's layout and what each engine's process is told."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from contract.settings import Settings
 from worker.engine_args import engine_argv, parse_engine_args, with_overrides
 from worker.engine_count import BYTES_PER_PARAMETER, MEMORY_PER_WEIGHT
 from worker.engine_group import (
-    GroupLayout,
+    EngineGroupLayout,
     InteractiveEngine,
     child_ops_host,
     child_specs,
+    engine_group_layout,
     gpu_groups,
-    group_layout,
 )
 from worker.supervisor import ChildSpec, OpsAddress
 
@@ -39,7 +39,7 @@ def _parent(argv: list[str], settings: Settings) -> tuple[argparse.Namespace, Se
 def _children(
     parent: tuple[argparse.Namespace, Settings, list[str]],
     groups: list[list[str]],
-    layout: GroupLayout,
+    layout: EngineGroupLayout,
     environ: dict[str, str] | None = None,
 ) -> list[ChildSpec]:
     args, settings, engine_args = parent
@@ -51,7 +51,7 @@ def _specs(
     argv: list[str], settings: Settings, groups: list[list[str]], engines: int, environ: dict[str, str]
 ) -> tuple[argparse.Namespace, list[str], list[ChildSpec]]:
     parent = _parent(argv, settings)
-    layout = GroupLayout.even(engines, parse_engine_args(parent[2], on_cpu=False)["gpu_memory_utilization"])
+    layout = EngineGroupLayout.even(engines, parse_engine_args(parent[2], on_cpu=False)["gpu_memory_utilization"])
     return parent[0], parent[2], _children(parent, groups, layout, environ)
 
 
@@ -90,7 +90,7 @@ def test_engines_get_their_gpu_their_own_port_and_consumer_name_and_the_services
     ]
     assert all(s.env["DRAGOMAN_REDIS_URL"] == URLS.redis_url for s in specs)
     assert all(s.env["DRAGOMAN_DATABASE_URL"] == URLS.database_url for s in specs)
-    # The parent reads each engine's port for the group's /metrics and /readyz.
+    # The parent reads each engine's port for the engine group's /metrics and /readyz.
     assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", port) for port in (9465, 9466, 9467, 9468)]
     assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"127.0.0.1"}
 
@@ -114,7 +114,7 @@ def test_with_any_free_port_each_engine_binds_one_and_writes_it_where_the_parent
     files = [PORTS / f"{name}.port" for name in ("gpu0-e0", "gpu0-e1", "gpu1-e0", "gpu1-e1")]
     assert [s.env["DRAGOMAN_OPS_PORT_FILE"] for s in specs] == [str(f) for f in files]
     assert [s.ops for s in specs] == [OpsAddress("127.0.0.1", 0, port_file=f) for f in files]
-    assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"127.0.0.1"}  # only the group's port is public
+    assert {s.env["DRAGOMAN_METRICS_HOST"] for s in specs} == {"127.0.0.1"}  # only the engine group's port is public
 
 
 def test_engines_listen_on_loopback_unless_one_address_is_named() -> None:
@@ -184,10 +184,10 @@ H100 = 80 * 2**30
 
 def _layout(
     argv: list[str], settings: Settings, parameters: int | None, memory: int | None, *, on_cpu: bool = False
-) -> tuple[tuple[argparse.Namespace, Settings, list[str]], GroupLayout]:
+) -> tuple[tuple[argparse.Namespace, Settings, list[str]], EngineGroupLayout]:
     parent = args, settings, engine_args = _parent(argv, settings)
     whole = parse_engine_args(engine_args, on_cpu=on_cpu)["gpu_memory_utilization"]
-    layout = group_layout(
+    layout = engine_group_layout(
         args.engines,
         settings,
         whole,
@@ -278,13 +278,13 @@ def test_the_interactive_engines_memory_leaves_the_regular_engines_what_they_nee
 
 def test_without_interactive_engine_the_engines_keep_their_policy_flag_and_even_shares() -> None:
     parent, layout = _layout(["--engines", "4", "--lane-policy", "bulk"], Settings(), None, None, on_cpu=True)
-    assert layout == GroupLayout(4, 0.0625)
+    assert layout == EngineGroupLayout(4, 0.0625)
     specs = _children(parent, [[]], layout)
     assert {s.env["DRAGOMAN_LANE_POLICY"] for s in specs} == {"bulk"}
     assert not any(_child_args(s).lane_policy for s in specs)  # a setting, not a flag, in the child
     _, plain = _layout(["--engines", "2"], Settings(), None, None, on_cpu=True)
     specs = _children(parent, [[]], plain)
-    assert plain == GroupLayout(2, 0.125) and len(specs) == 2
+    assert plain == EngineGroupLayout(2, 0.125) and len(specs) == 2
 
 
 @pytest.mark.parametrize(

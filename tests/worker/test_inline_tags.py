@@ -73,7 +73,7 @@ async def test_lost_tags_are_retried_once_with_sampling() -> None:
     assert translation.output_tokens > len(translator.engine.tokenizer.encode(translation.text))  # both counted
 
 
-async def test_tags_lost_twice_fall_back_to_the_runs_between_them() -> None:
+async def test_tags_lost_twice_fall_back_to_the_text_runs_between_them() -> None:
     translator, _, seen = _translator(drop_tags)
     translation = await translator.translate(_spec(), "r3")
     assert translation.inline_tags == "fallback"
@@ -81,7 +81,7 @@ async def test_tags_lost_twice_fall_back_to_the_runs_between_them() -> None:
     prompts = [translator.engine.tokenizer.decode(r.prompt_token_ids) for r in seen]
     assert prompts[:2] == [SOURCE, SOURCE]
     assert sorted(prompts[2:]) == sorted(["Click", "here", "to", "open", "the file, then press"])
-    assert "<x" not in "".join(prompts[2:])  # the runs reach the model without tags
+    assert "<x" not in "".join(prompts[2:])  # the text runs reach the model without tags
 
 
 async def test_a_text_without_the_flag_is_never_checked() -> None:

@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from broker.scripts import Overdue, OverdueScript
-from contract.schemas import JobStatus, Priority, TranslationRequest
+from contract.schemas import JobStatus, Lane, TranslationRequest
 from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
@@ -26,7 +26,7 @@ from worker.lanes import SPILL_CHECK_INTERVAL_S, BulkLanes, InteractiveLanes, Sh
 
 from .conftest import WorkerFactory, wait_all
 
-INTERACTIVE, BULK = Priority.INTERACTIVE, Priority.BULK
+INTERACTIVE, BULK = Lane.INTERACTIVE, Lane.BULK
 
 
 class LaneCountingEngine(DeterministicEngine):
@@ -61,7 +61,7 @@ def _waits(pg: Any, ids: list[str]) -> list[float]:
 
 
 def _bulk(client: Client, count: int, word: str = "bulk") -> list[str]:
-    return client.submit_many([TranslationRequest(f"{word} {i}", "en", "fr", priority="bulk") for i in range(count)])
+    return client.submit_many([TranslationRequest(f"{word} {i}", "en", "fr", lane="bulk") for i in range(count)])
 
 
 def _interactive(client: Client, count: int, word: str = "interactive") -> list[str]:

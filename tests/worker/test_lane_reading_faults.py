@@ -18,7 +18,7 @@ from redis.exceptions import NoPermissionError
 import worker.consumer as consumer_module
 import worker.reclaim as reclaim_module
 from broker.keys import RedisKeys
-from contract.schemas import JobSpec, Priority, TranslationRequest
+from contract.schemas import JobSpec, Lane, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
@@ -43,7 +43,7 @@ async def test_a_blocking_read_both_lanes_answer_never_brings_more_entries_than_
     async def racing_xreadgroup(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("block") and not ids:  # jobs land in both lanes just before the blocking read
             jobs = [TranslationRequest(f"i{i}", "en", "fr") for i in range(2)]
-            jobs += [TranslationRequest(f"b{i}", "en", "fr", priority="bulk") for i in range(2)]
+            jobs += [TranslationRequest(f"b{i}", "en", "fr", lane="bulk") for i in range(2)]
             ids.extend(await asyncio.to_thread(client.submit_many, jobs))
         return await original(*args, **kwargs)
 
@@ -67,9 +67,9 @@ async def test_entries_read_before_a_redis_error_still_run(
     worker = identity_worker(settings, service_urls, DeterministicEngine(), max_in_flight=5)
     ids = client.submit_many([TranslationRequest(f"i{i}", "en", "fr") for i in range(8)])
     original = worker.consumer._read_lanes
-    calls: list[dict[Priority, int]] = []
+    calls: list[dict[Lane, int]] = []
 
-    async def fails_on_the_second_read(counts: dict[Priority, int]) -> Any:
+    async def fails_on_the_second_read(counts: dict[Lane, int]) -> Any:
         calls.append(dict(counts))
         if len(calls) == 2:
             raise RedisConnectionError("connection reset (simulated)")
@@ -139,7 +139,7 @@ async def test_one_lanes_refused_trim_keeps_neither_lane_from_its_keep_alive(
     monkeypatch.setattr(reclaim_module, "keep_alive", keep_alive)
     monkeypatch.setattr(reclaim_module, "forget_gone_consumers", forget)
     monkeypatch.setattr(reclaim_module, "trim_acknowledged", trim)
-    housekeeper = reclaim_module.Housekeeper(settings, None, "me", lambda: [(Priority.BULK, "1-0")])  # type: ignore[arg-type]
+    housekeeper = reclaim_module.Housekeeper(settings, None, "me", lambda: [(Lane.BULK, "1-0")])  # type: ignore[arg-type]
     await housekeeper.tick()
     assert kept == [keys.jobs_stream, keys.bulk_jobs_stream]
     assert trimmed == [keys.jobs_stream, keys.bulk_jobs_stream]  # the bulk lane is trimmed all the same
@@ -166,7 +166,7 @@ async def test_every_engine_request_carries_its_jobs_lane() -> None:
             source_lang="en",
             target_lang="fr",
             created_at=0,
-            priority=Priority.BULK,
+            lane=Lane.BULK,
         ),
         "r2",
     )

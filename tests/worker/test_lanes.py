@@ -1,4 +1,4 @@
-"""The priority lane: interactive jobs reach the engine before bulk ones, and bulk keeps its share.
+"""The lanes: interactive jobs reach the engine before bulk ones, and bulk keeps its share.
 
 The weighted split is a unit test; the reading order runs a real worker against real Redis
 Streams and PostgreSQL, with the deterministic engine.
@@ -13,7 +13,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from contract.schemas import JobStatus, Priority, TranslationRequest
+from contract.schemas import JobStatus, Lane, TranslationRequest
 from contract.settings import Settings
 from producer.client import Client
 from worker.deterministic_engine import DeterministicEngine
@@ -25,15 +25,15 @@ from .conftest import WorkerFactory, wait_all
 def test_one_slot_at_a_time_still_gives_bulk_its_share() -> None:
     shares = LaneShares(bulk_share=0.2)
     picks = [lane for _ in range(20) for lane, n in shares.split(1).items() if n]
-    assert picks.count(Priority.BULK) == 4
-    assert picks.count(Priority.INTERACTIVE) == 16
-    assert all(picks[i : i + 5].count(Priority.BULK) == 1 for i in range(0, 20, 5))  # spread evenly, not bunched
+    assert picks.count(Lane.BULK) == 4
+    assert picks.count(Lane.INTERACTIVE) == 16
+    assert all(picks[i : i + 5].count(Lane.BULK) == 1 for i in range(0, 20, 5))  # spread evenly, not bunched
 
 
 def test_a_read_of_many_slots_splits_them_by_weight() -> None:
-    assert LaneShares(bulk_share=0.25).split(8) == {Priority.INTERACTIVE: 6, Priority.BULK: 2}
-    assert LaneShares(bulk_share=0.5).split(3)[Priority.INTERACTIVE] in (1, 2)
-    assert LaneShares(bulk_share=0.2).split(0) == {Priority.INTERACTIVE: 0, Priority.BULK: 0}
+    assert LaneShares(bulk_share=0.25).split(8) == {Lane.INTERACTIVE: 6, Lane.BULK: 2}
+    assert LaneShares(bulk_share=0.5).split(3)[Lane.INTERACTIVE] in (1, 2)
+    assert LaneShares(bulk_share=0.2).split(0) == {Lane.INTERACTIVE: 0, Lane.BULK: 0}
 
 
 @pytest.mark.parametrize("share", [0.0, 1.0, -0.1, 1.5])
@@ -44,8 +44,8 @@ def test_a_share_that_would_starve_a_lane_is_refused(share: float) -> None:
 
 def test_jobs_are_queued_in_their_lane(client: Client, raw_redis: redis.Redis) -> None:
     plain = client.submit("Hello.", "en", "fr")
-    bulk = client.submit("Hello.", "en", "fr", priority="bulk")
-    listed = client.submit_many([{"text": "Hi.", "source_lang": "en", "target_lang": "fr", "priority": "bulk"}])
+    bulk = client.submit("Hello.", "en", "fr", lane="bulk")
+    listed = client.submit_many([{"text": "Hi.", "source_lang": "en", "target_lang": "fr", "lane": "bulk"}])
     interactive_ids = [f["id"] for _, f in raw_redis.xrange(client.keys.jobs_stream)]
     bulk_ids = [f["id"] for _, f in raw_redis.xrange(client.keys.bulk_jobs_stream)]
     assert interactive_ids == [plain]
@@ -53,11 +53,11 @@ def test_jobs_are_queued_in_their_lane(client: Client, raw_redis: redis.Redis) -
     assert client.keys.bulk_jobs_stream == client.keys.jobs_stream + ":bulk"
 
 
-def test_an_unknown_priority_is_refused_before_anything_is_written(client: Client, raw_redis: redis.Redis) -> None:
+def test_an_unknown_lane_is_refused_before_anything_is_written(client: Client, raw_redis: redis.Redis) -> None:
     from contract.errors import InvalidJobError
 
-    with pytest.raises(InvalidJobError, match="priority must be one of 'interactive', 'bulk', got 'urgent'"):
-        client.submit("Hello.", "en", "fr", priority="urgent")
+    with pytest.raises(InvalidJobError, match="lane must be one of 'interactive', 'bulk', got 'urgent'"):
+        client.submit("Hello.", "en", "fr", lane="urgent")
     assert raw_redis.xlen(client.keys.jobs_stream) == 0
     assert raw_redis.xlen(client.keys.bulk_jobs_stream) == 0
 
@@ -71,7 +71,7 @@ async def test_interactive_jobs_start_before_a_bulk_backlog(
     client: Client, raw_redis: redis.Redis, pg: Any, start_worker: WorkerFactory
 ) -> None:
     bulk = client.submit_many(
-        [TranslationRequest(f"bulk {i}", "en", "fr", priority="bulk") for i in range(60)]
+        [TranslationRequest(f"bulk {i}", "en", "fr", lane="bulk") for i in range(60)]
     )  # queued first
     interactive = client.submit_many([TranslationRequest(f"interactive {i}", "en", "fr") for i in range(8)])
     async with start_worker(DeterministicEngine(delay_s=0.01), max_in_flight=2):
@@ -88,7 +88,7 @@ async def test_a_flood_of_interactive_jobs_does_not_starve_bulk(
     client: Client, pg: Any, start_worker: WorkerFactory, settings: Settings
 ) -> None:
     interactive = client.submit_many([TranslationRequest(f"interactive {i}", "en", "fr") for i in range(80)])
-    bulk = client.submit_many([TranslationRequest(f"bulk {i}", "en", "fr", priority="bulk") for i in range(80)])
+    bulk = client.submit_many([TranslationRequest(f"bulk {i}", "en", "fr", lane="bulk") for i in range(80)])
     async with start_worker(DeterministicEngine(delay_s=0.005), max_in_flight=1):
         await wait_all(client, interactive + bulk)
     first_fifty = _start_order(pg, interactive + bulk)[:50]
@@ -98,7 +98,7 @@ async def test_a_flood_of_interactive_jobs_does_not_starve_bulk(
 
 async def test_a_lane_alone_gets_the_whole_worker(client: Client, start_worker: WorkerFactory) -> None:
     engine = DeterministicEngine(delay_s=0.02)
-    bulk = client.submit_many([TranslationRequest(f"bulk {i}", "en", "fr", priority="bulk") for i in range(64)])
+    bulk = client.submit_many([TranslationRequest(f"bulk {i}", "en", "fr", lane="bulk") for i in range(64)])
     async with start_worker(engine, max_in_flight=8):
         await wait_all(client, bulk)
     assert engine.peak_in_flight == 8
@@ -110,7 +110,7 @@ async def test_a_bulk_job_that_fails_for_good_is_retried_into_the_bulk_lane(
     from broker.dead_letters import DeadLetters
 
     engine = DeterministicEngine(fail_if=lambda prompt: "poison" in prompt)
-    job_id = client.submit("poison pill", "en", "fr", priority="bulk")
+    job_id = client.submit("poison pill", "en", "fr", lane="bulk")
     async with start_worker(engine):
         (job,) = await wait_all(client, [job_id])
     assert job.status is JobStatus.FAILED
@@ -122,15 +122,50 @@ async def test_a_bulk_job_that_fails_for_good_is_retried_into_the_bulk_lane(
 
 
 @pytest.mark.parametrize(
-    ("value", "decoded"), [("bulk", Priority.BULK), ("interactive", Priority.INTERACTIVE), ("asap", None), (3, None)]
+    ("value", "decoded"), [("bulk", Lane.BULK), ("interactive", Lane.INTERACTIVE), ("asap", None), (3, None)]
 )
-def test_a_payloads_priority_is_read_when_known_and_ignored_otherwise(value: object, decoded: Priority | None) -> None:
-    """The stream an entry comes from decides its lane: a word this version does not know refuses nothing."""
+@pytest.mark.parametrize("name", ["lane", "priority"])
+def test_a_payloads_lane_is_read_when_known_and_ignored_otherwise(
+    name: str, value: object, decoded: Lane | None
+) -> None:
+    """The stream an entry comes from decides its lane: a word this version does not know refuses nothing.
+
+    ``priority``, the lane's old name, is read the same way: entries written before the rename
+    (and other languages' producers that still send it) keep their lane.
+    """
     import json
 
     from contract.wire import decode_job_entry
 
-    payload = {"text": "Hi", "source_lang": "en", "target_lang": "fr", "priority": value}
+    payload = {"text": "Hi", "source_lang": "en", "target_lang": "fr", name: value}
     fields = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}
     spec = decode_job_entry(fields, max_chars=100)
-    assert spec.priority is decoded
+    assert spec.lane is decoded
+
+
+def test_the_encoder_writes_lane_and_an_entry_written_before_the_rename_is_read() -> None:
+    import json
+
+    from contract.schemas import build_job_spec
+    from contract.wire import decode_job_entry, encode_job_entry
+
+    fields = encode_job_entry(build_job_spec(str(uuid.uuid4()), "Hi", "en", "fr", max_chars=100, lane="bulk"))
+    payload = json.loads(fields["payload"])
+    assert payload["lane"] == "bulk" and "priority" not in payload
+    written_before = {name: value for name, value in payload.items() if name != "lane"} | {"priority": "bulk"}
+    before = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(written_before)}
+    assert decode_job_entry(before, max_chars=100).lane is Lane.BULK
+    both = {"v": "1", "id": fields["id"], "payload": json.dumps({**payload, "priority": "bulk"})}
+    assert decode_job_entry(both, max_chars=100).lane is Lane.BULK  # the same lane twice is no conflict
+
+
+def test_a_payload_whose_lane_and_priority_differ_is_refused() -> None:
+    import json
+
+    from contract.errors import MalformedEntryError
+    from contract.wire import decode_job_entry
+
+    payload = {"text": "Hi", "source_lang": "en", "target_lang": "fr", "lane": "bulk", "priority": "interactive"}
+    fields = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}
+    with pytest.raises(MalformedEntryError, match=r"lane 'bulk' and priority 'interactive'.*send lane alone"):
+        decode_job_entry(fields, max_chars=100)

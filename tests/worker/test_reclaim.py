@@ -278,19 +278,19 @@ async def test_entries_of_a_consumer_whose_heartbeat_expired_are_claimed_without
     assert gone[0] not in {p["message_id"] for p in pending}
 
 
-@pytest.mark.parametrize("priority", ["interactive", "bulk"])
+@pytest.mark.parametrize("lane", ["interactive", "bulk"])
 async def test_a_killed_workers_jobs_run_again_once_its_heartbeat_expires(
     settings: Settings,
     service_urls: ServiceUrls,
     client: Client,
     raw_redis: redis.Redis,
     monkeypatch: pytest.MonkeyPatch,
-    priority: str,
+    lane: str,
 ) -> None:
     """With a 300 s visibility timeout, a kill -9 used to leave its jobs waiting five minutes (either lane)."""
     monkeypatch.setattr("worker.consumer.HEARTBEAT_TTL_S", 1)  # what the key's expiry stands for here
     settings = settings.model_copy(update={"visibility_timeout_seconds": 300, "reclaim_interval_seconds": 0.1})
-    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr", priority=priority) for i in range(20))
+    ids = client.submit_many(TranslationRequest(f"job {i}", "en", "fr", lane=lane) for i in range(20))
     doomed_engine = DeterministicEngine(delay_s=60)
     doomed = _worker(settings, service_urls, doomed_engine, name="doomed")
     await doomed.start()

@@ -1,4 +1,4 @@
-"""An engine group: a crashed engine is restarted on its own, a misconfigured one stops the group, stop drains."""
+"""An engine group: a crashed engine is restarted on its own, a misconfigured one stops them all, stop drains."""
 
 from __future__ import annotations
 

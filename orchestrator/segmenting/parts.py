@@ -1,4 +1,4 @@
-"""The pieces a document is cut into: literal text, segments with their inline codes, ``lang`` values."""
+"""The parts a document is cut into: literal text, segments with their inline codes, ``lang`` values."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class Code:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """A piece of prose to translate: ``text`` goes to the model, ``raw`` is how the source spelled it.
+    """A part of prose to translate: ``text`` goes to the model, ``raw`` is how the source spelled it.
 
     ``codes`` hold the markup behind the placeholder tags of ``text``: for tag ``xN``,
     ``codes[N-1]`` is ``(opening raw, closing raw)`` (a unit tag's closing raw is empty).
@@ -173,7 +173,7 @@ class Marked:
         return self.raw if translation is None else self.translated
 
 
-Piece = str | Segment | LangAttribute | Marked
+Part = str | Segment | LangAttribute | Marked
 
 
 def fill_attached(text: str, attached: Sequence[str | None]) -> str:

@@ -20,8 +20,8 @@ import pytest
 
 from contract.errors import ConfigurationError
 from contract.version import dragoman_version
+from worker.engine_group_ops import EngineGroupOpsServer
 from worker.exposition import ExpositionError, MetricFamilies, parse_sample
-from worker.group_ops import EngineGroupOpsServer
 from worker.supervisor import ChildStatus, OpsAddress
 
 # Label insertion ---------------------------------------------------------------------------------
@@ -209,7 +209,7 @@ class _FakeEngine(ThreadingHTTPServer):
 
 
 @dataclass
-class FakeGroup:
+class FakeEngineGroup:
     """Stands in for the supervisor: the engines' statuses as the test sets them."""
 
     statuses: list[ChildStatus]
@@ -270,14 +270,14 @@ def engines() -> Iterator[Engines]:
     started.stop_all()
 
 
-OpsFactory = Callable[[FakeGroup], EngineGroupOpsServer]
+OpsFactory = Callable[[FakeEngineGroup], EngineGroupOpsServer]
 
 
 @pytest.fixture
-def group_ops() -> Iterator[OpsFactory]:
+def engine_group_ops() -> Iterator[OpsFactory]:
     servers: list[EngineGroupOpsServer] = []
 
-    def start(group: FakeGroup) -> EngineGroupOpsServer:
+    def start(group: FakeEngineGroup) -> EngineGroupOpsServer:
         server = EngineGroupOpsServer(group, host="127.0.0.1", port=0, fetch_timeout=0.3)
         server.start()
         servers.append(server)
@@ -289,7 +289,7 @@ def group_ops() -> Iterator[OpsFactory]:
 
 
 def get(server: EngineGroupOpsServer, path: str) -> tuple[int, str, str]:
-    """Status, content type and body of a GET on the group's port."""
+    """Status, content type and body of a GET on the engine group's port."""
     assert server.port is not None
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}", timeout=5) as response:
@@ -314,13 +314,15 @@ dragoman_jobs_in_flight 0.0
 B_NOT_READY = '{"ready": false, "checks": {"engine": "draining", "redis": "ok", "postgres": "ok"}}'
 
 
-def test_the_group_metrics_label_each_engine_and_say_which_are_up(engines: Engines, group_ops: OpsFactory) -> None:
+def test_the_engine_group_metrics_label_each_engine_and_say_which_are_up(
+    engines: Engines, engine_group_ops: OpsFactory
+) -> None:
     a = engines.serving("gpu0-e0", Canned(A_METRICS))
     b = engines.serving("gpu0-e1", Canned(B_METRICS, 503, B_NOT_READY))
     c = replace(silent("gpu1-e0"), restarts=2)
     d = ChildStatus("gpu1-e1", "restarting", None, 5, OpsAddress("127.0.0.1", 1))
     e = engines.serving("gpu2-e0", Canned("dragoman_jobs_in_flight 9.0\n", metrics_status=500))  # an error page
-    ops = group_ops(FakeGroup([a, b, c, d, e]))
+    ops = engine_group_ops(FakeEngineGroup([a, b, c, d, e]))
     status, content_type, body = get(ops, "/metrics")
     assert status == 200 and content_type.startswith("text/plain")
     assert body == (
@@ -349,13 +351,13 @@ def test_the_group_metrics_label_each_engine_and_say_which_are_up(engines: Engin
     )
 
 
-def test_the_group_is_ready_only_when_every_engine_is(engines: Engines, group_ops: OpsFactory) -> None:
+def test_the_group_is_ready_only_when_every_engine_is(engines: Engines, engine_group_ops: OpsFactory) -> None:
     a = engines.serving("gpu0-e0", Canned(A_METRICS), pid=11)
     b = engines.serving("gpu0-e1", Canned(B_METRICS, 503, B_NOT_READY), pid=12)
     c = silent("gpu1-e0", pid=13)
     d = ChildStatus("gpu1-e1", "restarting", None, 1, OpsAddress("127.0.0.1", 1))
-    group = FakeGroup([a, b, c, d])
-    ops = group_ops(group)
+    group = FakeEngineGroup([a, b, c, d])
+    ops = engine_group_ops(group)
     status, content_type, body = get(ops, "/readyz")
     assert (status, content_type) == (503, "application/json")
     assert json.loads(body) == {
@@ -377,11 +379,11 @@ def test_the_group_is_ready_only_when_every_engine_is(engines: Engines, group_op
 
 
 def test_an_engine_that_stops_answering_is_not_answering_and_its_replacement_is_starting(
-    engines: Engines, group_ops: OpsFactory
+    engines: Engines, engine_group_ops: OpsFactory
 ) -> None:
     a = engines.serving("e0", Canned(A_METRICS), pid=21)
-    group = FakeGroup([a])
-    ops = group_ops(group)
+    group = FakeEngineGroup([a])
+    ops = engine_group_ops(group)
     assert get(ops, "/readyz")[0] == 200
     engines.stop(a)  # the process hangs or lost its port: the same pid, no answer
     status, _, body = get(ops, "/readyz")
@@ -397,10 +399,10 @@ def test_an_engine_that_stops_answering_is_not_answering_and_its_replacement_is_
     assert status == 503 and json.loads(body)["engines"]["e0"]["state"] == "starting"
 
 
-def test_a_slow_engine_costs_the_timeout_not_the_scrape(engines: Engines, group_ops: OpsFactory) -> None:
+def test_a_slow_engine_costs_the_timeout_not_the_scrape(engines: Engines, engine_group_ops: OpsFactory) -> None:
     fast = engines.serving("e0", Canned(A_METRICS))
     slow = engines.serving("e1", Canned(B_METRICS, hold=threading.Event()))
-    ops = group_ops(FakeGroup([fast, slow]))
+    ops = engine_group_ops(FakeEngineGroup([fast, slow]))
     started = time.monotonic()
     status, _, body = get(ops, "/metrics")
     assert time.monotonic() - started < 1.0  # fetch_timeout 0.3 for /metrics and /readyz, asked at once
@@ -409,15 +411,15 @@ def test_a_slow_engine_costs_the_timeout_not_the_scrape(engines: Engines, group_
     assert 'dragoman_jobs_in_flight{engine="e0"} 2.0\n' in body and '{engine="e1"} 0.0' not in body
 
 
-def test_a_stopping_group_is_not_ready(engines: Engines, group_ops: OpsFactory) -> None:
-    ops = group_ops(FakeGroup([engines.serving("e0", Canned())], stopping=True))
+def test_a_stopping_group_is_not_ready(engines: Engines, engine_group_ops: OpsFactory) -> None:
+    ops = engine_group_ops(FakeEngineGroup([engines.serving("e0", Canned())], stopping=True))
     status, _, body = get(ops, "/readyz")
     assert status == 503 and json.loads(body)["stopping"] is True
     assert json.loads(body)["engines"]["e0"]["ready"] is True
 
 
-def test_healthz_answers_while_the_group_runs_and_other_paths_are_not_found(group_ops: OpsFactory) -> None:
-    ops = group_ops(FakeGroup([silent("e0"), silent("e1")]))
+def test_healthz_answers_while_the_group_runs_and_other_paths_are_not_found(engine_group_ops: OpsFactory) -> None:
+    ops = engine_group_ops(FakeEngineGroup([silent("e0"), silent("e1")]))
     status, content_type, body = get(ops, "/healthz?probe=kubelet")
     assert (status, content_type) == (200, "application/json")
     assert json.loads(body) == {"alive": True, "version": dragoman_version(), "engines": 2}
@@ -425,19 +427,19 @@ def test_healthz_answers_while_the_group_runs_and_other_paths_are_not_found(grou
 
 
 def test_close_waits_for_the_request_in_progress_and_leaves_no_thread_running(engines: Engines) -> None:
-    group = FakeGroup([engines.serving("e0", Canned(A_METRICS)), silent("e1")])
+    group = FakeEngineGroup([engines.serving("e0", Canned(A_METRICS)), silent("e1")])
     before = set(threading.enumerate())
     ops = EngineGroupOpsServer(group, host="127.0.0.1", port=0, fetch_timeout=0.3)
     ops.start()
     assert get(ops, "/metrics")[0] == 200  # the fetchers have started too
     names = {thread.name for thread in threading.enumerate()}
-    assert "dragoman-group-ops" in names and any(n.startswith("dragoman-group-ops-fetch") for n in names)
+    assert "dragoman-engine-group-ops" in names and any(n.startswith("dragoman-engine-group-ops-fetch") for n in names)
     group.gate = threading.Event()
     answers: list[tuple[int, str, str]] = []
     client = threading.Thread(target=lambda: answers.append(get(ops, "/readyz")))
     client.start()
     assert group.entered.wait(2)  # a request is inside the server
-    assert "dragoman-group-ops-request" in {thread.name for thread in threading.enumerate()}
+    assert "dragoman-engine-group-ops-request" in {thread.name for thread in threading.enumerate()}
     port = ops.port
     closer = threading.Thread(target=ops.close)
     closer.start()
@@ -447,7 +449,7 @@ def test_close_waits_for_the_request_in_progress_and_leaves_no_thread_running(en
     closer.join(2)
     client.join(2)
     assert answers and answers[0][0] == 503  # answered (e1 is starting) before the server went away
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("dragoman-group-ops")]
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("dragoman-engine-group-ops")]
     engines.stop_all()  # the fake engines' own threads, to leave only what was there before
     assert set(threading.enumerate()) - before == set()
     with pytest.raises(ConnectionRefusedError):
@@ -460,20 +462,20 @@ def test_a_busy_port_is_a_configuration_error_that_says_what_to_do() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = int(busy.getsockname()[1])
-        ops = EngineGroupOpsServer(FakeGroup([]), host="127.0.0.1", port=port)
+        ops = EngineGroupOpsServer(FakeEngineGroup([]), host="127.0.0.1", port=port)
         with pytest.raises(ConfigurationError, match="DRAGOMAN_METRICS_PORT"):
             ops.start()
         ops.close()
 
 
 def test_the_interactive_engine_counts_for_the_groups_readiness_like_the_others(
-    engines: Engines, group_ops: OpsFactory
+    engines: Engines, engine_group_ops: OpsFactory
 ) -> None:
-    """``--interactive-engine``'s engine is a child of the group like any: not ready, the group is not."""
+    """``--interactive-engine``'s engine is a child of the engine group like any: not ready, the engine group is not."""
     regular = engines.serving("gpu0-e0", Canned(A_METRICS), pid=31)
     interactive = ChildStatus("gpu0-interactive", "restarting", None, 1, OpsAddress("127.0.0.1", 1))
-    group = FakeGroup([regular, interactive])
-    ops = group_ops(group)
+    group = FakeEngineGroup([regular, interactive])
+    ops = engine_group_ops(group)
     status, _, body = get(ops, "/readyz")
     assert status == 503 and json.loads(body)["engines"]["gpu0-interactive"]["state"] == "restarting"
     group.statuses = [regular, engines.serving("gpu0-interactive", Canned(B_METRICS), pid=32)]

@@ -2,11 +2,11 @@
 
 ``dragoman worker --engines N`` runs one worker process per engine (:mod:`worker.supervisor`), and
 each serves its own ops endpoints on a port of its own. The parent serves
-``DRAGOMAN_METRICS_PORT`` for the group, so that Prometheus and the kubelet's probes find a group
+``DRAGOMAN_METRICS_PORT`` for the engine group, so that Prometheus and the kubelet's probes find an engine group
 where they would find a single worker:
 
 - ``/metrics``: every engine's ``/metrics``, each sample labelled ``engine="<name>"``
-  (:mod:`worker.exposition`), and the group's own ``dragoman_engine_up`` (1 when the engine
+  (:mod:`worker.exposition`), and the engine group's own ``dragoman_engine_up`` (1 when the engine
   answers ``/readyz`` with 200) and ``dragoman_engine_restarts_total``. An engine that does not
   answer adds ``dragoman_engine_up 0`` and nothing else; the scrape still answers 200.
 - ``/readyz``: 200 when every engine's ``/readyz`` answers 200, else 503; the JSON body names each
@@ -46,10 +46,10 @@ from worker.supervisor import ChildStatus, OpsAddress
 log = logging.getLogger(__name__)
 
 ENGINE_LABEL = "engine"
-"""The label every engine's samples get on the group's ``/metrics``: the engine's name (``gpu0-e1``)."""
+"""The label every engine's samples get on the engine group's ``/metrics``: the engine's name (``gpu0-e1``)."""
 
 FETCH_TIMEOUT_S = 2.0
-"""How long the group waits for one engine's answer (connecting, then each read)."""
+"""How long the engine group waits for one engine's answer (connecting, then each read)."""
 
 MAX_ANSWER_BYTES = 32 * 2**20
 """The largest ``/metrics`` page read from an engine (a real one is some hundred KiB)."""
@@ -64,7 +64,7 @@ class EngineGroupView(Protocol):
 
     @property
     def stopping(self) -> bool:
-        """The group is stopping: its engines drain."""
+        """The engine group is stopping: its engines drain."""
         ...
 
     def children(self) -> Sequence[ChildStatus]:
@@ -83,7 +83,7 @@ class ChildAnswer:
 
 @dataclass(frozen=True, slots=True)
 class EngineReadiness:
-    """One engine's line in the group's ``/readyz``: ready or not, and its state (a JSON value)."""
+    """One engine's line in the engine group's ``/readyz``: ready or not, and its state (a JSON value)."""
 
     name: str
     ready: bool
@@ -114,7 +114,7 @@ def fetch(address: OpsAddress, path: str, timeout: float = FETCH_TIMEOUT_S) -> C
 
 
 def engine_answers_ready(child: ChildStatus) -> bool:
-    """Whether an engine of a group has started (the supervisor starts the next one on its GPU only then).
+    """Whether an engine of an engine group has started (the supervisor starts the next one on its GPU only then).
 
     Its ``/readyz`` answers with the engine's own check ``ok``, whatever Redis and PostgreSQL say: an
     outage of theirs must not hold back the other engines' start.
@@ -135,15 +135,17 @@ class EngineGroupOpsServer:
     ``port`` 0 listens on any free port (:attr:`port` says which once started).
     """
 
-    def __init__(self, group: EngineGroupView, *, host: str, port: int, fetch_timeout: float = FETCH_TIMEOUT_S) -> None:
-        self._group = group
+    def __init__(
+        self, engine_group: EngineGroupView, *, host: str, port: int, fetch_timeout: float = FETCH_TIMEOUT_S
+    ) -> None:
+        self._engine_group = engine_group
         self._host = host
         self._requested_port = port
         self._fetch_timeout = fetch_timeout
         self._lock = threading.Lock()
         self._answered: dict[str, int | None] = {}  # engine -> the pid that last answered its /readyz
         self._reported: set[str] = set()  # bad metrics lines already logged
-        self._server: _GroupHTTPServer | None = None
+        self._server: _EngineGroupHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self.port: int | None = None
@@ -151,7 +153,7 @@ class EngineGroupOpsServer:
     def start(self) -> None:
         """Listen on ``host:port`` and serve on a daemon thread; :class:`ConfigurationError` if it cannot."""
         try:
-            server = _GroupHTTPServer((self._host, self._requested_port), self)
+            server = _EngineGroupHTTPServer((self._host, self._requested_port), self)
         except OSError as exc:
             raise ConfigurationError(
                 f"cannot serve the engine group's /metrics on {self._host}:{self._requested_port}: "
@@ -160,10 +162,10 @@ class EngineGroupOpsServer:
             ) from exc
         self._server = server
         self.port = int(server.server_address[1])
-        workers = max(4, 2 * len(self._group.children()))
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dragoman-group-ops-fetch")
+        workers = max(4, 2 * len(self._engine_group.children()))
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dragoman-engine-group-ops-fetch")
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="dragoman-group-ops", daemon=True
+            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="dragoman-engine-group-ops", daemon=True
         )
         self._thread.start()
         log.info("serving the engine group's /metrics, /healthz and /readyz on %s:%d", self._host, self.port)
@@ -200,30 +202,30 @@ class EngineGroupOpsServer:
             ready, engines = self.readiness()
             body = {
                 "ready": ready,
-                "stopping": self._group.stopping,
+                "stopping": self._engine_group.stopping,
                 "engines": {engine.name: engine.to_json() for engine in engines},
             }
             return (200 if ready else 503), _JSON, json.dumps(body).encode() + b"\n"
         if path == "/healthz":
-            body = {"alive": True, "version": dragoman_version(), "engines": len(self._group.children())}
+            body = {"alive": True, "version": dragoman_version(), "engines": len(self._engine_group.children())}
             return 200, _JSON, json.dumps(body).encode() + b"\n"
         return 404, _TEXT, b"not found: try /metrics, /healthz or /readyz\n"
 
     def readiness(self) -> tuple[bool, list[EngineReadiness]]:
-        """Every engine's readiness now; the group is ready when each is and it is not stopping."""
-        children = list(self._group.children())
+        """Every engine's readiness now; the engine group is ready when each is and it is not stopping."""
+        children = list(self._engine_group.children())
         answers = self._fetch_each([(child, "/readyz") for child in children])
         engines = [self._readiness_of(child, answer) for child, answer in zip(children, answers, strict=True)]
-        return (not self._group.stopping and all(e.ready for e in engines)), engines
+        return (not self._engine_group.stopping and all(e.ready for e in engines)), engines
 
     def render_metrics(self) -> bytes:
-        """Every engine's metrics, labelled, after the group's ``dragoman_engine_up`` and restarts."""
-        children = list(self._group.children())
+        """Every engine's metrics, labelled, after the engine group's ``dragoman_engine_up`` and restarts."""
+        children = list(self._engine_group.children())
         answers = self._fetch_each([(c, "/metrics") for c in children] + [(c, "/readyz") for c in children])
         pages, ready = answers[: len(children)], answers[len(children) :]
         engines = [self._readiness_of(child, answer) for child, answer in zip(children, ready, strict=True)]
         families = MetricFamilies()
-        families.add_exposition(_group_series(children, engines))
+        families.add_exposition(_engine_group_series(children, engines))
         for child, page in zip(children, pages, strict=True):
             if page.status != 200:
                 continue  # not answering (its dragoman_engine_up says so), or an error page
@@ -279,8 +281,8 @@ class EngineGroupOpsServer:
         log.warning("%s", message)
 
 
-def _group_series(children: Sequence[ChildStatus], engines: Sequence[EngineReadiness]) -> str:
-    """The group's own series, in the text format: each engine's ``up`` and its restarts."""
+def _engine_group_series(children: Sequence[ChildStatus], engines: Sequence[EngineReadiness]) -> str:
+    """The engine group's own series, in the text format: each engine's ``up`` and its restarts."""
     up = [f'dragoman_engine_up{{{ENGINE_LABEL}="{escape_label_value(e.name)}"}} {int(e.ready)}' for e in engines]
     restarts = [
         f'dragoman_engine_restarts_total{{{ENGINE_LABEL}="{escape_label_value(c.name)}"}} {c.restarts}'
@@ -307,7 +309,7 @@ def _json_or_text(body: bytes) -> object:
     return parsed
 
 
-class _GroupHTTPServer(ThreadingHTTPServer):
+class _EngineGroupHTTPServer(ThreadingHTTPServer):
     """A threading HTTP server whose request threads are joined when it closes (not left as daemons)."""
 
     daemon_threads = False
@@ -320,7 +322,7 @@ class _GroupHTTPServer(ThreadingHTTPServer):
 
     def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
         """Answer one connection on its own thread, named so that a leftover one is easy to spot."""
-        threading.current_thread().name = "dragoman-group-ops-request"
+        threading.current_thread().name = "dragoman-engine-group-ops-request"
         super().process_request_thread(request, client_address)
 
     def handle_error(self, request: object, client_address: object) -> None:
@@ -331,7 +333,7 @@ class _GroupHTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     """GET ``/metrics``, ``/healthz`` and ``/readyz``, one request per connection."""
 
-    server: _GroupHTTPServer
+    server: _EngineGroupHTTPServer
     timeout = _REQUEST_TIMEOUT_S
 
     def do_GET(self) -> None:
@@ -348,4 +350,4 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         """Requests go to the debug log, not to stderr."""
-        log.debug("group ops: " + format, *args)
+        log.debug("engine group ops: " + format, *args)
