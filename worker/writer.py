@@ -178,14 +178,14 @@ class ResultWriter:
         events, written, refused = await commit
         if previous is not None:
             await previous
-        parked = _parked_entries(results, dead, events, refused)
-        await self._acknowledge(batch, events, parked)
+        dead_letters = _dead_letter_entries(results, dead, events, refused)
+        await self._acknowledge(batch, events, dead_letters)
         self._held.difference_update(_held_entry(item) for item in batch)
         self._batches += 1
         self._rows += len(events)
-        self._dead += len(parked)
+        self._dead += len(dead_letters)
         self._metrics.record_writer_batch(
-            results, events, written, batch_size=len(batch), dead_lettered=len(parked), acked_at=time.time()
+            results, events, written, batch_size=len(batch), dead_lettered=len(dead_letters), acked_at=time.time()
         )
 
     # PostgreSQL ------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ class ResultWriter:
         self,
         batch: Sequence[JobResult | DeadLetter],
         events: list[JobEvent],
-        parked: list[dict[str, str]],
+        dead_letters: list[dict[str, str]],
     ) -> None:
         """XACK every entry of the batch, finalise state records, publish events: one atomic script."""
         owners = _owners(batch)
@@ -317,7 +317,9 @@ class ResultWriter:
         backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
-                await acknowledge_writer_batch(self._redis, self._keys, self._finish, finished, now, entry_ids, parked)
+                await acknowledge_writer_batch(
+                    self._redis, self._keys, self._finish, finished, now, entry_ids, dead_letters
+                )
                 return
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 delay = backoff.next_delay()
@@ -325,26 +327,26 @@ class ResultWriter:
                 await asyncio.sleep(delay)
 
 
-def _parked_entries(
+def _dead_letter_entries(
     results: list[JobResult], dead: list[DeadLetter], events: list[JobEvent], refused: set[str]
 ) -> list[dict[str, str]]:
     """Dead-letter copies: malformed entries as they came, and jobs failed for good as re-runnable entries.
 
-    A job is parked only if its row really says failed (a duplicate delivery of a job that
+    A job is dead-lettered only if its row really says failed (a duplicate delivery of a job that
     succeeded elsewhere is not), and not when its row was refused: its own values are what
     failed it, so running it again cannot help (and the copy would carry them).
     """
     now = repr(time.time())
-    parked = [
+    dead_letters = [
         {**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "dead_lettered_at": now} for d in dead
     ]
     failed = {e.job_id for e in events if e.status is JobStatus.FAILED}
-    parked += [
+    dead_letters += [
         {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "dead_lettered_at": now}
         for r in results
         if r.dead_letter and r.spec.job_id in failed and r.spec.job_id not in refused
     ]
-    return parked
+    return dead_letters
 
 
 def _held_entry(item: JobResult | DeadLetter) -> tuple[Lane, str]:
