@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -471,6 +472,16 @@ def parse_command_line(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dragoman`` console script."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Whoever read our output stopped reading (``dragoman worker --help-engine | head``): that is
+        # their choice, not our error. Later writes (interpreter shutdown's flush) go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parse_command_line(argv)
     try:
         settings = overlay_flags(Settings(), args)  # flag > environment > default

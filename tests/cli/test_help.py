@@ -115,3 +115,15 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"dragoman {dragoman_version()}\n"
+
+
+def test_a_reader_that_stops_reading_is_not_an_error() -> None:
+    """``dragoman worker --help-engine | head``: the help is longer than a pipe holds, head closes it."""
+    import subprocess
+    import sys
+
+    command = f"{shlex.quote(sys.executable)} -m cli.main worker --help-engine | head -n 1; exit ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("usage: dragoman worker")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0
