@@ -484,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = parse_command_line(argv)
     try:
-        settings = overlay_flags(Settings(), args)  # flag > environment > default
+        settings = overlay_flags(Settings(), args)  # flag > environment > settings file > default
         command: Command = args.func
         return command(args, settings)
     except (InvalidJobError, EngineNotInstalledError, ValueError) as exc:

@@ -32,11 +32,12 @@ SETTINGS_INTRO = """\
 # Settings
 
 One settings object (`contract.settings.Settings`, also importable as `producer.Settings`), read
-from `DRAGOMAN_*` environment variables and passed down. A command-line flag that sets the same
-thing wins over the variable. With neither URL set, dragoman uses the embedded servers in
-`DRAGOMAN_DATA_DIR` (started by `dragoman services up`, the worker or the demo); with both set, it
-uses those and starts nothing (they go to redis-py and libpq as they are, so `rediss://` and
-`sslmode=` work the usual way). Lists (`DRAGOMAN_WEBHOOK_RETRY_SECONDS`,
+from `DRAGOMAN_*` environment variables and passed down. One precedence rule: a command-line flag
+that sets the same thing > the environment variable > the settings file named by
+`DRAGOMAN_SETTINGS_FILE` (`DRAGOMAN_*=value` lines) > the default. With neither URL set, dragoman
+uses the embedded servers in `DRAGOMAN_DATA_DIR` (started by `dragoman services up`, the worker or
+the demo); with both set, it uses those and starts nothing (they go to redis-py and libpq as they
+are, so `rediss://` and `sslmode=` work the usual way). Lists (`DRAGOMAN_WEBHOOK_RETRY_SECONDS`,
 `DRAGOMAN_WEBHOOK_ALLOWED_NETWORKS`) are JSON.
 
 """

@@ -1,4 +1,4 @@
-"""Command-line flags that set a setting: one precedence rule, flag > environment > default.
+"""Command-line flags that set a setting: one precedence rule, flag > environment > settings file > default.
 
 A flag that mirrors a setting has the setting's name as its ``dest`` and no default of its own
 (None: not given); its command lists it with :func:`mirror_settings`. :func:`overlay_flags`,

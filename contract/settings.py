@@ -2,23 +2,37 @@
 
 Build it once at the edge (CLI, application start-up, test fixture) and pass it down; nothing
 else in dragoman reads the environment. One precedence rule: a command-line flag that mirrors a
-setting (``cli.setting_flags``) > the ``DRAGOMAN_*`` variable > the default here. The fields come
+setting (``cli.setting_flags``) > the ``DRAGOMAN_*`` variable > the settings file named by
+``DRAGOMAN_SETTINGS_FILE`` (``DRAGOMAN_*=value`` lines) > the default here. The fields come
 in groups (:data:`SECTIONS`), which the generated settings reference can follow.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, IPvAnyNetwork, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from contract.errors import ConfigurationError
+
+SETTINGS_FILE_VARIABLE = "DRAGOMAN_SETTINGS_FILE"
+"""The variable naming the settings file (read from the environment only: a file cannot name another)."""
 
 
 class Settings(BaseSettings):
     """Connection URLs, names, limits and worker tuning, each overridable by ``DRAGOMAN_<NAME>``."""
 
     model_config = SettingsConfigDict(env_prefix="DRAGOMAN_", extra="ignore")
+
+    # --- Settings file ---
+    settings_file: Path | None = Field(
+        default=None,
+        description="a file of DRAGOMAN_*=value lines (dotenv syntax) read under the environment: a variable set "
+        "in both wins (set it in the environment; the file cannot name another)",
+    )
 
     # --- Services ---
     # Where Redis and PostgreSQL are. Unset: the embedded servers under data_dir.
@@ -249,6 +263,26 @@ class Settings(BaseSettings):
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Where values come from, the first that has one winning: arguments, the environment, the settings file."""
+        path = os.environ.get(SETTINGS_FILE_VARIABLE)
+        if not path:
+            return init_settings, env_settings
+        if not Path(path).is_file():
+            raise ConfigurationError(
+                f"{SETTINGS_FILE_VARIABLE}={path}: no such file; "
+                "point it at a file of DRAGOMAN_*=value lines, or unset it"
+            )
+        return init_settings, env_settings, DotEnvSettingsSource(settings_cls, env_file=path, env_prefix="DRAGOMAN_")
+
     @field_validator("key_prefix", "consumer_group")
     @classmethod
     def _not_blank(cls, value: str) -> str:
@@ -258,6 +292,11 @@ class Settings(BaseSettings):
 
 
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "Settings file",
+        "Every setting below may also come from a file: a flag > the environment > this file > the default.",
+        ("settings_file",),
+    ),
     (
         "Services",
         "Where Redis and PostgreSQL are. Unset: the embedded servers under data_dir.",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from contract.errors import ConfigurationError
 from contract.settings import SECTIONS, Settings
 
 PUBLIC_BEFORE_ISSUE_31 = """
@@ -39,3 +42,37 @@ def test_each_setting_is_in_exactly_one_group_in_the_classes_order() -> None:
 
 def test_every_setting_is_documented_with_a_description() -> None:
     assert [name for name, field in Settings.model_fields.items() if not (field.description or "").strip()] == []
+
+
+def test_one_precedence_rule_environment_over_the_settings_file_over_the_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "dragoman.env"
+    path.write_text("DRAGOMAN_API_PORT=8123\nDRAGOMAN_WRITER_BATCH_SIZE=10\n# a comment\nOTHER=1\n", encoding="utf-8")
+    monkeypatch.setenv("DRAGOMAN_SETTINGS_FILE", str(path))
+    monkeypatch.setenv("DRAGOMAN_API_PORT", "9000")
+    monkeypatch.delenv("DRAGOMAN_WRITER_BATCH_SIZE", raising=False)
+    settings = Settings()
+    assert settings.api_port == 9000  # the environment wins over the file
+    assert settings.writer_batch_size == 10  # the file wins over the default
+    assert settings.writer_flush_ms == Settings.model_fields["writer_flush_ms"].default
+    assert settings.settings_file == path
+
+
+def test_a_flag_wins_over_the_settings_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from cli.main import parse_command_line
+    from cli.setting_flags import overlay_flags
+
+    path = tmp_path / "dragoman.env"
+    path.write_text("DRAGOMAN_API_PORT=8123\nDRAGOMAN_API_HOST=0.0.0.0\n", encoding="utf-8")
+    monkeypatch.setenv("DRAGOMAN_SETTINGS_FILE", str(path))
+    monkeypatch.delenv("DRAGOMAN_API_PORT", raising=False)
+    monkeypatch.delenv("DRAGOMAN_API_HOST", raising=False)
+    settings = overlay_flags(Settings(), parse_command_line(["api", "--port", "8200"]))
+    assert (settings.api_port, settings.api_host) == (8200, "0.0.0.0")
+
+
+def test_a_settings_file_that_is_not_there_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DRAGOMAN_SETTINGS_FILE", str(tmp_path / "missing.env"))
+    with pytest.raises(ConfigurationError, match=r"missing\.env: no such file"):
+        Settings()
