@@ -11,6 +11,7 @@ thread; calls from several threads are served in turn by the one loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import os
 import threading
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
+_CLOSED = "this event loop is closed (its owner, a client, was closed): make a new one"
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -35,6 +37,8 @@ class LoopThread:
     def __init__(self, name: str = "dragoman-loop") -> None:
         self._loop = _new_loop()
         self._pid = os.getpid()
+        self._closing = False
+        self._submitting = threading.Lock()  # no call is submitted once close has begun
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
@@ -46,8 +50,8 @@ class LoopThread:
         problem = None
         if threading.current_thread() is self._thread:
             problem = "LoopThread.run called from its own loop: await the coroutine instead"
-        elif self.closed:
-            problem = "this event loop is closed (its owner, a client, was closed): make a new one"
+        elif self._closing:
+            problem = _CLOSED
         elif os.getpid() != self._pid:  # a forked child has no copy of the loop's thread: it would wait forever
             problem = "this event loop belongs to the process that made it (before a fork): make one in this process"
         if problem is not None:
@@ -59,9 +63,19 @@ class LoopThread:
             return await awaitable
 
         coroutine = cast(Coroutine[Any, Any, T], awaitable) if inspect.iscoroutine(awaitable) else wrapped()
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        with self._submitting:
+            if self._closing:  # closed since the check above
+                coroutine.close()
+                raise RuntimeError(_CLOSED)
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
             return future.result()
+        except concurrent.futures.CancelledError:
+            if self._closing:
+                raise RuntimeError(
+                    "this event loop was closed (its owner, a client, was closed) while the call ran"
+                ) from None
+            raise
         except BaseException:
             future.cancel()
             raise
@@ -76,16 +90,36 @@ class LoopThread:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._loop.is_closed()
+        """Whether :meth:`close` was called (it may still be cancelling the calls in flight)."""
+        return self._closing or self._loop.is_closed()
 
     def close(self) -> None:
-        """Stop the loop and its thread (idempotent). Close what the coroutines opened before calling this."""
+        """Stop the loop and its thread (idempotent). Close what the coroutines opened before calling this.
+
+        Calls still in flight (on other threads) are cancelled first and raise ``RuntimeError`` to
+        their callers: a loop stopped under them would leave them waiting forever.
+        """
         if self.closed:
             return
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("LoopThread.close called from its own loop: call it from another thread")
+        with self._submitting:
+            self._closing = True
+        if self._thread.is_alive():  # a thread ended by an exception of its own has no loop running to ask
+            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), self._loop).result()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel every other task of the running loop and wait for them to end, then close its async generators."""
+    loop = asyncio.get_running_loop()
+    tasks = [task for task in asyncio.all_tasks(loop) if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await loop.shutdown_asyncgens()
 
 
 def run_sync(awaitable: Awaitable[T]) -> T:

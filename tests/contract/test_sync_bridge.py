@@ -92,3 +92,51 @@ async def test_run_sync_works_where_asyncio_run_cannot_on_a_thread_with_a_runnin
         asyncio.run(refused)  # what an RQ task run in-process by an async caller would hit
     refused.close()
     assert run_sync(_double(4)) == 8
+
+
+def test_closing_the_loop_while_another_thread_waits_on_it_ends_that_wait() -> None:
+    loop = LoopThread("test-loop")
+    started = threading.Event()
+    outcome: list[BaseException | str] = []
+
+    async def _long() -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "finished"
+
+    def _call() -> None:
+        try:
+            outcome.append(loop.run(_long()))
+        except BaseException as exc:  # the waiter must be told, whatever the exception
+            outcome.append(exc)
+
+    caller = threading.Thread(target=_call, daemon=True)
+    caller.start()
+    assert started.wait(5)
+    loop.close()
+    caller.join(5)
+    assert not caller.is_alive(), "a call in flight when the loop closed waits forever"
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError)
+    assert "closed" in str(outcome[0])
+
+
+def test_a_call_after_close_is_refused_and_close_ends_tasks_left_behind() -> None:
+    loop = LoopThread("test-loop")
+    cancelled = threading.Event()
+
+    async def _left_behind() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def _spawn() -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(_left_behind())
+
+    loop.run(_spawn())
+    loop.close()
+    assert cancelled.is_set()
+    assert loop.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        loop.run(_double(1))

@@ -222,3 +222,24 @@ def test_keys_follow_the_prefix_and_overrides() -> None:
     assert keys.events_stream == "{acme}:events"
     assert keys.events_channel == "acme-live"
     assert keys.state("abc") == "{acme}:job:abc"
+
+
+def test_closing_the_client_ends_a_call_another_thread_is_waiting_in(client: Client) -> None:
+    import threading
+
+    job_id = client.submit("Hello", "en", "de")
+    outcome: list[BaseException] = []
+
+    def _wait() -> None:
+        try:
+            client.wait(job_id, timeout=30)
+        except BaseException as exc:  # what the waiter is told
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=_wait, daemon=True)
+    waiter.start()
+    waiter.join(0.3)
+    client.close()
+    waiter.join(5)
+    assert not waiter.is_alive(), "the waiting thread was left waiting on a closed client"
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
