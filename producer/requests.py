@@ -65,6 +65,10 @@ def translation_request(
     ``submit(request)`` takes the request as it is (no languages or options beside it);
     ``submit(text, source_lang, target_lang, **options)`` builds one.
     """
+    unknown = sorted(set(options) - RequestOptions.__optional_keys__)
+    if unknown:  # **options is not checked by Python: a misspelt option would be dropped silently
+        renamed = " (priority is now lane)" if "priority" in unknown else ""
+        raise InvalidJobError(f"submit got unknown option(s) {', '.join(unknown)}{renamed}")
     if isinstance(request, TranslationRequest):
         if source_lang is not None or target_lang is not None or options:
             raise InvalidJobError("submit a TranslationRequest alone, or a text with its languages and options")

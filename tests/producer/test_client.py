@@ -243,3 +243,13 @@ def test_closing_the_client_ends_a_call_another_thread_is_waiting_in(client: Cli
     waiter.join(5)
     assert not waiter.is_alive(), "the waiting thread was left waiting on a closed client"
     assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
+
+
+def test_an_option_submit_does_not_take_is_refused_not_dropped(client: Client, raw_redis: redis.Redis) -> None:
+    # `priority` was the lane's keyword before it was renamed: dropped silently, a bulk job would
+    # wait in the interactive lane, ahead of the interactive traffic it was meant to yield to.
+    with pytest.raises(InvalidJobError, match=r"priority.*lane"):
+        client.submit("Hello", "en", "de", priority="bulk")  # type: ignore[call-arg]
+    with pytest.raises(InvalidJobError, match="glosary"):
+        client.submit("Hello", "en", "de", glosary={"Hello": "Hallo"})  # type: ignore[call-arg]
+    _nothing_written(client, raw_redis)
