@@ -172,10 +172,11 @@ def _lane_field(payload: Mapping[str, Any]) -> object:
 
     ``priority`` is what producers wrote before the lane had one word everywhere (entries queued
     before an upgrade, other languages' producers); it is deprecated. Both, naming different
-    lanes, is refused: the producer meant one of them.
+    lanes, is refused: the producer meant one of them. A value that names no lane is a word of
+    the producer's own, which refuses nothing (:func:`_known_lane`): beside the other, it is no conflict.
     """
     lane, priority = payload.get("lane"), payload.get("priority")
-    if lane is not None and priority is not None and lane != priority:
+    if _known_lane(lane) is not None and _known_lane(priority) is not None and lane != priority:
         raise InvalidJobError(
             f"payload has lane {shown(lane)} and priority {shown(priority)}; send lane alone "
             "(priority is its deprecated old name)"

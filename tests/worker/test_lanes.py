@@ -169,3 +169,19 @@ def test_a_payload_whose_lane_and_priority_differ_is_refused() -> None:
     fields = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}
     with pytest.raises(MalformedEntryError, match=r"lane 'bulk' and priority 'interactive'.*send lane alone"):
         decode_job_entry(fields, max_chars=100)
+
+
+@pytest.mark.parametrize("own_word", ["asap", 3, {"level": "high"}])
+def test_a_priority_that_names_no_lane_beside_a_lane_refuses_nothing(own_word: object) -> None:
+    """A producer's own ``priority`` (a word or number of its own, no lane) beside ``lane`` is no conflict:
+    a word this version does not know refuses nothing, and only ``lane`` names the lane."""
+    import json
+
+    from contract.wire import decode_job_entry
+
+    payload = {"text": "Hi", "source_lang": "en", "target_lang": "fr", "lane": "bulk", "priority": own_word}
+    fields = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}
+    assert decode_job_entry(fields, max_chars=100).lane is Lane.BULK
+    payload = {"text": "Hi", "source_lang": "en", "target_lang": "fr", "lane": own_word, "priority": "bulk"}
+    fields = {"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}
+    assert decode_job_entry(fields, max_chars=100).lane is None  # lane is the field read: its stream decides
