@@ -26,10 +26,22 @@ from redis.utils import HIREDIS_AVAILABLE
 _packers: dict[type[Any], type[Any]] = {}
 
 
-def open_redis(url: str, *, encoding_errors: str = "strict", **options: Any) -> aioredis.Redis:
+def open_redis(
+    url: str, *, encoding_errors: str = "strict", wait_for_connection_s: float | None = None, **options: Any
+) -> aioredis.Redis:
     """An asyncio client for ``url`` (any scheme redis-py accepts) that decodes replies to str
-    (``encoding_errors="surrogateescape"``: losslessly), with redis-py's connection ``options``."""
-    pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, encoding_errors=encoding_errors, **options)
+    (``encoding_errors="surrogateescape"``: losslessly), with redis-py's connection ``options``.
+
+    With ``wait_for_connection_s``, a command finding all ``max_connections`` in use waits that
+    long for one to be free (then ``redis.ConnectionError``), instead of failing at once with
+    ``MaxConnectionsError``: what a client shared by many concurrent callers needs.
+    """
+    if wait_for_connection_s is None:
+        pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, encoding_errors=encoding_errors, **options)
+    else:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, decode_responses=True, encoding_errors=encoding_errors, timeout=wait_for_connection_s, **options
+        )
     if HIREDIS_AVAILABLE:
         pool.connection_class = _hiredis_packing(pool.connection_class)
     return aioredis.Redis.from_pool(pool)

@@ -75,7 +75,11 @@ class AsyncClient:
         self.redis_url = redis_url
         self.database_url = database_url
         self.keys = RedisKeys.from_settings(self.settings)
-        self.redis: aioredis.Redis = open_redis(redis_url, max_connections=max(4, max_connections * 4))
+        # Concurrent calls (the HTTP API's requests, Client's calls from many threads) wait for a
+        # free connection, as they do for PostgreSQL's, instead of failing with "too many connections".
+        self.redis: aioredis.Redis = open_redis(
+            redis_url, max_connections=max(4, max_connections * 4), wait_for_connection_s=10.0
+        )
         self.pool = AsyncConnectionPool(database_url, max_connections=max_connections)
         self._store = JobStore(self.pool)
         self._rq = open_rq_connection(redis_url)

@@ -253,3 +253,28 @@ def test_an_option_submit_does_not_take_is_refused_not_dropped(client: Client, r
     with pytest.raises(InvalidJobError, match="glosary"):
         client.submit("Hello", "en", "de", glosary={"Hello": "Hallo"})  # type: ignore[call-arg]
     _nothing_written(client, raw_redis)
+
+
+def test_many_threads_sharing_a_client_wait_for_a_connection_instead_of_failing(client: Client) -> None:
+    # The synchronous client used to have a connection per thread as needed; its calls now share
+    # the asyncio client's bounded pool, so more concurrent calls than connections must queue.
+    import threading
+
+    job_id = client.submit("Hello", "en", "de")
+    errors: list[BaseException] = []
+    start = threading.Barrier(64)
+
+    def _look_up() -> None:
+        start.wait()
+        try:
+            for _ in range(5):
+                client.get(job_id)
+        except BaseException as exc:  # what a caller is told
+            errors.append(exc)
+
+    threads = [threading.Thread(target=_look_up) for _ in range(64)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
