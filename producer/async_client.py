@@ -8,6 +8,7 @@ one loop. :class:`~producer.Client` is a thin synchronous wrapper that runs thes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from contract.errors import ConfigurationError, JobTimeoutError
 from contract.progress import GroupProgress
 from contract.schemas import Job, JobSpec, TranslationRequest
 from contract.settings import Settings
+from producer.finish_waiter import FinishWaiter
 from producer.groups import ChunkCallback, DocumentResult, Groups
 from producer.requests import (
     RequestOptions,
@@ -41,7 +43,8 @@ from producer.requests import (
 from producer.submitter import JobSubmitter
 from storage import AsyncConnectionPool, GroupStore, JobStore
 
-_MAX_POLL_INTERVAL_S = 0.5  # what wait's polling backs off to
+_MAX_POLL_INTERVAL_S = 0.5  # what wait's polling backs off to while completion events cannot be received
+_SAFETY_POLL_S = 1.0  # wait's status read while events arrive: a missed one costs at most this
 
 
 class AsyncClient:
@@ -85,6 +88,7 @@ class AsyncClient:
         self._rq = open_rq_connection(redis_url)
         self.submitter = JobSubmitter(self.redis, self.keys, self.settings)
         self.groups = Groups(self.submitter, GroupStore(self.pool), self._rq)
+        self._finishes = FinishWaiter(self.redis, self.keys)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -94,6 +98,7 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Release the Redis and PostgreSQL connections."""
+        await self._finishes.close()
         await self.redis.aclose()
         await self.pool.close()
         self._rq.close()
@@ -169,21 +174,31 @@ class AsyncClient:
     ) -> Job:
         """Wait (without blocking the loop) until the job is succeeded, failed or cancelled, and return it.
 
-        Raises :class:`JobTimeoutError` after ``timeout`` seconds.
+        Woken by the job's completion event (the events channel), with a status read every
+        second as a safety net; polled every ``poll_interval`` seconds, backing off to 0.5 s, while
+        events cannot be received. Raises :class:`JobTimeoutError` after ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
         backoff = Backoff(poll_interval, max(poll_interval, _MAX_POLL_INTERVAL_S))
-        while True:
-            job = await self.get(job_id, tenant=tenant)
-            if job.status.is_final:
-                return job
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise JobTimeoutError(
-                    f"job {job.id} is still {job.status.value} after {timeout:g}s; "
-                    "is a worker running (`dragoman worker`)?"
-                )
-            await asyncio.sleep(backoff.next_delay(limit=remaining))
+        async with self._finishes.watch(parse_job_id(job_id), ready_within=min(timeout, 1.0)) as finished:
+            while True:
+                finished.clear()  # before the read: an event after it wakes the wait below
+                job = await self.get(job_id, tenant=tenant)
+                if job.status.is_final:
+                    return job
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise JobTimeoutError(
+                        f"job {job.id} is still {job.status.value} after {timeout:g}s; "
+                        "is a worker running (`dragoman worker`)?"
+                    )
+                if self._finishes.listening:  # the completion event wakes us; this read is the safety net
+                    delay = min(remaining, _SAFETY_POLL_S)
+                else:
+                    delay = backoff.next_delay(limit=remaining)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await finished.wait()
 
     # Cancelling ------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -163,3 +164,34 @@ async def test_submit_many_names_what_was_written_when_redis_fails(
         monkeypatch.setattr(SubmitScript, "call_many", original)
         assert (await aclient.submit_many(items))[:2] == error.value.written
     assert raw_redis.xlen(aclient.keys.jobs_stream) == 5
+
+
+async def test_wait_wakes_on_the_completion_event_not_at_its_next_poll(
+    aclient: AsyncClient, start_worker: WorkerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import producer.async_client as module
+
+    monkeypatch.setattr(module, "_SAFETY_POLL_S", 60.0)
+    monkeypatch.setattr(module, "_MAX_POLL_INTERVAL_S", 60.0)
+    job_id = await aclient.submit("Hello", "en", "fr")
+    async with start_worker(DeterministicEngine()):
+        started = time.monotonic()
+        job = await aclient.wait(job_id, timeout=30, poll_interval=60)  # polling alone would read again at 30 s
+        waited = time.monotonic() - started
+    assert job.status is JobStatus.SUCCEEDED
+    assert waited < 10, f"woken after {waited:.1f} s: by a poll, not by the event"
+
+
+async def test_wait_polls_when_completion_events_cannot_be_received(
+    aclient: AsyncClient, start_worker: WorkerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from broker.finish_notices import FinishNotices
+
+    async def refused(self: FinishNotices) -> None:
+        raise redis.ConnectionError("no Pub/Sub here")
+
+    monkeypatch.setattr(FinishNotices, "connect", refused)
+    job_id = await aclient.submit("Hello", "en", "fr")
+    async with start_worker(DeterministicEngine()):
+        job = await aclient.wait(job_id, timeout=20)
+    assert job.status is JobStatus.SUCCEEDED

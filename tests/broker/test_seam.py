@@ -20,7 +20,7 @@ OUTSIDE = {"broker", "tests", "bench", "migrations"}  # the seam itself, and wha
 # Also ordinary method names (dicts, sets, events, files, loggers, sockets, processes, hashes...).
 AMBIGUOUS = {
     "append", "copy", "delete", "digest", "dump", "echo", "exists", "expire", "get", "info", "keys", "listen",
-    "move", "rename", "reset", "restore", "save", "set", "shutdown", "sort", "time", "type", "unlink", "wait",
+    "move", "rename", "reset", "restore", "save", "set", "shutdown", "sort", "time", "type", "unlink", "wait", "watch",
 }  # fmt: skip
 COMMANDS = (
     {name for name in dir(CoreCommands) if not name.startswith("_")}
@@ -74,7 +74,7 @@ async def f(self, redis, pipe, cache, writer, event):
     await redis.delete("k")
     self.client.redis.ping()
     cache.get("k"); cache.set("k", 1); writer.expire(3); event.wait(); items.append(1); client.get("job")
-    self._redis_socket.exists(); raw_redis.exists("k")
+    self._redis_socket.exists(); raw_redis.exists("k"); self._finishes.watch("job"); redis.watch("k")
     other.evalsha("sha", 0)
 """
     found = [(name, receiver) for _, name, receiver in raw_redis_calls(source)]
@@ -86,5 +86,6 @@ async def f(self, redis, pipe, cache, writer, event):
         ("delete", "redis"),
         ("ping", "self.client.redis"),
         ("exists", "raw_redis"),
+        ("watch", "redis"),
         ("evalsha", "other"),
     ]

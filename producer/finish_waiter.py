@@ -1,0 +1,111 @@
+"""Waking the callers of ``wait`` when their job's completion event arrives, instead of at their next poll.
+
+One subscription to the events channel per client, held only while somebody waits (and a few
+seconds after, so a burst of ``?wait=`` requests does not subscribe and unsubscribe each time).
+An event only wakes a caller, who then reads the job's status: a message missed while the
+subscription was down costs at most the caller's safety poll, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from broker.finish_notices import FinishNotices
+from broker.keys import RedisKeys
+from contract.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+IDLE_SECONDS = 5.0
+"""How long the subscription stays once nobody waits."""
+
+
+class FinishWaiter:
+    """Events (``asyncio.Event``) set when a watched job's completion event is published.
+
+    Owned by :class:`~producer.AsyncClient`, which closes it; the listening task is started by
+    the first :meth:`watch` and ends by itself once nobody has waited for :data:`IDLE_SECONDS`.
+    """
+
+    def __init__(self, redis: aioredis.Redis, keys: RedisKeys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._watchers: dict[str, set[asyncio.Event]] = {}
+        self._subscribed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def listening(self) -> bool:
+        """Whether completion events are being received now (otherwise callers poll)."""
+        return self._subscribed.is_set()
+
+    @contextlib.asynccontextmanager
+    async def watch(self, job_id: str, ready_within: float) -> AsyncIterator[asyncio.Event]:
+        """An event set when ``job_id``'s completion is published, for the duration of the block.
+
+        Waits up to ``ready_within`` seconds for the subscription, so that a status read inside
+        the block cannot miss an event published after it.
+        """
+        event = asyncio.Event()
+        self._watchers.setdefault(job_id, set()).add(event)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._listen(), name="dragoman-finish-waiter")
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(ready_within):
+                    await self._subscribed.wait()
+            yield event
+        finally:
+            events = self._watchers.get(job_id)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._watchers[job_id]
+
+    async def close(self) -> None:
+        """Stop listening (the waiting callers fall back to polling)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _listen(self) -> None:
+        backoff = Backoff(0.1, 5.0)
+        while self._watchers:  # checked again after each subscription: a watcher may come while one closes
+            notices = FinishNotices(self._redis, self._keys)
+            lost = False
+            try:
+                await notices.connect()
+                self._subscribed.set()
+                backoff.reset()
+                await self._wake_until_idle(notices)
+            except (RedisError, OSError) as exc:
+                log.warning("completion events unavailable (%s); waiting callers poll", exc)
+                lost = True
+            finally:
+                self._subscribed.clear()
+                await notices.close()
+            if lost:
+                await asyncio.sleep(backoff.next_delay())
+
+    async def _wake_until_idle(self, notices: FinishNotices) -> None:
+        loop = asyncio.get_running_loop()
+        idle_since: float | None = None
+        while True:
+            job_id = await notices.next_job_id(timeout=0.5)
+            if job_id is not None:
+                for event in self._watchers.get(job_id, ()):
+                    event.set()
+            if self._watchers:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = loop.time()
+            elif loop.time() - idle_since >= IDLE_SECONDS:
+                return

@@ -1,0 +1,58 @@
+"""FinishWaiter on a real Redis: a watched job's completion event wakes its watcher, nothing else does."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as aioredis
+
+import producer.finish_waiter as module
+from broker.keys import RedisKeys
+from contract.schemas import JobStatus
+from contract.settings import Settings
+from contract.wire import JobEvent
+from producer.finish_waiter import FinishWaiter
+
+
+def _event(job_id: str) -> str:
+    return JobEvent(job_id=job_id, status=JobStatus.SUCCEEDED, finished_at=1.0).to_json()
+
+
+async def test_the_watched_jobs_event_wakes_its_watcher_and_no_other_message_does(
+    settings: Settings, async_redis: aioredis.Redis
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    waiter = FinishWaiter(async_redis, keys)
+    try:
+        async with waiter.watch("job-a", ready_within=5) as finished:
+            assert waiter.listening
+            await async_redis.publish(keys.events_channel, _event("job-b"))
+            await async_redis.publish(keys.events_channel, "not an event")
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.6):
+                    await finished.wait()
+            await async_redis.publish(keys.events_channel, _event("job-a"))
+            async with asyncio.timeout(5):
+                await finished.wait()
+    finally:
+        await waiter.close()
+
+
+async def test_the_subscription_ends_once_nobody_waits(
+    settings: Settings, async_redis: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(module, "IDLE_SECONDS", 0.2)
+    keys = RedisKeys.from_settings(settings)
+    waiter = FinishWaiter(async_redis, keys)
+    try:
+        async with waiter.watch("job-a", ready_within=5):
+            assert waiter.listening
+        async with asyncio.timeout(5):
+            while waiter.listening:
+                await asyncio.sleep(0.05)
+        assert await async_redis.pubsub_numsub(keys.events_channel) == [(keys.events_channel, 0)]
+        async with waiter.watch("job-b", ready_within=5):  # and a later watcher subscribes again
+            assert waiter.listening
+    finally:
+        await waiter.close()
