@@ -180,7 +180,7 @@ class AsyncClient:
         """
         deadline = time.monotonic() + timeout
         backoff = Backoff(poll_interval, max(poll_interval, _MAX_POLL_INTERVAL_S))
-        async with self._finishes.watch(parse_job_id(job_id), ready_within=min(timeout, 1.0)) as finished:
+        async with self._finishes.watch(parse_job_id(job_id), ready_within=min(timeout, 0.25)) as finished:
             while True:
                 finished.clear()  # before the read: an event after it wakes the wait below
                 job = await self.get(job_id, tenant=tenant)

@@ -38,6 +38,7 @@ class FinishWaiter:
         self._keys = keys
         self._watchers: dict[str, set[asyncio.Event]] = {}
         self._subscribed = asyncio.Event()
+        self._attempted = asyncio.Event()  # the listener has tried to subscribe, and succeeded or not
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -49,17 +50,19 @@ class FinishWaiter:
     async def watch(self, job_id: str, ready_within: float) -> AsyncIterator[asyncio.Event]:
         """An event set when ``job_id``'s completion is published, for the duration of the block.
 
-        Waits up to ``ready_within`` seconds for the subscription, so that a status read inside
-        the block cannot miss an event published after it.
+        Waits up to ``ready_within`` seconds for a new listener's first try to subscribe, so that a
+        status read inside the block cannot miss an event published after it; a listener that
+        could not subscribe costs the caller no wait (it polls).
         """
         event = asyncio.Event()
         self._watchers.setdefault(job_id, set()).add(event)
         if self._task is None or self._task.done():
+            self._attempted.clear()
             self._task = asyncio.create_task(self._listen(), name="dragoman-finish-waiter")
         try:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(ready_within):
-                    await self._subscribed.wait()
+                    await self._attempted.wait()
             yield event
         finally:
             events = self._watchers.get(job_id)
@@ -84,10 +87,12 @@ class FinishWaiter:
             try:
                 await notices.connect()
                 self._subscribed.set()
+                self._attempted.set()
                 backoff.reset()
                 await self._wake_until_idle(notices)
             except (RedisError, OSError) as exc:
                 log.warning("completion events unavailable (%s); waiting callers poll", exc)
+                self._attempted.set()
                 lost = True
             finally:
                 self._subscribed.clear()
