@@ -93,6 +93,7 @@ ALLOWLIST: dict[Dependency, str] = {
     ("bench.api", "string", "cli.main"): "runs `dragoman api` as a child process",
     ("bench.bulk_run", "string", "cli.main"): "runs `dragoman rq-worker` as a child process",
     ("bench.engines", "string", "cli.main"): "runs `dragoman worker` as a child process",
+    ("bench.wait_latency", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
 }
 
 TREE = discover(ROOT)
