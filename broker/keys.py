@@ -9,8 +9,9 @@ slot (a script's keys must share a slot there). Only the part between the first 
 first ``}`` after it is hashed. With the default prefix the layout is:
 
 =====================================  ==========================================================
-``{dragoman}:jobs``                    the interactive lane (external producers ``XADD`` here)
-``{dragoman}:jobs:bulk``               the bulk lane (runs, documents, batches)
+``{dragoman}:jobs``                    the default model's interactive lane (external producers ``XADD`` here)
+``{dragoman}:jobs:bulk``               its bulk lane (runs, documents, batches)
+``{dragoman}:model:<name>:jobs``       the interactive lane of another served model (``:bulk``: its bulk lane)
 ``{dragoman}:job:<id>``                a queued or running job's state record (hash)
 ``{dragoman}:idem:<key>``              an idempotency key -> the job id it created
 ``{dragoman}:tenant:<t>:idem:<key>``   the same, in a tenant's namespace
@@ -25,7 +26,8 @@ first ``}`` after it is hashed. With the default prefix the layout is:
 
 Names no script touches stay untagged, so they spread over the cluster: the Pub/Sub channels
 ``dragoman:events`` and ``dragoman:control`` (channels are not keys; ``PUBLISH`` reaches every
-node), a worker's heartbeat ``dragoman:worker:<consumer>``, an API key's rate-limit window
+node), a worker's heartbeat ``dragoman:worker:<consumer>``, the served models' names
+``dragoman:models`` (hash: each name a worker serves -> the model whose lanes it reads), an API key's rate-limit window
 ``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``,
 and the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``.
 
@@ -43,9 +45,10 @@ not contain ``{`` or ``}``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from contract.errors import ConfigurationError
+from contract.models import served_names
 from contract.schemas import Lane
 from contract.settings import Settings
 
@@ -91,7 +94,10 @@ class RedisKeys:
 
     prefix: str  # untagged names start with it
     tag: str  # the shard tag every key a script touches carries: {prefix}
-    jobs_stream: str  # the interactive lane (the name plain XADD producers have always used)
+    model: str  # the model whose lanes jobs_stream and bulk_jobs_stream are (for_model)
+    default_model: str  # the deployment's default model, whose lanes keep the plain names
+    default_jobs_stream: str  # the default model's interactive lane (the name plain XADD producers have always used)
+    jobs_stream: str  # this model's interactive lane
     bulk_jobs_stream: str
     events_stream: str
     events_channel: str
@@ -121,6 +127,9 @@ class RedisKeys:
         return cls(
             prefix=prefix,
             tag=tag,
+            model=settings.default_model,
+            default_model=settings.default_model,
+            default_jobs_stream=jobs_stream,
             jobs_stream=jobs_stream,
             bulk_jobs_stream=f"{jobs_stream}:bulk",
             events_stream=_tagged_override("events_stream", settings.events_stream, tag, f"{tag}:events"),
@@ -134,9 +143,22 @@ class RedisKeys:
             webhook_queue=f"{prefix}-webhooks",
         )
 
-    def lane(self, lane: Lane) -> str:
-        """The jobs stream of one lane (:class:`~contract.schemas.Lane`)."""
-        return self.jobs_stream if lane is Lane.INTERACTIVE else self.bulk_jobs_stream
+    def for_model(self, model: str) -> RedisKeys:
+        """The same names with ``model``'s lanes as :attr:`jobs_stream` and :attr:`bulk_jobs_stream`.
+
+        The default model's lanes keep the plain names; another model's are
+        ``{<prefix>}:model:<name>:jobs`` (and ``:bulk``), under the same tag, read by the same
+        consumer group name (a group belongs to its stream, so each model has its own).
+        """
+        if model == self.model:
+            return self
+        jobs = self.default_jobs_stream if model == self.default_model else f"{self.tag}:model:{model}:jobs"
+        return replace(self, model=model, jobs_stream=jobs, bulk_jobs_stream=f"{jobs}:bulk")
+
+    def lane(self, lane: Lane, model: str | None = None) -> str:
+        """The jobs stream of one lane (:class:`~contract.schemas.Lane`) of ``model`` (None: :attr:`model`)."""
+        keys = self if model is None else self.for_model(model)
+        return keys.jobs_stream if lane is Lane.INTERACTIVE else keys.bulk_jobs_stream
 
     @property
     def lanes(self) -> tuple[tuple[Lane, str], ...]:
@@ -172,6 +194,11 @@ class RedisKeys:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
         return f"{self.prefix}:ratelimit:{api_key_id}:{window}"
 
+    @property
+    def models(self) -> str:
+        """Hash of every name a worker has served -> the model whose lanes it reads (aliases resolve here)."""
+        return f"{self.prefix}:models"
+
     def worker(self, consumer_name: str) -> str:
         """Heartbeat hash of a live worker (expires when the worker stops beating)."""
         return f"{self.prefix}:worker:{consumer_name}"
@@ -205,3 +232,11 @@ class RedisKeys:
     def idempotency_pattern(self) -> str:
         """Glob matching every idempotency key outside tenants' namespaces (for operators and tests)."""
         return f"{self.tag}:idem:*"
+
+
+def served_keys(settings: Settings) -> RedisKeys:
+    """A worker's names: :attr:`RedisKeys.jobs_stream` and the bulk lane are its served model's
+    (the first of ``served_model_names``, else the default model's)."""
+    return RedisKeys.from_settings(settings).for_model(
+        served_names(settings.served_model_names, settings.default_model)[0]
+    )

@@ -7,13 +7,15 @@ with the few cheap commands below (no scan of the stream).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis.asyncio as aioredis
 
 from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
+from broker.model_registry import read_model_names
 from broker.scripts import CountAfterScript
 
 THROUGHPUT_WINDOW_S = 60
@@ -44,11 +46,13 @@ class WorkerStats:
     written: int
     reclaimed: int
     lane_policy: str | None = None
+    models: tuple[str, ...] = ()  # the names it serves, its model first (none: a worker of an older version)
+    fields: dict[str, str] = field(default_factory=dict)  # the whole heartbeat, for what the columns leave out
 
 
 @dataclass(frozen=True, slots=True)
 class LaneStats:
-    """One lane's stream (interactive or bulk): its backlog as the consumer group sees it.
+    """One lane's stream (interactive or bulk) of one served model: its backlog as the consumer group sees it.
 
     ``lag`` is the number of entries no consumer has read yet (``None`` where Redis 7 cannot
     tell, after entries were deleted from the middle of the stream; counted up to
@@ -66,6 +70,7 @@ class LaneStats:
     oldest_pending_age_seconds: float | None
     group_exists: bool
     oldest_waiting_age_seconds: float | None = None
+    model: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -74,10 +79,11 @@ class LaneStats:
 
 @dataclass(frozen=True, slots=True)
 class QueueStats:
-    """What the queue looks like at ``taken_at``: both lanes together, and each in ``lanes``.
+    """What the queue looks like at ``taken_at``: every served model's lanes together, and each in ``lanes``.
 
-    ``stream`` names the interactive lane's stream (the bulk lane's is in ``lanes``); ``lag``
-    is ``None`` when either lane's is unknown; consumers' ``pending`` counts both lanes.
+    ``stream`` names the default model's interactive lane's stream (the others are in ``lanes``,
+    each with its model); ``models`` lists the models covered, the default first; ``lag`` is
+    ``None`` when any lane's is unknown; consumers' ``pending`` counts every lane.
     """
 
     taken_at: float
@@ -94,6 +100,11 @@ class QueueStats:
     consumers: list[ConsumerStats] = field(default_factory=list)
     workers: list[WorkerStats] = field(default_factory=list)
     lanes: list[LaneStats] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+
+    def model_lanes(self, model: str) -> list[LaneStats]:
+        """The lanes of one model."""
+        return [lane for lane in self.lanes if lane.model == model]
 
     @property
     def jobs_per_second(self) -> float:
@@ -118,17 +129,30 @@ class QueueStats:
             "consumers": [vars_of(c) for c in self.consumers],
             "workers": [vars_of(w) for w in self.workers],
             "lanes": [lane.to_dict() for lane in self.lanes],
+            "models": self.models,
         }
 
 
 def vars_of(item: ConsumerStats | WorkerStats | LaneStats) -> dict[str, Any]:
     """A slotted dataclass as a dict."""
-    return {name: getattr(item, name) for name in item.__slots__}
+    return {name: _plain(getattr(item, name)) for name in item.__slots__}
 
 
-async def read_queue_stats(redis: aioredis.Redis, keys: RedisKeys, *, with_workers: bool = True) -> QueueStats:
-    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane)."""
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+async def read_queue_stats(
+    redis: aioredis.Redis, keys: RedisKeys, *, models: Iterable[str] = (), with_workers: bool = True
+) -> QueueStats:
+    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane).
+
+    Covers the default model, every model a worker has registered (``broker.model_registry``)
+    and ``models`` (say, those the routing rules name).
+    """
     now = time.time()
+    registered = set((await read_model_names(redis, keys)).values())
+    covered = [keys.default_model, *sorted((registered | set(models)) - {keys.default_model})]
     second = int(now)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.xlen(keys.dead_letter_stream)
@@ -136,17 +160,18 @@ async def read_queue_stats(redis: aioredis.Redis, keys: RedisKeys, *, with_worke
         dead, finished = await pipe.execute()
     consumers: dict[str, ConsumerStats] = {}
     lanes = []
-    for lane, stream in keys.lanes:
-        lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
-        lanes.append(lane_stats)
-        for consumer in lane_consumers:
-            seen = consumers.get(consumer.name)
-            consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
+    for model in covered:
+        for lane, stream in keys.for_model(model).lanes:
+            lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
+            lanes.append(replace(lane_stats, model=model))
+            for consumer in lane_consumers:
+                seen = consumers.get(consumer.name)
+                consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
     ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
     lags = [lane.lag for lane in lanes]
     return QueueStats(
         taken_at=now,
-        stream=keys.jobs_stream,
+        stream=keys.default_jobs_stream,
         group=keys.consumer_group,
         length=sum(lane.length for lane in lanes),
         lag=None if None in lags else sum(lag for lag in lags if lag is not None),
@@ -159,6 +184,7 @@ async def read_queue_stats(redis: aioredis.Redis, keys: RedisKeys, *, with_worke
         consumers=sorted(consumers.values(), key=lambda c: c.name),
         workers=await _read_workers(redis, keys) if with_workers else [],
         lanes=lanes,
+        models=covered,
     )
 
 
@@ -238,6 +264,8 @@ async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerSt
             written=int(beat.get("written", 0)),
             reclaimed=int(beat.get("reclaimed", 0)),
             lane_policy=beat.get("lane_policy") or None,
+            models=tuple(beat.get("models", "").split()),
+            fields=beat,
         )
         for name, beat in sorted((await read_heartbeats(redis, keys)).items())
     ]

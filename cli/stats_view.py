@@ -24,12 +24,15 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     oldest = "-" if stats.oldest_pending_age_seconds is None else format_duration(stats.oldest_pending_age_seconds)
     lines = [f"dragoman queue at {redis_label}  ({taken})"]
     # Every lane's stream with its own length: runs and documents wait in the bulk lane's.
-    lines += [f"  stream {lane.stream:<28} length {lane.length:,}   ({lane.lane} lane)" for lane in stats.lanes]
+    lines += [
+        f"  stream {lane.stream:<28} length {lane.length:,}   ({lane.lane} lane of model {lane.model})"
+        for lane in stats.lanes
+    ]
     if not stats.lanes:
         lines.append(f"  stream {stats.stream:<28} length {stats.length:,}")
     lines.append(
         f"  group  {stats.group:<28} lag {lag}   pending {stats.pending:,}   oldest pending {oldest}"
-        + (f"   (both lanes, length {stats.length:,})" if len(stats.lanes) > 1 else "")
+        + (f"   (every lane, length {stats.length:,})" if len(stats.lanes) > 1 else "")
     )
     if not stats.group_exists:
         lines.append("         (the group does not exist yet: no worker has started on this stream)")
@@ -40,9 +43,11 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
         )
         waiting = "-" if lane.oldest_waiting_age_seconds is None else format_duration(lane.oldest_waiting_age_seconds)
         lines.append(
-            f"  lane   {lane.lane:<28} lag {lane_lag}   pending {lane.pending:,}   oldest pending {lane_oldest}"
+            f"  lane   {lane.model + ' ' + lane.lane:<28} lag {lane_lag}   pending {lane.pending:,}   "
+            f"oldest pending {lane_oldest}"
             f"   next in line waited {waiting}"
         )
+    lines += [_model_line(stats, model) for model in stats.models]
     lines += [
         f"  finished in the last minute          {stats.finished_last_minute:,}  ({stats.jobs_per_second:,.1f} jobs/s)",
         f"  dead letters                         {stats.dead_letters:,}"
@@ -53,14 +58,30 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     lines += [f"  {c.name:<40} {c.pending:>8,} {format_duration(c.idle_seconds):>10}" for c in stats.consumers]
     if not stats.consumers:
         lines.append("  (none)")
-    lines += ["", f"  {'live worker':<40} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}"]
     lines += [
-        f"  {w.name:<40} {w.lane_policy or '-':>11} {w.in_flight:>9,} {w.written:>10,} {w.reclaimed:>10,}"
+        "",
+        f"  {'live worker':<40} {'model':<16} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}",
+    ]
+    lines += [
+        f"  {w.name:<40} {(w.models[0] if w.models else '-'):<16} {w.lane_policy or '-':>11} {w.in_flight:>9,} "
+        f"{w.written:>10,} {w.reclaimed:>10,}"
         for w in stats.workers
     ]
     if not stats.workers:
         lines.append("  (none: no worker heartbeat)")
     return "\n".join(lines)
+
+
+def _model_line(stats: QueueStats, model: str) -> str:
+    """One served model: its live workers (and aliases) and its lanes' backlog together."""
+    lanes = stats.model_lanes(model)
+    workers = [w for w in stats.workers if w.models and w.models[0] == model]
+    aliases = sorted({name for w in workers for name in w.models[1:]})
+    lags = [lane.lag for lane in lanes]
+    lag = "unknown" if None in lags else f"{sum(n for n in lags if n is not None):,}"
+    alive = f"{len(workers)} live worker{'s' if len(workers) != 1 else ''}" if workers else "no live worker"
+    named = f"   (also named {', '.join(aliases)})" if aliases else ""
+    return f"  model  {model:<28} lag {lag}   pending {sum(lane.pending for lane in lanes):,}   {alive}{named}"
 
 
 async def show_queue_stats(

@@ -52,6 +52,7 @@ def add_commands(sub: SubParsers) -> None:
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --max-num-seqs 128",
             "dragoman worker --model /models/my-mt-model --no-enforce-eager --engines auto --gpus all",
             "dragoman worker --model /models/small-mt-model --no-enforce-eager --engines auto --interactive-engine",
+            "dragoman worker --model /models/HY-MT1.5-7B --served-model-name hunyuan --served-model-name hy-mt",
         ),
     )
     worker.allow_abbrev = False  # an option it does not know is vLLM's, never a prefix of one of its own
@@ -69,6 +70,15 @@ def add_commands(sub: SubParsers) -> None:
         "default DRAGOMAN_ECHO_DELAY_MS or 0",
     )
     add_engine_arguments(worker)
+    worker.add_argument(
+        "--served-model-name",
+        dest="served_model_names",
+        action="append",
+        metavar="NAME",
+        help="a name this worker's model is served under (repeat for aliases): jobs naming it, or routed to it by "
+        "DRAGOMAN_MODEL_ROUTES, come to this worker; the first is the model whose lanes it reads; default "
+        "DRAGOMAN_SERVED_MODEL_NAMES, else DRAGOMAN_DEFAULT_MODEL (default)",
+    )
     worker.add_argument(
         "--engines",
         type=parse_engines,
@@ -113,7 +123,9 @@ def add_commands(sub: SubParsers) -> None:
         choices=LOG_FORMATS,
         help="text, or json (one object per line); default DRAGOMAN_LOG_FORMAT or text",
     )
-    mirror_settings(worker, "engine", "echo_delay_ms", "lane_policy", "max_in_flight", "log_format")
+    mirror_settings(
+        worker, "engine", "echo_delay_ms", "served_model_names", "lane_policy", "max_in_flight", "log_format"
+    )
     worker.set_defaults(func=cmd_worker)
 
     model = add_command(

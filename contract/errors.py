@@ -77,6 +77,10 @@ class MalformedEntryError(DragomanError, ValueError):
     """A stream entry, state record or event does not follow the wire format."""
 
 
+class ModelNotFoundError(InvalidJobError, LookupError):
+    """A job names a model that no routing rule names and no worker has ever served."""
+
+
 class JobNotFoundError(DragomanError, LookupError):
     """No job with this id is known to Redis or PostgreSQL."""
 

@@ -22,6 +22,7 @@ from contract.controls import (
 )
 from contract.errors import EmptyTextError, InvalidJobError, InvalidMetadataError, TextTooLongError, shown
 from contract.languages import normalize_language
+from contract.model_names import validate_model_name
 
 
 class JobStatus(StrEnum):
@@ -90,6 +91,7 @@ class TranslationRequest:
     context: str | None = None  # surrounding text the model sees but does not translate
     formality: str | None = None  # "formal", "informal" or None (the model's default)
     memory: bool = True  # whether the translation memory may serve and store this job
+    model: str | None = None  # a served model's name; None: the deployment's routing rules choose
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -117,6 +119,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     formality: Formality | None = None  # None: the model's default register
     memory: bool = True  # the translation memory may serve and store it
     inline_tags: bool = False  # the text carries placeholder tags the translation must keep (documents)
+    model: str | None = None  # the served model whose lanes it is queued in (None: the default model's)
 
 
 def validate_text(text: object, max_chars: int) -> str:
@@ -251,6 +254,7 @@ def build_job_spec(
     context: object = None,
     formality: object = None,
     memory: object = None,
+    model: object = None,
 ) -> JobSpec:
     """Validate one submission and return its :class:`JobSpec`; nothing is written here."""
     source = normalize_source_language(source_lang)
@@ -268,6 +272,7 @@ def build_job_spec(
         context=None if context is None else _encodable(validate_context(context) or "") or None,
         formality=validate_formality(formality),
         memory=validate_memory(memory),
+        model=None if model is None else validate_model_name(model),
     )
 
 

@@ -17,6 +17,8 @@ from pydantic import Field, IPvAnyNetwork, field_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contract.errors import ConfigurationError
+from contract.model_names import validate_model_name
+from contract.models import ModelRoute
 
 SETTINGS_FILE_VARIABLE = "DRAGOMAN_SETTINGS_FILE"
 """The variable naming the settings file (read from the environment only: a file cannot name another)."""
@@ -57,6 +59,25 @@ class Settings(BaseSettings):
         default=None, description="Pub/Sub channel (default <prefix>:events; a channel is no key, so any name)"
     )
     consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
+
+    # --- Models ---
+    # Several models in one deployment (contract/models.py): which model a job naming none goes to, and which
+    # names a worker serves.
+    default_model: str = Field(
+        default="default",
+        description="the model a job naming none goes to when no route matches, and the name a worker "
+        "without --served-model-name serves (its lanes are the plain {<prefix>}:jobs streams)",
+    )
+    model_routes: list[ModelRoute] = Field(
+        default_factory=list,
+        description='rules for jobs naming no model, first match wins: [{"source": "zh*", "model": "hunyuan"}, '
+        '{"lane": "interactive", "model": "small"}] (source/target: language-code patterns; lane: one lane)',
+    )
+    served_model_names: list[str] = Field(
+        default_factory=list,
+        description="worker: the names it serves, the first the model whose lanes it reads and the others aliases "
+        "(default: default_model)",
+    )
 
     # --- Submitting ---
     # Limits enforced at submit time (and again by the worker), and how long Redis keeps a job's traces.
@@ -290,6 +311,16 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("default_model")
+    @classmethod
+    def _model_name(cls, value: str) -> str:
+        return validate_model_name(value)
+
+    @field_validator("served_model_names")
+    @classmethod
+    def _model_names(cls, value: list[str]) -> list[str]:
+        return [validate_model_name(name) for name in value]
+
 
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
@@ -315,6 +346,16 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "events_stream",
             "events_channel",
             "consumer_group",
+        ),
+    ),
+    (
+        "Models",
+        "Several models in one deployment (contract/models.py): which model a job naming none goes to, and which "
+        "names a worker serves.",
+        (
+            "default_model",
+            "model_routes",
+            "served_model_names",
         ),
     ),
     (

@@ -23,4 +23,5 @@ def state_to_job(job_id: str, state: Mapping[str, str]) -> Job:
         started_at=timestamp_to_datetime(state.get("started_at")),
         finished_at=timestamp_to_datetime(state.get("finished_at")),
         tenant=state.get("tenant") or None,
+        model=state.get("model") or None,
     )

@@ -16,9 +16,11 @@ Jobs stream entry (``XADD {dragoman}:jobs * v 1 id <uuid> payload <json>``; bulk
                  ``informal``), ``memory`` (``false``: not served from or stored in the
                  translation memory), ``inline_tags`` (``true``: the text holds placeholder tags
                  ``<x1>…</x1>``/``<x2/>`` that the translation must keep; document
-                 segments); ``source_lang`` may be ``auto``; ``generation`` (optional; a raw-prompt
-                 chat or completion request, ``contract/generation.py``: then the languages are
-                 recorded as ``und`` whatever was sent)
+                 segments); ``model`` (the served model whose lanes the producer chose;
+                 informative: the stream decides who runs it); ``source_lang`` may be
+                 ``auto``; ``generation`` (optional; a raw-prompt chat or completion
+                 request, ``contract/generation.py``: then the languages are recorded as
+                 ``und`` whatever was sent)
 
 Events stream entry and Pub/Sub message: ``v``, ``id``, ``status`` and ``payload`` (JSON with
 ``job_id``, ``status``, ``error``, ``finished_at``, ``prompt_tokens``, ``output_tokens``); the
@@ -40,6 +42,7 @@ from contract.errors import InvalidJobError, MalformedEntryError, shown
 from contract.generation import RAW_LANGUAGE, validate_generation
 from contract.ids import canonical_uuid
 from contract.languages import normalize_language
+from contract.model_names import validate_model_name
 from contract.schemas import (
     LAST_TIMESTAMP,
     JobSpec,
@@ -90,6 +93,8 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["memory"] = False
     if spec.inline_tags:
         payload["inline_tags"] = True
+    if spec.model is not None:
+        payload["model"] = spec.model
     return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
 
 
@@ -149,6 +154,7 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             formality=validate_formality(payload.get("formality")),
             memory=validate_memory(payload.get("memory")),
             inline_tags=_optional_flag(payload, "inline_tags"),
+            model=None if payload.get("model") is None else validate_model_name(payload["model"]),
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None

@@ -126,7 +126,9 @@ class AsyncClient:
         ``glossary_misses`` lists those it did not); ``context`` is text the model sees but does
         not translate; ``formality`` is ``"formal"`` or ``"informal"`` where the model's profile
         supports it; ``memory=False`` neither serves this job from the translation memory nor
-        stores its translation there.
+        stores its translation there. ``model`` names a served model (``GET /v1/models``; an
+        unknown name raises :class:`~contract.errors.ModelNotFoundError`); without it the
+        deployment's routes choose (``DRAGOMAN_MODEL_ROUTES``, else ``DRAGOMAN_DEFAULT_MODEL``).
         """
         prepared = prepare(
             self.settings, translation_request(request, source_lang, target_lang, options), tenant=tenant

@@ -52,6 +52,7 @@ class RequestOptions(TypedDict, total=False):
     context: str | None
     formality: str | None
     memory: bool
+    model: str | None
 
 
 def translation_request(
@@ -87,6 +88,7 @@ def translation_request(
         context=options.get("context"),
         formality=options.get("formality"),
         memory=options.get("memory", True),
+        model=options.get("model"),
     )
 
 
@@ -105,6 +107,7 @@ def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | No
         context=request.context,
         formality=request.formality,
         memory=request.memory,
+        model=request.model,
     )
     return spec, check_idempotency_key(request.idempotency_key)
 
@@ -135,6 +138,7 @@ _REQUEST_FIELDS = frozenset(
         "context",
         "formality",
         "memory",
+        "model",
     }
 )
 
@@ -160,6 +164,7 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
             context=item.get("context"),
             formality=item.get("formality"),
             memory=item.get("memory", True),
+            model=item.get("model"),
         )
     except KeyError as exc:
         raise InvalidJobError(f"item {index}: missing field {exc.args[0]!r}") from None

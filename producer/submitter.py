@@ -20,6 +20,7 @@ from broker.scripts import CancelOutcome, CancelScript, SubmitScript
 from contract.errors import SubmitInterruptedError
 from contract.schemas import JobSpec
 from contract.settings import Settings
+from producer.model_routing import ModelResolver
 
 
 class JobSubmitter:
@@ -29,6 +30,7 @@ class JobSubmitter:
         self.redis = redis_client
         self.keys = keys
         self.settings = settings
+        self.models = ModelResolver(redis_client, keys, settings)
         self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
         self._cancel = CancelScript(keys)
 
@@ -37,10 +39,14 @@ class JobSubmitter:
 
         With an idempotency key already used, the id returned is the first job's. With
         ``only_new``, a job whose state record exists is left as it is (see ``submit.lua``).
+        Each job goes to its model's lanes (:class:`ModelResolver`); a job naming a model nobody
+        serves raises :class:`~contract.errors.ModelNotFoundError` before anything is written.
         Each chunk is one round trip. If Redis fails after earlier chunks were queued,
         :class:`SubmitInterruptedError` carries their ids (the failed chunk's jobs may be
         partly queued); on the first chunk, Redis's own error is raised.
         """
+        specs = await self.models.assign([spec for spec, _ in prepared])
+        prepared = [(spec, key) for spec, (_, key) in zip(specs, prepared, strict=True)]
         chunk = self.settings.submit_chunk_size
         ids: list[str] = []
         for start in range(0, len(prepared), chunk):

@@ -25,7 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
 from broker.heartbeats import HEARTBEAT_TTL_S
-from broker.keys import RedisKeys
+from broker.keys import served_keys
 from broker.lanes import Entries, StreamEntries, read_new, read_own_pending, wait_for_new
 from broker.pending import claim_orphans, claim_stale
 from broker.scripts import StartOutcome, StartScript
@@ -74,7 +74,7 @@ class StreamConsumer:
         self._memory = memory
         self._detector = LanguageDetector(settings.detection_min_confidence)
         self._metrics = metrics if metrics is not None else WorkerMetrics()
-        self._keys = RedisKeys.from_settings(settings)
+        self._keys = served_keys(settings)
         self._redis = redis
         self._translator = translator
         self._writer = writer
@@ -572,7 +572,7 @@ class StreamConsumer:
             attempts=attempts,
             started_at=started_at,
             finished_at=time.time(),
-            model=self._translator.engine.model_name,
+            model=self._keys.model,
             **fields,
         )
 

@@ -18,6 +18,7 @@ bulk ones.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -176,6 +177,8 @@ def child_specs(
                 "DRAGOMAN_LOG_FORMAT": settings.log_format,
                 **_lane_settings(settings, layout, interactive),
             }
+            if settings.served_model_names:  # the parent's --served-model-name, for every engine
+                env["DRAGOMAN_SERVED_MODEL_NAMES"] = json.dumps(settings.served_model_names)
             if ops.port_file is not None:
                 env["DRAGOMAN_OPS_PORT_FILE"] = str(ops.port_file)
             if group:

@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from broker.keys import RedisKeys
+from broker.keys import served_keys
 from broker.queue_stats import read_queue_stats
 from broker.redis_client import ping
 from contract.errors import ConfigurationError
@@ -88,7 +88,7 @@ class OpsServer:
         engine_state: Callable[[], str],
     ) -> None:
         self._settings = settings
-        self._keys = RedisKeys.from_settings(settings)
+        self._keys = served_keys(settings)
         self._redis_url = redis_url
         self._metrics = metrics
         self._engine_state = engine_state

@@ -18,7 +18,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.heartbeats import HEARTBEAT_INTERVAL_S, HEARTBEAT_TTL_S
-from broker.keys import RedisKeys
+from broker.keys import served_keys
 from broker.pending import forget_gone_consumers, keep_alive, trim_acknowledged
 from contract.schemas import Lane
 from contract.settings import Settings
@@ -39,7 +39,7 @@ class Housekeeper:
         held_entries: Callable[[], Iterable[tuple[Lane, str]]],
     ) -> None:
         self._settings = settings
-        self._keys = RedisKeys.from_settings(settings)
+        self._keys = served_keys(settings)
         self._redis = redis
         self._consumer_name = consumer_name
         self._held = held_entries

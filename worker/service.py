@@ -21,8 +21,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.heartbeats import HEARTBEAT_INTERVAL_S, delete_heartbeat, write_heartbeat
-from broker.keys import RedisKeys
+from broker.keys import served_keys
+from broker.model_registry import register_served_names
 from broker.redis_client import open_redis
+from contract.models import served_names
 from contract.schemas import Lane
 from contract.settings import Settings
 from contract.version import dragoman_version
@@ -61,7 +63,8 @@ class Worker:
         model_path: Path | None = None,
     ) -> None:
         self.settings = settings
-        self.keys = RedisKeys.from_settings(settings)
+        self.served_names = served_names(settings.served_model_names, settings.default_model)
+        self.keys = served_keys(settings)
         self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.redis: aioredis.Redis = open_redis(redis_url, encoding_errors="surrogateescape")
         self.writer = ResultWriter(settings, self.redis, database_url, self.metrics)
@@ -111,6 +114,8 @@ class Worker:
     async def start(self) -> None:
         """Join the consumer group and start reading, writing and listening for cancels."""
         await self.consumer.ensure_group()
+        for name, model in (await register_served_names(self.redis, self.keys, self.served_names)).items():
+            log.warning("the name %r served model %r before; from now on it names %r", name, model, self.keys.model)
         if self.ops is not None:
             await self.ops.start()
         # Beat before the first read: other workers take over the entries of a consumer without one.
@@ -124,9 +129,11 @@ class Worker:
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         self._remembering = asyncio.create_task(self.memory.run(), name="dragoman-memory")
         log.info(
-            "worker %s (dragoman %s) reading %s and %s (group %s, up to %d jobs in flight, %s)",
+            "worker %s (dragoman %s) serving model %s%s, reading %s and %s (group %s, up to %d jobs in flight, %s)",
             self.consumer.consumer_name,
             dragoman_version(),
+            self.keys.model,
+            f" (also named {', '.join(self.served_names[1:])})" if len(self.served_names) > 1 else "",
             self.keys.jobs_stream,
             self.keys.bulk_jobs_stream,
             self.settings.consumer_group,
@@ -160,6 +167,7 @@ class Worker:
                 "written": self.writer.stats.rows,
                 "reclaimed": self.consumer.reclaimed,
                 "lane_policy": self.consumer.lane_policy.name,
+                "models": " ".join(self.served_names),
                 "postgres_down_since": "" if down is None else repr(down),
             },
         )

@@ -25,7 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.acknowledge import acknowledge_writer_batch
-from broker.keys import RedisKeys
+from broker.keys import served_keys
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
 from contract.schemas import JobStatus, Lane, lane_of
@@ -71,7 +71,7 @@ class ResultWriter:
     ) -> None:
         self._settings = settings
         self._metrics = metrics if metrics is not None else WorkerMetrics()
-        self._keys = RedisKeys.from_settings(settings)
+        self._keys = served_keys(settings)
         self._redis = redis
         self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)
         self._job_rows: JobRows = JobRowWriter(database_url)

@@ -25,7 +25,7 @@ class RequeueScript:
     def layout(self, dead_id: str, spec: JobSpec, fields: Mapping[str, str], now: float) -> tuple[list[str], list[Arg]]:
         """KEYS and ARGV that requeue dead letter ``dead_id``: its entry ``fields``, decoded as ``spec``."""
         keys = self._keys
-        script_keys = [keys.dead_letter_stream, keys.lane(lane_of(spec)), keys.state(spec.job_id)]
+        script_keys = [keys.dead_letter_stream, keys.lane(lane_of(spec), spec.model), keys.state(spec.job_id)]
         args: list[Arg] = [
             dead_id,
             spec.job_id,

@@ -9,7 +9,7 @@
 --       tenant ('' for none: the record then has no tenant field and no set is given), only-new
 --       flag ("1": a job whose state record exists is left as it is, so submitting a run's or
 --       document's deterministic ids again adds only the jobs that are missing), idempotency
---       flag ("1": KEYS[3] is the idempotency key)
+--       flag ("1": KEYS[3] is the idempotency key), model ('' for none: the default model's lanes)
 -- Returns the job id (the first job's, for an idempotency key already used).
 if ARGV[10] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then return ARGV[1] end
 if ARGV[11] == '1' then
@@ -17,15 +17,19 @@ if ARGV[11] == '1' then
   if existing then return existing end
 end
 redis.call('XADD', KEYS[1], '*', 'v', ARGV[8], 'id', ARGV[1], 'payload', ARGV[2])
-if ARGV[9] == '' then
-  redis.call('HSET', KEYS[2], 'status', 'queued', 'created_at', ARGV[3],
-             'source_lang', ARGV[4], 'target_lang', ARGV[5], 'attempts', '0')
-else
-  redis.call('HSET', KEYS[2], 'status', 'queued', 'created_at', ARGV[3],
-             'source_lang', ARGV[4], 'target_lang', ARGV[5], 'attempts', '0', 'tenant', ARGV[9])
+local fields = {'status', 'queued', 'created_at', ARGV[3], 'source_lang', ARGV[4], 'target_lang', ARGV[5],
+                'attempts', '0'}
+if ARGV[12] ~= '' then
+  fields[#fields + 1] = 'model'
+  fields[#fields + 1] = ARGV[12]
+end
+if ARGV[9] ~= '' then
+  fields[#fields + 1] = 'tenant'
+  fields[#fields + 1] = ARGV[9]
   redis.call('ZADD', KEYS[#KEYS], ARGV[3], ARGV[1])
   redis.call('EXPIRE', KEYS[#KEYS], ARGV[6])
 end
+redis.call('HSET', KEYS[2], unpack(fields))
 redis.call('EXPIRE', KEYS[2], ARGV[6])
 if ARGV[11] == '1' then redis.call('SET', KEYS[3], ARGV[1], 'EX', ARGV[7]) end
 return ARGV[1]

@@ -47,8 +47,9 @@ class SubmitScript:
             spec.tenant or "",
             "1" if only_new else "0",
             "0" if idempotency_key is None else "1",
+            spec.model or "",
         )
-        script_keys: tuple[str, ...] = (keys.lane(lane_of(spec)), keys.state(spec.job_id))
+        script_keys: tuple[str, ...] = (keys.lane(lane_of(spec), spec.model), keys.state(spec.job_id))
         if idempotency_key is not None:
             script_keys += (keys.idempotency(idempotency_key, spec.tenant),)
         if spec.tenant:

@@ -137,4 +137,4 @@ def test_stats_shows_the_length_of_both_lanes(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert re.search(rf"stream {re.escape(keys.jobs_stream)} +length 1 ", out), out
     assert re.search(rf"stream {re.escape(keys.bulk_jobs_stream)} +length 3 ", out), out
-    assert "both lanes, length 4" in out
+    assert "every lane, length 4" in out

@@ -92,8 +92,8 @@ def test_each_lane_shows_its_own_backlog(
 
     assert main(["stats"]) == EXIT_OK
     text = capsys.readouterr().out
-    assert "lane   bulk                         lag 6   pending 4" in text
-    assert "lane   interactive                  lag 3   pending 0" in text
+    assert "lane   default bulk                 lag 6   pending 4" in text
+    assert "lane   default interactive          lag 3   pending 0" in text
 
     raw_redis.xreadgroup(keys.consumer_group, "worker-a", {keys.bulk_jobs_stream: ">"}, count=6)
     waiting = {lane["lane"]: lane["oldest_waiting_age_seconds"] for lane in _stats_json(capsys)["lanes"]}  # type: ignore[attr-defined]
@@ -111,5 +111,29 @@ def test_each_live_worker_shows_its_lane_policy(
     assert workers == {"gpu0-e0": "bulk", "gpu0-interactive": "interactive", "old-version": None}
     assert main(["stats"]) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.split()[:3] == ["gpu0-interactive", "interactive", "1"] for line in lines)
-    assert any(line.split()[:3] == ["old-version", "-", "3"] for line in lines)
+    assert any(line.split()[:4] == ["gpu0-interactive", "-", "interactive", "1"] for line in lines)
+    assert any(line.split()[:4] == ["old-version", "-", "-", "3"] for line in lines)
+
+
+def test_each_served_model_shows_its_lanes_and_live_workers(
+    settings: Settings, client: Client, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    raw_redis.hset(keys.models, mapping={"hy": "hy", "hy-mt": "hy"})  # a worker of hy registered both names
+    raw_redis.hset(keys.worker("w-hy"), mapping={"in_flight": 2, "lane_policy": "shared", "models": "hy hy-mt"})
+    client.submit_many(TranslationRequest(f"job {i}", "zh", "en", model="hy-mt") for i in range(4))
+    client.submit_many(TranslationRequest(f"job {i}", "en", "fr") for i in range(2))
+    stats = _stats_json(capsys)
+    assert stats["models"] == ["default", "hy"]
+    lengths = {(lane["model"], lane["lane"]): lane["length"] for lane in stats["lanes"]}  # type: ignore[index]
+    assert lengths == {
+        ("default", "interactive"): 2,
+        ("default", "bulk"): 0,
+        ("hy", "interactive"): 4,
+        ("hy", "bulk"): 0,
+    }
+    assert main(["stats"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "model  hy                           lag 4   pending 0   1 live worker   (also named hy-mt)" in text
+    assert "model  default                      lag 2   pending 0   no live worker" in text
+    assert "{" + settings.key_prefix + "}:model:hy:jobs" in text

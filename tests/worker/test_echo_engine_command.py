@@ -68,7 +68,7 @@ def test_echo_worker_runs_jobs_without_a_model(settings: Settings, client: Clien
     for text, job in zip(texts, jobs, strict=True):
         assert job.status is JobStatus.SUCCEEDED, output[-3000:]
         assert job.translation == ECHO_MARK + text
-        assert job.model == "echo"
+        assert job.model == "default"  # the served model, the default model's name
         assert job.prompt_tokens == len(tokens.encode(text)) == -(-len(text.encode()) // 4)
         assert job.output_tokens == job.prompt_tokens + 2  # the mark's 7 bytes are 2 tokens
         assert job.run_seconds is not None and job.run_seconds >= 0.3  # the flag's delay, not the variable's
@@ -86,7 +86,7 @@ def test_echo_engine_from_the_environment(settings: Settings, client: Client, tm
     finally:
         code = _stop(worker)
     assert code == 0, log.read_text()[-3000:]
-    assert job.translation == "[echo] Good night." and job.model == "echo"
+    assert job.translation == "[echo] Good night." and job.model == "default"
     assert job.run_seconds is not None and job.run_seconds >= 0.2
 
 

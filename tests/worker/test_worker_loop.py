@@ -47,7 +47,7 @@ async def test_jobs_become_rows_events_and_acks(
 
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 300
     assert [j.translation for j in jobs] == texts  # the identity profile echoes the text
-    assert all(j.attempts == 1 and j.model == "deterministic-test-engine" for j in jobs)
+    assert all(j.attempts == 1 and j.model == "default" for j in jobs)
     assert all(j.started_at and j.finished_at and j.created_at for j in jobs)
     rows = _rows(pg, ids)
     assert len(rows) == 300
