@@ -20,7 +20,9 @@ written to one JSON with the ratios:
 - ``run-batch``: ``python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT --model PATH
   --load-format dummy`` (vLLM's defaults: no tuning flag; ``--run-batch-args`` adds some).
   ``total_s``: the process, start to exit, engine start included; ``start_s``: until it logs
-  "Reading batch from" (the engine is built, nothing read yet); ``drain_s`` = total - start.
+  "Reading batch from" (the engine is built, nothing read yet); ``drain_s``: from there until it
+  logs every request answered ("Batch complete", "Writing outputs to", or its progress bar at
+  100%, whichever comes first), the engine's teardown before the exit left out.
 - ``dragoman``: embedded Redis/PostgreSQL, ``dragoman api`` and ``dragoman worker --model PATH``
   with only ``--load-format dummy --ignore-eos``, ready (``/readyz``) before the clock starts;
   ``seconds``: ``batches.create`` to the output downloaded (the ``openai`` SDK; upload timed apart,
@@ -95,7 +97,10 @@ from storage import libpq_url
 
 SIDES = ("run-batch", "dragoman", "dragoman-tuned")
 READY_LINE = "Reading batch from"  # run_batch.py logs it once the engine is built, before reading a line
-COMPLETE_LINE = "Batch complete"  # ... and this once every request is answered (the file still open)
+COMPLETE_LINES = ("Batch complete", "Writing outputs to", "100% Completed")
+"""What run-batch logs once every request is answered, whichever comes first (the streaming writer's
+last line; the releases that write the file at the end; its progress bar at 100%): the end of its
+drain. Its exit follows the engine's teardown, a few seconds dragoman's clock never sees."""
 ROWS_SQL = "SELECT metadata->>'custom_id', extract(epoch FROM finished_at) FROM jobs WHERE finished_at IS NOT NULL"
 
 
@@ -121,18 +126,21 @@ def vllm_version() -> str | None:
 
 
 def timed_lines(stream: IO[bytes], log: IO[bytes], start: float, marks: dict[str, float]) -> None:
-    """Copy a child's output to ``log``, noting when :data:`READY_LINE` and :data:`COMPLETE_LINE` first appear."""
+    """Copy a child's output to ``log``, noting when :data:`READY_LINE` and one of :data:`COMPLETE_LINES` first
+    appear (seconds since ``start``)."""
     for raw in iter(stream.readline, b""):
         log.write(raw)
         log.flush()
         line = raw.decode(errors="replace")
-        for name, marker in (("ready", READY_LINE), ("complete", COMPLETE_LINE)):
-            if marker in line and name not in marks:
+        for name, markers in (("ready", (READY_LINE,)), ("answered", COMPLETE_LINES)):
+            if name not in marks and any(marker in line for marker in markers):
                 marks[name] = time.perf_counter() - start
 
 
 def run_vllm_batch(argv: list[str], log_path: Path, timeout: float) -> dict[str, Any]:
-    """Run ``argv`` (a run-batch command) to its end; its total, start and drain seconds."""
+    """Run ``argv`` (a run-batch command) to its end; its seconds: ``total_s`` start to exit, ``start_s`` to
+    :data:`READY_LINE`, ``drain_s`` from there to every request answered (:data:`COMPLETE_LINES`; the exit
+    where none is logged), ``exit_after_answered_s`` the teardown after it."""
     marks: dict[str, float] = {}
     with log_path.open("wb") as log:
         start = time.perf_counter()
@@ -155,11 +163,12 @@ def run_vllm_batch(argv: list[str], log_path: Path, timeout: float) -> dict[str,
         raise RuntimeError(f"vllm run-batch exited with {code} (log {log_path}):\n{tail}")
     if "ready" not in marks:
         raise RuntimeError(f"vllm run-batch never logged {READY_LINE!r}: its start cannot be told apart ({log_path})")
+    answered = marks.get("answered", total)
     return {
         "total_s": round(total, 3),
         "start_s": round(marks["ready"], 3),
-        "drain_s": round(total - marks["ready"], 3),
-        "generated_s": round(marks["complete"] - marks["ready"], 3) if "complete" in marks else None,
+        "drain_s": round(answered - marks["ready"], 3),
+        "exit_after_answered_s": round(total - answered, 3) if "answered" in marks else None,
     }
 
 
@@ -342,7 +351,7 @@ def two_model_phase(
 
 def run_two_models(args: argparse.Namespace, report: Report) -> None:
     """Each model alone on its share, then both at once on one mixed batch."""
-    big_share, small_share = args.shares
+    big_share, small_share = args.shares if args.engine == "vllm" else (None, None)  # echo has no memory
     big = worker_config(args, worker_flags(args.worker_args, big_share), args.model, "big")
     small = worker_config(args, worker_flags(args.worker_args, small_share), args.small_model, "small")
     lines = batch_lines(args.lines * 2, args.seed, models=("small", "big"))
@@ -420,7 +429,7 @@ def percentiles(latencies: Sequence[float]) -> dict[str, Any]:
     """Count, p50 and p95 (seconds) of ``latencies``."""
     if not latencies:
         return {"count": 0, "p50_s": None, "p95_s": None}
-    p95 = statistics.quantiles(latencies, n=20)[-1] if len(latencies) > 1 else latencies[0]
+    p95 = statistics.quantiles(latencies, n=20, method="inclusive")[-1] if len(latencies) > 1 else latencies[0]
     return {
         "count": len(latencies),
         "p50_s": round(statistics.median(latencies), 3),

@@ -243,7 +243,7 @@ def sdk_batch(
     upload_s = time.perf_counter() - started
     created_at = time.time()
     start = time.perf_counter()
-    batch = client.batches.create(input_file_id=uploaded.id, endpoint=endpoint, completion_window="24h")  # type: ignore[arg-type]
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint=endpoint, completion_window="24h")
     if created is not None:
         created.set()
     deadline = start + timeout

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.peer import (
-    COMPLETE_LINE,
+    COMPLETE_LINES,
     READY_LINE,
     parse_args,
     peer_ratios,
@@ -98,23 +98,30 @@ def test_run_batch_gets_vllms_defaults_and_only_the_flags_given(tmp_path: Path) 
 
 
 def test_run_batch_time_is_split_at_its_ready_line(tmp_path: Path) -> None:
-    """A stand-in child that logs run-batch's lines 0.3 s apart: the start ends at "Reading batch from"."""
+    """A stand-in child that logs run-batch's lines: the start ends at "Reading batch from", the drain when
+    every request is answered, before the teardown."""
     script = (
         "import time; time.sleep(0.3); print('INFO building the engine', flush=True); time.sleep(0.3); "
-        f"print('INFO {READY_LINE} in.jsonl...', flush=True); time.sleep(0.6); print('INFO {COMPLETE_LINE}.', flush=True)"
+        f"print('INFO {READY_LINE} in.jsonl...', flush=True); time.sleep(0.6); "
+        f"print('INFO {COMPLETE_LINES[1]} x', flush=True); time.sleep(0.4)"
     )
     times = run_vllm_batch([sys.executable, "-c", script], tmp_path / "log", timeout=30)
     assert 0.5 <= times["start_s"] < times["total_s"]
-    assert times["drain_s"] == pytest.approx(times["total_s"] - times["start_s"], abs=0.002)
-    assert times["drain_s"] >= 0.55 and times["generated_s"] is not None
+    assert 0.55 <= times["drain_s"] < times["total_s"] - times["start_s"] - 0.3  # the teardown left out
+    assert times["exit_after_answered_s"] >= 0.35
+    assert times["start_s"] + times["drain_s"] + times["exit_after_answered_s"] == pytest.approx(
+        times["total_s"], abs=0.003
+    )
     assert READY_LINE in (tmp_path / "log").read_text()
 
 
-def test_a_run_batch_that_fails_or_never_gets_ready_is_an_error(tmp_path: Path) -> None:
+def test_a_run_batch_that_fails_never_gets_ready_or_runs_too_long_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with 3"):
         run_vllm_batch([sys.executable, "-c", "print('boom'); raise SystemExit(3)"], tmp_path / "log", timeout=30)
     with pytest.raises(RuntimeError, match="never logged"):
         run_vllm_batch([sys.executable, "-c", "print('done')"], tmp_path / "log2", timeout=30)
+    with pytest.raises(TimeoutError, match="still running"):
+        run_vllm_batch([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "log3", timeout=0.5)
 
 
 def test_ratios_compare_jobs_per_second_without_start_and_total_time_with_it() -> None:
