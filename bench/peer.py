@@ -26,7 +26,7 @@ written to one JSON with the ratios:
 - ``dragoman``: embedded Redis/PostgreSQL, ``dragoman api`` and ``dragoman worker --model PATH``
   with only ``--load-format dummy --ignore-eos``, ready (``/readyz``) before the clock starts;
   ``seconds``: ``batches.create`` to the output downloaded (the ``openai`` SDK; upload timed apart,
-  retrieved every 0.5 s); ``ready_s``: worker start to ready.
+  retrieved every 0.25 s); ``ready_s``: worker start to ready.
 - ``dragoman-tuned``: the same with ``--worker-args`` added (the best flags found).
 
 Ratios: ``dragoman_vs_run_batch_drain`` = dragoman jobs/s / run-batch jobs/s over ``drain_s``

@@ -31,7 +31,7 @@ from contract.settings import Settings
 from contract.sync_bridge import run_sync
 from storage import ApiKeyStore, AsyncConnectionPool
 
-POLL_S = 0.5
+POLL_S = 0.25
 """How often the batch is retrieved while it runs: the end-to-end time is known to about this much."""
 FINAL = ("completed", "failed", "expired", "cancelled")
 
