@@ -65,6 +65,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -286,8 +287,9 @@ def run_peer(args: argparse.Namespace, report: Report) -> None:
                 else:
                     flags = split_flags(args.worker_args) if side == "dragoman-tuned" else ()
                     results[side] = side_dragoman(args, urls, side, flags, batch_file, len(lines))
-            except (RuntimeError, TimeoutError, OSError) as exc:
-                results[side] = {"error": str(exc)[-2000:]}
+            except Exception as exc:  # the side's error goes into the report, and the next side runs
+                say(traceback.format_exc())
+                results[side] = {"error": f"{type(exc).__name__}: {str(exc)[-2000:]}"}
             report.add(side, results[side])
     report.add("same_work", same_work(results, requested_tokens(lines)))
     report.add("ratios", peer_ratios(results))
@@ -385,23 +387,34 @@ def run_two_models(args: argparse.Namespace, report: Report) -> None:
 # The interactive probe ------------------------------------------------------------------------------
 
 
+WARM_PROBES, IDLE_PROBES, LOADED_PROBES = 1_000_000, 0, 100_000
+"""Where each phase's probe texts start: no text is sent twice."""
+
+
 def probe_text(index: int) -> str:
-    """A sentence of 12-24 words (a new one per probe, so no cached translation answers it)."""
+    """A sentence of 12-24 words, ending in its number: one text per index."""
     words = [WORDS[(index * 7 + k * 3) % len(WORDS)] for k in range(12 + index % 13)]
     return f"{' '.join(words).capitalize()} ({index})."
 
 
 async def probe(
-    base: str, key: str, count: int, interval: float, wait_s: float, keep_going: Callable[[], bool] = lambda: True
+    first: int,
+    base: str,
+    key: str,
+    count: int,
+    interval: float,
+    wait_s: float,
+    keep_going: Callable[[], bool] = lambda: True,
 ) -> list[float]:
     """One job every ``interval`` s (open loop) through ``POST /v1/jobs?wait=``, at most ``count`` and while
     ``keep_going()``; each one's seconds to its answer (a job not finished within ``wait_s``: that, as
-    its censored latency)."""
+    its censored latency). Probe ``i`` translates :func:`probe_text` ``(first + i)`` with the translation
+    memory off: no probe is answered from an earlier one's translation."""
     headers = {"Authorization": f"Bearer {key}"}
     latencies: list[float] = []
 
     async def one(session: aiohttp.ClientSession, index: int) -> None:
-        body = {"text": probe_text(index), "source_lang": "en", "target_lang": "fr"}
+        body = {"text": probe_text(first + index), "source_lang": "en", "target_lang": "fr", "memory": False}
         start = time.perf_counter()
         async with session.post(f"/v1/jobs?wait={wait_s:g}", json=body) as response:
             answer = await response.json()
@@ -447,10 +460,12 @@ def run_interactive_probe(args: argparse.Namespace, report: Report) -> None:
     write_jsonl(warm_file, batch_lines(20, args.seed + 1))
     with benchmark_servers() as urls, deployment(urls, args.logs, "probe") as deployed:
         deployed.ready_worker("probe-worker", worker_config(args, split_flags(args.worker_args)), args.ready_timeout)
-        asyncio.run(probe(deployed.base, deployed.key, 3, args.probe_interval, args.probe_wait))  # warm-up
+        asyncio.run(probe(WARM_PROBES, deployed.base, deployed.key, 3, args.probe_interval, args.probe_wait))  # warm-up
         sdk_batch(deployed, warm_file, args.batch_timeout)
         report.add("worker", describe_workers(deployed.workers))
-        idle = asyncio.run(probe(deployed.base, deployed.key, args.probes, args.probe_interval, args.probe_wait))
+        idle = asyncio.run(
+            probe(IDLE_PROBES, deployed.base, deployed.key, args.probes, args.probe_interval, args.probe_wait)
+        )
         report.add("idle", percentiles(idle))
         alone = sdk_batch(deployed, bulk_file, args.batch_timeout)
         alone_summary = summarize_output(alone.pop("output"))
@@ -472,6 +487,7 @@ def run_interactive_probe(args: argparse.Namespace, report: Report) -> None:
         created.wait()
         loaded = asyncio.run(
             probe(
+                LOADED_PROBES,
                 deployed.base,
                 deployed.key,
                 args.max_loaded_probes,
