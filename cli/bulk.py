@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from cli.help import EXAMPLE_ID, SubParsers, add_command, examples
+from cli.help import EXAMPLE_ID, MODEL_HELP, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
 from contract.documents import FORMATS, decode_document, encode_document
@@ -51,13 +51,14 @@ def add_commands(sub: SubParsers) -> None:
         "submit",
         help="submit FILE.jsonl (custom_id and text per line); prints the run id",
         description="Validate FILE.jsonl (a bad line means nothing is submitted), submit it in chunks and print "
-        "the run id. Each line: custom_id, text, and optionally source_lang, target_lang, metadata. Once part of "
-        "the run is queued, stderr says how to resume it (--run-id) should submitting stop.",
+        "the run id. Each line: custom_id, text, and optionally source_lang, target_lang, metadata, model. Once "
+        "part of the run is queued, stderr says how to resume it (--run-id) should submitting stop.",
         epilog=examples("dragoman run submit lines.jsonl --from en --to fr --name nightly"),
     )
     submit.add_argument("file", type=Path, help="the JSONL file, one request per line")
     submit.add_argument("--from", dest="source", help="source language of lines that do not say")
     submit.add_argument("--to", dest="target", help="target language of lines that do not say")
+    submit.add_argument("--model", help="served model of lines that do not name one (" + MODEL_HELP + ")")
     submit.add_argument("--name", help="a name for the run (default: the file name)")
     submit.add_argument("--callback", help="URL POSTed (signed) when the run finishes")
     submit.add_argument(
@@ -117,6 +118,7 @@ def add_commands(sub: SubParsers) -> None:
     translate.add_argument("--to", dest="target", required=True, help="target language")
     translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
     translate.add_argument("--format", choices=FORMATS, help="default: from the file's suffix")
+    translate.add_argument("--model", help=MODEL_HELP)
     translate.add_argument(
         "--retranslate",
         action="store_true",
@@ -165,6 +167,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                     callback_url=args.callback,
                     on_chunk=report,
                     run_id=run_id,
+                    model=args.model,
                 )
             except BaseException:
                 line.finish()
@@ -265,6 +268,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             callback_url=args.callback,
             max_segment_chars=args.max_segment_chars,
             retranslate=args.retranslate,
+            model=args.model,
         )
         print(f"document {document_id}", file=sys.stderr)
         try:

@@ -59,3 +59,9 @@ def add_command(
 
 EXAMPLE_ID = "3f2b9c1e-8d4a-4b6e-9a57-0c1d2e3f4a5b"
 """A job (or run, or document) id as the examples show it."""
+
+MODEL_HELP = (
+    "a served model's name or alias (GET /v1/models, `dragoman stats`); default: DRAGOMAN_MODEL_ROUTES' choice, "
+    "else DRAGOMAN_DEFAULT_MODEL"
+)
+"""The help text of every ``--model`` that names the served model a job goes to."""

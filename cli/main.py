@@ -16,7 +16,7 @@ import redis
 
 from cli.api import add_commands as add_api_commands
 from cli.bulk import add_commands as add_bulk_commands
-from cli.help import EXAMPLE_ID, HelpFormatter, add_command, choices, examples
+from cli.help import EXAMPLE_ID, MODEL_HELP, HelpFormatter, add_command, choices, examples
 from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
 from cli.setting_flags import overlay_flags
@@ -54,6 +54,7 @@ def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
             context=args.context,
             formality=args.formality,
             memory=not args.no_memory,
+            model=args.model,
         )
         if not args.wait:
             print(job_id)
@@ -341,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--context", help="surrounding text the model sees but does not translate")
     submit.add_argument("--formality", choices=["formal", "informal"], help="register, where the profile has one")
     submit.add_argument("--no-memory", action="store_true", help="neither served from nor stored in the memory")
+    submit.add_argument("--model", help=MODEL_HELP)
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
     submit.add_argument("--timeout", type=float, default=300.0, help="seconds --wait waits (default 300)")
     submit.add_argument("--json", action="store_true", help="with --wait, print the whole job as JSON")

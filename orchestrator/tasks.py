@@ -109,6 +109,7 @@ async def _submit_segments(
                     document.target_lang,
                     max_chars=ctx.settings.max_text_chars,
                     metadata={"segment": i},
+                    model=document.model,
                 ),
                 document_id=document_id,
                 sequence=i,

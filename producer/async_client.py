@@ -237,8 +237,13 @@ class AsyncClient:
         callback_url: str | None = None,
         on_chunk: ChunkCallback | None = None,
         run_id: str | None = None,
+        model: str | None = None,
     ) -> str:
         """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
+
+        ``model`` names the served model of lines that name none (a line's own ``model`` wins;
+        without either the deployment's routes choose); a model nobody serves raises
+        :class:`~contract.errors.ModelNotFoundError` before anything is submitted.
 
         Every line is validated first: a bad line raises :class:`InvalidRunFileError` (listing
         the bad lines) and nothing is submitted. ``on_chunk(submitted, total)`` reports progress.
@@ -253,6 +258,7 @@ class AsyncClient:
             callback_url=callback_url,
             on_chunk=on_chunk,
             run_id=run_id,
+            model=model,
         )
 
     async def get_run(self, run_id: str, *, tenant: str | None = None) -> GroupProgress:
@@ -285,8 +291,11 @@ class AsyncClient:
         max_segment_chars: int | None = None,
         retranslate: bool = False,
         tenant: str | None = None,
+        model: str | None = None,
     ) -> str:
         """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
+
+        ``model``: the served model its segments go to (without it the deployment's routes choose).
 
         ``text`` is the file's text, or for a ``.docx`` its bytes as base64
         (``contract.documents.encode_document``). ``retranslate``: a ``.po`` or XLIFF file's entries
@@ -302,6 +311,7 @@ class AsyncClient:
             max_segment_chars=max_segment_chars,
             retranslate=retranslate,
             tenant=tenant,
+            model=model,
         )
 
     async def get_document(self, document_id: str, *, tenant: str | None = None) -> GroupProgress:

@@ -139,9 +139,11 @@ class Client:
         callback_url: str | None = None,
         on_chunk: Callable[[int, int], None] | None = None,
         run_id: str | None = None,
+        model: str | None = None,
     ) -> str:
         """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
 
+        ``model``: the served model of lines that name none (see :meth:`AsyncClient.submit_run`).
         ``on_chunk(submitted, total)`` is called on the client's event-loop thread after each chunk:
         keep it quick, and do not call the client from it.
         """
@@ -154,6 +156,7 @@ class Client:
                 callback_url=callback_url,
                 on_chunk=on_chunk,
                 run_id=run_id,
+                model=model,
             )
         )
 
@@ -180,8 +183,12 @@ class Client:
         callback_url: str | None = None,
         max_segment_chars: int | None = None,
         retranslate: bool = False,
+        model: str | None = None,
     ) -> str:
-        """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id."""
+        """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
+
+        ``model``: the served model its segments go to (without it the deployment's routes choose).
+        """
         return self.run(
             self.core.submit_document(
                 text,
@@ -192,6 +199,7 @@ class Client:
                 callback_url=callback_url,
                 max_segment_chars=max_segment_chars,
                 retranslate=retranslate,
+                model=model,
             )
         )
 

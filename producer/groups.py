@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from contract.errors import (
 )
 from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
+from contract.model_names import validate_model_name
 from contract.orchestration import FINISH, SPLIT, OrchestratorTask
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
@@ -99,8 +100,13 @@ class Groups:
         callback_url: str | None,
         on_chunk: ChunkCallback | None = None,
         run_id: str | None = None,
+        model: str | None = None,
     ) -> str:
         """Validate the JSONL file, then submit its lines in chunks; return the run id.
+
+        ``model``: the served model of lines that name none (None: the deployment's routes
+        choose). A model nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`)
+        before anything is written.
 
         With ``run_id``, submitting is idempotent and resumable: a run not known yet is created
         under that id; a run whose submission stopped half-way (a crash, Redis gone) gets only
@@ -112,7 +118,10 @@ class Groups:
         source = normalize_language(source_lang) if source_lang else None
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
-        total = await asyncio.to_thread(validate_run_file, path, source, target, settings.max_text_chars)
+        if model is not None:
+            model = validate_model_name(model)
+        total, models = await asyncio.to_thread(validate_run_file, path, source, target, settings.max_text_chars, model)
+        await self.check_models(models)
         run_id = group_uuid(run_id, "run") if run_id else str(uuid.uuid4())
         existing = await self._store.resume_run(run_id, total)
         if existing is None:
@@ -127,10 +136,17 @@ class Groups:
             start = existing.submitted
             await self._submitter.register_group(run_id, "run", total)
         lines = number_jobs(
-            read_run_file(path, source, target, settings.max_text_chars, run_id, start=start), run_id, start=start
+            read_run_file(path, source, target, settings.max_text_chars, run_id, start=start, model=model),
+            run_id,
+            start=start,
         )
         await self.queue_run_jobs(run_id, _read_in_thread(lines, settings.submit_chunk_size), start, total, on_chunk)
         return run_id
+
+    async def check_models(self, models: Iterable[str]) -> None:
+        """Raise :class:`~contract.errors.ModelNotFoundError` unless every one of ``models`` is served."""
+        for name in sorted(models):
+            await self._submitter.models.resolve(name)
 
     async def create_run(
         self,
@@ -239,21 +255,27 @@ class Groups:
         retranslate: bool = False,
         tenant: str | None = None,
         admit: Callable[[], Awaitable[None]] | None = None,
+        model: str | None = None,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
+
+        ``model``: the served model of its segments (None: the deployment's routes choose); one
+        nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`) before anything is stored.
 
         ``admit`` (the HTTP API's queued-jobs limit) runs once the document is known to be valid,
         before anything is written; it raises to refuse the document.
         """
         limit = check_document(text, fmt, self.settings, max_segment_chars)
         check_callback(callback_url, self.settings)
+        if model is not None:
+            await self.check_models([validate_model_name(model)])
         if admit is not None:
             await admit()
         source, target = normalize_language(source_lang), normalize_language(target_lang)
         document_id = str(uuid.uuid4())
         label = storable(name, "the document's name")
         await self._store.create_document(
-            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant
+            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model
         )
         await self._orchestrate(SPLIT, document_id)
         return document_id

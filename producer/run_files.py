@@ -33,33 +33,49 @@ class InvalidRunFileError(InvalidJobError):
 
 
 def read_run_file(
-    path: Path, source_lang: str | None, target_lang: str | None, max_chars: int, group_id: str, *, start: int = 0
+    path: Path,
+    source_lang: str | None,
+    target_lang: str | None,
+    max_chars: int,
+    group_id: str,
+    *,
+    start: int = 0,
+    model: str | None = None,
 ) -> Iterator[JobSpec]:
     """The run's jobs, one per non-empty line, validated; raises :class:`InvalidRunFileError` on a bad line.
 
-    ``start``: skip the first jobs (a resumed submission), without parsing their lines.
+    ``start``: skip the first jobs (a resumed submission), without parsing their lines. ``model``:
+    the model of lines that name none (None: the deployment's routes choose).
     """
     for index, (number, line) in enumerate(_lines(path)):
         if index >= start:
-            yield parse_run_line(number, line, source_lang, target_lang, max_chars, group_id)
+            yield parse_run_line(number, line, source_lang, target_lang, max_chars, group_id, model=model)
 
 
-def validate_run_file(path: Path, source_lang: str | None, target_lang: str | None, max_chars: int) -> int:
-    """Check every line (streaming, in bounded memory: see :mod:`producer.duplicates`); return the number of jobs.
+def validate_run_file(
+    path: Path, source_lang: str | None, target_lang: str | None, max_chars: int, model: str | None = None
+) -> tuple[int, set[str]]:
+    """Check every line (streaming, in bounded memory: see :mod:`producer.duplicates`); return the number of
+    jobs and the models the lines name (the caller checks those are served before submitting anything).
 
     Raises :class:`InvalidRunFileError` listing up to ``MAX_REPORTED_ERRORS`` bad lines.
     """
     errors: list[tuple[int, str]] = []
     count = 0
+    models: set[str] = set()
     placeholder = str(uuid.UUID(int=0))
     with DuplicateFinder() as ids:
         for number, line in _lines(path):
             try:
-                spec = parse_run_line(number, line, source_lang, target_lang, max_chars, placeholder, sequence=count)
+                spec = parse_run_line(
+                    number, line, source_lang, target_lang, max_chars, placeholder, sequence=count, model=model
+                )
             except InvalidRunFileError as exc:
                 errors.append((number, str(exc)))
             else:
                 ids.add(spec.metadata["custom_id"], number)
+                if spec.model is not None:
+                    models.add(spec.model)
             count += 1
             if len(errors) >= MAX_REPORTED_ERRORS:
                 break
@@ -67,7 +83,7 @@ def validate_run_file(path: Path, source_lang: str | None, target_lang: str | No
             repeated = ids.duplicates(MAX_REPORTED_ERRORS - len(errors))
             errors += repeated_id_errors(repeated, _custom_ids(path, {first for _, first in repeated}))
     check_run_errors(errors, count, f"{path}: ")
-    return count
+    return count, models
 
 
 def check_run_errors(errors: list[tuple[int, str]], count: int, prefix: str = "") -> None:
@@ -118,8 +134,12 @@ def parse_run_line(
     max_chars: int,
     group_id: str,
     sequence: int | None = None,
+    model: str | None = None,
 ) -> JobSpec:
-    """One line as a job of the run (``sequence`` defaults to nothing: the caller counts)."""
+    """One line as a job of the run (``sequence`` defaults to nothing: the caller counts).
+
+    A line's ``model`` names its served model; ``model`` is that of lines naming none (None: the routes').
+    """
     try:
         item = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -131,7 +151,7 @@ def parse_run_line(
         raise InvalidRunFileError(
             f"line {number}: custom_id must be a non-empty string of at most {MAX_CUSTOM_ID_CHARS} characters"
         )
-    unknown = set(item) - {"custom_id", "text", "source_lang", "target_lang", "metadata"}
+    unknown = set(item) - {"custom_id", "text", "source_lang", "target_lang", "metadata", "model"}
     if unknown:
         raise InvalidRunFileError(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
     source = item.get("source_lang", source_lang)
@@ -151,6 +171,7 @@ def parse_run_line(
             str(target),
             max_chars=max_chars,
             metadata={**metadata, "custom_id": custom_id},
+            model=item.get("model", model),
         )
     except InvalidJobError as exc:
         raise InvalidRunFileError(f"line {number} ({custom_id}): {exc}") from None

@@ -57,7 +57,7 @@ CREATE_RUN_SQL = (
 )
 CREATE_DOCUMENT_SQL = (
     "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
-    "max_segment_chars, tenant, retranslate) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "max_segment_chars, tenant, retranslate, model) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 RUN_SUBMITTED_SQL = (
     "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
@@ -116,6 +116,7 @@ class LockedDocument:
     cancel_requested: bool
     tenant: str | None = None  # the API key's tenant that submitted it (its jobs are the tenant's)
     retranslate: bool = False  # translate a catalogue's translated entries too
+    model: str | None = None  # the served model its segments go to (None: the deployment's routes choose)
 
 
 class RunSubmission(NamedTuple):
@@ -277,11 +278,24 @@ class GroupStore:
         max_segment_chars: int,
         retranslate: bool = False,
         tenant: str | None = None,
+        model: str | None = None,
     ) -> None:
-        """Record a document waiting to be split, as ``tenant``'s if given."""
+        """Record a document waiting to be split, as ``tenant``'s if given, for ``model`` if it names one."""
         await self._execute(
             CREATE_DOCUMENT_SQL,
-            (document_id, fmt, source_text, source, target, name, callback_url, max_segment_chars, tenant, retranslate),
+            (
+                document_id,
+                fmt,
+                source_text,
+                source,
+                target,
+                name,
+                callback_url,
+                max_segment_chars,
+                tenant,
+                retranslate,
+                model,
+            ),
         )
 
     async def request_cancel(self, kind: str, group_id: str, tenant: str | None = None) -> int | None:
@@ -348,7 +362,7 @@ class GroupStore:
         async with self._transaction():
             row = await self._one(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-                "cancel_requested, tenant, retranslate FROM documents WHERE id = %s FOR UPDATE",
+                "cancel_requested, tenant, retranslate, model FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
             )
             yield None if row is None else LockedDocument(*row)

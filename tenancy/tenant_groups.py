@@ -58,8 +58,12 @@ class TenantGroups:
         name: str | None,
         callback_url: str | None,
         max_queued_jobs: int,
+        model: str | None = None,
     ) -> GroupProgress:
         """Store, validate and queue a JSONL run; its progress once every job is queued.
+
+        ``model``: the served model of lines that name none (None: the deployment's routes
+        choose); :class:`~contract.errors.ModelNotFoundError` for one nobody serves (nothing queued).
 
         Raises :class:`~producer.run_files.InvalidRunFileError` listing the bad lines (nothing
         queued), :class:`~storage.FileTooLargeError` past ``DRAGOMAN_MAX_FILE_BYTES`` and
@@ -73,13 +77,14 @@ class TenantGroups:
         label = storable(name, "the run's name") or "run.jsonl"
         upload = await self._files.create(tenant, RUN_UPLOAD_PURPOSE, label, body, max_bytes=settings.max_file_bytes)
         try:
-            total = await self._validate(upload.id, source, target)
+            total, models = await self._validate(upload.id, source, target, model)
+            await self._groups.check_models(models)
             await self._limit.admit(tenant, max_queued_jobs, total)
             run_id = str(uuid.uuid4())
             try:
                 await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
                 await self._groups.queue_run_jobs(
-                    run_id, self._specs(upload.id, source, target, run_id, tenant), 0, total
+                    run_id, self._specs(upload.id, source, target, run_id, tenant, model), 0, total
                 )
             except Exception:
                 # The caller gets an error and no run id: nothing of the run may go on running.
@@ -90,8 +95,11 @@ class TenantGroups:
             await self._files.delete(tenant, upload.id)
         return await self._groups.progress("run", run_id, tenant)
 
-    async def _validate(self, file_id: str, source: str | None, target: str | None) -> int:
-        """Check every line in one streaming pass; the number of jobs, or :class:`InvalidRunFileError`.
+    async def _validate(
+        self, file_id: str, source: str | None, target: str | None, model: str | None
+    ) -> tuple[int, set[str]]:
+        """Check every line in one streaming pass; the number of jobs and the models the lines name, or
+        :class:`InvalidRunFileError`.
 
         Repeated ``custom_id``s are found in bounded memory (:class:`~producer.duplicates.DuplicateFinder`
         spills sorted digests to disk; its final merge runs in a thread).
@@ -100,11 +108,16 @@ class TenantGroups:
         placeholder = str(uuid.UUID(int=0))
         errors: list[tuple[int, str]] = []
         count = 0
+        models: set[str] = set()
         with DuplicateFinder() as ids:
             async for number, raw in numbered_lines(self._files, file_id):
                 try:
-                    spec = parse_run_line(number, _text(number, raw), source, target, max_chars, placeholder)
+                    spec = parse_run_line(
+                        number, _text(number, raw), source, target, max_chars, placeholder, model=model
+                    )
                     ids.add(str(spec.metadata["custom_id"]), number)
+                    if spec.model is not None:
+                        models.add(spec.model)
                 except InvalidRunFileError as exc:
                     errors.append((number, str(exc)))
                     if len(errors) >= MAX_REPORTED_ERRORS:
@@ -116,16 +129,16 @@ class TenantGroups:
             repeated, await custom_ids_at(numbered_lines(self._files, file_id), {f for _, f in repeated})
         )
         check_run_errors(errors, count)
-        return count
+        return count, models
 
     async def _specs(
-        self, file_id: str, source: str | None, target: str | None, run_id: str, tenant: str
+        self, file_id: str, source: str | None, target: str | None, run_id: str, tenant: str, model: str | None
     ) -> AsyncIterator[JobSpec]:
         """The stored upload's lines as the run's jobs, numbered, as the tenant's."""
         max_chars = self._groups.settings.max_text_chars
         sequence = 0
         async for number, raw in numbered_lines(self._files, file_id):
-            spec = parse_run_line(number, _text(number, raw), source, target, max_chars, run_id)
+            spec = parse_run_line(number, _text(number, raw), source, target, max_chars, run_id, model=model)
             yield numbered(spec, run_id, sequence, tenant)
             sequence += 1
 
@@ -158,8 +171,10 @@ class TenantGroups:
         max_segment_chars: int | None,
         max_queued_jobs: int,
         retranslate: bool = False,
+        model: str | None = None,
     ) -> str:
-        """Store the document and ask the orchestrator to split and queue it; its id.
+        """Store the document and ask the orchestrator to split and queue it; its id (``model``: its segments'
+        served model, None: the routes choose).
 
         Its number of jobs is known only once it is split, so it is refused (``TooManyQueuedJobsError``)
         only when the tenant is at ``max_queued_jobs`` already.
@@ -179,6 +194,7 @@ class TenantGroups:
             retranslate=retranslate,
             tenant=tenant,
             admit=admit,
+            model=model,
         )
 
     async def document_result(self, tenant: str, document_id: str) -> tuple[str, DocumentResult]:

@@ -197,26 +197,29 @@ class WorkerMetrics:
             STAGE_BUCKETS,
             r,
         )
-        self.lane_length = Gauge("dragoman_lane_stream_length", "Entries in a lane's jobs stream", ["lane"], registry=r)
+        # Every served model's lanes (broker.queue_stats covers them all): a per-model autoscaler reads its own.
+        self.lane_length = Gauge(
+            "dragoman_lane_stream_length", "Entries in a lane's jobs stream", ["model", "lane"], registry=r
+        )
         self.lane_lag = Gauge(
-            "dragoman_lane_lag", "Entries of a lane's stream no consumer has read yet", ["lane"], registry=r
+            "dragoman_lane_lag", "Entries of a lane's stream no consumer has read yet", ["model", "lane"], registry=r
         )
         self.lane_pending = Gauge(
             "dragoman_lane_pending",
             "Entries of a lane read by a consumer and not acknowledged yet",
-            ["lane"],
+            ["model", "lane"],
             registry=r,
         )
         self.lane_waiting_age = Gauge(
             "dragoman_lane_oldest_waiting_age_seconds",
             "How long the next unread entry of a lane has waited: its queueing delay now (0 when none waits)",
-            ["lane"],
+            ["model", "lane"],
             registry=r,
         )
         self.lane_oldest_pending_age = Gauge(
             "dragoman_lane_oldest_pending_age_seconds",
             "Age of a lane's oldest pending entry (0 when none)",
-            ["lane"],
+            ["model", "lane"],
             registry=r,
         )
         self.dead_letters = Gauge("dragoman_dead_letters", "Entries in the dead-letter stream", registry=r)
@@ -295,10 +298,11 @@ class WorkerMetrics:
         self.group_pending.set(stats.pending)
         self.oldest_pending_age.set(stats.oldest_pending_age_seconds or 0.0)
         for lane in stats.lanes:
-            self.lane_length.labels(lane.lane).set(lane.length)
-            self.lane_lag.labels(lane.lane).set(lane.lag if lane.lag is not None else float("nan"))
-            self.lane_pending.labels(lane.lane).set(lane.pending)
-            self.lane_oldest_pending_age.labels(lane.lane).set(lane.oldest_pending_age_seconds or 0.0)
-            self.lane_waiting_age.labels(lane.lane).set(lane.oldest_waiting_age_seconds or 0.0)
+            labels = (lane.model, lane.lane)
+            self.lane_length.labels(*labels).set(lane.length)
+            self.lane_lag.labels(*labels).set(lane.lag if lane.lag is not None else float("nan"))
+            self.lane_pending.labels(*labels).set(lane.pending)
+            self.lane_oldest_pending_age.labels(*labels).set(lane.oldest_pending_age_seconds or 0.0)
+            self.lane_waiting_age.labels(*labels).set(lane.oldest_waiting_age_seconds or 0.0)
         self.dead_letters.set(stats.dead_letters)
         self.finished_per_second.set(stats.jobs_per_second)

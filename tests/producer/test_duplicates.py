@@ -31,7 +31,7 @@ def test_validating_a_large_run_file_holds_a_bounded_number_of_ids(
     monkeypatch.setattr(producer.duplicates, "DEFAULT_RUN_SIZE", 1_000)
     tracemalloc.start()
     try:
-        assert validate_run_file(path, "en", "fr", 1_000) == lines
+        assert validate_run_file(path, "en", "fr", 1_000) == (lines, set())
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
