@@ -36,7 +36,9 @@ class WorkerStats:
     """A live worker's heartbeat (see :meth:`broker.keys.RedisKeys.worker`).
 
     ``lane_policy`` is what it reads from each lane (``shared``, ``interactive`` or ``bulk``;
-    None for a worker of a version that does not say).
+    None for a worker of a version that does not say); ``engine`` its engine's settings and where each
+    came from (``graphs(default) seqs=256(default) mem=0.3(engine group) in_flight=512(default)``; None
+    for the echo engine, or a worker of a version that does not say).
     """
 
     name: str
@@ -44,6 +46,7 @@ class WorkerStats:
     written: int
     reclaimed: int
     lane_policy: str | None = None
+    engine: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +241,7 @@ async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerSt
             written=int(beat.get("written", 0)),
             reclaimed=int(beat.get("reclaimed", 0)),
             lane_policy=beat.get("lane_policy") or None,
+            engine=beat.get("engine") or None,
         )
         for name, beat in sorted((await read_heartbeats(redis, keys)).items())
     ]

@@ -53,9 +53,13 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
     lines += [f"  {c.name:<40} {c.pending:>8,} {format_duration(c.idle_seconds):>10}" for c in stats.consumers]
     if not stats.consumers:
         lines.append("  (none)")
-    lines += ["", f"  {'live worker':<40} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}"]
+    lines += [
+        "",
+        f"  {'live worker':<40} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}   engine (source)",
+    ]
     lines += [
         f"  {w.name:<40} {w.lane_policy or '-':>11} {w.in_flight:>9,} {w.written:>10,} {w.reclaimed:>10,}"
+        + (f"   {w.engine}" if w.engine else "")
         for w in stats.workers
     ]
     if not stats.workers:

@@ -141,8 +141,8 @@ def gpu_memory_bytes(device: str | None) -> int | None:
     try:
         from vllm.platforms import current_platform
     except ImportError:
-        current_platform = None
-    if current_platform is not None:
+        pass
+    else:
         if not current_platform.is_cuda_alike():
             return None
         return int(current_platform.get_device_total_memory(int(device or 0)))

@@ -155,7 +155,9 @@ def test_a_childs_own_flags_and_options_dragoman_never_declared_reach_it_as_give
     _, _, specs = _specs(argv, Settings(), [[]], 1, {})
     child = _child_args(specs[0])
     assert (child.profile, child.ignore_eos, specs[0].env["DRAGOMAN_MAX_IN_FLIGHT"]) == ("chat", True, "300")
-    assert child.engine_args == ["--seed", "7", "--gpu-memory-utilization=0.92"]
+    assert child.engine_args == ["--seed", "7", "--gpu-memory-utilization=0.9"]  # dragoman's 0.9 on a GPU
+    # One engine each, told it is a group's: neither runs a group of its own, and its memory share is the group's.
+    assert (child.engines, child.engine_group_member, child.interactive_engine) == (1, True, None)
 
 
 def test_an_override_replaces_the_parents_value_however_it_was_spelled() -> None:
@@ -307,7 +309,7 @@ def test_a_bad_lane_flag_value_exits_2_with_the_reason(
     ("argv", "message"),
     [
         (["--interactive-engine", "--lane-policy", "bulk"], "leave --lane-policy out"),
-        (["--interactive-max-seqs", "8"], "give both, or neither"),
+        (["--no-interactive-engine", "--interactive-max-seqs", "8"], "not with --no-interactive-engine"),
     ],
 )
 def test_lane_flags_that_contradict_each_other_exit_2_before_anything_starts(
