@@ -38,7 +38,9 @@ class WorkerStats:
     """A live worker's heartbeat (see :meth:`broker.keys.RedisKeys.worker`).
 
     ``lane_policy`` is what it reads from each lane (``shared``, ``interactive`` or ``bulk``;
-    None for a worker of a version that does not say).
+    None for a worker of a version that does not say); ``engine`` its engine's settings and where each
+    came from (``graphs(default) seqs=256(default) mem=0.3(engine group) in_flight=512(default)``; None
+    for the echo engine, or a worker of a version that does not say).
     """
 
     name: str
@@ -48,6 +50,7 @@ class WorkerStats:
     lane_policy: str | None = None
     models: tuple[str, ...] = ()  # the names it serves, its model first (none: a worker of an older version)
     fields: dict[str, str] = field(default_factory=dict)  # the whole heartbeat, for what the columns leave out
+    engine: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +269,7 @@ async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerSt
             lane_policy=beat.get("lane_policy") or None,
             models=tuple(beat.get("models", "").split()),
             fields=beat,
+            engine=beat.get("engine") or None,
         )
         for name, beat in sorted((await read_heartbeats(redis, keys)).items())
     ]

@@ -60,11 +60,12 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
         lines.append("  (none)")
     lines += [
         "",
-        f"  {'live worker':<40} {'model':<16} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}",
+        f"  {'live worker':<40} {'model':<16} {'lanes':>11} {'in flight':>9} {'written':>10} {'reclaimed':>10}"
+        "   engine (source)",
     ]
     lines += [
         f"  {w.name:<40} {(w.models[0] if w.models else '-'):<16} {w.lane_policy or '-':>11} {w.in_flight:>9,} "
-        f"{w.written:>10,} {w.reclaimed:>10,}"
+        f"{w.written:>10,} {w.reclaimed:>10,}" + (f"   {w.engine}" if w.engine else "")
         for w in stats.workers
     ]
     if not stats.workers:

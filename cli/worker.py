@@ -11,6 +11,8 @@ import logging
 import signal
 import sys
 import tempfile
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,12 +24,13 @@ from contract.errors import EngineNotInstalledError, InvalidJobError
 from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 from contract.version import dragoman_version
-from worker.engine_args import CPU_DEFAULTS, GPU_DEFAULTS, describe_defaults
+from worker.engine_args import CPU_DEFAULTS, describe_defaults
 from worker.engine_group import INTERACTIVE_MAX_SEQS
 
 if TYPE_CHECKING:
     from contract.services import ServiceUrls
     from worker.deterministic_engine import DeterministicEngine
+    from worker.device_defaults import EnginePlan
     from worker.engine_group import EngineGroupLayout
     from worker.profiles import PromptProfile
     from worker.service import Worker
@@ -49,9 +52,9 @@ def add_commands(sub: SubParsers) -> None:
         epilog=examples(
             "dragoman worker > worker.log 2>&1 &",
             "dragoman worker --engine echo --echo-delay-ms 50",
-            "dragoman worker --model /models/my-mt-model --no-enforce-eager --max-num-seqs 128",
-            "dragoman worker --model /models/my-mt-model --no-enforce-eager --engines auto --gpus all",
-            "dragoman worker --model /models/small-mt-model --no-enforce-eager --engines auto --interactive-engine",
+            "dragoman worker --model /models/my-mt-model --gpus all",
+            "dragoman worker --model /models/my-mt-model --engines 1 --max-num-seqs 128",
+            "dragoman worker --model /models/small-mt-model --no-interactive-engine",
             "dragoman worker --model /models/HY-MT1.5-7B --served-model-name hunyuan --served-model-name hy-mt",
         ),
     )
@@ -82,9 +85,14 @@ def add_commands(sub: SubParsers) -> None:
     worker.add_argument(
         "--engines",
         type=parse_engines,
-        default=1,
         help="engines per GPU, each its own worker process with 1/N of the memory; auto: from the model's size "
-        "(several for small models, whose one engine cannot keep a GPU busy); default 1",
+        "(several for small models, whose one engine cannot keep a GPU busy); default auto on a GPU, 1 on a CPU",
+    )
+    worker.add_argument(
+        "--engine-group-member",
+        action="store_true",
+        help="set by an engine group on each worker it starts (one engine, its memory share given by the group, as "
+        "the worker's start line and heartbeat then say); not for use by hand",
     )
     worker.add_argument(
         "--gpus",
@@ -93,11 +101,12 @@ def add_commands(sub: SubParsers) -> None:
     )
     worker.add_argument(
         "--interactive-engine",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         help="per GPU group, one more engine for interactive jobs (lane policy interactive, a small engine batch and "
         "memory share) beside the --engines ones (lane policy bulk: interactive jobs only once they have waited "
-        "DRAGOMAN_INTERACTIVE_SPILL_SECONDS); for small models with interactive traffic beside bulk runs, not for "
-        "a model whose one engine keeps the GPU busy",
+        "DRAGOMAN_INTERACTIVE_SPILL_SECONDS), so an interactive job never waits inside a full bulk batch; default "
+        "on where a GPU runs several engines and no lane policy is given, off for a model whose one engine keeps "
+        "the GPU busy and on a CPU",
     )
     worker.add_argument(
         "--interactive-max-seqs",
@@ -115,7 +124,7 @@ def add_commands(sub: SubParsers) -> None:
     worker.add_argument(
         "--max-in-flight",
         type=int,
-        help="jobs inside the engine (default DRAGOMAN_MAX_IN_FLIGHT, else 2 x the engine's max-num-seqs)",
+        help="jobs inside each engine (default DRAGOMAN_MAX_IN_FLIGHT, else 2 x the engine's max-num-seqs)",
     )
     worker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     worker.add_argument(
@@ -189,8 +198,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list vLLM's engine arguments and exit: any option this command does not know is one of them, "
         "passed to vLLM as given (--max-num-seqs 256 --no-enforce-eager --gpu-memory-utilization 0.9 ...), after "
-        "DRAGOMAN_ENGINE_ARGS; on a CPU dragoman's defaults fill in what they leave out "
-        f"({describe_defaults(CPU_DEFAULTS)}), on a GPU {describe_defaults(GPU_DEFAULTS)}",
+        "DRAGOMAN_ENGINE_ARGS; dragoman's defaults fill in what they leave out: on a CPU "
+        f"({describe_defaults(CPU_DEFAULTS)}), on a GPU --no-enforce-eager, --gpu-memory-utilization 0.9 shared "
+        "among the engines, --max-cudagraph-capture-size 2048, and vllm serve's batch for the GPU (--max-num-seqs "
+        "256 per engine, 512 for a model that runs one engine on a GPU of 70 GiB or more; --max-num-batched-tokens "
+        "8192 there); the worker logs each value and where it came from",
     )
     parser.set_defaults(engine_args=[])
 
@@ -229,13 +241,15 @@ def _milliseconds(value: str) -> float:
 
 def check_lane_arguments(args: argparse.Namespace) -> None:
     """Refuse (``ValueError``: exit 2) lane flags that contradict each other, before anything starts."""
-    if args.interactive_engine and args.lane_policy is not None:
+    if args.interactive_engine is True and args.lane_policy is not None:
         raise ValueError(
             "--interactive-engine sets each engine's lane policy itself (bulk for the regular engines, "
             "interactive for the one it adds): leave --lane-policy out"
         )
-    if args.interactive_max_seqs is not None and not args.interactive_engine:
-        raise ValueError("--interactive-max-seqs sizes the engine --interactive-engine adds: give both, or neither")
+    if args.interactive_max_seqs is not None and args.interactive_engine is False:
+        raise ValueError(
+            "--interactive-max-seqs sizes the engine --interactive-engine adds: not with --no-interactive-engine"
+        )
 
 
 def parse_engines(value: str) -> int | str:
@@ -304,7 +318,7 @@ def check_echo_arguments(args: argparse.Namespace, engine: str) -> None:
             ("--ignore-eos", args.ignore_eos or None),
             ("--gpus", args.gpus),
             ("--interactive-engine", args.interactive_engine or None),
-            ("--engines", None if args.engines == 1 else args.engines),
+            ("--engines", None if args.engines in (None, 1) else args.engines),
         )
         if value is not None
     ]
@@ -336,16 +350,16 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         log.info("--engine echo: DRAGOMAN_ENGINE_ARGS (vLLM's) left unused")
     engine_args = [] if echo else _engine_args(settings, args)  # vLLM's parser refuses bad ones here
     model_path = None if echo else resolve_model(settings, args.model)
+    plan = None
     engine_group = None  # one engine in this process; else the GPU groups and what runs on each
-    if model_path is not None and (args.engines != 1 or args.gpus is not None or args.interactive_engine):
-        # refused before anything starts
-        engine_group = _engine_group_layout(args, settings, log, engine_args, model_path)
+    if model_path is not None:  # refused before anything starts
+        plan, engine_group = _engine_plan(args, settings, log, engine_args, model_path)
     started = starts_embedded_services(settings)
     urls = ensure_services(settings)
     code = 1  # if _run_worker raises
     try:
         if engine_group is None or model_path is None:
-            code = _run_worker(args, settings, log, engine_args, model_path, urls)
+            code = _run_worker(args, settings, log, engine_args, model_path, urls, plan)
         else:
             code = _run_engine_group(args, settings, log, engine_args, model_path, urls, *engine_group)
         return code
@@ -381,9 +395,10 @@ def _run_worker(
     engine_args: list[str],
     model_path: Path | None,
     urls: ServiceUrls,
+    plan: EnginePlan | None = None,
 ) -> int:
-    """Migrate, build the engine (vLLM serving ``model_path``, or the echo engine when it is None), serve until
-    signalled (the services are up); the exit code."""
+    """Migrate, build the engine (vLLM serving ``model_path`` with ``plan``'s defaults, or the echo engine when it is
+    None), serve until signalled (the services are up); the exit code."""
     from prometheus_client import REGISTRY
 
     from contract.services import redact_url
@@ -394,7 +409,7 @@ def _run_worker(
 
     log.info("redis %s, postgres %s", redact_url(urls.redis_url), redact_url(urls.database_url))
     upgrade_database(urls.database_url)
-    engine, profile = _start_engine(args, settings, log, engine_args, model_path)
+    engine, profile = _start_engine(args, settings, log, engine_args, model_path, plan)
     try:
         log.info(
             "engine ready: %s, profile %s, context %d tokens", engine.model_name, profile.name, engine.max_model_len
@@ -408,6 +423,7 @@ def _run_worker(
             max_in_flight=settings.max_in_flight or 2 * engine.max_num_seqs,
             metrics=WorkerMetrics(REGISTRY),  # vLLM's engine metrics are registered there too
             model_path=model_path,  # its revision keys the translation memory
+            engine_plan=_settled_summary(plan, engine.max_num_seqs),
         )
         freeze_startup_heap()
         return run_event_loop(_serve_until_signalled(worker))
@@ -415,8 +431,24 @@ def _run_worker(
         engine.shutdown()
 
 
+def _settled_summary(plan: EnginePlan | None, max_num_seqs: int) -> str:
+    """The engine's plan for its heartbeat, with the ``max_num_seqs`` vLLM settled on where vLLM chose it."""
+    from worker.device_defaults import Chosen
+
+    if plan is None:
+        return ""
+    if plan.max_num_seqs.value is None:
+        plan = replace(plan, max_num_seqs=Chosen(max_num_seqs, "vLLM"))
+    return plan.summary()
+
+
 def _start_engine(
-    args: argparse.Namespace, settings: Settings, log: logging.Logger, engine_args: list[str], model_path: Path | None
+    args: argparse.Namespace,
+    settings: Settings,
+    log: logging.Logger,
+    engine_args: list[str],
+    model_path: Path | None,
+    plan: EnginePlan | None = None,
 ) -> tuple[VllmEngine | DeterministicEngine, PromptProfile]:
     """The engine and the prompt profile it gets: vLLM serving ``model_path``, or (None) the echo engine."""
     from worker.profiles import IdentityProfile, choose_profile
@@ -435,7 +467,8 @@ def _start_engine(
     from worker.vllm_engine import VllmEngine
 
     log.info("starting engine for %s", model_path)
-    engine = VllmEngine.start(model_path, engine_args, ignore_eos=args.ignore_eos)
+    defaults = None if plan is None else plan.vllm_defaults
+    engine = VllmEngine.start(model_path, engine_args, ignore_eos=args.ignore_eos, defaults=defaults)
     try:
         return engine, choose_profile(args.profile, model_path, engine.tokenizer, profile_file=args.profile_file)
     except BaseException:
@@ -443,38 +476,53 @@ def _start_engine(
         raise
 
 
-def _engine_group_layout(
+def _engine_plan(
     args: argparse.Namespace, settings: Settings, log: logging.Logger, engine_args: list[str], model_path: Path
-) -> tuple[list[list[str]], EngineGroupLayout]:
-    """The GPU groups and what runs on each (``--engines``, ``--interactive-engine``), from the model's size and
-    the GPU's memory where they matter; ``ValueError`` (exit 2) for flags that cannot work."""
-    from worker.engine_args import parse_engine_args, platform_is_cpu
-    from worker.engine_count import estimate_parameters, gpu_ids, gpu_memory_bytes
+) -> tuple[EnginePlan, tuple[list[list[str]], EngineGroupLayout] | None]:
+    """dragoman's plan for this worker from the device, the model's size and the user's arguments (logged in one
+    line), and the GPU groups with what runs on each when it runs an engine group (None: one engine in this
+    process); ``ValueError`` (exit 2) for flags that cannot work."""
+    from worker.device_defaults import PLANNED_OPTIONS, Chosen, detect_device, plan_engines
+    from worker.engine_args import given_engine_options, platform_is_cpu
+    from worker.engine_count import estimate_parameters, gpu_ids
     from worker.engine_group import engine_group_layout, gpu_groups
 
-    values = parse_engine_args(engine_args, on_cpu=platform_is_cpu())
-    groups = gpu_groups(gpu_ids(args.gpus), values["tensor_parallel_size"])
-    parameters = memory = None
-    if args.engines == "auto" or args.interactive_engine:
-        parameters = estimate_parameters(model_path)
-        memory = gpu_memory_bytes(groups[0][0] if groups[0] else None)
-    layout = engine_group_layout(
-        args.engines,
-        settings,
-        values["gpu_memory_utilization"],
+    given = given_engine_options(engine_args, PLANNED_OPTIONS)
+    groups = gpu_groups(gpu_ids(args.gpus), int(given.get("tensor_parallel_size", 1)))
+    parameters = estimate_parameters(model_path)
+    device = detect_device(groups[0][0] if groups[0] else None, on_cpu=platform_is_cpu())
+    plan = plan_engines(
+        device,
         parameters,
-        memory,
+        given,
+        engines=args.engines,
         interactive=args.interactive_engine,
+        lanes_given=args.lane_policy is not None or settings.lane_policy != "shared",
+        max_in_flight=settings.max_in_flight,
+        group_member=args.engine_group_member,
+    )
+    if not plan.engine_group and args.gpus is None:
+        log.info("%s", plan.describe())
+        return plan, None
+    layout_of = partial(
+        engine_group_layout,
+        plan.engines.value,
+        settings,
+        plan.memory.value,
+        parameters,
+        device.gpu_memory_bytes,
         interactive_max_seqs=args.interactive_max_seqs,
     )
-    if args.engines == "auto":
-        log.info(
-            "--engines auto: %d per GPU group (%s parameters, %s of GPU memory)",
-            layout.engines,
-            f"{parameters / 1e9:.2f}B" if parameters else "unknown",
-            f"{memory / 2**30:.0f} GiB" if memory else "no GPU",
-        )
-    return groups, layout
+    try:
+        layout = layout_of(interactive=plan.interactive.value)
+    except ValueError as exc:
+        if plan.interactive.source != "default":
+            raise
+        # dragoman's default only: the interactive engine does not fit beside the regular ones, so it is left out.
+        plan = replace(plan, interactive=Chosen(False, "default"), interactive_off_reason=str(exc))
+        layout = layout_of(interactive=False)
+    log.info("%s", plan.describe(layout.memory))
+    return plan, (groups, layout)
 
 
 def _run_engine_group(
@@ -515,6 +563,7 @@ def engine_command(args: argparse.Namespace, model_path: Path) -> list[str]:
     with its profile and log level (the rest comes from the settings and engine arguments the engine group adds)."""
     return [
         *(sys.executable, "-m", "cli.main", "worker", f"--model={model_path}", f"--log-level={args.log_level}"),
+        *("--engines=1", "--engine-group-member"),
         *([f"--profile={args.profile}"] if args.profile else []),
         *([f"--profile-file={args.profile_file.resolve()}"] if args.profile_file else []),
         *(["--ignore-eos"] if args.ignore_eos else []),

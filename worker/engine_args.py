@@ -37,13 +37,18 @@ CPU_DEFAULTS: Mapping[str, object] = {
 """dragoman's defaults for an engine on a CPU, where they differ from vLLM's (DESIGN.md)."""
 
 GPU_DEFAULTS: Mapping[str, object] = {
+    # CUDA graphs: eager mode is for a CPU (vLLM 0.26 itself defaults to graphs, said here so the plan shows it).
+    "enforce_eager": False,
+    # All the group's engines together (vLLM 0.26's own 0.92 leaves less for anything else on the GPU).
+    "gpu_memory_utilization": 0.9,
     # Largest step (in tokens) run from a CUDA graph; bigger steps run eagerly, one Python call per
     # kernel. vLLM's default, min(2 x max_num_seqs, 512), leaves most steps of a continuously fed
     # engine eager: on an H100 that cost 18% of the 8B shape's throughput at max_num_seqs 512
     # (bench/RESULTS.md). Only matters without --enforce-eager; vLLM caps it at max_num_batched_tokens.
     "max_cudagraph_capture_size": 2048,
 }
-"""dragoman's defaults for an engine on a GPU, where they differ from vLLM's."""
+"""dragoman's defaults for an engine on any GPU; ``max_num_seqs`` and ``max_num_batched_tokens`` follow the GPU and
+the model (:func:`worker.device_defaults.gpu_vllm_defaults`)."""
 
 RETIRED_FLAGS: Mapping[str, str] = {
     "--cpu-kv-cache-gib": "vLLM's --kv-cache-memory-bytes sizes the KV cache (e.g. 512M, 2G; dragoman's default on "
@@ -139,9 +144,12 @@ def engine_help() -> str:
     return argparse.ArgumentParser.format_help(parser)  # the whole list, not vLLM's summary of its groups
 
 
-def parse_engine_args(argv: Sequence[str], *, on_cpu: bool, cpu_has_bf16: bool = False) -> dict[str, Any]:
+def parse_engine_args(
+    argv: Sequence[str], *, on_cpu: bool, cpu_has_bf16: bool = False, defaults: Mapping[str, object] | None = None
+) -> dict[str, Any]:
     """The engine arguments ``argv`` give, as vLLM's parser reads them (a dict of its namespace), with
-    dragoman's defaults for this platform where ``argv`` leaves an option out.
+    dragoman's defaults where ``argv`` leaves an option out: ``defaults`` (the device's, from
+    :func:`worker.device_defaults.plan_engines`), else :data:`CPU_DEFAULTS` or :data:`GPU_DEFAULTS`.
 
     On a CPU, ``dtype`` ``auto`` means float32 unless the CPU computes bfloat16 natively (a model
     stored in bfloat16 otherwise runs through emulation, 4x slower on our AVX2 machines). The
@@ -152,7 +160,8 @@ def parse_engine_args(argv: Sequence[str], *, on_cpu: bool, cpu_has_bf16: bool =
         if name in RETIRED_FLAGS:
             raise EngineArgumentsError(f"{name} is no longer a dragoman flag: {RETIRED_FLAGS[name]}")
     parser = engine_arg_parser()
-    defaults = CPU_DEFAULTS if on_cpu else GPU_DEFAULTS
+    if defaults is None:
+        defaults = CPU_DEFAULTS if on_cpu else GPU_DEFAULTS
     parser.set_defaults(**dict.fromkeys([*defaults, "model"], _UNSET))
     values: dict[str, Any] = vars(parser.parse_args(list(argv)))
     if values.pop("model") is not _UNSET:
@@ -171,6 +180,16 @@ def parse_engine_args(argv: Sequence[str], *, on_cpu: bool, cpu_has_bf16: bool =
         values["dtype"] = "bfloat16" if cpu_has_bf16 else "float32"
         log.info("CPU engine: weights in %s (%s)", values["dtype"], CPU_DTYPE_REASONS[values["dtype"]])
     return values
+
+
+def given_engine_options(argv: Sequence[str], names: Sequence[str]) -> dict[str, Any]:
+    """Which of the options ``names`` (vLLM's, with underscores) ``argv`` sets, and to what, as vLLM's parser reads
+    them: what the user chose, for :func:`worker.device_defaults.plan_engines`. Imports vLLM; refuses bad arguments
+    like :func:`parse_engine_args`."""
+    parser = engine_arg_parser()
+    parser.set_defaults(**dict.fromkeys(names, _UNSET))
+    values = vars(parser.parse_args(list(argv)))
+    return {name: values[name] for name in names if values.get(name, _UNSET) is not _UNSET}
 
 
 def _capture_sizes_given(compilation: object) -> bool:

@@ -133,7 +133,19 @@ def gpu_ids(spec: str | None) -> list[str] | None:
 
 
 def gpu_memory_bytes(device: str | None) -> int | None:
-    """Total memory of GPU ``device`` (the first visible one for None); None where there is no GPU."""
+    """Total memory of GPU ``device`` (the first visible one for None); None where there is no GPU.
+
+    Asks vLLM's platform (NVML on NVIDIA GPUs) where vLLM is installed, which leaves CUDA uninitialised
+    in this process (vLLM's engine core then forks as usual); else torch.
+    """
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        pass
+    else:
+        if not current_platform.is_cuda_alike():
+            return None
+        return int(current_platform.get_device_total_memory(int(device or 0)))
     try:
         import torch
     except ImportError:
@@ -141,6 +153,16 @@ def gpu_memory_bytes(device: str | None) -> int | None:
     if not torch.cuda.is_available():
         return None
     return int(torch.cuda.get_device_properties(int(device or 0)).total_memory)
+
+
+def gpu_name(device: str | None) -> str:
+    """The name of GPU ``device`` (``NVIDIA H100 80GB HBM3``); empty where it cannot be told."""
+    try:
+        from vllm.platforms import current_platform
+
+        return str(current_platform.get_device_name(int(device or 0)))
+    except Exception:  # any platform's failure only leaves the name out (vLLM's own defaults do the same)
+        return ""
 
 
 def _visible_gpu_count() -> int:

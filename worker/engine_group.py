@@ -87,7 +87,7 @@ class EngineGroupLayout:
 
 
 def engine_group_layout(
-    engines: int | str,
+    engines: int | str | None,
     settings: Settings,
     whole: float,
     parameters: int | None,
@@ -96,12 +96,12 @@ def engine_group_layout(
     interactive: bool = False,
     interactive_max_seqs: int | None = None,
 ) -> EngineGroupLayout:
-    """The engines of each GPU group: ``engines`` (a count, or ``auto`` from the model's size) sharing ``whole``
+    """The engines of each GPU group: ``engines`` (a count, or ``auto`` or None from the model's size) sharing ``whole``
     of their GPU's memory (the engine group's ``--gpu-memory-utilization``), plus the interactive engine if asked for
     (``interactive_max_seqs`` sequences, default :data:`INTERACTIVE_MAX_SEQS`), for a model of ``parameters``
     and GPUs of ``gpu_memory`` bytes (None: unknown, or no GPU). Raises ``ValueError`` when the interactive
     engine does not fit."""
-    count = choose_engine_count(parameters, gpu_memory, whole) if engines == "auto" else int(engines)
+    count = choose_engine_count(parameters, gpu_memory, whole) if engines in ("auto", None) else int(engines)
     if not interactive:
         return EngineGroupLayout.even(count, whole)
     share = interactive_memory_share(parameters, gpu_memory, whole, count)

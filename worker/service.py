@@ -47,7 +47,11 @@ def new_consumer_name() -> str:
 
 
 class Worker:
-    """Runs jobs from the stream through one engine until stopped."""
+    """Runs jobs from the stream through one engine until stopped.
+
+    ``engine_plan`` is :meth:`worker.device_defaults.EnginePlan.summary` of its engine (eager or graphs, batch,
+    memory share, jobs in flight, each with where it came from), written in its heartbeat for ``dragoman stats``.
+    """
 
     def __init__(
         self,
@@ -61,10 +65,12 @@ class Worker:
         consumer_name: str | None = None,
         metrics: WorkerMetrics | None = None,
         model_path: Path | None = None,
+        engine_plan: str = "",
     ) -> None:
         self.settings = settings
         self.served_names = served_names(settings.served_model_names, settings.default_model)
         self.keys = served_keys(settings)
+        self.engine_plan = engine_plan  # the engine's settings and where each came from (its heartbeat's ``engine``)
         self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.redis: aioredis.Redis = open_redis(redis_url, encoding_errors="surrogateescape")
         self.writer = ResultWriter(settings, self.redis, database_url, self.metrics)
@@ -168,6 +174,7 @@ class Worker:
                 "reclaimed": self.consumer.reclaimed,
                 "lane_policy": self.consumer.lane_policy.name,
                 "models": " ".join(self.served_names),
+                "engine": self.engine_plan,
                 "postgres_down_since": "" if down is None else repr(down),
             },
         )

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from contract.errors import EngineError, EngineNotInstalledError, EngineUnavailableError, ModelError
+from worker.device_defaults import detect_device, plan_engines
 from worker.engine import GenerationRequest, GenerationResult, Tokenizer
 from worker.engine_args import async_engine_args, cpu_has_bf16, parse_engine_args, platform_is_cpu
+from worker.engine_count import estimate_parameters
 from worker.extras import INSTALL_HINT
 
 log = logging.getLogger(__name__)
@@ -41,13 +43,21 @@ class VllmEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def start(cls, model_path: Path, engine_args: Sequence[str] = (), *, ignore_eos: bool = False) -> VllmEngine:
+    def start(
+        cls,
+        model_path: Path,
+        engine_args: Sequence[str] = (),
+        *,
+        ignore_eos: bool = False,
+        defaults: Mapping[str, object] | None = None,
+    ) -> VllmEngine:
         """Build the engine (blocking: tens of seconds on a CPU) for the model at ``model_path``.
 
         ``engine_args`` are vLLM's engine arguments as its command line spells them
         (``["--max-num-seqs", "16", "--max-model-len=1024"]``; :mod:`worker.engine_args`), dragoman's
-        defaults filling in what they leave out. ``ignore_eos``: every request generates its whole
-        output budget (benchmarks with ``--load-format dummy`` only).
+        defaults filling in what they leave out: ``defaults`` (from the worker's
+        :class:`worker.device_defaults.EnginePlan`), else the device's for one engine of this model.
+        ``ignore_eos``: every request generates its whole output budget (benchmarks with ``--load-format dummy`` only).
         """
         check_model_path(model_path)
         try:
@@ -56,7 +66,12 @@ class VllmEngine:
             raise EngineNotInstalledError(f"the vLLM engine cannot be imported ({exc}): {INSTALL_HINT}") from exc
 
         on_cpu = platform_is_cpu()
-        values = parse_engine_args(engine_args, on_cpu=on_cpu, cpu_has_bf16=cpu_has_bf16() if on_cpu else False)
+        if defaults is None:
+            device = detect_device(None, on_cpu=on_cpu)
+            defaults = plan_engines(device, estimate_parameters(model_path), {}, engines=1).vllm_defaults
+        values = parse_engine_args(
+            engine_args, on_cpu=on_cpu, cpu_has_bf16=cpu_has_bf16() if on_cpu else False, defaults=defaults
+        )
         llm = AsyncLLM.from_engine_args(async_engine_args(model_path, values))
         tokenizer: Any = llm.get_tokenizer()
         if inspect.isawaitable(tokenizer):  # older vLLM releases made this a coroutine

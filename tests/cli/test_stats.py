@@ -137,3 +137,18 @@ def test_each_served_model_shows_its_lanes_and_live_workers(
     assert "model  hy                           lag 4   pending 0   1 live worker   (also named hy-mt)" in text
     assert "model  default                      lag 2   pending 0   no live worker" in text
     assert "{" + settings.key_prefix + "}:model:hy:jobs" in text
+
+
+def test_each_live_worker_shows_its_engine_plan_and_where_each_value_came_from(
+    settings: Settings, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    plan = "graphs(default) seqs=256(default) mem=0.2691(engine group) in_flight=512(default)"
+    raw_redis.hset(keys.worker("gpu0-e0"), mapping={"in_flight": 512, "lane_policy": "bulk", "engine": plan})
+    raw_redis.hset(keys.worker("echo"), mapping={"in_flight": 3, "engine": ""})  # the echo engine has no plan
+    workers = {w["name"]: w["engine"] for w in _stats_json(capsys)["workers"]}  # type: ignore[attr-defined]
+    assert workers == {"gpu0-e0": plan, "echo": None}
+    assert main(["stats"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split()[:3] == ["gpu0-e0", "-", "bulk"] and line.endswith(plan) for line in lines)
+    assert any("engine (source)" in line for line in lines)

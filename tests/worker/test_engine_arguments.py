@@ -97,7 +97,9 @@ def test_the_defaults_the_help_shows_are_the_ones_applied() -> None:
     assert "--kv-cache-memory-bytes 1G" in shown and "--enforce-eager" in shown
     values = parse_engine_args(shown.replace(",", "").split(), on_cpu=False)
     assert {name: values[name] for name in CPU_DEFAULTS} == CPU_DEFAULTS
-    assert describe_defaults(GPU_DEFAULTS) == "--max-cudagraph-capture-size 2048"
+    assert describe_defaults(GPU_DEFAULTS) == (
+        "--no-enforce-eager, --gpu-memory-utilization 0.9, --max-cudagraph-capture-size 2048"
+    )
 
 
 def test_on_a_cpu_without_bfloat16_auto_means_float32() -> None:

@@ -155,7 +155,9 @@ def test_a_childs_own_flags_and_options_dragoman_never_declared_reach_it_as_give
     _, _, specs = _specs(argv, Settings(), [[]], 1, {})
     child = _child_args(specs[0])
     assert (child.profile, child.ignore_eos, specs[0].env["DRAGOMAN_MAX_IN_FLIGHT"]) == ("chat", True, "300")
-    assert child.engine_args == ["--seed", "7", "--gpu-memory-utilization=0.92"]
+    assert child.engine_args == ["--seed", "7", "--gpu-memory-utilization=0.9"]  # dragoman's 0.9 on a GPU
+    # One engine each, told it is a group's: neither runs a group of its own, and its memory share is the group's.
+    assert (child.engines, child.engine_group_member, child.interactive_engine) == (1, True, None)
 
 
 def test_an_override_replaces_the_parents_value_however_it_was_spelled() -> None:
@@ -307,7 +309,7 @@ def test_a_bad_lane_flag_value_exits_2_with_the_reason(
     ("argv", "message"),
     [
         (["--interactive-engine", "--lane-policy", "bulk"], "leave --lane-policy out"),
-        (["--interactive-max-seqs", "8"], "give both, or neither"),
+        (["--no-interactive-engine", "--interactive-max-seqs", "8"], "not with --no-interactive-engine"),
     ],
 )
 def test_lane_flags_that_contradict_each_other_exit_2_before_anything_starts(
@@ -356,3 +358,70 @@ def test_bench_mixed_runs_the_worker_with_the_group_flags_and_counts_its_engines
     assert engine_count(worker, "1", 1.0) == 1
     with pytest.raises(SystemExit):
         parse_args(["mixed", "--model", "/m", "--interactive-engine", "--lanes", "off"])
+
+
+def _llama_1b(folder: Path) -> Path:
+    """A model folder with the Llama-3.2-1B shape's config.json (1.24B parameters), nothing else."""
+    import json
+
+    config = {"hidden_size": 2048, "num_hidden_layers": 16, "vocab_size": 128256, "intermediate_size": 8192}
+    config |= {"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _plan_on(
+    device: Any, argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> tuple[Any, Any]:
+    import logging
+
+    from cli.worker import _engine_plan
+    from worker.device_defaults import Device
+
+    monkeypatch.setattr("worker.device_defaults.detect_device", lambda gpu, on_cpu: device or Device())
+    args, settings, engine_args = _parent(argv, Settings())
+    with caplog.at_level(logging.INFO, logger="dragoman.worker"):
+        plan, group = _engine_plan(
+            args, settings, logging.getLogger("dragoman.worker"), engine_args, _llama_1b(tmp_path)
+        )
+    return plan, group
+
+
+def test_a_worker_with_no_flags_on_an_h100_runs_an_engine_group_with_an_interactive_engine_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from worker.device_defaults import Device
+
+    plan, group = _plan_on(Device(H100, "NVIDIA H100 80GB HBM3"), [], tmp_path, monkeypatch, caplog)
+    assert group is not None and plan.interactive.source == "default"
+    groups, layout = group
+    assert (layout.engines, layout.interactive is not None) == (3, True)
+    assert layout.memory * 3 + layout.interactive.memory <= 0.9  # the 0.9 is shared, never exceeded
+    start = [r.getMessage() for r in caplog.records if r.getMessage().startswith("engine plan on GPU")]
+    assert len(start) == 1 and "3 engine(s) + 1 interactive [default]" in start[0]
+    assert f"{layout.memory:.4g} per engine" in start[0]
+    # Each child runs one engine of the plan's batch, with the group's memory share after the parent's arguments.
+    specs = _children((*_parent([], Settings())[:2], []), groups, layout)
+    assert [_child_args(s).engines for s in specs] == [1, 1, 1, 1]
+    assert {s.env["DRAGOMAN_LANE_POLICY"] for s in specs} == {"bulk", "interactive"}
+
+
+def test_a_flag_keeps_the_worker_to_one_engine_in_process_on_a_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from worker.device_defaults import Device
+
+    plan, group = _plan_on(
+        Device(H100, "NVIDIA H100 80GB HBM3"), ["--engines", "1", "--max-num-seqs", "96"], tmp_path, monkeypatch, caplog
+    )
+    assert group is None and plan.max_num_seqs.value == 96 and plan.max_num_seqs.source == "flag"
+    assert plan.vllm_defaults["enforce_eager"] is False and "max_num_seqs" not in plan.vllm_defaults
+    assert any("max_num_seqs 96 [flag]" in r.getMessage() for r in caplog.records)
+
+
+def test_on_a_cpu_the_worker_stays_one_eager_engine_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    plan, group = _plan_on(None, [], tmp_path, monkeypatch, caplog)
+    assert group is None and plan.eager.value is True and plan.engines.value == 1
+    assert plan.vllm_defaults["kv_cache_memory_bytes"] == 2**30
