@@ -395,17 +395,22 @@ def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
     scaled = k8s["ScaledObject/dragoman-worker"]
     assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
-    lag, pending = scaled["spec"]["triggers"]
+    lag, pending, bulk_lag, bulk_pending = scaled["spec"]["triggers"]
     keys = RedisKeys.from_settings(DEFAULTS)
-    for trigger in (lag, pending):
+    # Both lanes wake a pod: a run, document or OpenAI batch waits in the bulk lane alone.
+    lanes = [(lag, keys.jobs_stream), (pending, keys.jobs_stream)]
+    lanes += [(bulk_lag, keys.bulk_jobs_stream), (bulk_pending, keys.bulk_jobs_stream)]
+    for trigger, stream in lanes:
         assert trigger["type"] == "redis-streams"
-        assert trigger["metadata"]["stream"] == keys.jobs_stream
+        assert trigger["metadata"]["stream"] == stream
         assert trigger["metadata"]["consumerGroup"] == keys.consumer_group
         assert trigger["metadata"]["activationLagCount"] == "0"  # one entry wakes a pod from zero
         assert trigger["authenticationRef"]["name"] in {n.split("/")[1] for n in k8s if n.startswith("Trigger")}
     assert int(lag["metadata"]["lagCount"]) > 0  # lag mode (Redis 7+): entries nobody has read
     # Pending mode: entries read but never acknowledged (a pod killed mid-drain at zero replicas) wake one too.
     assert "lagCount" not in pending["metadata"] and int(pending["metadata"]["pendingEntriesCount"]) > 0
+    assert bulk_lag["metadata"]["lagCount"] == lag["metadata"]["lagCount"]
+    assert bulk_pending["metadata"]["pendingEntriesCount"] == pending["metadata"]["pendingEntriesCount"]
 
 
 def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> None:
