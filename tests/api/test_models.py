@@ -20,7 +20,7 @@ from contract.models import ModelRoute
 from contract.schemas import Lane
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
-from tests.api.test_openai_batches import call, sdk
+from tests.api.test_openai_batches import call, jsonl, parse, poll, sdk
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -160,3 +160,63 @@ async def test_a_job_naming_an_alias_runs_on_its_model(
         job = (await api.get(f"/v1/jobs/{waiting}", headers=key)).json()
         assert job["waiting_for"] is not None and "model default" in job["waiting_for"]
         assert "`dragoman worker`" in job["waiting_for"]
+
+
+def _line(custom_id: str, text: str, model: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"text": text, "source_lang": "en", "target_lang": "fr"}
+    if model is not None:
+        body["model"] = model
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/translations", "body": body}
+
+
+async def test_a_batch_line_s_model_is_its_job_s_and_an_unknown_one_is_answered_in_the_error_file(
+    api_url: str, settings: Settings, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    client = sdk(api_url, key)
+    lines = [
+        _line("alias", "one", "tiny"),
+        _line("routed", "two"),
+        _line("unknown", "three", "gpt-4o-mini"),
+        _line("named", "four", "small"),
+        _line("default", "five", "default"),
+    ]
+    async with (
+        start_worker(DeterministicEngine(), settings_=settings),
+        start_worker(DeterministicEngine(), settings_=_serving(settings, "small", "tiny")),
+    ):
+        uploaded = await call(client.files.create, file=("in.jsonl", jsonl(lines)), purpose="batch")
+        batch = await call(
+            client.batches.create,
+            input_file_id=uploaded.id,
+            endpoint="/v1/translations",  # type: ignore[arg-type]
+            completion_window="24h",
+        )
+        assert batch.status == "in_progress", batch.errors  # an unknown model does not stop the batch
+        done = await poll(client, batch.id, {"completed", "failed"})
+        # A batch whose every line names an unknown model completes with an error file alone.
+        refused = await call(client.files.create, file=("in.jsonl", jsonl([_line("x", "y", "nope")])), purpose="batch")
+        only_unknown = await call(
+            client.batches.create,
+            input_file_id=refused.id,
+            endpoint="/v1/translations",  # type: ignore[arg-type]
+            completion_window="24h",
+        )
+        only_unknown = await poll(client, only_unknown.id, {"completed", "failed"})
+    assert done.status == "completed" and done.output_file_id and done.error_file_id
+    assert done.request_counts is not None and (done.request_counts.completed, done.request_counts.failed) == (4, 1)
+    output = parse((await call(client.files.content, done.output_file_id)).read())
+    answered = {line["custom_id"]: line["response"]["body"]["model"] for line in output}
+    assert answered == {"alias": "small", "routed": "default", "named": "small", "default": "default"}
+    [error] = parse((await call(client.files.content, done.error_file_id)).read())
+    assert error["custom_id"] == "unknown" and error["error"]["code"] == "model_not_found"
+    assert "'gpt-4o-mini'" in error["error"]["message"]
+    assert error["response"]["status_code"] == 404
+    assert error["response"]["body"]["error"]["code"] == "model_not_found"
+    # The refused line is a failed job of the batch's tenant, like any other line.
+    async with httpx.AsyncClient(base_url=api_url, headers=bearer(key)) as http:
+        job = (await http.get(f"/v1/jobs/{error['response']['request_id']}")).json()
+    assert job["status"] == "failed" and job["error"].startswith("model_not_found: ")
+
+    assert only_unknown.status == "completed" and only_unknown.output_file_id is None and only_unknown.error_file_id
+    assert only_unknown.request_counts is not None and only_unknown.request_counts.failed == 1
