@@ -220,3 +220,22 @@ async def test_a_batch_line_s_model_is_its_job_s_and_an_unknown_one_is_answered_
 
     assert only_unknown.status == "completed" and only_unknown.output_file_id is None and only_unknown.error_file_id
     assert only_unknown.request_counts is not None and only_unknown.request_counts.failed == 1
+
+
+async def test_runs_and_documents_take_a_model_and_refuse_an_unknown_one(
+    api: httpx.AsyncClient, routed: Settings, tenant_key: KeyMaker, raw_redis: redis.Redis
+) -> None:
+    key = bearer(tenant_key("acme"))
+    keys = RedisKeys.from_settings(routed)
+    run = b'{"custom_id": "a", "text": "one"}\n{"custom_id": "b", "text": "two"}\n'
+    query = "source_lang=en&target_lang=fr"
+    refused = await api.post(f"/v1/runs?{query}&model=nope", content=run, headers=key)
+    assert "'nope'" in _not_found(refused, openai_shape=False)
+    assert raw_redis.xlen(keys.lane(Lane.BULK, "default")) == 0
+    accepted = await api.post(f"/v1/runs?{query}&model=hy", content=run, headers=key)
+    assert accepted.status_code == 202, accepted.text
+    assert raw_redis.xlen(keys.lane(Lane.BULK, "hy")) == 2 and raw_redis.xlen(keys.lane(Lane.BULK, "default")) == 0
+
+    document = f"/v1/documents?{query}&format=txt"
+    _not_found(await api.post(f"{document}&model=nope", content=b"Hello.", headers=key), openai_shape=False)
+    assert (await api.post(f"{document}&model=hy", content=b"Hello.", headers=key)).status_code == 202
