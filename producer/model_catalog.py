@@ -5,7 +5,8 @@ live worker says so in its status (:meth:`ModelCatalog.waiting_for`). A model is
 settings name it (the default model, a route's) or a worker has served it
 (``broker.model_registry``); its live workers are those whose heartbeat's ``models`` field
 names it first (a heartbeat without the field is a worker of an older version: it serves the
-default model's lanes).
+default model's lanes). Listing scans the heartbeats; a job's status asks only its model's
+consumers (``broker.heartbeats.model_has_live_worker``), at most once a second per model.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from broker.heartbeats import read_heartbeats
+from broker.heartbeats import model_has_live_worker, read_heartbeats
 from broker.keys import RedisKeys
 from contract.errors import ModelNotFoundError
 from contract.models import ModelRoute
 from contract.schemas import Job, JobStatus
 from producer.model_routing import ModelResolver
 
-LIVE_MODELS_TTL_S = 1.0
-"""How long :meth:`ModelCatalog.waiting_for` trusts its read of the live workers: polling a queued job stays cheap."""
+LIVE_MODEL_TTL_S = 1.0
+"""How long :meth:`ModelCatalog.waiting_for` trusts its answer for a model: polling a queued job stays cheap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +79,7 @@ class ModelCatalog:
         self._keys = keys
         self._resolver = resolver
         self._clock = clock
-        self._live: frozenset[str] = frozenset()
-        self._live_read_at = -float("inf")
+        self._live: dict[str, tuple[bool, float]] = {}  # model -> (has a live worker, when that was read)
 
     async def workers(self) -> list[LiveWorker]:
         """Every live worker, by name (a scan of the heartbeats: not for a hot path)."""
@@ -101,7 +101,6 @@ class ModelCatalog:
                 aliases[model].add(name)
         for worker in workers:
             aliases[worker.model].update(name for name in worker.models[1:] if name != worker.model)
-        self._remember_live(workers)
         return [
             ServedModel(
                 id=model,
@@ -121,27 +120,25 @@ class ModelCatalog:
                 return served
         raise ModelNotFoundError(f"model {name!r} is not served here (GET /v1/models lists them)")
 
-    async def live_models(self) -> frozenset[str]:
-        """The models at least one live worker serves, read at most every :data:`LIVE_MODELS_TTL_S`."""
-        if self._clock() - self._live_read_at >= LIVE_MODELS_TTL_S:
-            self._remember_live(await self.workers())
-        return self._live
+    async def is_live(self, model: str) -> bool:
+        """Whether a live worker reads ``model``'s lanes, asked at most every :data:`LIVE_MODEL_TTL_S`."""
+        now = self._clock()
+        known = self._live.get(model)
+        if known is None or now - known[1] >= LIVE_MODEL_TTL_S:
+            known = self._live[model] = (await model_has_live_worker(self._redis, self._keys, model), now)
+        return known[0]
 
     async def waiting_for(self, job: Job) -> str | None:
         """For a queued job whose model no live worker serves, what it waits for; else None."""
         if job.status is not JobStatus.QUEUED:
             return None
         model = job.model or self._resolver.router.default_model
-        if model in await self.live_models():
+        if await self.is_live(model):
             return None
         start = "dragoman worker" + (
             "" if model == self._resolver.router.default_model else f" --served-model-name {model}"
         )
         return f"waiting for a worker of model {model}: none is running (`{start}` serves it)"
-
-    def _remember_live(self, workers: list[LiveWorker]) -> None:
-        self._live = frozenset(worker.model for worker in workers)
-        self._live_read_at = self._clock()
 
 
 def _float(value: str | None) -> float | None:
