@@ -12,7 +12,7 @@ from api.event_feed import EventFeed
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, documents, events, files, health, jobs, runs
+from api.routes import batches, documents, events, files, health, jobs, models, runs
 from api.services import ApiServices
 from contract.errors import ConfigurationError
 from contract.settings import Settings
@@ -32,7 +32,8 @@ Every route but `/healthz` needs `Authorization: Bearer <key>` (`dragoman api-ke
 Errors are `{"error": {"code": ..., "message": ...}}`.
 
 `/v1/files` and `/v1/batches` are OpenAI's Batch API (point the `openai` SDK at `<this server>/v1`);
-their errors are OpenAI's shape.
+their errors are OpenAI's shape. `/v1/models` (OpenAI's shape too) lists the models a job may name
+(`model`), with their aliases, routing rules and live workers.
 """
 
 
@@ -101,4 +102,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(events.router)
     app.include_router(files.router)
     app.include_router(batches.router)
+    app.include_router(models.router)
     return app

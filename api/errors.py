@@ -1,6 +1,6 @@
 """Every error the API answers is ``{"error": {"code": ..., "message": ...}}``, never a stack trace.
 
-On the OpenAI-compatible routes (``/v1/files``, ``/v1/batches``) the object is OpenAI's error
+On the OpenAI-compatible routes (``/v1/files``, ``/v1/batches``, ``/v1/models``) the object is OpenAI's error
 shape, ``{"error": {"message", "type", "param", "code"}}``: the same code and message, plus the
 ``type`` (``invalid_request_error``, ``authentication_error``, ...) and ``param`` OpenAI's SDKs read.
 
@@ -33,6 +33,7 @@ from contract.errors import (
     InvalidMetadataError,
     JobNotCancellableError,
     JobNotFoundError,
+    ModelNotFoundError,
     RunNotFinishedError,
     TextTooLongError,
     UnsupportedLanguageError,
@@ -79,6 +80,7 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (UnsupportedLanguageError, 422, "unsupported_language"),
     (InvalidMetadataError, 422, "invalid_metadata"),
     (InvalidGlossaryError, 422, "invalid_glossary"),
+    (ModelNotFoundError, 404, "model_not_found"),  # OpenAI's code for a model it does not serve
     (InvalidRunFileError, 422, "invalid_run_file"),
     (DocumentTooLargeError, 413, "document_too_large"),
     (InvalidJobError, 422, "invalid_job"),
@@ -104,7 +106,7 @@ def _queued_limit_response(request: Request, exc: TooManyQueuedJobsError) -> JSO
     return error_response(429, "too_many_queued_jobs", str(exc), headers, request=request)
 
 
-OPENAI_PREFIXES = ("/v1/files", "/v1/batches")
+OPENAI_PREFIXES = ("/v1/files", "/v1/batches", "/v1/models")
 """Routes whose errors take OpenAI's shape."""
 
 _OPENAI_TYPES = {

@@ -1,4 +1,4 @@
-"""The OpenAI Batch API's objects on the wire: files, batches, their lists, and the create request.
+"""The OpenAI API's objects on the wire: files, batches, their lists, the create request, and models.
 
 Field names, types and status values are OpenAI's, so the official SDKs parse them unchanged.
 """
@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from producer.model_catalog import LiveWorker, ServedModel
 from storage import BatchRow, StoredFile
 from tenancy.batches import unix
 
@@ -151,3 +152,94 @@ class BatchList(BaseModel):
     first_id: str | None = None
     last_id: str | None = None
     has_more: bool = False
+
+
+class ModelRouteView(BaseModel):
+    """A routing rule that sends jobs naming no model to this model (``DRAGOMAN_MODEL_ROUTES``)."""
+
+    source: str = Field(description="pattern of the source language code")
+    target: str = Field(description="pattern of the target language code")
+    lane: str | None = Field(default=None, description="only jobs of this lane; null: every lane")
+
+
+class ModelWorker(BaseModel):
+    """A live worker process serving the model (one engine; each engine of an engine group is one)."""
+
+    name: str = Field(description="its consumer name")
+    served_names: list[str] = Field(description="the names it serves, the model first")
+    in_flight: int | None = Field(default=None, description="jobs it holds now")
+    lane_policy: str | None = None
+    engine: str | None = Field(default=None, description="its engine's settings, where the heartbeat carries them")
+    profile: str | None = Field(default=None, description="its prompt profile")
+    model_path: str | None = Field(default=None, description="the weights it loaded")
+    started_at: float | None = Field(default=None, description="unix seconds")
+
+    @classmethod
+    def of(cls, worker: LiveWorker) -> ModelWorker:
+        """The wire view of a live worker's heartbeat."""
+        fields = worker.fields
+        return cls(
+            name=worker.name,
+            served_names=list(worker.models),
+            in_flight=_int(fields.get("in_flight")),
+            lane_policy=fields.get("lane_policy") or None,
+            engine=fields.get("engine") or None,
+            profile=fields.get("profile") or None,
+            model_path=fields.get("model_path") or None,
+            started_at=_number(fields.get("started_at")),
+        )
+
+
+class ModelObject(BaseModel):
+    """A served model (``object: "model"``): OpenAI's fields, then dragoman's."""
+
+    id: str = Field(description="the model's name: what a job's model names (or one of its aliases)")
+    object: Literal["model"] = "model"
+    created: int = Field(description="unix seconds its longest-running live worker started; 0 with none live")
+    owned_by: str = "dragoman"
+    aliases: list[str] = Field(description="other names that reach it (a worker's further --served-model-name)")
+    default: bool = Field(description="jobs naming no model and matching no route go to it (DRAGOMAN_DEFAULT_MODEL)")
+    routes: list[ModelRouteView] = Field(description="the routing rules that send jobs naming no model to it")
+    engines: int = Field(description="live engines serving it (one per live worker process)")
+    workers: list[ModelWorker] = Field(description="its live workers; none: its jobs wait for one")
+    profile: str | None = Field(default=None, description="the prompt profile its live workers report")
+    model_path: str | None = Field(default=None, description="the weights its live workers report")
+
+    @classmethod
+    def of(cls, model: ServedModel) -> ModelObject:
+        """The wire object of a served model."""
+        return cls(
+            id=model.id,
+            created=model.created,
+            aliases=list(model.aliases),
+            default=model.default,
+            routes=[
+                ModelRouteView(
+                    source=rule.source, target=rule.target, lane=None if rule.lane is None else rule.lane.value
+                )
+                for rule in model.routes
+            ],
+            engines=len(model.workers),
+            workers=[ModelWorker.of(worker) for worker in model.workers],
+            profile=model.reported("profile"),
+            model_path=model.reported("model_path"),
+        )
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``: every served model, the default first."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelObject]
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except ValueError:
+        return None
+
+
+def _int(value: str | None) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)

@@ -56,6 +56,11 @@ class JobRequest(BaseModel):
         default=None, description="register of the translation, where the model's profile supports it"
     )
     memory: bool = Field(default=True, description="false: neither served from the translation memory nor stored in it")
+    model: str | None = Field(
+        default=None,
+        description="a served model's name or alias (GET /v1/models); none: the deployment's routes choose "
+        "(DRAGOMAN_MODEL_ROUTES, else DRAGOMAN_DEFAULT_MODEL); a name nobody serves is 404 model_not_found",
+    )
 
     @model_validator(mode="after")
     def _lane_from_priority(self) -> JobRequest:
@@ -86,7 +91,8 @@ class JobsAccepted(BaseModel):
 
 
 class JobView(BaseModel):
-    """A job: status, result or error, attempts, timings, tokens and model."""
+    """A job: status, result or error, attempts, timings, tokens and model (queued: the model whose lanes it
+    waits in; final: the model that answered)."""
 
     id: str
     status: JobStatus
@@ -120,6 +126,10 @@ class JobView(BaseModel):
         description="a document segment sent with placeholder tags: kept, retried (kept on the one retry) or "
         "fallback (the text between the tags translated on its own)",
     )
+    waiting_for: str | None = Field(
+        default=None,
+        description="a queued job whose model no live worker serves: waiting for a worker of model X",
+    )
     metadata: dict[str, Any]
 
     @classmethod
@@ -148,6 +158,7 @@ class JobView(BaseModel):
             glossary_misses=job.glossary_misses,
             from_memory=job.from_memory,
             inline_tags=job.inline_tags,
+            waiting_for=job.waiting_for,
             metadata=job.metadata,
         )
 

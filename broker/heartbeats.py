@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
 from broker.keys import RedisKeys
 
@@ -43,6 +44,21 @@ async def beating(redis: aioredis.Redis, keys: RedisKeys, consumers: Sequence[st
         for name in consumers:
             pipe.exists(keys.worker(name))
         return [bool(alive) for alive in await pipe.execute()]
+
+
+async def model_has_live_worker(redis: aioredis.Redis, keys: RedisKeys, model: str) -> bool:
+    """Whether a consumer of ``model``'s lanes has a live heartbeat: O(its consumers), never a scan of the keys.
+
+    A worker joins its lanes' consumer group on its first read, so one that started a moment ago may
+    not count yet; a model whose lanes or group do not exist has none.
+    """
+    names: set[str] = set()
+    for _, stream in keys.for_model(model).lanes:
+        try:
+            names.update(_text(info["name"]) for info in await redis.xinfo_consumers(stream, keys.consumer_group))
+        except ResponseError:  # no stream or no group yet: no worker of this model ever read it
+            continue
+    return any(await beating(redis, keys, sorted(names))) if names else False
 
 
 async def read_heartbeats(redis: aioredis.Redis, keys: RedisKeys) -> dict[str, dict[str, str]]:

@@ -342,6 +342,7 @@ class Job(BaseModel):
     from_memory: bool = False  # served from the translation memory, not generated
     inline_tags: str | None = None  # a tagged document segment: tags "kept", "retried" or "fallback"
     """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
+    waiting_for: str | None = None  # a queued job whose model no live worker serves: "waiting for a worker of model X"
 
     @property
     def queue_seconds(self) -> float | None:

@@ -29,6 +29,7 @@ from contract.schemas import Job, JobSpec, TranslationRequest
 from contract.settings import Settings
 from producer.finish_waiter import FinishWaiter
 from producer.groups import ChunkCallback, DocumentResult, Groups
+from producer.model_catalog import ModelCatalog
 from producer.requests import (
     RequestOptions,
     check_tenant,
@@ -88,6 +89,7 @@ class AsyncClient:
         self._rq = open_rq_connection(redis_url)
         self.submitter = JobSubmitter(self.redis, self.keys, self.settings)
         self.groups = Groups(self.submitter, GroupStore(self.pool), self._rq)
+        self.models = ModelCatalog(self.redis, self.keys, self.submitter.models)
         self._finishes = FinishWaiter(self.redis, self.keys)
 
     async def __aenter__(self) -> AsyncClient:
@@ -159,12 +161,15 @@ class AsyncClient:
         """The job's status, result, error and timings.
 
         Queued and running jobs are answered from their Redis state record, finished ones from
-        PostgreSQL. Raises :class:`JobNotFoundError` if neither knows the id.
+        PostgreSQL. Raises :class:`JobNotFoundError` if neither knows the id. A queued job whose
+        model no live worker serves says so in ``waiting_for`` (the live workers are read at most
+        once a second).
         """
         job_id = parse_job_id(job_id)
         state = await read_state(self.redis, self.keys, job_id)
-        job = live_job(job_id, state) or settled_job(job_id, state, await self._store.get(job_id))
-        return check_tenant(job, tenant)
+        job = check_tenant(live_job(job_id, state) or settled_job(job_id, state, await self._store.get(job_id)), tenant)
+        waiting = await self.models.waiting_for(job)
+        return job if waiting is None else job.model_copy(update={"waiting_for": waiting})
 
     async def wait(
         self,

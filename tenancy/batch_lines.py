@@ -3,9 +3,11 @@
 An input line is ``{"custom_id", "method": "POST", "url", "body"}``. ``/v1/translations`` lines
 (dragoman's extension) are native translation jobs; ``/v1/chat/completions`` and
 ``/v1/completions`` lines are raw-prompt jobs (``contract/generation.py``): the messages through
-the model's chat template, or the prompt as given, with the request's sampling fields. Output
-lines follow OpenAI's shape: ``id``, ``custom_id``, ``response`` with ``status_code`` and
-``body``, and ``error``.
+the model's chat template, or the prompt as given, with the request's sampling fields. A line's
+``body.model`` is its job's model (resolved by the batch: an alias goes to its model, a name
+nobody serves is answered ``model_not_found`` in the error file); without one the deployment's
+routes choose. Output lines follow OpenAI's shape: ``id``, ``custom_id``, ``response`` with
+``status_code`` and ``body`` (its ``model`` the model that answered), and ``error``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 
 import msgspec
 
-from contract.errors import DragomanError
+from contract.errors import DragomanError, InvalidJobError
 from contract.generation import RAW_LANGUAGE, generation_text, validate_generation
 from contract.ids import job_id_for
+from contract.model_names import validate_model_name
 from contract.schemas import Job, JobSpec, JobStatus, build_job_spec, validate_text
 from storage import OutputRow
 
@@ -36,7 +39,7 @@ _GENERATION_FIELDS = {
 }
 
 MAX_CUSTOM_ID_CHARS = 512
-_BODY_FIELDS = {"text", "source_lang", "target_lang", "metadata"}
+_BODY_FIELDS = {"text", "source_lang", "target_lang", "metadata", "model"}
 _LINE_FIELDS = {"custom_id", "method", "url", "body"}
 
 
@@ -68,8 +71,9 @@ def parse_line(raw: bytes, endpoint: str, *, max_chars: int) -> tuple[str, JobSp
     body = item.get("body")
     if not isinstance(body, dict):
         raise BadLineError("body must be a JSON object")
+    model = _model(body)
     if url != TRANSLATIONS:
-        return custom_id, _generation_spec(custom_id, url, body, max_chars)
+        return custom_id, msgspec.structs.replace(_generation_spec(custom_id, url, body, max_chars), model=model)
     unknown = set(body) - _BODY_FIELDS
     if unknown:
         raise BadLineError(f"unknown body field(s) {', '.join(sorted(unknown))}")
@@ -87,10 +91,25 @@ def parse_line(raw: bytes, endpoint: str, *, max_chars: int) -> tuple[str, JobSp
             body["target_lang"],
             max_chars=max_chars,
             metadata={**metadata, "custom_id": custom_id},
+            model=model,
         )
     except DragomanError as exc:
         raise BadLineError(str(exc)) from None
     return custom_id, spec
+
+
+def _model(body: dict[str, Any]) -> str | None:
+    """The model a line names (``body.model``), or None; :class:`BadLineError` for a value that cannot name one.
+
+    Whether a model of that name is served is the batch's to ask (:class:`~producer.model_routing.ModelResolver`).
+    """
+    name = body.get("model")
+    if name is None:
+        return None
+    try:
+        return validate_model_name(name)
+    except InvalidJobError as exc:
+        raise BadLineError(f"body.model: {exc}") from None
 
 
 def _decoded(raw: bytes) -> Any:
@@ -111,7 +130,7 @@ def _decoded(raw: bytes) -> Any:
 
 
 def _generation_spec(custom_id: str, url: str, body: dict[str, Any], max_chars: int) -> JobSpec:
-    """A chat or completion line as a raw-prompt job (``model`` is the worker's: it is not checked)."""
+    """A chat or completion line as a raw-prompt job (its ``model`` is :func:`_model`'s to read)."""
     unknown = set(body) - _GENERATION_FIELDS[url]
     if unknown:
         raise BadLineError(f"unsupported body field(s) {', '.join(sorted(unknown))}")
@@ -252,11 +271,32 @@ def encode_output_line(row: OutputRow, endpoint: str = TRANSLATIONS) -> bytes:
     return _encode(_OutputLine(request_id(row.job_id), row.custom_id, response))
 
 
+MODEL_NOT_FOUND = "model_not_found"
+"""The code of a line whose model nobody serves (OpenAI's code for an unknown model)."""
+_MODEL_NOT_FOUND_PREFIX = MODEL_NOT_FOUND + ": "
+
+
+def model_not_found_error(message: str) -> str:
+    """The ``error`` of the failed row a line naming an unknown model gets (:func:`error_line` knows it by it)."""
+    return _MODEL_NOT_FOUND_PREFIX + message
+
+
 def error_line(job: Job, expired: bool = False) -> dict[str, Any]:
     """A failed or cancelled job as an error-file line: ``error`` has a code and the reason.
 
     The cancelled jobs of an ``expired`` batch are ``batch_expired`` (they had not run in its window).
+    A line whose model nobody serves is ``model_not_found``, with the ``response`` OpenAI gives such a
+    request (``404`` and its error body) besides.
     """
+    if job.status is JobStatus.FAILED and job.error and job.error.startswith(_MODEL_NOT_FOUND_PREFIX):
+        message = job.error.removeprefix(_MODEL_NOT_FOUND_PREFIX)
+        error = {"message": message, "type": "invalid_request_error", "param": "model", "code": MODEL_NOT_FOUND}
+        return {
+            "id": request_id(job.id),
+            "custom_id": job.metadata.get("custom_id"),
+            "response": {"status_code": 404, "request_id": job.id, "body": {"error": error}},
+            "error": {"code": MODEL_NOT_FOUND, "message": message},
+        }
     if job.status is not JobStatus.CANCELLED:
         code, message = "request_failed", job.error or "the job failed"
     elif expired:

@@ -8,6 +8,10 @@ run's job rows. The server that enqueued it (or, if that one died, the next to r
 its output file while the jobs finish (:mod:`tenancy.batch_output`) and completes the batch
 when the last one does; a batch nobody follows is finalized by the first read that sees every
 job finished. No process other than the API servers is needed.
+
+A line naming a model nobody serves does not stop the batch (OpenAI answers such a request on
+its own): its job is not queued but written at once as a failed row, which the error file
+answers ``model_not_found``.
 """
 
 from __future__ import annotations
@@ -20,19 +24,28 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from contract.errors import DragomanError
+from contract.errors import DragomanError, ModelNotFoundError
 from contract.ids import job_id_for
+from contract.schemas import JobSpec
 from producer.async_client import AsyncClient
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.run_files import repeated_id_errors
-from storage import AsyncBatchStore, BatchRow, FileStore, StoredFile, numbered_lines
-from tenancy.batch_lines import ENDPOINTS, BadLineError, encode_output_line, error_line, numbered, parse_line
+from storage import AsyncBatchStore, BatchRow, FileStore, JobRowWriter, RowRecord, StoredFile, numbered_lines
+from tenancy.batch_lines import (
+    ENDPOINTS,
+    BadLineError,
+    encode_output_line,
+    error_line,
+    model_not_found_error,
+    numbered,
+    parse_line,
+)
 from tenancy.batch_output import FOLLOW_SECONDS, OutputFollower
 from tenancy.job_spill import JobSpill
 from tenancy.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
@@ -253,19 +266,26 @@ class BatchService:
         """
         async with JobSpill(self._client.settings.submit_chunk_size) as spill:
             began = time.monotonic()
-            errors, total = await self._validate(source, row, spill)
+            errors, total, unknown = await self._validate(source, row, spill)
             validated = time.monotonic()
             log.info("batch %s: %d lines validated in %.2fs", row.id, total, validated - began)
             if errors:
                 return await self._batches.fail_validation(row.id, errors)
-            started = await self._enqueue_valid(row, spill, total, max_queued_jobs, resuming)
+            started = await self._enqueue_valid(row, spill, total, max_queued_jobs, resuming, unknown)
             log.info("batch %s: %d jobs queued in %.2fs", row.id, total, time.monotonic() - validated)
             return started
 
     async def _enqueue_valid(
-        self, row: BatchRow, spill: JobSpill, total: int, max_queued_jobs: int | None, resuming: bool
+        self,
+        row: BatchRow,
+        spill: JobSpill,
+        total: int,
+        max_queued_jobs: int | None,
+        resuming: bool,
+        unknown: UnknownModels,
     ) -> BatchRow:
-        """Queue the ``total`` jobs of a batch whose every line is valid (``spill`` holds them)."""
+        """Queue the ``total`` jobs of a batch whose every line is valid (``spill`` holds them); those naming
+        an ``unknown`` model are written as failed rows instead."""
         if max_queued_jobs is not None:
             try:
                 await self._limit.admit(row.tenant, max_queued_jobs, total)
@@ -275,10 +295,11 @@ class BatchService:
         run_id = row.run_id
         await self._batches.create_run(row.id, run_id, total)
         submitter = self._client.submitter
-        await submitter.register_group(run_id, "run", total)
+        # The finish script counts the queued jobs; the run is complete once every line has its row.
+        await submitter.register_group(run_id, "run", total - unknown.lines)
         finished = await self._batches.sequences_with_rows(run_id) if resuming else frozenset[int]()
         try:
-            await self._write_jobs(spill, finished)
+            await self._write_jobs(spill, finished, unknown)
         except Exception:
             with contextlib.suppress(Exception):  # best effort: the services may be what failed
                 await self._batches.fail_validation(
@@ -293,16 +314,35 @@ class BatchService:
         await self._follow(started)
         return started
 
-    async def _write_jobs(self, spill: JobSpill, skip: frozenset[int]) -> None:
+    async def _write_jobs(self, spill: JobSpill, skip: frozenset[int], unknown: UnknownModels) -> None:
         """Queue every job of ``spill`` whose line is not in ``skip``, a frame (one round trip) at a time
-        (``only_new``: see :meth:`_enqueue`)."""
-        submitter = self._client.submitter
-        async for frame in spill.frames():
-            await submitter.write([(spec, None) for spec in frame if spec.sequence not in skip], only_new=True)
+        (``only_new``: see :meth:`_enqueue`).
 
-    async def _validate(self, source: StoredFile, row: BatchRow, spill: JobSpill) -> tuple[list[dict[str, Any]], int]:
-        """Every bad line (up to :data:`MAX_LISTED_ERRORS`) and the number of requests, in one streaming pass;
-        while every line so far is valid, each line's job goes to ``spill``.
+        A job naming an ``unknown`` model gets its failed row instead, before the frame's jobs are queued: when
+        the last queued job finishes, every line has its row.
+        """
+        submitter = self._client.submitter
+        rows = JobRowWriter(self._client.database_url) if unknown.lines else None
+        try:
+            async for frame in spill.frames():
+                kept = [spec for spec in frame if spec.sequence not in skip]
+                if rows is not None:
+                    refused = [spec for spec in kept if spec.model in unknown.names]
+                    if refused:
+                        now = time.time()
+                        await rows.write_rows([_refused_row(spec, unknown.names, now) for spec in refused])
+                        kept = [spec for spec in kept if spec.model not in unknown.names]
+                await submitter.write([(spec, None) for spec in kept], only_new=True)
+        finally:
+            if rows is not None:
+                await rows.close()
+
+    async def _validate(
+        self, source: StoredFile, row: BatchRow, spill: JobSpill
+    ) -> tuple[list[dict[str, Any]], int, UnknownModels]:
+        """Every bad line (up to :data:`MAX_LISTED_ERRORS`), the number of requests and the models named that
+        nobody serves, in one streaming pass; while every line so far is valid, each line's job goes to
+        ``spill``, its model resolved (an alias: its model; an unknown name is kept, and written as a failed row).
 
         Repeated ``custom_id``s are found in bounded memory (:class:`~producer.duplicates.DuplicateFinder`
         spills sorted digests to disk; its final merge runs in a thread).
@@ -312,12 +352,16 @@ class BatchService:
         errors: list[dict[str, Any]] = []
         bad = 0
         count = 0
+        unknown = UnknownModels()
+        resolved: dict[str, str | None] = {}  # a name -> its model (None: nobody serves it)
         with DuplicateFinder() as ids:
             async for number, raw in numbered_lines(self._files, source.id):
                 count += 1
                 try:
                     custom_id, spec = parse_line(raw, endpoint, max_chars=max_chars)
                     ids.add(custom_id, number)
+                    if spec.model is not None:
+                        spec = await self._resolved(spec, spec.model, resolved, unknown)
                     if not bad:  # once a line is bad nothing is queued: the jobs need not be kept
                         await spill.add(numbered(spec, run_id, count - 1, tenant))
                 except BadLineError as exc:
@@ -336,7 +380,24 @@ class BatchService:
             errors.append({"code": "too_many_errors", "line": None, "message": f"{bad - len(errors)} more bad lines"})
         if count == 0 and not errors:
             errors.append({"code": "empty_file", "line": None, "message": "the input file has no requests"})
-        return errors, count
+        return errors, count, unknown
+
+    async def _resolved(
+        self, spec: JobSpec, name: str, resolved: dict[str, str | None], unknown: UnknownModels
+    ) -> JobSpec:
+        """``spec`` with its model resolved (an alias: its model); a name nobody serves is kept and counted in
+        ``unknown`` (each name is asked about once a batch: ``resolved``)."""
+        if name not in resolved:
+            try:
+                resolved[name] = await self._client.submitter.models.resolve(name)
+            except ModelNotFoundError as exc:
+                resolved[name] = None
+                unknown.names[name] = str(exc)
+        model = resolved[name]
+        if model is None:
+            unknown.lines += 1
+            return spec
+        return spec if model == name else msgspec.structs.replace(spec, model=model)
 
     # Following -------------------------------------------------------------------------------
 
@@ -529,6 +590,39 @@ class BatchService:
         expired = row.expired_at is not None
         async for job, _ in self._batches.iter_jobs(row.run_id, succeeded=False):
             yield msgspec.json.encode(error_line(job, expired))
+
+
+@dataclass(slots=True)
+class UnknownModels:
+    """What a batch's lines name that nobody serves: each name with the reason, and how many lines name one."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    lines: int = 0
+
+
+def _refused_row(spec: JobSpec, reasons: dict[str, str], finished_at: float) -> RowRecord:
+    """The failed row of a line whose model nobody serves (it never reaches a queue)."""
+    return RowRecord(
+        id=spec.job_id,
+        status="failed",
+        source_lang=spec.source_lang,
+        target_lang=spec.target_lang,
+        source_text=spec.text,
+        translated_text=None,
+        error=model_not_found_error(reasons[spec.model or ""]),
+        attempts=0,
+        model=None,
+        prompt_tokens=None,
+        output_tokens=None,
+        created_at=spec.created_at,
+        started_at=None,
+        finished_at=finished_at,
+        metadata=spec.metadata,
+        run_id=spec.run_id,
+        document_id=None,
+        sequence=spec.sequence,
+        tenant=spec.tenant,
+    )
 
 
 def unix(moment: datetime | None) -> int | None:

@@ -69,6 +69,7 @@ class Worker:
     ) -> None:
         self.settings = settings
         self.served_names = served_names(settings.served_model_names, settings.default_model)
+        self._served = {"profile": profile.identity, "model_path": str(model_path or engine.model_name)}  # /v1/models
         self.keys = served_keys(settings)
         self.engine_plan = engine_plan  # the engine's settings and where each came from (its heartbeat's ``engine``)
         self.metrics = metrics if metrics is not None else WorkerMetrics()
@@ -175,6 +176,7 @@ class Worker:
                 "lane_policy": self.consumer.lane_policy.name,
                 "models": " ".join(self.served_names),
                 "engine": self.engine_plan,
+                **self._served,
                 "postgres_down_since": "" if down is None else repr(down),
             },
         )

@@ -86,12 +86,16 @@ async def submit_document(
     retranslate: Annotated[
         bool, Query(description="po/xliff: translate the entries that already have a translation too")
     ] = False,
+    model: Annotated[
+        str | None, Query(description="the served model its segments go to (GET /v1/models); none: the routes choose")
+    ] = None,
 ) -> GroupView:
     """Queue a document: ``202`` with it, ``splitting`` until the orchestrator has cut it into jobs.
 
     The body is the file itself (UTF-8 text, or the bytes of a ``.docx``; at most
     ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters, a ``.docx`` counted as its base64).
     Its structure (Markdown, HTML tags, blank lines) comes back unchanged around the translated text.
+    A ``model`` nobody serves is ``404 model_not_found``, nothing stored.
     """
     fmt = _format(request, format, filename)
     raw = await request.body()
@@ -110,6 +114,7 @@ async def submit_document(
         max_segment_chars=max_segment_chars,
         max_queued_jobs=caller.max_queued_jobs,
         retranslate=retranslate,
+        model=model,
     )
     return GroupView.of(await api.groups.progress(caller.tenant, "document", document_id))
 

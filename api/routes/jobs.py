@@ -69,6 +69,7 @@ async def submit_jobs(
         context=body.context,
         formality=body.formality,
         memory=body.memory,
+        model=body.model,
     )
     if wait:
         try:

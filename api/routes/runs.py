@@ -40,6 +40,10 @@ async def submit_run(
     target_lang: Annotated[str | None, Query(description="target of lines that name none")] = None,
     name: Annotated[str | None, Query(max_length=256, description="a label for the run")] = None,
     callback_url: Annotated[str | None, Query(description="POSTed (signed) when the run finishes")] = None,
+    model: Annotated[
+        str | None,
+        Query(description="the served model of lines that name none (GET /v1/models); none: the routes choose"),
+    ] = None,
 ) -> GroupView:
     """Queue a JSONL run: ``202`` with the run once every line is queued.
 
@@ -47,6 +51,8 @@ async def submit_run(
     before any is queued, and a bad file is refused with each bad line named (``422
     invalid_run_file``); a run that would take the key past its limit of unfinished jobs is
     ``429 too_many_queued_jobs`` (``Retry-After``). Job ids derive from the run id and the line's position.
+    A line's ``model`` (else ``?model=``, else the routes) is its job's; a model nobody serves is ``404
+    model_not_found``, nothing queued.
     """
     progress = await api.groups.submit_run(
         caller.tenant,
@@ -56,6 +62,7 @@ async def submit_run(
         name=name,
         callback_url=callback_url,
         max_queued_jobs=caller.max_queued_jobs,
+        model=model,
     )
     return GroupView.of(progress)
 

@@ -204,7 +204,7 @@ async def test_chat_and_completions_batches_run_as_raw_prompt_jobs(
         "method": "POST",
         "url": "/v1/chat/completions",
         "body": {
-            "model": "any",
+            "model": "default",
             "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
             "max_completion_tokens": 64,
             "temperature": 0.7,
@@ -216,7 +216,7 @@ async def test_chat_and_completions_batches_run_as_raw_prompt_jobs(
         "custom_id": "cmpl-1",
         "method": "POST",
         "url": "/v1/completions",
-        "body": {"model": "any", "prompt": "Once upon a time", "max_tokens": 2},
+        "body": {"model": "default", "prompt": "Once upon a time", "max_tokens": 2},
     }
     batches = []
     for line in (chat_line, completion_line):

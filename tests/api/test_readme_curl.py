@@ -148,9 +148,10 @@ async def test_readme_curl_examples_run(
     assert process.returncode == 0, err.decode() + (tmp_path / "rq-worker.log").read_text()
     bodies, _, events = out.decode().partition("retry: ")
     printed = _json_values(bodies)
-    # The GET, the two waited submits, the list, the cancel, the keyless GET and the run's two result lines.
-    assert len(printed) == 8, printed
-    looked_up, waited, controlled, listed, cancelled, keyless, first, second = printed
+    # The GET, the two waited submits, the list, the models, the unknown model, the cancel, the keyless GET and
+    # the run's two result lines.
+    assert len(printed) == 10, printed
+    looked_up, waited, controlled, listed, models, unknown, cancelled, keyless, first, second = printed
     assert looked_up["status"] in ("queued", "running", "succeeded") and looked_up["source_lang"] == "en"
     assert waited["status"] == "succeeded" and waited["translation"] == "Thank you."
     assert waited["metadata"] == {"doc": "a.txt"}
@@ -159,6 +160,9 @@ async def test_readme_curl_examples_run(
     assert controlled["source_lang"] == "auto"
     assert controlled["detected_source_lang"] == "en" and controlled["glossary_misses"] == ["cat"]
     assert len(listed["ids"]) == 2
+    assert models == [{"id": "default", "default": True, "engines": 1}]
+    assert unknown["error"]["code"] == "model_not_found" and "'gpt-4o'" in unknown["error"]["message"]
+    assert waited["model"] == "default"  # the served name of the model that answered
     assert cancelled.get("id") == looked_up["id"] or cancelled["error"]["code"] == "job_not_cancellable"
     assert keyless["error"]["code"] == "missing_api_key"
     assert first == {"custom_id": "a", "status": "succeeded", "translation": "One."}

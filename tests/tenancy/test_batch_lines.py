@@ -11,7 +11,14 @@ import pytest
 from contract.ids import job_id_for
 from contract.schemas import Job, JobStatus
 from storage import OutputRow
-from tenancy.batch_lines import BadLineError, encode_output_line, error_line, numbered, parse_line
+from tenancy.batch_lines import (
+    BadLineError,
+    encode_output_line,
+    error_line,
+    model_not_found_error,
+    numbered,
+    parse_line,
+)
 from tenancy.batches import InvalidBatchError, _window_seconds
 
 RUN = "5b1f0c1e-3f9c-4c4e-9f55-0e3c1a7d2b10"
@@ -28,12 +35,12 @@ def _line(**changes: Any) -> bytes:
 
 
 def _chat(**body: Any) -> bytes:
-    fields = {"model": "any", "messages": [{"role": "user", "content": "Hi"}], **body}
+    fields = {"model": "default", "messages": [{"role": "user", "content": "Hi"}], **body}
     return _line(url="/v1/chat/completions", body=fields)
 
 
 def _completion(**body: Any) -> bytes:
-    return _line(url="/v1/completions", body={"model": "any", "prompt": "Once", **body})
+    return _line(url="/v1/completions", body={"model": "default", "prompt": "Once", **body})
 
 
 def test_chat_and_completion_lines_become_raw_prompt_jobs() -> None:
@@ -193,3 +200,35 @@ def test_chat_and_completion_output_bodies() -> None:
     completion = _output("/v1/completions", translation="Hello!", finish_reason="length")["response"]["body"]
     assert completion["object"] == "text_completion" and completion["choices"][0]["text"] == "Hello!"
     assert completion["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_line_s_model_is_its_job_s_and_a_line_naming_none_leaves_it_to_the_routes() -> None:
+    _, chat = parse_line(_chat(), "/v1/chat/completions", max_chars=100)
+    assert chat.model == "default"
+    _, translation = parse_line(
+        _line(body={"text": "Hi", "source_lang": "en", "target_lang": "de", "model": "small"}),
+        "/v1/translations",
+        max_chars=100,
+    )
+    assert translation.model == "small"
+    _, unnamed = parse_line(_line(), "/v1/translations", max_chars=100)
+    assert unnamed.model is None
+    for bad in (3, "", "two words"):
+        with pytest.raises(BadLineError, match=r"body\.model"):
+            parse_line(_chat(model=bad), "/v1/chat/completions", max_chars=100)
+
+
+def test_a_line_naming_an_unknown_model_is_answered_model_not_found_in_openai_s_shape() -> None:
+    reason = "model 'gpt-4o' is not served here: no routing rule names it and no worker has served it"
+    line = error_line(_job(JobStatus.FAILED, error=model_not_found_error(reason)))
+    assert line["custom_id"] == "c-1" and line["error"] == {"code": "model_not_found", "message": reason}
+    assert line["response"] == {
+        "status_code": 404,
+        "request_id": job_id_for(RUN, 0),
+        "body": {
+            "error": {"message": reason, "type": "invalid_request_error", "param": "model", "code": "model_not_found"}
+        },
+    }
+    # Any other failure is still request_failed, even one that mentions the code.
+    other = error_line(_job(JobStatus.FAILED, error="engine said model_not_found: no"))
+    assert other["error"]["code"] == "request_failed" and other["response"] is None
