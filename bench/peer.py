@@ -57,6 +57,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -97,7 +98,9 @@ from contract.services import ServiceUrls
 from storage import libpq_url
 
 SIDES = ("run-batch", "dragoman", "dragoman-tuned")
-READY_LINE = "Reading batch from"  # run_batch.py logs it once the engine is built, before reading a line
+READY_LINES = ("Reading batch from", "Running batch:")
+"""What run-batch logs once its engine is built: the line before reading the file, or (vLLM 0.26, which has no
+such line) its progress bar's first frame, 0 of N requests completed."""
 COMPLETE_LINES = ("Batch complete", "Writing outputs to", "100% Completed")
 """What run-batch logs once every request is answered, whichever comes first (the streaming writer's
 last line; the releases that write the file at the end; its progress bar at 100%): the end of its
@@ -127,20 +130,24 @@ def vllm_version() -> str | None:
 
 
 def timed_lines(stream: IO[bytes], log: IO[bytes], start: float, marks: dict[str, float]) -> None:
-    """Copy a child's output to ``log``, noting when :data:`READY_LINE` and one of :data:`COMPLETE_LINES` first
-    appear (seconds since ``start``)."""
-    for raw in iter(stream.readline, b""):
-        log.write(raw)
+    """Copy a child's output to ``log``, noting when one of :data:`READY_LINES` and one of :data:`COMPLETE_LINES`
+    first appear (seconds since ``start``). A progress bar redraws its line after ``\r``, not ``\n``: each frame
+    counts as a line of its own, as it is drawn."""
+    pending = b""
+    while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
+        log.write(chunk)
         log.flush()
-        line = raw.decode(errors="replace")
-        for name, markers in (("ready", (READY_LINE,)), ("answered", COMPLETE_LINES)):
-            if name not in marks and any(marker in line for marker in markers):
-                marks[name] = time.perf_counter() - start
+        *frames, pending = re.split(rb"[\r\n]", pending + chunk)
+        for frame in (*frames, pending):  # a bar's frame comes after its "\r": the text so far is a frame too
+            line = frame.decode(errors="replace")
+            for name, markers in (("ready", READY_LINES), ("answered", COMPLETE_LINES)):
+                if name not in marks and any(marker in line for marker in markers):
+                    marks[name] = time.perf_counter() - start
 
 
 def run_vllm_batch(argv: list[str], log_path: Path, timeout: float) -> dict[str, Any]:
     """Run ``argv`` (a run-batch command) to its end; its seconds: ``total_s`` start to exit, ``start_s`` to
-    :data:`READY_LINE`, ``drain_s`` from there to every request answered (:data:`COMPLETE_LINES`; the exit
+    :data:`READY_LINES`, ``drain_s`` from there to every request answered (:data:`COMPLETE_LINES`; the exit
     where none is logged), ``exit_after_answered_s`` the teardown after it."""
     marks: dict[str, float] = {}
     with log_path.open("wb") as log:
@@ -163,7 +170,9 @@ def run_vllm_batch(argv: list[str], log_path: Path, timeout: float) -> dict[str,
         tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
         raise RuntimeError(f"vllm run-batch exited with {code} (log {log_path}):\n{tail}")
     if "ready" not in marks:
-        raise RuntimeError(f"vllm run-batch never logged {READY_LINE!r}: its start cannot be told apart ({log_path})")
+        raise RuntimeError(
+            f"vllm run-batch never logged any of {READY_LINES}: its start cannot be told apart ({log_path})"
+        )
     answered = marks.get("answered", total)
     return {
         "total_s": round(total, 3),

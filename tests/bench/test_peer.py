@@ -11,7 +11,7 @@ import pytest
 
 from bench.peer import (
     COMPLETE_LINES,
-    READY_LINE,
+    READY_LINES,
     parse_args,
     peer_ratios,
     per_model,
@@ -102,7 +102,7 @@ def test_run_batch_time_is_split_at_its_ready_line(tmp_path: Path) -> None:
     every request is answered, before the teardown."""
     script = (
         "import time; time.sleep(0.3); print('INFO building the engine', flush=True); time.sleep(0.3); "
-        f"print('INFO {READY_LINE} in.jsonl...', flush=True); time.sleep(0.6); "
+        f"print('INFO {READY_LINES[0]} in.jsonl...', flush=True); time.sleep(0.6); "
         f"print('INFO {COMPLETE_LINES[1]} x', flush=True); time.sleep(0.4)"
     )
     times = run_vllm_batch([sys.executable, "-c", script], tmp_path / "log", timeout=30)
@@ -112,7 +112,22 @@ def test_run_batch_time_is_split_at_its_ready_line(tmp_path: Path) -> None:
     assert times["start_s"] + times["drain_s"] + times["exit_after_answered_s"] == pytest.approx(
         times["total_s"], abs=0.003
     )
-    assert READY_LINE in (tmp_path / "log").read_text()
+    assert READY_LINES[0] in (tmp_path / "log").read_text()
+
+
+def test_run_batch_time_is_split_at_its_progress_bar_frames(tmp_path: Path) -> None:
+    """vLLM 0.26 logs no "Reading batch from": its progress bar's frames, drawn after a carriage return on
+    one line, mark the start (0 completed) and the end (100%) as each is drawn (found on the H100)."""
+    script = (
+        "import sys, time; time.sleep(0.3); "
+        "sys.stdout.write('\\rRunning batch:   0% Completed | 0/3'); sys.stdout.flush(); time.sleep(0.6); "
+        "sys.stdout.write('\\rRunning batch: 100% Completed | 3/3'); sys.stdout.flush(); time.sleep(0.4); "
+        "print(' done', flush=True)"
+    )
+    times = run_vllm_batch([sys.executable, "-c", script], tmp_path / "log", timeout=30)
+    assert 0.25 <= times["start_s"] < 0.6
+    assert 0.55 <= times["drain_s"] < 0.9  # the frame at 100% ended it, not the newline 0.4 s later
+    assert times["exit_after_answered_s"] >= 0.35
 
 
 def test_a_run_batch_that_fails_never_gets_ready_or_runs_too_long_is_an_error(tmp_path: Path) -> None:
