@@ -27,7 +27,8 @@ first ``}`` after it is hashed. With the default prefix the layout is:
 Names no script touches stay untagged, so they spread over the cluster: the Pub/Sub channels
 ``dragoman:events`` and ``dragoman:control`` (channels are not keys; ``PUBLISH`` reaches every
 node), a worker's heartbeat ``dragoman:worker:<consumer>``, the served models' names
-``dragoman:models`` (hash: each name a worker serves -> the model whose lanes it reads), an API key's rate-limit window
+``dragoman:models`` (hash: each name a worker serves -> the model whose lanes it reads) and the
+deployment's default model ``dragoman:default-model``, an API key's rate-limit window
 ``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``,
 and the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``.
 
@@ -198,6 +199,11 @@ class RedisKeys:
     def models(self) -> str:
         """Hash of every name a worker has served -> the model whose lanes it reads (aliases resolve here)."""
         return f"{self.prefix}:models"
+
+    @property
+    def default_model_pin(self) -> str:
+        """String naming the deployment's default model, set by the first worker (every process must agree)."""
+        return f"{self.prefix}:default-model"
 
     def worker(self, consumer_name: str) -> str:
         """Heartbeat hash of a live worker (expires when the worker stops beating)."""

@@ -19,6 +19,7 @@ from cli.bulk import add_commands as add_bulk_commands
 from cli.help import EXAMPLE_ID, MODEL_HELP, HelpFormatter, add_command, choices, examples
 from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
+from cli.served_models import add_commands as add_served_models_commands
 from cli.setting_flags import overlay_flags
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
@@ -27,6 +28,7 @@ from contract.errors import (
     InvalidJobError,
     JobNotFoundError,
 )
+from contract.models import ModelRouter
 from contract.schemas import Job, JobStatus
 from contract.settings import Settings
 from contract.version import dragoman_version
@@ -251,7 +253,13 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     redis_url = settings.redis_url or resolve_urls(settings).redis_url
     try:
         asyncio.run(
-            show_queue_stats(redis_url, RedisKeys.from_settings(settings), as_json=args.json, watch_seconds=args.watch)
+            show_queue_stats(
+                redis_url,
+                RedisKeys.from_settings(settings),
+                as_json=args.json,
+                watch_seconds=args.watch,
+                models=ModelRouter(settings.default_model, settings.model_routes).configured,
+            )
         )
     except KeyboardInterrupt:
         pass
@@ -455,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_api_commands(sub)
     add_bulk_commands(sub)
     add_memory_commands(sub)
+    add_served_models_commands(sub)
     add_orchestrator_commands(sub)
     add_worker_commands(sub)
     return parser

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Iterable
 from typing import TextIO
 
 import redis.asyncio as aioredis
@@ -86,15 +87,24 @@ def _model_line(stats: QueueStats, model: str) -> str:
 
 
 async def show_queue_stats(
-    redis_url: str, keys: RedisKeys, *, as_json: bool, watch_seconds: float | None, out: TextIO | None = None
+    redis_url: str,
+    keys: RedisKeys,
+    *,
+    as_json: bool,
+    watch_seconds: float | None,
+    out: TextIO | None = None,
+    models: Iterable[str] = (),
 ) -> None:
-    """Print the queue once, or every ``watch_seconds`` until interrupted (to ``out``, default stdout)."""
+    """Print the queue once, or every ``watch_seconds`` until interrupted (to ``out``, default stdout).
+
+    ``models``: served models to show beside the registered ones (those the routes name, whose
+    jobs may wait before any worker of theirs ever ran)."""
     out = out or sys.stdout
     connection: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True, socket_timeout=10)
     label = redact_url(redis_url)
     try:
         while True:
-            stats = await read_queue_stats(connection, keys)
+            stats = await read_queue_stats(connection, keys, models=models)
             text = json.dumps(stats.to_dict(), indent=2) if as_json else format_queue_stats(stats, label)
             if watch_seconds is not None and not as_json and out.isatty():
                 out.write(_CLEAR_SCREEN)

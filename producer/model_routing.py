@@ -16,7 +16,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
-from broker.model_registry import read_model_names
+from broker.model_registry import check_default_model, read_served_names
 from contract.errors import ModelNotFoundError
 from contract.models import ModelRouter
 from contract.schemas import JobSpec, lane_of
@@ -89,5 +89,7 @@ class ModelResolver:
         return assigned
 
     async def _read(self) -> None:
-        self._names = await read_model_names(self._redis, self._keys)
+        """Read the registered names, and check this process agrees with the deployment on its default model."""
+        self._names, pinned = await read_served_names(self._redis, self._keys)
+        check_default_model(self._keys, pinned)
         self._read_at = self._clock()

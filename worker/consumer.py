@@ -327,8 +327,10 @@ class StreamConsumer:
             except Exception as exc:  # malformed, or a bug that must stay this entry's problem
                 await self._dead_letter(entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now, lane)
                 continue
-            if spec.lane is not lane:  # the stream it came from decides (and where it is acknowledged)
-                spec = msgspec.structs.replace(spec, lane=lane)
+            if spec.lane is not lane or spec.model != self._keys.model:
+                # The stream it came from decides its lane and model (where it is acknowledged, where a dead
+                # letter of it is retried), whatever a plain-XADD producer wrote in the payload.
+                spec = msgspec.structs.replace(spec, lane=lane, model=self._keys.model)
             if spec.job_id in self._tasks:  # reclaimed while still running here: keep the one running
                 self._slots.release()
                 continue

@@ -34,6 +34,7 @@ from broker.queue_stats import read_queue_stats
 from broker.redis_client import ping
 from contract.errors import ConfigurationError
 from contract.log_format import scrub_secrets
+from contract.models import ModelRouter
 from contract.services import redact_url
 from contract.settings import Settings
 from contract.version import dragoman_version
@@ -89,6 +90,7 @@ class OpsServer:
     ) -> None:
         self._settings = settings
         self._keys = served_keys(settings)
+        self._routed = ModelRouter(settings.default_model, settings.model_routes).configured  # shown before a worker
         self._redis_url = redis_url
         self._metrics = metrics
         self._engine_state = engine_state
@@ -153,7 +155,8 @@ class OpsServer:
             if time.monotonic() - self._gauges_at >= CHECK_CACHE_S:
                 try:
                     stats = await asyncio.wait_for(
-                        read_queue_stats(self._redis, self._keys, with_workers=False), PROBE_TIMEOUT_S
+                        read_queue_stats(self._redis, self._keys, models=self._routed, with_workers=False),
+                        PROBE_TIMEOUT_S,
                     )
                     self._metrics.update_queue(stats)
                 except (TimeoutError, RedisError, OSError) as exc:

@@ -22,7 +22,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.heartbeats import HEARTBEAT_INTERVAL_S, delete_heartbeat, write_heartbeat
 from broker.keys import served_keys
-from broker.model_registry import register_served_names
+from broker.model_registry import pin_default_model, register_served_names
 from broker.redis_client import open_redis
 from contract.models import served_names
 from contract.schemas import Lane
@@ -120,9 +120,11 @@ class Worker:
 
     async def start(self) -> None:
         """Join the consumer group and start reading, writing and listening for cancels."""
-        await self.consumer.ensure_group()
+        # Names first: a worker that disagrees with the deployment refuses before it creates a group anywhere.
+        await pin_default_model(self.redis, self.keys)
         for name, model in (await register_served_names(self.redis, self.keys, self.served_names)).items():
             log.warning("the name %r served model %r before; from now on it names %r", name, model, self.keys.model)
+        await self.consumer.ensure_group()
         if self.ops is not None:
             await self.ops.start()
         # Beat before the first read: other workers take over the entries of a consumer without one.

@@ -24,7 +24,7 @@ async def list_models(caller: CallerDep, api: ServicesDep) -> ModelList:
     return ModelList(data=[ModelObject.of(model) for model in await api.client.models.models()])
 
 
-@router.get("/{model_id}", response_model=ModelObject)
+@router.get("/{model_id:path}", response_model=ModelObject)  # a name may hold "/" (hub ids, paths)
 async def retrieve_model(model_id: str, caller: CallerDep, api: ServicesDep) -> ModelObject:
     """One model, by its name or one of its aliases (answered as its model); ``404 model_not_found`` for a name
     nobody serves."""

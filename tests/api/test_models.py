@@ -239,3 +239,14 @@ async def test_runs_and_documents_take_a_model_and_refuse_an_unknown_one(
     document = f"/v1/documents?{query}&format=txt"
     _not_found(await api.post(f"{document}&model=nope", content=b"Hello.", headers=key), openai_shape=False)
     assert (await api.post(f"{document}&model=hy", content=b"Hello.", headers=key)).status_code == 202
+
+
+async def test_a_model_named_like_a_hub_id_or_a_path_is_retrieved_by_that_name(
+    api: httpx.AsyncClient, routed: Settings, tenant_key: KeyMaker, raw_redis: redis.Redis
+) -> None:
+    key = bearer(tenant_key("acme"))
+    names = {"meta-llama/Llama-3.2-1B-Instruct": "meta-llama/Llama-3.2-1B-Instruct", "/models/hy": "/models/hy"}
+    raw_redis.hset(RedisKeys.from_settings(routed).models, mapping=names)  # what workers registered
+    for name in names:
+        found = await api.get(f"/v1/models/{name}", headers=key)
+        assert found.status_code == 200 and found.json()["id"] == name, found.text

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys, hash_tag, served_keys
 from broker.model_registry import (
+    forget_model_names,
+    pin_default_model,
     read_model_names,
+    read_served_names,
     register_served_names,
     resolve_model_name,
-    unregister_model_names,
 )
+from contract.errors import ConfigurationError
 from contract.schemas import Lane
 from contract.settings import Settings
 
@@ -44,4 +48,27 @@ async def test_served_names_register_as_aliases_of_the_first(async_redis: aiored
     # A name taken over by another model is reported, so the worker can say so.
     assert await register_served_names(async_redis, keys, ["hy2", "hy-mt"]) == {"hy-mt": "hy"}
     assert await resolve_model_name(async_redis, keys, "hy-mt") == "hy2"
-    assert await unregister_model_names(async_redis, keys, ["hy-mt", "never"]) == 1
+    assert await forget_model_names(async_redis, keys, ["hy-mt", "never"]) == 1
+
+
+async def test_an_alias_may_not_take_another_model_s_own_name(async_redis: aioredis.Redis, settings: Settings) -> None:
+    keys = RedisKeys.from_settings(settings)
+    await register_served_names(async_redis, keys, ["hy", "hy-mt"])
+    with pytest.raises(ConfigurationError, match="already the name of a model of its own"):
+        await register_served_names(async_redis, keys, ["small", "hy"])  # would take hy's jobs
+    with pytest.raises(ConfigurationError, match="registered as an alias of model 'hy'"):
+        await register_served_names(async_redis, keys, ["hy-mt"])
+    assert (await read_served_names(async_redis, keys))[0] == {"hy": "hy", "hy-mt": "hy"}  # nothing written
+
+
+async def test_every_process_must_agree_on_the_default_model(async_redis: aioredis.Redis, settings: Settings) -> None:
+    """The default model's lanes are the plain streams: a process with another default would misroute jobs."""
+    first = RedisKeys.from_settings(settings)
+    await pin_default_model(async_redis, first)
+    await pin_default_model(async_redis, first)  # the same again: fine
+    renamed = RedisKeys.from_settings(settings.model_copy(update={"default_model": "llama"}))
+    with pytest.raises(ConfigurationError, match="this deployment's default model is 'default'"):
+        await pin_default_model(async_redis, renamed)
+    await forget_model_names(async_redis, first, ["default"])  # the operator's way to rename it
+    await pin_default_model(async_redis, renamed)
+    assert (await read_served_names(async_redis, renamed))[1] == "llama"

@@ -10,6 +10,7 @@ import redis
 
 from broker.keys import RedisKeys
 from cli.main import EXIT_BAD_INPUT, EXIT_OK, main
+from contract.models import ModelRoute
 from contract.schemas import TranslationRequest
 from contract.settings import Settings
 from producer.client import Client
@@ -152,3 +153,32 @@ def test_each_live_worker_shows_its_engine_plan_and_where_each_value_came_from(
     lines = capsys.readouterr().out.splitlines()
     assert any(line.split()[:3] == ["gpu0-e0", "-", "bulk"] and line.endswith(plan) for line in lines)
     assert any("engine (source)" in line for line in lines)
+
+
+def test_stats_show_a_model_only_a_route_names_before_any_worker_of_it_ran(
+    settings: Settings, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DRAGOMAN_MODEL_ROUTES", '[{"source": "zh*", "model": "hy"}]')
+    routed = settings.model_copy(update={"model_routes": [ModelRoute(source="zh*", model="hy")]})
+    with Client(routed) as client:
+        client.submit_many(TranslationRequest(f"job {i}", "zh", "en") for i in range(3))
+    assert _stats_json(capsys)["models"] == ["default", "hy"]  # its backlog shows, though nobody registered hy
+    assert main(["stats"]) == EXIT_OK
+    assert "model  hy                           lag 3" in capsys.readouterr().out
+
+
+def test_served_models_lists_and_forgets_names(
+    settings: Settings, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert settings.database_url
+    monkeypatch.setenv("DRAGOMAN_DATABASE_URL", settings.database_url)
+    keys = RedisKeys.from_settings(settings)
+    raw_redis.hset(keys.models, mapping={"hy": "hy", "hy-mt": "hy"})
+    raw_redis.set(keys.default_model_pin, "default")
+    assert main(["served-models", "list"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "default model: default" in out and "hy-mt" in out and "alias of hy" in out
+    assert main(["served-models", "forget", "hy-mt", "nope"]) == EXIT_OK
+    assert "forgot 1 of 2 name(s)" in capsys.readouterr().out
+    assert raw_redis.hgetall(keys.models) == {"hy": "hy"}
+    assert main(["served-models", "forget"]) == EXIT_BAD_INPUT

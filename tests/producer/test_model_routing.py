@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from broker.keys import RedisKeys
-from contract.errors import ModelNotFoundError
+from contract.errors import ConfigurationError, ModelNotFoundError
 from contract.models import ModelRoute
 from contract.schemas import Lane, TranslationRequest
 from contract.settings import Settings
@@ -76,3 +76,12 @@ def test_a_worker_that_just_registered_is_found_without_waiting_for_the_cache(
         resolver = client.core.submitter.models
         resolver._read_at -= 1.0  # the miss re-read waits a second; time passes instead of sleeping
         assert client.get(client.submit("hello", "en", "fr", model="fresh")).model == "fresh"
+
+
+def test_a_producer_with_another_default_model_than_the_deployment_refuses_to_submit(
+    settings: Settings, raw_redis: redis.Redis
+) -> None:
+    raw_redis.set(RedisKeys.from_settings(settings).default_model_pin, "hunyuan")  # what the first worker pinned
+    with Client(settings) as client, pytest.raises(ConfigurationError, match="default model is 'hunyuan'"):
+        client.submit("hello", "en", "fr")
+    assert raw_redis.xlen(RedisKeys.from_settings(settings).jobs_stream) == 0

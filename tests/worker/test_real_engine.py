@@ -80,7 +80,7 @@ async def test_twenty_varied_jobs(
     for job in translated:
         assert job.translation and job.translation.strip(), job
         assert "\n" not in job.translation
-        assert job.model == "gemma-3-270m" and job.output_tokens and job.prompt_tokens
+        assert job.model == "default" and job.output_tokens and job.prompt_tokens  # the served model's name
         assert job.finish_reason == "stop" and job.pieces and job.pieces >= 1  # few-shot: one piece per sentence
 
     rows = pg.execute(
