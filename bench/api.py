@@ -416,7 +416,7 @@ def bench_batch(
     }
 
 
-def _key(settings: Settings, tenant: str) -> str:
+def api_key(settings: Settings, tenant: str) -> str:
     """A new API key of ``tenant`` with limits no benchmark reaches."""
 
     async def create() -> str:
@@ -436,7 +436,7 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
         redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=f"bench-{uuid.uuid4().hex[:8]}"
     )
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
-    key = _key(settings, tenant)
+    key = api_key(settings, tenant)
     with api_process(settings, log_dir / "api.log") as base:
         submit = bench_submit(settings, base, key, tenant, args.jobs, args.single, args.clients)
         batch = bench_batch(settings, base, key, args.batch_lines, args.rounds, args.truncate_jobs)

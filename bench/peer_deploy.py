@@ -24,12 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.api import api_process, reset_state
+from bench.api import api_key, api_process, reset_state
 from bench.engines import GROUP_LINE, WorkerProcess, say, stop_worker
 from contract.services import ServiceUrls
 from contract.settings import Settings
-from contract.sync_bridge import run_sync
-from storage import ApiKeyStore, AsyncConnectionPool
 
 POLL_S = 0.25
 """How often the batch is retrieved while it runs: the end-to-end time is known to about this much."""
@@ -125,20 +123,6 @@ def wait_ready(worker: RunningWorker, timeout: float) -> float:
     match = GROUP_LINE.search(worker.process.log_text())
     worker.engines = int(match.group(1)) if match else 1
     return worker.ready_s
-
-
-def api_key(settings: Settings, tenant: str) -> str:
-    """A new API key of ``tenant`` with limits no benchmark reaches."""
-
-    async def create() -> str:
-        pool = AsyncConnectionPool(settings.database_url or "", max_connections=1)
-        try:
-            store = ApiKeyStore(pool)
-            return (await store.create(tenant, tenant=tenant, rate_limit_per_minute=10**9, max_queued_jobs=10**8))[1]
-        finally:
-            await pool.close()
-
-    return run_sync(create())
 
 
 @dataclass
