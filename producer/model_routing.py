@@ -19,7 +19,7 @@ from broker.keys import RedisKeys
 from broker.model_registry import check_default_model, read_served_names
 from contract.errors import ModelNotFoundError
 from contract.models import ModelRouter
-from contract.schemas import JobSpec, lane_of
+from contract.schemas import JobSpec, Lane, lane_of
 from contract.settings import Settings
 
 REGISTRY_REFRESH_S = 5.0
@@ -77,8 +77,12 @@ class ModelResolver:
         """
         assigned: list[JobSpec] = []
         resolved: dict[str, str] = {}
+        routed: dict[tuple[str, str, Lane], str] = {}  # a run's lines share a few pairs: match the rules once each
         for index, spec in enumerate(specs):
-            name = spec.model or self.router.route(spec.source_lang, spec.target_lang, lane_of(spec))
+            name = spec.model
+            if name is None:
+                pair = (spec.source_lang, spec.target_lang, lane_of(spec))
+                name = routed.get(pair) or routed.setdefault(pair, self.router.route(*pair))
             model = resolved.get(name)
             if model is None:
                 try:
