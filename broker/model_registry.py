@@ -82,17 +82,6 @@ async def read_served_names(redis: aioredis.Redis, keys: RedisKeys) -> tuple[dic
     return {_text(k): _text(v) for k, v in names.items()}, None if pinned is None else _text(pinned)
 
 
-async def resolve_model_name(redis: aioredis.Redis, keys: RedisKeys, name: str) -> str | None:
-    """The model whose lanes a job naming ``name`` goes to, or None if no worker has served that name."""
-    found = await redis.hget(keys.models, name)
-    return None if found is None else _text(found)
-
-
-async def read_model_names(redis: aioredis.Redis, keys: RedisKeys) -> dict[str, str]:
-    """Every registered name -> its model."""
-    return {_text(k): _text(v) for k, v in (await redis.hgetall(keys.models)).items()}
-
-
 async def forget_model_names(redis: aioredis.Redis, keys: RedisKeys, names: Sequence[str]) -> int:
     """Forget ``names`` (a model retired for good, a mistyped alias); return how many were registered.
 

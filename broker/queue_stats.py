@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 
 from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
-from broker.model_registry import read_model_names
+from broker.model_registry import read_served_names
 from broker.scripts import CountAfterScript
 
 THROUGHPUT_WINDOW_S = 60
@@ -49,7 +49,6 @@ class WorkerStats:
     reclaimed: int
     lane_policy: str | None = None
     models: tuple[str, ...] = ()  # the names it serves, its model first (none: a worker of an older version)
-    fields: dict[str, str] = field(default_factory=dict)  # the whole heartbeat, for what the columns leave out
     engine: str | None = None
 
 
@@ -154,7 +153,7 @@ async def read_queue_stats(
     and ``models`` (say, those the routing rules name).
     """
     now = time.time()
-    registered = set((await read_model_names(redis, keys)).values())
+    registered = set((await read_served_names(redis, keys))[0].values())
     covered = [keys.default_model, *sorted((registered | set(models)) - {keys.default_model})]
     second = int(now)
     async with redis.pipeline(transaction=False) as pipe:
@@ -268,7 +267,6 @@ async def _read_workers(redis: aioredis.Redis, keys: RedisKeys) -> list[WorkerSt
             reclaimed=int(beat.get("reclaimed", 0)),
             lane_policy=beat.get("lane_policy") or None,
             models=tuple(beat.get("models", "").split()),
-            fields=beat,
             engine=beat.get("engine") or None,
         )
         for name, beat in sorted((await read_heartbeats(redis, keys)).items())

@@ -9,10 +9,8 @@ from broker.keys import RedisKeys, hash_tag, served_keys
 from broker.model_registry import (
     forget_model_names,
     pin_default_model,
-    read_model_names,
     read_served_names,
     register_served_names,
-    resolve_model_name,
 )
 from contract.errors import ConfigurationError
 from contract.schemas import Lane
@@ -42,12 +40,12 @@ def test_a_worker_reads_the_lanes_of_its_first_served_name() -> None:
 async def test_served_names_register_as_aliases_of_the_first(async_redis: aioredis.Redis, settings: Settings) -> None:
     keys = RedisKeys.from_settings(settings)
     assert await register_served_names(async_redis, keys, ["hy", "hy-mt"]) == {}
-    assert await read_model_names(async_redis, keys) == {"hy": "hy", "hy-mt": "hy"}
-    assert await resolve_model_name(async_redis, keys, "hy-mt") == "hy"
-    assert await resolve_model_name(async_redis, keys, "nope") is None
+    names, _ = await read_served_names(async_redis, keys)
+    assert names == {"hy": "hy", "hy-mt": "hy"}
+    assert names.get("hy-mt") == "hy" and names.get("nope") is None
     # A name taken over by another model is reported, so the worker can say so.
     assert await register_served_names(async_redis, keys, ["hy2", "hy-mt"]) == {"hy-mt": "hy"}
-    assert await resolve_model_name(async_redis, keys, "hy-mt") == "hy2"
+    assert (await read_served_names(async_redis, keys))[0].get("hy-mt") == "hy2"
     assert await forget_model_names(async_redis, keys, ["hy-mt", "never"]) == 1
 
 
