@@ -7,8 +7,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from api.body_timeout import BodyReadTimeout
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
+from api.file_sweeper import FileSweeper
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
@@ -76,9 +78,12 @@ def create_app(settings: Settings) -> FastAPI:
             events=feed,
             queued=queued,
         )
+        sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
+        sweeper.start()
         try:
             yield
         finally:
+            await sweeper.close()
             await batch_service.close()
             await feed.close()
             await client.close()
@@ -95,6 +100,11 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/documents": settings.max_document_chars * 4,
     }
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
+    app.add_middleware(
+        BodyReadTimeout,
+        read_timeout=settings.upload_read_timeout_seconds,
+        total_timeout=settings.upload_total_timeout_seconds,
+    )
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(runs.router)
