@@ -343,7 +343,8 @@ class PostgresFileStore:
                 cursor = await conn.execute("DELETE FROM files WHERE id = %s AND tenant = %s", (file_id, tenant))
                 return cursor.rowcount > 0
             cursor = await conn.execute(
-                f"DELETE FROM files WHERE id = %s AND tenant = %s AND purpose <> %s AND NOT {_in_use('files.id')}",
+                f"DELETE FROM files WHERE id = %s AND tenant = %s AND {_LIVE} AND purpose <> %s "
+                f"AND NOT {_in_use('files.id')}",
                 (file_id, tenant, RUN_INPUT_PURPOSE, _READING_BATCH_STATUS),
             )
             if cursor.rowcount > 0:
