@@ -298,7 +298,7 @@ class Settings(BaseSettings):
     )
     upload_memory_bytes: int = Field(
         default=1024 * 1024,
-        ge=0,
+        gt=0,
         description="bytes of a run upload kept in memory while it arrives; the rest is spooled to a temporary file",
     )
     max_jsonl_line_bytes: int = Field(

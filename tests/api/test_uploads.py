@@ -186,10 +186,21 @@ async def test_the_file_quota_refuses_an_upload_before_storing_it_and_holds_unde
         await call(sdk(url, other_key).files.create, file=("theirs.jsonl", one), purpose="batch")
 
 
-async def test_expires_after_through_the_sdk_then_404_and_swept(
-    api_url: str, settings: Settings, tenant_key: KeyMaker
-) -> None:
-    client = sdk(api_url, tenant_key("expiry"))
+async def test_expires_after_through_the_sdk_then_404_and_swept(settings: Settings, tenant_key: KeyMaker) -> None:
+    with served(settings.model_copy(update={"sweep_interval_seconds": 0.2})) as url:
+        await _expiry_round_trip(url, settings, tenant_key("expiry"))
+
+
+async def _chunks_of(database_url: str, file_id: str) -> int:
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        cursor = await conn.execute("SELECT count(*) FROM file_chunks WHERE file_id = %s", (file_id,))
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def _expiry_round_trip(url: str, settings: Settings, key: str) -> None:
+    client = sdk(url, key)
     data = jsonl([translation_line("a", "b")])
     uploaded = await call(
         client.files.create,
@@ -209,12 +220,18 @@ async def test_expires_after_through_the_sdk_then_404_and_swept(
             expires_after={"anchor": "created_at", "seconds": 60},
         )
     assert settings.database_url
+    assert await _chunks_of(settings.database_url, uploaded.id) == 1
     async with await psycopg.AsyncConnection.connect(settings.database_url, autocommit=True) as conn:
         await conn.execute("UPDATE files SET expires_at = now() - interval '1 second' WHERE id = %s", (uploaded.id,))
     for gone in (client.files.retrieve, client.files.content, client.files.delete):
         with pytest.raises(openai.NotFoundError):
             await call(gone, uploaded.id)
     assert [f.id for f in (await call(client.files.list)).data] == [defaulted.id]
+    deadline = time.monotonic() + 10
+    while await _chunks_of(settings.database_url, uploaded.id):  # the API's sweeper frees the bytes
+        assert time.monotonic() < deadline, "the expired file's chunks are still stored"
+        await asyncio.sleep(0.1)
+    assert await _chunks_of(settings.database_url, defaulted.id) == 1
 
 
 async def test_a_name_outside_latin_1_downloads_with_the_sdk_and_curl(
