@@ -181,6 +181,12 @@ class Settings(BaseSettings):
     memory_max_entries: int = Field(
         default=1_000_000, gt=0, description="translation memory size; the least recently used entries go first"
     )
+    # Issue 33 (limits): whose translations a job may be served.
+    memory_scope: Literal["tenant", "shared"] = Field(
+        default="tenant",
+        description="tenant: each API tenant has its own translation memory (jobs without a tenant share one); "
+        "shared: one memory for everyone, so a tenant may learn what another translated",
+    )
 
     # --- Failures and recovery ---
     # Retries, shutdown, and taking over the jobs of a worker that is gone.
@@ -418,6 +424,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "memory_enabled",
             "memory_max_age_days",
             "memory_max_entries",
+            "memory_scope",
         ),
     ),
     (
