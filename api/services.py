@@ -27,7 +27,7 @@ class Readiness:
     """
 
     def __init__(self, database_url: str) -> None:
-        self._probe = ReadinessProbe(database_url)
+        self._probe = ReadinessProbe(database_url, read_jobs=True)
         self._lock = asyncio.Lock()
 
     async def check_database(self) -> None:

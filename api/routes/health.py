@@ -26,7 +26,7 @@ async def healthz() -> Health:
 
 @router.get("/readyz", response_model=Health, responses={503: {"model": ErrorBody}})
 async def readyz(api: Annotated[ApiServices, Depends(services)]) -> Health:
-    """Readiness: 200 when Redis answers ``PING`` and PostgreSQL ``SELECT 1`` within 3 s, else 503.
+    """Readiness: 200 when Redis answers ``PING`` and PostgreSQL its ``jobs`` table within 3 s, else 503.
 
     A load balancer sends no requests to a server that cannot reach its services. PostgreSQL is
     asked on one session kept for the probes (not one per call, nor one of the requests' pools:
