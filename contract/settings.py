@@ -289,6 +289,30 @@ class Settings(BaseSettings):
     api_max_event_streams: int = Field(
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )
+    # Issue 33 (burst): the API's connection pools wait for a free connection, then answer 503 busy.
+    api_redis_connections: int = Field(
+        default=32,
+        ge=2,
+        description="Redis connections one API server's requests share (a request finding all busy waits; "
+        "one is held while any ?wait= is waiting)",
+    )
+    api_database_connections: int = Field(
+        default=8,
+        gt=0,
+        description="PostgreSQL connections in each of one API server's two request pools (jobs and runs; "
+        "keys and batches)",
+    )
+    api_file_store_connections: int = Field(
+        default=8, gt=0, description="PostgreSQL connections one API server's file uploads and downloads share"
+    )
+    api_pool_wait_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="how long a request waits for a free pooled connection before 503 server_busy",
+    )
+    api_busy_retry_after_seconds: int = Field(
+        default=1, gt=0, description="Retry-After (seconds) of a 503 server_busy: a pool stayed busy past its wait"
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -485,6 +509,11 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",
             "api_max_event_streams",
+            "api_redis_connections",
+            "api_database_connections",
+            "api_file_store_connections",
+            "api_pool_wait_seconds",
+            "api_busy_retry_after_seconds",
         ),
     ),
 )
