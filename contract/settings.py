@@ -284,6 +284,17 @@ class Settings(BaseSettings):
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )
 
+    # --- Usage per tenant ---
+    # GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.
+    usage_max_days: int = Field(
+        default=366, gt=0, description="longest range of days one GET /v1/usage may ask for (400 beyond)"
+    )
+    metrics_max_tenants: int = Field(
+        default=50,
+        ge=0,
+        description="tenants a worker's /metrics names in its per-tenant counters (the rest: tenant=other)",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -479,6 +490,11 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_batch_create_wait_seconds",
             "api_max_event_streams",
         ),
+    ),
+    (
+        "Usage per tenant",
+        "GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.",
+        ("usage_max_days", "metrics_max_tenants"),
     ),
 )
 """The settings in groups, in ``Settings``' order: (title, what they are about, field names), for the settings
