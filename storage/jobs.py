@@ -31,7 +31,10 @@ JOB_COLUMNS = (
 # The same statement keeps ``usage_daily`` (usage per tenant, UTC day, model and status) exact: each
 # row it writes is added there, and a row it overwrites (a failure retried) is taken out first, as
 # the statement's snapshot saw it (``prior``; a data-modifying CTE's own writes are invisible to the
-# rest of the statement). The usage keys are upserted in key order after every job row is locked,
+# rest of the statement). Only overwritten rows are looked up there: a row ON CONFLICT updated
+# carries its writer's lock in ``xmax``, a row inserted has none (so new rows, nearly all of them,
+# cost no second index probe; a row taken for overwritten by mistake finds nothing in ``prior``).
+# The usage keys are upserted in key order after every job row is locked,
 # so two writers never wait on each other's usage rows in opposite orders.
 UPSERT_SQL = """
 WITH u AS MATERIALIZED (
@@ -78,13 +81,14 @@ ON CONFLICT (id) DO UPDATE SET
     inline_tags = EXCLUDED.inline_tags
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING jobs.id, jobs.tenant, jobs.model, jobs.status, jobs.finished_at,
-          char_length(jobs.source_text) AS characters, jobs.prompt_tokens, jobs.output_tokens
+          char_length(jobs.source_text) AS characters, jobs.prompt_tokens, jobs.output_tokens,
+          jobs.xmax <> 0 AS overwritten
 ),
 counted AS (
     SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, 1 AS sign FROM written
     UNION ALL
     SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, -1 FROM prior
-    WHERE id IN (SELECT id FROM written)
+    WHERE id IN (SELECT id FROM written WHERE overwritten)
 ),
 summed AS (
 INSERT INTO usage_daily AS d (tenant, day, model, status, jobs, characters, prompt_tokens, output_tokens)

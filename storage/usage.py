@@ -41,7 +41,8 @@ class UsageRow:
         return self.succeeded + self.failed + self.cancelled
 
 
-def _select(group_by: tuple[str, ...], tenant_filter: bool) -> str:
+def usage_sql(group_by: tuple[str, ...], tenant_filter: bool) -> str:
+    """The usage query grouped by tenant and ``group_by``; parameters: start, end (and the tenant)."""
     day = "day" if "day" in group_by else "NULL::date"
     model = "model" if "model" in group_by else "NULL::text"
     where = "day BETWEEN %s AND %s" + (" AND tenant = %s" if tenant_filter else "")
@@ -84,7 +85,7 @@ class UsageStore:
             raise ValueError(f"usage is grouped by {', '.join(GROUPINGS)}, not {', '.join(sorted(unknown))}")
         params: tuple[Any, ...] = (start, end) if all_tenants else (start, end, tenant or "")
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(_select(group_by, not all_tenants), params)
+            cursor = await conn.execute(usage_sql(group_by, not all_tenants), params)
             rows = await cursor.fetchall()
         return [
             UsageRow(
