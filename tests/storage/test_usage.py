@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from collections.abc import AsyncIterator
@@ -155,3 +156,30 @@ def test_the_migration_sums_the_jobs_already_stored(fresh_database: str) -> None
         ("acme", DAY1, "m", "failed", 1, 3, 0, 0),
         ("acme", DAY1, "m", "succeeded", 1, 5, 4, 6),
     ]
+
+
+async def test_writers_committing_the_same_tenants_at_once_count_exactly_and_never_deadlock(
+    service_urls: ServiceUrls, store: UsageStore
+) -> None:
+    """Four workers' writers, each batch touching the same usage keys in its own order of rows."""
+    tenants = [_tenant() for _ in range(3)]
+    writers = [JobRowWriter(service_urls.database_url) for _ in range(4)]
+
+    async def write(writer: JobRowWriter, offset: int) -> None:
+        for n in range(15):
+            batch = [
+                _record(tenants[(i + offset) % 3], "failed" if (i + n) % 7 == 0 else "succeeded",
+                        model=("m1", "m2")[(i + offset) % 2])
+                for i in range(40)
+            ]  # fmt: skip
+            await writer.write_rows(batch[::-1] if (n + offset) % 2 else batch)
+
+    try:
+        await asyncio.wait_for(asyncio.gather(*(write(w, k) for k, w in enumerate(writers))), 120)
+    finally:
+        for writer in writers:
+            await writer.close()
+    usage = [row for tenant in tenants for row in await store.usage(DAY1, DAY1, tenant=tenant, group_by=())]
+    assert sum(r.jobs for r in usage) == 4 * 15 * 40
+    assert sum(r.characters for r in usage) == 4 * 15 * 40 * 11
+    assert sum(r.failed for r in usage) == 4 * sum(1 for n in range(15) for i in range(40) if (i + n) % 7 == 0)
