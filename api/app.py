@@ -13,11 +13,13 @@ from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
 from api.routes import batches, documents, events, files, health, jobs, models, runs
+from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
 from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from storage.usage import UsageStore
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
@@ -90,6 +92,7 @@ def create_app(settings: Settings) -> FastAPI:
             queued=queued,
             readiness=readiness,
         )
+        app.state.usage = UsageStore(pool)  # GET /v1/usage
         try:
             yield
         finally:
@@ -118,4 +121,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(files.router)
     app.include_router(batches.router)
     app.include_router(models.router)
+    app.include_router(usage_routes.router)
     return app

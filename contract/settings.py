@@ -314,6 +314,17 @@ class Settings(BaseSettings):
         default=1, gt=0, description="Retry-After (seconds) of a 503 server_busy: a pool stayed busy past its wait"
     )
 
+    # --- Usage per tenant ---
+    # GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.
+    usage_max_days: int = Field(
+        default=366, gt=0, description="longest range of days one GET /v1/usage may ask for (400 beyond)"
+    )
+    metrics_max_tenants: int = Field(
+        default=50,
+        ge=0,
+        description="tenants a worker's /metrics names in its per-tenant counters (the rest: tenant=other)",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -515,6 +526,11 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_pool_wait_seconds",
             "api_busy_retry_after_seconds",
         ),
+    ),
+    (
+        "Usage per tenant",
+        "GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.",
+        ("usage_max_days", "metrics_max_tenants"),
     ),
 )
 """The settings in groups, in ``Settings``' order: (title, what they are about, field names), for the settings
