@@ -96,18 +96,18 @@ class TenantGroups:
         try:
             total, models = await self._validate(upload.id, source, target, model)
             await self._groups.check_models(models)
-            await self._limit.admit(tenant, max_queued_jobs, total)
             run_id = str(uuid.uuid4())
-            try:
-                await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
-                await self._groups.queue_run_jobs(
-                    run_id, self._specs(upload.id, source, target, run_id, tenant, model), 0, total
-                )
-            except Exception:
-                # The caller gets an error and no run id: nothing of the run may go on running.
-                with contextlib.suppress(Exception):
-                    await self._groups.cancel("run", run_id, tenant)
-                raise
+            # Admitted atomically: the run's jobs hold their places from here, claimed by id as they are queued.
+            async with self._limit.reserved(tenant, max_queued_jobs, total) as reservation:
+                try:
+                    await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
+                    specs = self._specs(upload.id, source, target, run_id, tenant, model)
+                    await self._groups.queue_run_jobs(run_id, reservation.claiming(specs), 0, total)
+                except Exception:
+                    # The caller gets an error and no run id: nothing of the run may go on running.
+                    with contextlib.suppress(Exception):
+                        await self._groups.cancel("run", run_id, tenant)
+                    raise
         finally:
             await self._files.delete(tenant, upload.id, force=True)
         return await self._groups.progress("run", run_id, tenant)
@@ -198,7 +198,7 @@ class TenantGroups:
         """
 
         async def admit() -> None:
-            await self._limit.admit(tenant, max_queued_jobs, 1)
+            await self._limit.check(tenant, max_queued_jobs, 1)
 
         return await self._groups.submit_document(
             text,

@@ -1,7 +1,7 @@
 """Files expire, and a tenant's stored bytes can be summed quickly (issue 33).
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0017
 Create Date: 2026-11-27
 
 ``files.expires_at`` (nullable: a file without one is kept until deleted) is OpenAI's
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
