@@ -25,7 +25,7 @@ class FileSweeper:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        """Begin sweeping in the background (the first sweep runs at once)."""
+        """Begin sweeping in the background, every interval (the first one interval from now)."""
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="dragoman-file-sweeper")
 
@@ -38,11 +38,12 @@ class FileSweeper:
 
     async def _run(self) -> None:
         while True:
+            # An interval first: start-up takes no connection for it (expired files are 404 already).
+            await asyncio.sleep(self._interval)
             try:
                 await self.sweep_once()
             except Exception as exc:  # the database may be down for a while: sweep again later
                 log.warning("file sweeper: sweep failed, retrying in %gs: %s", self._interval, exc)
-            await asyncio.sleep(self._interval)
 
     async def close(self) -> None:
         """Stop sweeping and wait for the task to end."""
