@@ -7,8 +7,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from api.body_timeout import BodyReadTimeout
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
+from api.file_sweeper import FileSweeper
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
@@ -64,8 +66,8 @@ def create_app(settings: Settings) -> FastAPI:
         pool = AsyncConnectionPool(
             settings.database_url or "", max_connections=settings.api_database_connections, acquire_timeout_s=wait_s
         )
-        # Uploads and downloads hold a connection while the client sends or reads: a pool of their
-        # own, so slow clients cannot take the connections every other request needs.
+        # Uploads (spooled first: a connection only writes bytes that have all arrived) and downloads
+        # (a connection per chunk) have a pool of their own, so files cannot take the others' connections.
         file_pool = AsyncConnectionPool(
             settings.database_url or "", max_connections=settings.api_file_store_connections, acquire_timeout_s=wait_s
         )
@@ -93,9 +95,12 @@ def create_app(settings: Settings) -> FastAPI:
             readiness=readiness,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
+        sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
+        sweeper.start()
         try:
             yield
         finally:
+            await sweeper.close()
             await batch_service.close()
             await feed.close()
             await readiness.close()
@@ -113,6 +118,11 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/documents": settings.max_document_chars * 4,
     }
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
+    app.add_middleware(
+        BodyReadTimeout,
+        read_timeout=settings.upload_read_timeout_seconds,
+        total_timeout=settings.upload_total_timeout_seconds,
+    )
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(runs.router)

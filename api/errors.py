@@ -41,7 +41,13 @@ from contract.errors import (
 from contract.overload import ServerBusyError
 from producer.requests import InvalidJobIdError
 from producer.run_files import InvalidRunFileError
-from storage import DatabaseUnavailableError, FileTooLargeError
+from storage import (
+    DatabaseUnavailableError,
+    FileInUseError,
+    FileQuotaExceededError,
+    FileTooLargeError,
+    LineTooLongError,
+)
 from tenancy.batches import (
     BatchFileNotFoundError,
     BatchNotCancellableError,
@@ -97,6 +103,9 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (InvalidBatchError, 400, "invalid_batch"),
     (BatchNotCancellableError, 409, "batch_not_cancellable"),
     (FileTooLargeError, 413, "file_too_large"),
+    (FileQuotaExceededError, 413, "file_quota_exceeded"),
+    (FileInUseError, 409, "file_in_use"),
+    (LineTooLongError, 400, "line_too_long"),
 )
 
 
@@ -136,6 +145,7 @@ _HTTP_CODES = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "body_too_large",
     415: "unsupported_media_type",
 }

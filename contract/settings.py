@@ -325,6 +325,42 @@ class Settings(BaseSettings):
         description="tenants a worker's /metrics names in its per-tenant counters (the rest: tenant=other)",
     )
 
+    # --- HTTP API: uploads and files (issue 33) ---
+    # Request bodies are read with deadlines; stored files have a per-tenant quota and an expiry.
+    upload_read_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="longest wait for the next piece of a request body (408 beyond it, nothing stored)",
+    )
+    upload_total_timeout_seconds: float = Field(
+        default=1_800.0,
+        gt=0,
+        description="longest time a whole request body may take to arrive (408 beyond it, nothing stored)",
+    )
+    upload_memory_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="bytes of a run upload kept in memory while it arrives; the rest is spooled to a temporary file",
+    )
+    max_jsonl_line_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="longest line of an uploaded JSONL file (a run or a batch input); a longer line is refused "
+        "with its number",
+    )
+    file_quota_bytes: int = Field(
+        default=10 * 1024**3,
+        gt=0,
+        description="bytes of files one tenant may store (uploads, run uploads being queued and batch outputs); "
+        "an upload past it is refused (413 file_quota_exceeded), nothing stored",
+    )
+    file_expiry_seconds: int = Field(
+        default=30 * 86_400,
+        ge=0,
+        description="how long an uploaded batch file is kept when the upload names no expires_after "
+        "(OpenAI's default: 30 days; 0: until deleted)",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -531,6 +567,18 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "Usage per tenant",
         "GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.",
         ("usage_max_days", "metrics_max_tenants"),
+    ),
+    (
+        "HTTP API: uploads and files",
+        "Deadlines on request bodies, the JSONL line cap, and each tenant's file storage.",
+        (
+            "upload_read_timeout_seconds",
+            "upload_total_timeout_seconds",
+            "upload_memory_bytes",
+            "max_jsonl_line_bytes",
+            "file_quota_bytes",
+            "file_expiry_seconds",
+        ),
     ),
 )
 """The settings in groups, in ``Settings``' order: (title, what they are about, field names), for the settings

@@ -28,13 +28,13 @@ from producer.run_files import (
     parse_run_line,
     repeated_id_errors,
 )
-from storage import FileStore, numbered_lines
+from storage import RUN_INPUT_PURPOSE, FileStore, LineTooLongError, Quota, numbered_lines
 from tenancy.batch_lines import numbered
 from tenancy.queued_limit import QueuedJobLimit
 
 __all__ = ["RUN_UPLOAD_PURPOSE", "DocumentNotAssembledError", "TenantGroups"]
 
-RUN_UPLOAD_PURPOSE = "run_input"
+RUN_UPLOAD_PURPOSE = RUN_INPUT_PURPOSE
 """The file-store purpose of a run's JSONL while it is validated and queued."""
 
 
@@ -59,8 +59,14 @@ class TenantGroups:
         callback_url: str | None,
         max_queued_jobs: int,
         model: str | None = None,
+        size: int | None = None,
     ) -> GroupProgress:
         """Store, validate and queue a JSONL run; its progress once every job is queued.
+
+        ``size``: the body's length, known when the caller spooled it (the API does, so that no
+        database connection waits on the client): it is reserved against the tenant's file quota
+        (:class:`~storage.FileQuotaExceededError`), and a line over ``DRAGOMAN_MAX_JSONL_LINE_BYTES``
+        is refused (``InvalidRunFileError`` naming it) while it is stored, nothing kept.
 
         ``model``: the served model of lines that name none (None: the deployment's routes
         choose); :class:`~contract.errors.ModelNotFoundError` for one nobody serves (nothing queued).
@@ -75,7 +81,18 @@ class TenantGroups:
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
         label = storable(name, "the run's name") or "run.jsonl"
-        upload = await self._files.create(tenant, RUN_UPLOAD_PURPOSE, label, body, max_bytes=settings.max_file_bytes)
+        try:
+            upload = await self._files.create(
+                tenant,
+                RUN_UPLOAD_PURPOSE,
+                label,
+                body,
+                max_bytes=settings.max_file_bytes,
+                quota=None if size is None else Quota(settings.file_quota_bytes, size),
+                max_line_bytes=settings.max_jsonl_line_bytes,
+            )
+        except LineTooLongError as exc:
+            raise InvalidRunFileError(str(exc)) from None
         try:
             total, models = await self._validate(upload.id, source, target, model)
             await self._groups.check_models(models)
@@ -92,7 +109,7 @@ class TenantGroups:
                         await self._groups.cancel("run", run_id, tenant)
                     raise
         finally:
-            await self._files.delete(tenant, upload.id)
+            await self._files.delete(tenant, upload.id, force=True)
         return await self._groups.progress("run", run_id, tenant)
 
     async def _validate(
