@@ -11,6 +11,7 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 - ``requeue.lua``     :class:`RequeueScript`    a dead letter back on the jobs stream, exactly once
 - ``count_after.lua`` :class:`CountAfterScript` a group's lag on Redis before 7
 - ``overdue.lua``     :class:`OverdueScript`    a lane's undelivered entries that have waited long enough
+- ``refill.lua``      :class:`RefillScript`     tenants' staged entries into their lane, by deficit round robin
 """
 
 from broker.scripts.cancel import CancelOutcome, CancelScript
@@ -18,6 +19,7 @@ from broker.scripts.count_after import CountAfterScript
 from broker.scripts.finish import FinishedJob, FinishScript
 from broker.scripts.lua import Arg, LuaScript
 from broker.scripts.overdue import Overdue, OverdueScript
+from broker.scripts.refill import Refilled, RefillScript
 from broker.scripts.requeue import RequeueScript
 from broker.scripts.start import MISSING, StartOutcome, StartScript
 from broker.scripts.submit import SubmitScript
@@ -33,6 +35,8 @@ __all__ = [
     "LuaScript",
     "Overdue",
     "OverdueScript",
+    "RefillScript",
+    "Refilled",
     "RequeueScript",
     "StartOutcome",
     "StartScript",
