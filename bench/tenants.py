@@ -11,8 +11,13 @@ the modes alternating so that both meet the same machine:
 1. B's run on an idle system (a worker waiting, nothing else queued): from its submit to its last
    row's ``finished_at``;
 2. A's 100,000 jobs queued (submit timed: the tenant submit path's rate), a worker started, and once
-   it has written 2% of them, B's run submitted: B's completion time the same way, and the total
-   throughput (every job of A and B, from the worker's start to the last row written).
+   its heartbeat reports 2% of them written (heartbeats come every 5 s: later, at this rate), B's
+   run submitted: B's completion time the same way, and the total
+   throughput (every job of A and B, from the first row's ``started_at`` to the last row's
+   ``finished_at``).
+
+The worker is ``dragoman worker --engine echo`` (``--echo-delay-ms`` for the deterministic engine)
+in a process of its own, as deployed, so that the benchmark's own submits never wait on its loop.
 
 The target: B behind the backlog <= 2 x B idle + one in-flight window (``max_in_flight`` jobs at
 the measured throughput), and total throughput with fair share >= 0.95 x without.
@@ -25,23 +30,26 @@ import asyncio
 import json
 import os
 import platform
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench.enqueue import workload
 from bench.servers import benchmark_servers
+from broker.heartbeats import read_heartbeats
 from contract.schemas import TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.async_client import AsyncClient
-from worker.deterministic_engine import DeterministicEngine
-from worker.profiles import IdentityProfile
-from worker.runtime import run_event_loop
-from worker.service import Worker
+from storage import libpq_url
 
-ENGINES = {"zero-cost": 0.0, "deterministic": 0.05}  # seconds each engine request takes
+ENGINES = {"zero-cost": 0.0, "deterministic": 50.0}  # milliseconds each engine request takes (--engine echo)
 
 
 def _bulk(count: int, seed: int) -> list[TranslationRequest]:
@@ -51,32 +59,57 @@ def _bulk(count: int, seed: int) -> list[TranslationRequest]:
     ]
 
 
-def _worker(settings: Settings, urls: ServiceUrls, delay_s: float, max_in_flight: int) -> Worker:
-    engine = DeterministicEngine(delay_s=delay_s)
-    return Worker(
-        settings,
-        redis_url=urls.redis_url,
-        database_url=urls.database_url,
-        engine=engine,
-        profile=IdentityProfile(engine.tokenizer),
-        max_in_flight=max_in_flight,
-    )
+def _start_worker(settings: Settings, delay_ms: float, max_in_flight: int) -> subprocess.Popen[bytes]:
+    """``dragoman worker --engine echo`` in a process of its own, as deployed (the bench's loop stays free)."""
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": settings.redis_url or "",
+        "DRAGOMAN_DATABASE_URL": settings.database_url or "",
+        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
+        "DRAGOMAN_FAIR_SHARE": "true" if settings.fair_share else "false",
+        "DRAGOMAN_MEMORY_ENABLED": "false",
+        "DRAGOMAN_METRICS_ENABLED": "false",
+    }
+    command = [sys.executable, "-m", "cli.main", "worker", "--engine", "echo", "--max-in-flight", str(max_in_flight)]
+    if delay_ms:
+        command += ["--echo-delay-ms", str(delay_ms)]
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-async def _until_rows(worker: Worker, rows: int) -> None:
-    while worker.writer.stats.rows < rows:
-        await asyncio.sleep(0.005)
+def _stop_worker(worker: subprocess.Popen[bytes]) -> None:
+    worker.send_signal(signal.SIGTERM)
+    worker.wait(60)
 
 
-async def _completion_s(producer: AsyncClient, ids: list[str], submitted_at: float) -> float:
-    """Seconds from ``submitted_at`` to the last of ``ids`` finishing (their rows' ``finished_at``)."""
-    finished = [(await producer.get(job_id)).finished_at for job_id in ids]
-    assert all(f is not None for f in finished), "a job of B's run has no finished_at"
-    return max(f.timestamp() for f in finished if f is not None) - submitted_at
+async def _until_alive(producer: AsyncClient) -> None:
+    while not await read_heartbeats(producer.redis, producer.keys):
+        await asyncio.sleep(0.05)
+
+
+async def _until_written(producer: AsyncClient, rows: int) -> None:
+    """Until the live worker's heartbeat says it wrote ``rows`` rows (O(1) reads, every 0.1 s: a poll that
+    counted the lane's lag would scan the FIFO mode's 100,000 unread entries each time and slow it down)."""
+    while True:
+        beats = await read_heartbeats(producer.redis, producer.keys)
+        if sum(int(beat.get("written", 0)) for beat in beats.values()) >= rows:
+            return
+        await asyncio.sleep(0.1)
+
+
+def _rows(urls: ServiceUrls, tenant: str) -> tuple[int, float, float]:
+    """A tenant's rows: how many, the first ``started_at`` and the last ``finished_at`` (Unix seconds)."""
+    with psycopg.connect(libpq_url(urls.database_url)) as conn:
+        row = conn.execute(
+            "SELECT count(*), extract(epoch FROM min(started_at)), extract(epoch FROM max(finished_at)) "
+            "FROM jobs WHERE tenant = %s",
+            (tenant,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), float(row[1] or 0), float(row[2] or 0)
 
 
 async def _scenario(
-    urls: ServiceUrls, *, fair: bool, delay_s: float, a_jobs: int, b_jobs: int, max_in_flight: int
+    urls: ServiceUrls, *, fair: bool, delay_ms: float, a_jobs: int, b_jobs: int, max_in_flight: int
 ) -> dict[str, Any]:
     settings = Settings(
         redis_url=urls.redis_url,
@@ -85,39 +118,48 @@ async def _scenario(
         fair_share=fair,
         memory_enabled=False,
     )
+    run = uuid.uuid4().hex[:8]
+    a, b_idle, b = f"a-{run}", f"b-idle-{run}", f"b-{run}"
     b_items = _bulk(b_jobs, seed=2)
     async with AsyncClient(settings) as producer:
-        # 1. B alone.
-        worker = _worker(settings, urls, delay_s, max_in_flight)
-        await worker.start()
-        await asyncio.sleep(0.5)  # the worker is waiting on its lanes
-        submitted_at = time.time()
-        idle_ids = await producer.submit_many(b_items, tenant="b")
-        await _until_rows(worker, b_jobs)
-        await worker.stop()
-        b_idle_s = await _completion_s(producer, idle_ids, submitted_at)
+        # 1. B alone: a worker waiting, nothing else queued.
+        worker = _start_worker(settings, delay_ms, max_in_flight)
+        try:
+            await _until_alive(producer)
+            await asyncio.sleep(0.5)
+            submitted_at = time.time()
+            await producer.submit_many(b_items, tenant=b_idle)
+            await _until_written(producer, b_jobs)
+        finally:
+            _stop_worker(worker)
+        count, _, last = _rows(urls, b_idle)
+        assert count == b_jobs, (count, b_jobs)
+        b_idle_s = last - submitted_at
 
-        # 2. A's backlog, then B.
+        # 2. A's backlog, then B once the worker has finished 2% of it.
         a_items = _bulk(a_jobs, seed=1)
         start = time.perf_counter()
-        await producer.submit_many(a_items, tenant="a")
+        await producer.submit_many(a_items, tenant=a)
         a_submit_s = time.perf_counter() - start
         del a_items
-        worker = _worker(settings, urls, delay_s, max_in_flight)
-        start = time.perf_counter()
-        await worker.start()
-        await _until_rows(worker, a_jobs // 50)
-        submitted_at = time.time()
-        loaded_ids = await producer.submit_many(b_items, tenant="b")
-        await _until_rows(worker, a_jobs + b_jobs)
-        elapsed = time.perf_counter() - start
-        await worker.stop()
-        b_loaded_s = await _completion_s(producer, loaded_ids, submitted_at)
+        worker = _start_worker(settings, delay_ms, max_in_flight)
+        try:
+            await _until_written(producer, a_jobs // 50)
+            submitted_at = time.time()
+            await producer.submit_many(b_items, tenant=b)
+            await _until_written(producer, a_jobs + b_jobs)
+        finally:
+            _stop_worker(worker)
+    a_count, first, a_last = _rows(urls, a)
+    b_count, _, b_last = _rows(urls, b)
+    assert (a_count, b_count) == (a_jobs, b_jobs), (a_count, b_count)
+    b_loaded_s = b_last - submitted_at
+    elapsed = max(a_last, b_last) - first  # the worker's first start to the last row
     throughput = (a_jobs + b_jobs) / elapsed
     window_s = max_in_flight / throughput
     return {
         "fair_share": fair,
-        "engine_delay_s": delay_s,
+        "engine_delay_ms": delay_ms,
         "a_jobs": a_jobs,
         "b_jobs": b_jobs,
         "max_in_flight": max_in_flight,
@@ -149,11 +191,11 @@ def main() -> None:
         for name in args.engines.split(","):
             for _ in range(args.rounds):
                 for fair in (False, True):
-                    run = run_event_loop(
+                    run = asyncio.run(
                         _scenario(
                             urls,
                             fair=fair,
-                            delay_s=ENGINES[name],
+                            delay_ms=ENGINES[name],
                             a_jobs=args.a_jobs,
                             b_jobs=args.b_jobs,
                             max_in_flight=args.max_in_flight,

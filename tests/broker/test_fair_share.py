@@ -251,3 +251,22 @@ async def test_concurrent_submits_refills_and_a_dead_reader_lose_and_duplicate_n
         assert [i for i in lane_ids if i in wanted] == ids  # a tenant's own order
     assert await staged_entries(async_redis, keys, lane) == 0
     assert raw_redis.llen(keys.rotation(lane)) == 0
+
+
+async def test_a_turn_cut_short_by_the_read_goes_on_at_the_next_refill(
+    keys: RedisKeys, async_redis: aioredis.Redis, raw_redis: redis.Redis
+) -> None:
+    lane = keys.bulk_jobs_stream
+    await ensure_group(async_redis, lane, keys.consumer_group)
+    raw_redis.xadd(lane, {"v": "1", "id": "x", "payload": "{}"})
+    script = _script(keys, 1)
+    await _submit(script, async_redis, [_spec("a", n) for n in range(10)])
+    await _submit(script, async_redis, [_spec("b", n) for n in range(10)])
+    raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=1)
+    refiller = LaneRefiller(keys, quantum=3)
+    assert await refiller.refill(async_redis, lane, 2) == 2  # a's turn of 3, cut after 2
+    assert raw_redis.hget(keys.deficits(lane), "a") == "1"
+    raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=2)
+    assert await refiller.refill(async_redis, lane, 5) == 5
+    assert _tenants_in(raw_redis, lane)[1:] == ["a", "a", "a", "b", "b", "b", "a"]
+    assert raw_redis.hget(keys.deficits(lane), "a") == "2"
