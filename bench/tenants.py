@@ -76,9 +76,18 @@ def _start_worker(settings: Settings, delay_ms: float, max_in_flight: int) -> su
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _stop_worker(worker: subprocess.Popen[bytes]) -> None:
+def _stop_worker(worker: subprocess.Popen[bytes]) -> float:
+    """Stop the worker; the CPU seconds it used (user + system: robust where the wall clock is shared)."""
     worker.send_signal(signal.SIGTERM)
-    worker.wait(60)
+    _, _, usage = os.wait4(worker.pid, 0)
+    worker.returncode = 0
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+async def _redis_cpu_s(producer: AsyncClient) -> float:
+    """CPU seconds the Redis server has used so far (user + system, its main thread and the others)."""
+    info = await producer.redis.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 async def _until_alive(producer: AsyncClient) -> None:
@@ -131,17 +140,20 @@ async def _scenario(
             await producer.submit_many(b_items, tenant=b_idle)
             await _until_written(producer, b_jobs)
         finally:
-            _stop_worker(worker)
+            idle_worker_cpu_s = _stop_worker(worker)  # its start-up, mostly: subtracted below
         count, _, last = _rows(urls, b_idle)
         assert count == b_jobs, (count, b_jobs)
         b_idle_s = last - submitted_at
 
         # 2. A's backlog, then B once the worker has finished 2% of it.
         a_items = _bulk(a_jobs, seed=1)
+        redis_before = await _redis_cpu_s(producer)
         start = time.perf_counter()
         await producer.submit_many(a_items, tenant=a)
         a_submit_s = time.perf_counter() - start
+        redis_submit_cpu_s = await _redis_cpu_s(producer) - redis_before
         del a_items
+        redis_before = await _redis_cpu_s(producer)
         worker = _start_worker(settings, delay_ms, max_in_flight)
         try:
             await _until_written(producer, a_jobs // 50)
@@ -149,7 +161,8 @@ async def _scenario(
             await producer.submit_many(b_items, tenant=b)
             await _until_written(producer, a_jobs + b_jobs)
         finally:
-            _stop_worker(worker)
+            worker_cpu_s = _stop_worker(worker) - idle_worker_cpu_s
+        redis_run_cpu_s = await _redis_cpu_s(producer) - redis_before
     a_count, first, a_last = _rows(urls, a)
     b_count, _, b_last = _rows(urls, b)
     assert (a_count, b_count) == (a_jobs, b_jobs), (a_count, b_count)
@@ -172,6 +185,10 @@ async def _scenario(
         "b_within_target": b_loaded_s <= 2 * b_idle_s + window_s,
         "total_seconds": round(elapsed, 3),
         "total_jobs_per_s": round(throughput),
+        # CPU per 1,000 jobs: what fair share costs, whatever else the machine was running.
+        "redis_submit_cpu_ms_per_1000": round(redis_submit_cpu_s / a_jobs * 1e6, 1),
+        "redis_run_cpu_ms_per_1000": round(redis_run_cpu_s / (a_jobs + b_jobs) * 1e6, 1),
+        "worker_cpu_ms_per_1000": round(worker_cpu_s / (a_jobs + b_jobs) * 1e6, 1),
     }
 
 
@@ -206,7 +223,9 @@ def main() -> None:
                     print(
                         f"{name:13} fair={'on ' if fair else 'off'}  B idle {run['b_idle_s']:.3f}s  "
                         f"B behind A {run['b_behind_backlog_s']:.3f}s (target {run['b_target_s']:.3f}s)  "
-                        f"total {run['total_jobs_per_s']:,} jobs/s  A submit {run['a_submit_jobs_per_s']:,} jobs/s",
+                        f"total {run['total_jobs_per_s']:,} jobs/s  A submit {run['a_submit_jobs_per_s']:,} jobs/s  "
+                        f"CPU ms/1000 jobs: Redis submit {run['redis_submit_cpu_ms_per_1000']} "
+                        f"run {run['redis_run_cpu_ms_per_1000']}, worker {run['worker_cpu_ms_per_1000']}",
                         flush=True,
                     )
     summary: dict[str, Any] = {}
@@ -223,6 +242,10 @@ def main() -> None:
             "b_behind_backlog_fair_s": [r["b_behind_backlog_s"] for r in on],
             "b_behind_backlog_fifo_s": [r["b_behind_backlog_s"] for r in off],
             "b_within_target_fair": all(r["b_within_target"] for r in on),
+            **{
+                f"{cost}_fair_vs_fifo": round(sum(r[cost] for r in on) / sum(r[cost] for r in off), 3)
+                for cost in ("redis_submit_cpu_ms_per_1000", "redis_run_cpu_ms_per_1000", "worker_cpu_ms_per_1000")
+            },
         }
         print(f"{name}: {summary[name]}")
     result = {

@@ -193,7 +193,7 @@ class StreamConsumer:
         policy waits on.
         """
         plan = await self._policy.plan(count, self._held)
-        got = await self._read_lanes({lane: n for lane, n in plan.offers.items() if n}, every_lane=True)
+        got = await self._read_lanes({lane: n for lane, n in plan.offers.items() if n})
         left = count - sum(len(entries) for entries in got.values())
         for lane in plan.top_up:
             if not left:
@@ -235,19 +235,17 @@ class StreamConsumer:
             await wait_for_new(self._redis, self._keys, self.consumer_name, streams, wait.count, wait.block_ms)
         )
 
-    async def _read_lanes(self, counts: dict[Lane, int], *, every_lane: bool = False) -> dict[Lane, Entries]:
+    async def _read_lanes(self, counts: dict[Lane, int]) -> dict[Lane, Entries]:
         """New entries of the given lanes, up to each one's count, without waiting (one round trip).
 
         Each lane read is refilled first, in the same round trip, with what it is about to be asked
-        for (``every_lane``: the lanes not read too, with one entry, so that a policy that looks at a
-        lane before reading it, ``bulk``'s look at the interactive lane, sees its staged jobs).
+        for; a lane not read, with one entry, so that a policy that looks at a lane before reading
+        it (``bulk``'s look at the interactive lane) sees its staged jobs.
         """
         if not counts:
             return {}
         streams = {self._keys.lane(lane): n for lane, n in counts.items()}
-        refills = dict(streams)
-        if every_lane:
-            refills = {stream: streams.get(stream, 1) for _, stream in self._keys.lanes}
+        refills = {stream: streams.get(stream, 1) for _, stream in self._keys.lanes}
         return self._by_lane(await self._refiller.refill_and_read(self._redis, self.consumer_name, refills, streams))
 
     def _by_lane(self, response: StreamEntries) -> dict[Lane, Entries]:
