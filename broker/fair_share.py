@@ -37,14 +37,18 @@ from broker.scripts.refill import Refilled, RefillScript, parse_refilled
 log = logging.getLogger(__name__)
 
 _MAX_ROUNDS = 8  # calls of one refill when the rotation's head keeps being a tenant not named yet
+REFILL_BATCH = 64
+"""A worker's refill tops a lane up to at least this many unread entries: a worker whose slots free a few at
+a time then refills once every few reads (each refill has a fixed cost on Redis), and another tenant's new
+job waits behind at most this many more entries."""
 
 
 class LaneRefiller:
     """One worker's refills of its lanes, remembering each lane's rotation head between calls."""
 
-    def __init__(self, keys: RedisKeys, quantum: int, tenants_per_call: int = 64) -> None:
+    def __init__(self, keys: RedisKeys, quantum: int, tenants_per_call: int = 64, batch: int = REFILL_BATCH) -> None:
         self._keys = keys
-        self._script = RefillScript(keys, quantum, tenants_per_call)
+        self._script = RefillScript(keys, quantum, tenants_per_call, least=batch)
         self._tenants: dict[str, tuple[str, ...]] = {}  # lane -> the rotation's first tenants, as last seen
         self.moved = 0  # entries this worker moved into lanes (for tests and metrics)
 
@@ -107,7 +111,7 @@ class LaneRefiller:
 
 def _goes_round(refilled: Refilled, named: tuple[str, ...], want: int) -> bool:
     """Whether a refill stopped short at a tenant it was not given (so another call would move more)."""
-    short = refilled.moved < want - refilled.unread
+    short = refilled.unread < want and refilled.moved < want - refilled.unread
     return short and bool(refilled.tenants) and refilled.tenants[0] not in named
 
 

@@ -1,7 +1,8 @@
 -- Moves staged entries of tenants into their lane by deficit round robin (fair share, issue 33).
--- The lane never holds more unread entries than its readers are about to ask for: at most
--- ARGV[1] minus the lane's unread entries (those after the consumer group's last-delivered id)
--- are moved. The tenant at the head of the rotation starts a turn with quantum x weight entries
+-- Nothing is moved while the lane holds at least ARGV[1] unread entries (those after the consumer
+-- group's last-delivered id: what the caller is about to read is there already); otherwise the
+-- lane is topped up to ARGV[5] (at least ARGV[1]) unread entries, so that a worker reading a few
+-- entries at a time pays for a refill once every few reads, not once every read. The tenant at the head of the rotation starts a turn with quantum x weight entries
 -- (its deficit), moves them in its own order, then goes to the tail; a turn cut short because the
 -- read wanted no more keeps its deficit for the next call. A tenant whose staging stream is
 -- emptied leaves the rotation in the same script (a submit after that adds it again). Entries are
@@ -14,7 +15,8 @@
 -- KEYS: the lane, its rotation, its deficits, the tenant weights, then one staging stream per
 --       tenant named in ARGV (same order)
 -- ARGV: the entries the caller is about to read, consumer group, quantum, how many tenants of the
---       rotation to read and return (at least as many as are named), then the named tenants
+--       rotation to read and return (at least as many as are named), the least number of unread
+--       entries a refill leaves, then the named tenants
 -- Returns {entries moved, unread entries the lane held before, then the first tenants of the
 -- rotation as it is left}; {0, 0} when no tenant has staged entries.
 local total = redis.call('LLEN', KEYS[2])
@@ -34,9 +36,10 @@ if length > 0 then
   end
   if unread == nil then unread = math.min(length, want) end  -- no consumer group yet: all unread
 end
-local left = want - unread
+local left = math.max(want, tonumber(ARGV[5])) - unread
+if unread >= want then left = 0 end
 local names = {}
-for i = 5, #ARGV do names[#names + 1] = ARGV[i] end
+for i = 6, #ARGV do names[#names + 1] = ARGV[i] end
 if left <= 0 or #names == 0 then
   local reply = {0, unread}
   for _, t in ipairs(redis.call('LRANGE', KEYS[2], 0, per_call - 1)) do reply[#reply + 1] = t end

@@ -29,12 +29,15 @@ class Refilled:
 class RefillScript:
     """Refills the lanes of one deployment: its key names, consumer group, quantum and how many tenants a call names."""
 
-    def __init__(self, keys: RedisKeys, quantum: int, tenants_per_call: int = 64) -> None:
-        if quantum <= 0 or tenants_per_call <= 0:
-            raise ValueError("a refill's quantum and tenants per call must be positive")
+    def __init__(self, keys: RedisKeys, quantum: int, tenants_per_call: int = 64, least: int = 1) -> None:
+        """``least``: a refill that moves anything leaves at least this many unread entries in the lane (the
+        entries a read wants are moved only when the lane holds fewer than that)."""
+        if quantum <= 0 or tenants_per_call <= 0 or least <= 0:
+            raise ValueError("a refill's quantum, tenants per call and least unread entries must be positive")
         self._keys = keys
         self._quantum = quantum
         self._per_call = tenants_per_call
+        self._least = least
 
     @property
     def tenants_per_call(self) -> int:
@@ -47,7 +50,7 @@ class RefillScript:
         named = list(dict.fromkeys(tenants))[: self._per_call]
         script_keys = [lane, keys.rotation(lane), keys.deficits(lane), keys.tenant_weights]
         script_keys += [keys.staging(lane, tenant) for tenant in named]
-        args: list[Arg] = [want, keys.consumer_group, self._quantum, self._per_call, *named]
+        args: list[Arg] = [want, keys.consumer_group, self._quantum, self._per_call, self._least, *named]
         return script_keys, args
 
     async def call(self, client: aioredis.Redis, lane: str, want: int, tenants: Sequence[str]) -> Refilled:

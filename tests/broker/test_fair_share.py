@@ -123,7 +123,7 @@ async def test_refill_takes_turns_and_moves_no_more_than_the_read_wants(
     await _submit(script, async_redis, acme)
     await _submit(script, async_redis, globex)
     assert _lane_ids(raw_redis, lane) == [acme[0].job_id]  # the one job of an idle lane
-    refiller = LaneRefiller(keys, quantum=1)
+    refiller = LaneRefiller(keys, batch=1, quantum=1)
     assert await refiller.refill(async_redis, lane, 8) == 7  # 8 wanted, 1 unread already
     assert _tenants_in(raw_redis, lane) == ["acme", "acme", "globex", "acme", "globex", "acme", "globex", "acme"]
     assert await refiller.refill(async_redis, lane, 8) == 0  # nothing read since: the lane holds 8
@@ -147,7 +147,7 @@ async def test_weights_give_turns_in_proportion(
     await _submit(script, async_redis, [_spec("heavy", n) for n in range(60)], {"heavy": 3})
     await _submit(script, async_redis, [_spec("light", n) for n in range(60)], {"light": 1})
     raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=1)
-    refiller = LaneRefiller(keys, quantum=1)
+    refiller = LaneRefiller(keys, batch=1, quantum=1)
     for _ in range(10):  # reads of 4, as a worker freeing slots a few at a time does
         await refiller.refill(async_redis, lane, 4)
         raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=4)
@@ -165,7 +165,7 @@ async def test_a_quantum_moves_that_many_per_turn(
     script = _script(keys, 1)
     await _submit(script, async_redis, [_spec("a", n, Lane.INTERACTIVE) for n in range(10)])
     await _submit(script, async_redis, [_spec("b", n, Lane.INTERACTIVE) for n in range(10)])
-    await LaneRefiller(keys, quantum=4).refill(async_redis, lane, 13)  # no consumer group yet: 1 unread
+    await LaneRefiller(keys, batch=1, quantum=4).refill(async_redis, lane, 13)  # no consumer group yet: 1 unread
     assert _tenants_in(raw_redis, lane)[1:] == ["a"] * 4 + ["b"] * 4 + ["a"] * 4
 
 
@@ -178,7 +178,7 @@ async def test_more_tenants_than_one_call_names_are_reached_by_going_round(
     tenants = [f"t{n:02d}" for n in range(10)]
     for tenant in tenants:
         await _submit(script, async_redis, [_spec(tenant, 0), _spec(tenant, 1)])
-    refiller = LaneRefiller(keys, quantum=1, tenants_per_call=3)
+    refiller = LaneRefiller(keys, batch=1, quantum=1, tenants_per_call=3)
     assert await refiller.refill(async_redis, lane, 1 + 20) == 20
     assert _tenants_in(raw_redis, lane)[1:11] == tenants  # one turn each, in the order they arrived
     assert await staged_entries(async_redis, keys, lane) == 0
@@ -193,7 +193,7 @@ async def test_a_staged_job_that_is_cancelled_is_answered_cancelled_when_read(
     await _submit(_script(keys, 1), async_redis, [staged])
     assert _lane_ids(raw_redis, keys.staging(lane, "acme")) == [staged.job_id]
     await CancelScript(keys).call(async_redis, staged.job_id, 1.0)
-    await LaneRefiller(keys, quantum=1).refill(async_redis, lane, 2)
+    await LaneRefiller(keys, batch=1, quantum=1).refill(async_redis, lane, 2)
     [outcome] = await StartScript(keys, TTL).call(async_redis, "w", 2.0, [staged])
     assert outcome.cancelled
     assert _lane_ids(raw_redis, lane)[-1] == staged.job_id
@@ -263,10 +263,26 @@ async def test_a_turn_cut_short_by_the_read_goes_on_at_the_next_refill(
     await _submit(script, async_redis, [_spec("a", n) for n in range(10)])
     await _submit(script, async_redis, [_spec("b", n) for n in range(10)])
     raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=1)
-    refiller = LaneRefiller(keys, quantum=3)
+    refiller = LaneRefiller(keys, batch=1, quantum=3)
     assert await refiller.refill(async_redis, lane, 2) == 2  # a's turn of 3, cut after 2
     assert raw_redis.hget(keys.deficits(lane), "a") == "1"
     raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=2)
     assert await refiller.refill(async_redis, lane, 5) == 5
     assert _tenants_in(raw_redis, lane)[1:] == ["a", "a", "a", "b", "b", "b", "a"]
     assert raw_redis.hget(keys.deficits(lane), "a") == "2"
+
+
+async def test_a_refill_tops_the_lane_up_to_a_batch_and_skips_while_the_lane_holds_what_a_read_wants(
+    keys: RedisKeys, async_redis: aioredis.Redis, raw_redis: redis.Redis
+) -> None:
+    lane = keys.bulk_jobs_stream
+    await ensure_group(async_redis, lane, keys.consumer_group)
+    raw_redis.xadd(lane, {"v": "1", "id": "x", "payload": "{}"})
+    await _submit(_script(keys, 1), async_redis, [_spec("a", n) for n in range(100)])
+    refiller = LaneRefiller(keys, quantum=1, batch=16)
+    assert await refiller.refill(async_redis, lane, 2) == 15  # up to 16 unread, not just the 2 wanted
+    for _ in range(7):  # reads of 2 find what they want: nothing moved (one cheap check each)
+        raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=2)
+        assert await refiller.refill(async_redis, lane, 2) == 0
+    raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=2)  # the 16th: the lane is empty
+    assert await refiller.refill(async_redis, lane, 2) == 16
