@@ -9,10 +9,11 @@ work on it as before). In front of it, each tenant of the HTTP API has a *stagin
   has nothing staged there and the lane holds fewer than ``fair_share_buffer`` unread entries (an
   idle system: the job wakes a blocked worker at once); otherwise it stages it. Jobs without a
   tenant (the Python client, the CLI, plain ``XADD`` producers) always go into the lane.
-- REFILL (``scripts/refill.lua``), run by a worker right before it reads a lane, tops the lane up
-  to the number of entries it is about to read, taking turns between tenants by deficit round
-  robin: ``fair_share_quantum`` x the tenant's weight entries a turn. A tenant with 3,000 jobs
-  staged therefore holds another tenant's first job behind at most the entries already in the lane.
+- REFILL (``scripts/refill.lua``), run by a worker right before it reads a lane (in the read's round
+  trip), tops the lane up when it holds fewer unread entries than the read wants, to
+  :data:`REFILL_BATCH` or the read's count, taking turns between tenants by deficit round robin:
+  ``fair_share_quantum`` x the tenant's weight entries a turn. A tenant with 3,000 jobs staged
+  therefore holds another tenant's first job behind at most the entries already in the lane.
 
 Redis Cluster (issue 37) needs every key a script touches in KEYS, and the tenants are only known
 from the rotation: each REFILL returns the rotation's first tenants, which the next call names
