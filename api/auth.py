@@ -56,6 +56,7 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
             f"this API key may make {limit} requests per minute; retry in {decision.retry_after}s",
             {"Retry-After": str(decision.retry_after)},
         )
+    api.client.submitter.note_tenant_weight(key.tenant, key.weight)  # fair share: its turn in the lanes
     return Caller(
         key_id=key.id,
         tenant=key.tenant,

@@ -22,6 +22,11 @@ first ``}`` after it is hashed. With the default prefix the layout is:
 ``{dragoman}:completions``             runs and documents that just completed (stream)
 ``{dragoman}:dead``                    the dead-letter stream
 ``{dragoman}:finished:<unix second>``  jobs finished during one second (counter)
+``<lane>:tenant:<t>``                  a tenant's staging stream of one lane (fair share): its jobs
+                                       waiting to be moved into the lane, e.g. ``{dragoman}:jobs:bulk:tenant:acme``
+``<lane>:tenants``                     the lane's rotation: tenants with staged jobs, in turn order (list)
+``<lane>:deficits``                    what each tenant at the head of the rotation may still move this turn (hash)
+``{dragoman}:tenant-weights``          each tenant's weight in every lane's rotation (hash; default 1)
 =====================================  ==========================================================
 
 Names no script touches stay untagged, so they spread over the cluster: the Pub/Sub channels
@@ -193,6 +198,28 @@ class RedisKeys:
         Counted with :meth:`tenant_queued` by RESERVE (``broker/scripts/reserve.lua``), its only user.
         """
         return f"{self.tag}:tenant:{tenant}:reserved"
+
+    # --- Fair share between tenants (issue 33): the staging area in front of each lane ---
+
+    def staging(self, lane_stream: str, tenant: str) -> str:
+        """A tenant's staging stream in front of one lane (tagged, as the lane is): its jobs waiting their turn.
+
+        SUBMIT adds to it when the lane is busy; REFILL moves its entries into the lane, in order.
+        """
+        return f"{lane_stream}:tenant:{tenant}"
+
+    def rotation(self, lane_stream: str) -> str:
+        """List of the tenants with staged jobs for one lane, in turn order (tagged)."""
+        return f"{lane_stream}:tenants"
+
+    def deficits(self, lane_stream: str) -> str:
+        """Hash: tenant -> entries it may still move in its current turn (deficit round robin; tagged)."""
+        return f"{lane_stream}:deficits"
+
+    @property
+    def tenant_weights(self) -> str:
+        """Hash: tenant -> its weight in every lane's rotation (from its API key; absent: 1; tagged)."""
+        return f"{self.tag}:tenant-weights"
 
     def revoked_api_key(self, api_key_id: str) -> str:
         """Marker of a just-revoked API key: API servers refuse a key they still hold in their cache."""

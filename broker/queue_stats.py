@@ -1,4 +1,5 @@
-"""A snapshot of the queue: per lane stream length, group lag and pending; throughput, dead letters.
+"""A snapshot of the queue: per lane stream length, group lag (staged tenants' jobs included) and pending;
+throughput, dead letters.
 
 ``dragoman stats`` prints it and the worker's ``/metrics`` exports it as gauges; both read it
 with the few cheap commands below (no scan of the stream).
@@ -13,6 +14,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from broker.fair_share import staged_entries
 from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
 from broker.model_registry import read_served_names
@@ -60,7 +62,9 @@ class LaneStats:
     tell, after entries were deleted from the middle of the stream; counted up to
     ``LAG_COUNT_LIMIT``, with ``lag_capped``, on older Redis); ``pending`` the entries read and
     not acknowledged yet; ``oldest_waiting_age_seconds`` how long the next entry to be read has
-    been waiting (the lane's queueing delay now; ``None`` when nothing waits).
+    been waiting (the lane's queueing delay now; ``None`` when nothing waits). ``staged`` is the
+    tenants' jobs waiting in the lane's staging streams (fair share, ``broker.fair_share``), not in
+    the stream yet: ``lag`` counts them too, so nothing waiting is invisible.
     """
 
     lane: str
@@ -73,6 +77,7 @@ class LaneStats:
     group_exists: bool
     oldest_waiting_age_seconds: float | None = None
     model: str = ""
+    staged: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -213,6 +218,9 @@ async def _read_lane(
             if oldest:
                 oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
     lag, capped = await _group_lag(redis, stream, group, length)
+    staged = await staged_entries(redis, keys, stream)
+    if lag is not None:
+        lag += staged
     waiting_age = await _oldest_waiting_age(redis, stream, group, now) if length else None
     stats = LaneStats(
         lane=lane,
@@ -224,6 +232,7 @@ async def _read_lane(
         oldest_pending_age_seconds=oldest_age,
         group_exists=group is not None,
         oldest_waiting_age_seconds=waiting_age,
+        staged=staged,
     )
     return stats, consumers
 

@@ -65,6 +65,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         type=int,
         help="create: unfinished jobs the key's tenant may have (default DRAGOMAN_API_MAX_QUEUED_JOBS)",
     )
+    keys.add_argument(
+        "--weight",
+        type=int,
+        default=1,
+        help="create: the tenant's share of each lane against other tenants' (default 1; 3: three times as many "
+        "jobs per turn while several tenants wait)",
+    )
     keys.add_argument("--all", action="store_true", help="list: revoked keys too")
     keys.add_argument("--json", action="store_true", help="print JSON")
     keys.set_defaults(func=cmd_api_key)
@@ -116,6 +123,7 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
                     tenant=args.tenant,
                     rate_limit_per_minute=args.rate_limit,
                     max_queued_jobs=args.max_queued_jobs,
+                    weight=args.weight,
                 ),
             )
         )
@@ -134,13 +142,15 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps([_key_json(key) for key in keys]))
         return 0
-    print(f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  {'queued':>9}  created")
+    print(
+        f"{'id':36}  {'name':16}  {'tenant':16}  {'prefix':12}  {'rate/min':>8}  {'queued':>9}  {'weight':>6}  created"
+    )
     for key in keys:
         rate = str(key.rate_limit_per_minute or "default")
         queued = str(key.max_queued_jobs or "default")
         revoked = "" if key.active else f"  revoked {key.revoked_at:%Y-%m-%d %H:%M}"
         print(
-            f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  {queued:>9}  "
+            f"{key.id:36}  {key.name:16}  {key.tenant:16}  {key.prefix:12}  {rate:>8}  {queued:>9}  {key.weight:>6}  "
             f"{key.created_at:%Y-%m-%d %H:%M}{revoked}"
         )
     return 0
@@ -187,6 +197,7 @@ def _key_json(key: ApiKey) -> dict[str, object]:
         "prefix": key.prefix,
         "rate_limit_per_minute": key.rate_limit_per_minute,
         "max_queued_jobs": key.max_queued_jobs,
+        "weight": key.weight,
         "created_at": key.created_at.isoformat(),
         "revoked_at": None if key.revoked_at is None else key.revoked_at.isoformat(),
     }

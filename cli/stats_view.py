@@ -47,6 +47,7 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
             f"  lane   {lane.model + ' ' + lane.lane:<28} lag {lane_lag}   pending {lane.pending:,}   "
             f"oldest pending {lane_oldest}"
             f"   next in line waited {waiting}"
+            + (f"   ({lane.staged:,} of the lag staged by tenants)" if lane.staged else "")
         )
     lines += [_model_line(stats, model) for model in stats.models]
     lines += [

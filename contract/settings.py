@@ -361,6 +361,26 @@ class Settings(BaseSettings):
         "(OpenAI's default: 30 days; 0: until deleted)",
     )
 
+    # --- Fair share between tenants (issue 33) ---
+    # A tenant's jobs wait in a staging stream of their own when its lane is busy; workers move them into
+    # the lane by deficit round robin (broker/fair_share.py).
+    fair_share: bool = Field(
+        default=True,
+        description="tenants' jobs share each lane by weighted round robin (off: one first-in first-out stream, "
+        "as before issue 33; jobs already staged are still moved into the lanes)",
+    )
+    fair_share_buffer: int = Field(
+        default=256,
+        gt=0,
+        description="a tenant's job goes straight into its lane while the lane holds fewer unread entries than "
+        "this and the tenant has nothing staged; else it is staged (workers top the lane up before each read)",
+    )
+    fair_share_quantum: int = Field(
+        default=1,
+        gt=0,
+        description="entries a tenant of weight 1 moves into the lane per turn (weight N: N times as many)",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -578,6 +598,15 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "max_jsonl_line_bytes",
             "file_quota_bytes",
             "file_expiry_seconds",
+        ),
+    ),
+    (
+        "Fair share between tenants",
+        "How each lane is shared between the HTTP API's tenants (docs/concepts/lanes.md).",
+        (
+            "fair_share",
+            "fair_share_buffer",
+            "fair_share_quantum",
         ),
     ),
 )

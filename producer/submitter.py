@@ -31,8 +31,24 @@ class JobSubmitter:
         self.keys = keys
         self.settings = settings
         self.models = ModelResolver(redis_client, keys, settings)
-        self._submit = SubmitScript(keys, settings.state_ttl_seconds, settings.idempotency_ttl_seconds)
+        self._submit = SubmitScript(
+            keys,
+            settings.state_ttl_seconds,
+            settings.idempotency_ttl_seconds,
+            fair_share_buffer=settings.fair_share_buffer if settings.fair_share else None,
+        )
         self._cancel = CancelScript(keys)
+        self._weights: dict[str, int] = {}  # tenant -> its API key's weight, as last seen here
+
+    def note_tenant_weight(self, tenant: str, weight: int) -> None:
+        """Remember ``tenant``'s weight (its API key's) for the lanes' rotations: its next staged job records it.
+
+        The HTTP API calls this for each authenticated request; a process that never learns a
+        tenant's weight (the orchestrator submitting a run's chunks) leaves the recorded one alone.
+        """
+        if weight <= 0:
+            raise ValueError(f"a tenant's weight must be positive, not {weight}")
+        self._weights[tenant] = weight
 
     async def write(self, prepared: Sequence[tuple[JobSpec, str | None]], *, only_new: bool = False) -> list[str]:
         """Submit ``(spec, idempotency key)`` pairs in pipelined chunks; return the job ids.
@@ -52,7 +68,7 @@ class JobSubmitter:
         for start in range(0, len(prepared), chunk):
             try:
                 batch = prepared[start : start + chunk]
-                ids.extend(await self._submit.call_many(self.redis, batch, only_new=only_new))
+                ids.extend(await self._submit.call_many(self.redis, batch, only_new=only_new, weights=self._weights))
             except redis.RedisError as exc:
                 if not ids:
                     raise  # no earlier chunk was queued: the error as Redis gave it

@@ -20,7 +20,7 @@ from contract.schemas import validate_tenant
 from storage.connection import AsyncConnectionPool
 
 KEY_PREFIX = "dgm_"
-_COLUMNS = "id::text, name, tenant, prefix, rate_limit_per_minute, created_at, revoked_at, max_queued_jobs"
+_COLUMNS = "id::text, name, tenant, prefix, rate_limit_per_minute, created_at, revoked_at, max_queued_jobs, weight"
 
 
 class ApiKeyNotFoundError(DragomanError, LookupError):
@@ -44,6 +44,7 @@ class ApiKey:
     created_at: datetime
     revoked_at: datetime | None
     max_queued_jobs: int | None = None
+    weight: int = 1  # its tenant's share of each lane against other tenants' (fair share, issue 33)
 
     @property
     def active(self) -> bool:
@@ -69,11 +70,14 @@ class ApiKeyStore:
         tenant: str | None = None,
         rate_limit_per_minute: int | None = None,
         max_queued_jobs: int | None = None,
+        weight: int = 1,
     ) -> tuple[ApiKey, str]:
         """Create a key; return it and the secret key string (shown once, never stored).
 
         ``tenant`` defaults to ``name``: a key of its own tenant. Give several keys the same
         tenant to rotate one (create the new key, move the callers, revoke the old one).
+        ``weight``: the tenant's share of each lane against other tenants' (its staged jobs move
+        N entries per turn; keys of one tenant with different weights: the last one used wins).
         """
         tenant = validate_tenant(tenant if tenant is not None else name)
         if not name.strip():
@@ -82,10 +86,12 @@ class ApiKeyStore:
             raise ValueError("rate_limit_per_minute must be positive")
         if max_queued_jobs is not None and max_queued_jobs <= 0:
             raise ValueError("max_queued_jobs must be positive")
+        if weight <= 0:
+            raise ValueError("weight must be a positive whole number (1: an equal share of each lane)")
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         row = await self._one(
-            "INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute, max_queued_jobs) "
-            f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+            "INSERT INTO api_keys (id, name, tenant, key_hash, prefix, rate_limit_per_minute, max_queued_jobs, weight) "
+            f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
             (
                 str(uuid.uuid4()),
                 name,
@@ -94,6 +100,7 @@ class ApiKeyStore:
                 secret[:12],
                 rate_limit_per_minute,
                 max_queued_jobs,
+                weight,
             ),
         )
         assert row is not None  # INSERT ... RETURNING returns the row it inserted

@@ -24,9 +24,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
+from broker.fair_share import LaneRefiller
 from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import served_keys
-from broker.lanes import Entries, StreamEntries, read_new, read_own_pending, wait_for_new
+from broker.lanes import Entries, StreamEntries, read_own_pending, wait_for_new
 from broker.pending import claim_orphans, claim_stale
 from broker.scripts import StartOutcome, StartScript
 from broker.state_records import record_types
@@ -93,6 +94,9 @@ class StreamConsumer:
         self._policy = lane_policy(settings, redis, self._keys)
         self._held = dict.fromkeys(Lane, 0)  # jobs of each lane running here (with a task)
         self._lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
+        # Tenants' staged jobs are moved into a lane right before each read of it (broker.fair_share);
+        # done whatever DRAGOMAN_FAIR_SHARE says, so that jobs staged before it was turned off still run.
+        self._refiller = LaneRefiller(self._keys, settings.fair_share_quantum)
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
@@ -223,16 +227,26 @@ class StreamConsumer:
         wait = self._policy.wait(count, self._held)
         assert wait.count * len(wait.lanes) <= count, wait
         streams = [self._keys.lane(lane) for lane in wait.lanes]
+        # Staged jobs must never wait while every worker blocks: top the lanes up before blocking (a
+        # lane this read does not wait on gets one entry, which a policy looking at it then sees).
+        refills = {stream: wait.count if stream in streams else 1 for _, stream in self._keys.lanes}
+        await self._refiller.refill_and_read(self._redis, self.consumer_name, refills, {})
         return self._by_lane(
             await wait_for_new(self._redis, self._keys, self.consumer_name, streams, wait.count, wait.block_ms)
         )
 
     async def _read_lanes(self, counts: dict[Lane, int]) -> dict[Lane, Entries]:
-        """New entries of the given lanes, up to each one's count, without waiting (one round trip)."""
+        """New entries of the given lanes, up to each one's count, without waiting (one round trip).
+
+        Each lane read is refilled first, in the same round trip, with what it is about to be asked
+        for; a lane not read, with one entry, so that a policy that looks at a lane before reading
+        it (``bulk``'s look at the interactive lane) sees its staged jobs.
+        """
         if not counts:
             return {}
         streams = {self._keys.lane(lane): n for lane, n in counts.items()}
-        return self._by_lane(await read_new(self._redis, self._keys, self.consumer_name, streams))
+        refills = {stream: streams.get(stream, 1) for _, stream in self._keys.lanes}
+        return self._by_lane(await self._refiller.refill_and_read(self._redis, self.consumer_name, refills, streams))
 
     def _by_lane(self, response: StreamEntries) -> dict[Lane, Entries]:
         """An ``XREADGROUP`` reply (one item per stream) as entries per lane."""

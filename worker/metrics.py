@@ -323,7 +323,17 @@ class WorkerMetrics:
             "dragoman_lane_stream_length", "Entries in a lane's jobs stream", ["model", "lane"], registry=r
         )
         self.lane_lag = Gauge(
-            "dragoman_lane_lag", "Entries of a lane's stream no consumer has read yet", ["model", "lane"], registry=r
+            "dragoman_lane_lag",
+            "Entries of a lane's stream no consumer has read yet, and tenants' jobs staged for it",
+            ["model", "lane"],
+            registry=r,
+        )
+        self.lane_staged = Gauge(
+            "dragoman_lane_staged",
+            "Tenants' jobs waiting in a lane's staging streams for their turn (fair share); dragoman_lane_lag "
+            "counts them too",
+            ["model", "lane"],
+            registry=r,
         )
         self.lane_pending = Gauge(
             "dragoman_lane_pending",
@@ -441,6 +451,7 @@ class WorkerMetrics:
             self.lane_length.labels(*labels).set(lane.length)
             self.lane_lag.labels(*labels).set(lane.lag if lane.lag is not None else float("nan"))
             self.lane_pending.labels(*labels).set(lane.pending)
+            self.lane_staged.labels(*labels).set(lane.staged)
             self.lane_oldest_pending_age.labels(*labels).set(lane.oldest_pending_age_seconds or 0.0)
             self.lane_waiting_age.labels(*labels).set(lane.oldest_waiting_age_seconds or 0.0)
         self.dead_letters.set(stats.dead_letters)

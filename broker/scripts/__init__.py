@@ -12,6 +12,7 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 - ``count_after.lua`` :class:`CountAfterScript` a group's lag on Redis before 7
 - ``overdue.lua``     :class:`OverdueScript`    a lane's undelivered entries that have waited long enough
 - ``reserve.lua``     :class:`ReserveScript`    a tenant's queued-job allowance, admitted exactly
+- ``refill.lua``      :class:`RefillScript`     tenants' staged entries into their lane, by deficit round robin
 """
 
 from broker.scripts.cancel import CancelOutcome, CancelScript
@@ -19,6 +20,7 @@ from broker.scripts.count_after import CountAfterScript
 from broker.scripts.finish import FinishedJob, FinishScript
 from broker.scripts.lua import Arg, LuaScript
 from broker.scripts.overdue import Overdue, OverdueScript
+from broker.scripts.refill import Refilled, RefillScript
 from broker.scripts.requeue import RequeueScript
 from broker.scripts.reserve import Admission, ReserveScript
 from broker.scripts.start import MISSING, StartOutcome, StartScript
@@ -36,6 +38,8 @@ __all__ = [
     "LuaScript",
     "Overdue",
     "OverdueScript",
+    "RefillScript",
+    "Refilled",
     "RequeueScript",
     "ReserveScript",
     "StartOutcome",

@@ -23,6 +23,7 @@ from broker.scripts import (
     FinishedJob,
     FinishScript,
     OverdueScript,
+    RefillScript,
     RequeueScript,
     ReserveScript,
     StartScript,
@@ -74,7 +75,10 @@ def _reserve() -> Layout:
 
 # One case per wrapper: the layout with every optional key in use.
 CASES: dict[type, Callable[[], Layout]] = {
-    SubmitScript: lambda: SubmitScript(KEYS, 60, 60).layout(_spec(tenant="globex"), "order-1", only_new=True),
+    SubmitScript: lambda: SubmitScript(KEYS, 60, 60, fair_share_buffer=64).layout(
+        _spec(tenant="globex", lane=Lane.BULK), "order-1", only_new=True, weight=3
+    ),
+    RefillScript: lambda: RefillScript(KEYS, 2).layout(KEYS.bulk_jobs_stream, 100, ["globex", "acme", "initech"]),
     CancelScript: lambda: CancelScript(KEYS).layout(str(uuid.uuid4()), 1.0),
     StartScript: lambda: StartScript(KEYS, 60).layout("worker-a", 1.0, [_spec(tenant="globex"), _spec()]),
     FinishScript: _finish,

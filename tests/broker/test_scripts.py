@@ -22,6 +22,7 @@ from broker.scripts import (
     LuaScript,
     Overdue,
     OverdueScript,
+    RefillScript,
     RequeueScript,
     StartOutcome,
     StartScript,
@@ -708,3 +709,26 @@ async def test_reserve_release_drops_only_jobs_that_are_not_queued(
     await script.release(async_redis, "acme", "run", [spec.job_id, "never", "done"])
     assert raw_redis.zrange(queued, 0, -1) == [spec.job_id]
     assert not raw_redis.exists(keys.tenant_reservations("acme"))
+
+
+# REFILL (fair share; the worker's side and the staging rules: tests/broker/test_fair_share.py) ---
+
+
+async def test_refill_moves_staged_entries_into_the_lane_by_turns_exactly_once(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
+    lane = keys.jobs_stream
+    raw_redis.xadd(lane, {"v": "1", "id": "first", "payload": "{}"})  # one unread entry: a full lane of buffer 1
+    submit = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL, fair_share_buffer=1)
+    acme = [_spec(tenant="acme") for _ in range(3)]
+    globex = [_spec(tenant="globex")]
+    await submit.call_many(async_redis, [(s, None) for s in acme + globex], weights={"acme": 2})
+    assert raw_redis.xlen(lane) == 1 and raw_redis.lrange(keys.rotation(lane), 0, -1) == ["acme", "globex"]
+    refilled = await RefillScript(keys, quantum=1).call(async_redis, lane, 10, ["acme", "globex"])
+    assert (refilled.moved, refilled.unread, refilled.tenants) == (4, 1, ())
+    ids = [fields["id"] for _, fields in raw_redis.xrange(lane)]
+    assert ids == ["first", acme[0].job_id, acme[1].job_id, globex[0].job_id, acme[2].job_id]  # weight 2, then 1
+    assert _entries(raw_redis, lane)[1] == encode_job_entry(acme[0])  # fields copied as they are
+    assert not raw_redis.exists(keys.staging(lane, "acme"), keys.staging(lane, "globex"), keys.rotation(lane))
+    again = await RefillScript(keys, quantum=1).call(async_redis, lane, 10, ["acme", "globex"])
+    assert again.moved == 0 and raw_redis.xlen(lane) == 5
