@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
+from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
@@ -94,6 +95,8 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/runs": settings.max_file_bytes,
         "/v1/documents": settings.max_document_chars * 4,
     }
+    # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
+    app.add_middleware(InputCheck, max_json_bytes=settings.api_max_body_bytes)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
     app.include_router(health.router)
     app.include_router(jobs.router)

@@ -1,0 +1,147 @@
+"""One check at the door: text no backing store can hold is refused with 400 before any route sees it.
+
+PostgreSQL's ``text`` and ``jsonb`` cannot hold NUL (U+0000), and a lone surrogate (U+D800 to
+U+DFFF without its pair) cannot be encoded as UTF-8 at all: let through, either fails deep in a
+route (a database error, an error message that cannot be written) as a 500, with a traceback
+and a closed connection. :class:`InputCheck` refuses both, for every route at once, in the path,
+the query string, the headers and a JSON body, with ``400 invalid_characters`` in the route's
+error shape (OpenAI's on the OpenAI routes, ``param`` naming the parameter).
+
+A JSON body is checked on its raw bytes, as it arrives: a NUL or a lone surrogate can only be
+written there as a ``\\u`` escape (raw, they are invalid JSON or invalid UTF-8, which the JSON
+parser refuses with 400 already), so only ``\\u0000`` and unpaired ``\\uD800``-``\\uDFFF``
+escapes are looked for; the body is not parsed twice.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.errors import ApiError, BodyReadRefusal, error_response
+
+CODE = "invalid_characters"
+
+# A character no store can hold: NUL, or any surrogate (a decoded str holds one only when unpaired).
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+# A \u escape of NUL or a surrogate: preceded by an even number of backslashes (an odd run would be
+# an escaped backslash followed by the letters "u0000", which is harmless text).
+_SUSPECT_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def bad_character(value: str) -> str | None:
+    """How to name the first NUL or lone surrogate in ``value`` (``"U+0000"``, ``"U+D800"``), or None."""
+    found = _BAD_CHAR.search(value)
+    return None if found is None else f"U+{ord(found.group()):04X}"
+
+
+def bad_json_escape(body: bytes) -> str | None:
+    """The first ``\\u`` escape in a JSON text that decodes to NUL or a lone surrogate (``"U+DC00"``), or None.
+
+    A high surrogate escape directly followed by a low one is a pair (an emoji, written the way
+    ``json.dumps`` writes it): that is one valid character.
+    """
+    pending_high: tuple[int, int] | None = None  # (end offset, code point) of a high surrogate escape
+    for match in _SUSPECT_ESCAPE.finditer(body):
+        point = int(match.group(1), 16)
+        start = match.end() - 6  # the escape itself, past the even run of backslashes before it
+        if pending_high is not None:
+            end, high = pending_high
+            pending_high = None
+            if 0xDC00 <= point <= 0xDFFF and start == end:
+                continue  # the low half of a pair
+            return f"U+{high:04X}"
+        if point == 0 or 0xDC00 <= point <= 0xDFFF:
+            return f"U+{point:04X}"
+        pending_high = (match.end(), point)
+    return None if pending_high is None else f"U+{pending_high[1]:04X}"
+
+
+def _refusal(where: str, char: str, param: str | None) -> ApiError:
+    what = "a NUL character" if char == "U+0000" else f"a lone surrogate ({char})"
+    return ApiError(
+        400,
+        CODE,
+        f"{where} holds {what}, which cannot be stored; send valid Unicode text without NUL",
+        param=param,
+    )
+
+
+def _url_refusal(scope: Scope) -> ApiError | None:
+    """The refusal of a path, query parameter or header holding a NUL or lone surrogate, or None."""
+    char = bad_character(scope.get("path", ""))
+    if char is not None:
+        return _refusal("the URL path", char, None)
+    query = scope.get("query_string", b"").decode("latin-1")
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        char = bad_character(name) or bad_character(value)
+        if char is not None:
+            shown = name if bad_character(name) is None else ascii(name)
+            return _refusal(f"the query parameter {shown}", char, shown)
+    for raw_name, raw_value in scope.get("headers", ()):
+        if b"\x00" in raw_value:
+            name = raw_name.decode("latin-1")
+            return _refusal(f"the header {name}", "U+0000", None)
+    return None
+
+
+def _is_json(scope: Scope) -> bool:
+    """Whether the body is parsed as JSON: FastAPI parses a body without a Content-Type as JSON too."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            kind = value.split(b";", 1)[0].strip().lower()
+            return kind == b"application/json" or kind.endswith(b"+json")
+    return True
+
+
+class InputCheck:
+    """ASGI middleware: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
+
+    The path, query and headers are checked before the route runs (it never sees them); a JSON
+    body is refused from its read, so the route's error handlers answer in its shape and nothing
+    was stored: FastAPI reads a JSON body whole before the route's code starts. A body past
+    ``max_json_bytes`` (``DRAGOMAN_API_MAX_BODY_BYTES``, which every JSON route is held to) is an
+    upload, whose route validates its own content: it is passed on unchecked and never buffered.
+    """
+
+    def __init__(self, app: ASGIApp, max_json_bytes: int) -> None:
+        self.app = app
+        self.max_json_bytes = max_json_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a bad URL at once; wrap ``receive`` of a JSON body with the escape check."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refused = _url_refusal(scope)
+        if refused is not None:
+            response = error_response(
+                refused.status, refused.code, refused.message, request=Request(scope), param=refused.param
+            )
+            await response(scope, receive, send)
+            return
+        if not _is_json(scope):
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        skipped = False
+
+        async def checked_receive() -> Message:
+            nonlocal skipped
+            message = await receive()
+            if message["type"] == "http.request" and not skipped:
+                body.extend(message.get("body", b""))
+                if len(body) > self.max_json_bytes:  # an upload (JSON bodies are refused past this): not ours
+                    skipped = True
+                    body.clear()
+                elif not message.get("more_body", False):
+                    char = bad_json_escape(bytes(body))
+                    body.clear()
+                    if char is not None:
+                        raise BodyReadRefusal(_refusal("the JSON body", char, None))
+            return message
+
+        await self.app(scope, checked_receive, send)
