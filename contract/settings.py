@@ -211,6 +211,13 @@ class Settings(BaseSettings):
     max_document_segments: int = Field(
         default=50_000, gt=0, description="most segments one document may split into (the document fails beyond it)"
     )
+    # Issue 33 (hardening): a zipped document (.docx) is unpacked only up to this many bytes.
+    max_document_unpacked_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="most bytes a zipped document (.docx) may unpack to, all its members together "
+        "(the document fails naming the member past it; the upload limit counts compressed bytes)",
+    )
     document_context_chars: int = Field(
         default=300,
         ge=0,
@@ -439,6 +446,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "max_segment_chars",
             "max_document_chars",
             "max_document_segments",
+            "max_document_unpacked_bytes",
             "document_context_chars",
         ),
     ),
