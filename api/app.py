@@ -65,7 +65,12 @@ def create_app(settings: Settings) -> FastAPI:
             queued,
             create_wait_seconds=settings.api_batch_create_wait_seconds,
         )
-        feed = EventFeed(settings.redis_url or "", client.keys, settings.api_max_event_streams)
+        feed = EventFeed(
+            settings.redis_url or "",
+            client.keys,
+            settings.api_max_event_streams,
+            settings.api_max_event_streams_per_key,
+        )
         app.state.services = ApiServices(
             settings=settings,
             client=client,

@@ -290,6 +290,10 @@ class Settings(BaseSettings):
     api_max_event_streams: int = Field(
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
     )
+    # Issue 33 (hardening): one key cannot take every event stream from the other tenants.
+    api_max_event_streams_per_key: int = Field(
+        default=10, gt=0, description="most GET /v1/events streams one API key holds open on a server (429 beyond)"
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -486,6 +490,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",
             "api_max_event_streams",
+            "api_max_event_streams_per_key",
         ),
     ),
 )
