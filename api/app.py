@@ -101,7 +101,7 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/documents": settings.max_document_chars * 4,
     }
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
-    app.add_middleware(InputCheck, max_json_bytes=settings.api_max_body_bytes)
+    app.add_middleware(InputCheck, raw_body_paths=uploads)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
     app.include_router(health.router)
     app.include_router(jobs.router)

@@ -16,6 +16,7 @@ escapes are looked for; the body is not parsed twice.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
@@ -92,7 +93,7 @@ def _is_json(scope: Scope) -> bool:
     """Whether the body is parsed as JSON: FastAPI parses a body without a Content-Type as JSON too."""
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
-            kind = value.split(b";", 1)[0].strip().lower()
+            kind: bytes = bytes(value).split(b";", 1)[0].strip().lower()
             return kind == b"application/json" or kind.endswith(b"+json")
     return True
 
@@ -102,14 +103,15 @@ class InputCheck:
 
     The path, query and headers are checked before the route runs (it never sees them); a JSON
     body is refused from its read, so the route's error handlers answer in its shape and nothing
-    was stored: FastAPI reads a JSON body whole before the route's code starts. A body past
-    ``max_json_bytes`` (``DRAGOMAN_API_MAX_BODY_BYTES``, which every JSON route is held to) is an
-    upload, whose route validates its own content: it is passed on unchecked and never buffered.
+    was stored: FastAPI reads a JSON body whole before the route's code starts (the size limit,
+    outside this check, bounds what is held). A POST to one of ``raw_body_paths`` is an upload
+    (a file, a run's JSONL, a document), not a JSON body: its route validates its own content,
+    and a document may hold the text ``\u0000`` as it likes.
     """
 
-    def __init__(self, app: ASGIApp, max_json_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, raw_body_paths: Collection[str] = ()) -> None:
         self.app = app
-        self.max_json_bytes = max_json_bytes
+        self.raw_body_paths = frozenset(raw_body_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse a bad URL at once; wrap ``receive`` of a JSON body with the escape check."""
@@ -123,21 +125,16 @@ class InputCheck:
             )
             await response(scope, receive, send)
             return
-        if not _is_json(scope):
+        if not _is_json(scope) or (scope.get("method") == "POST" and scope.get("path") in self.raw_body_paths):
             await self.app(scope, receive, send)
             return
         body = bytearray()
-        skipped = False
 
         async def checked_receive() -> Message:
-            nonlocal skipped
             message = await receive()
-            if message["type"] == "http.request" and not skipped:
+            if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
-                if len(body) > self.max_json_bytes:  # an upload (JSON bodies are refused past this): not ours
-                    skipped = True
-                    body.clear()
-                elif not message.get("more_body", False):
+                if not message.get("more_body", False):
                     char = bad_json_escape(bytes(body))
                     body.clear()
                     if char is not None:

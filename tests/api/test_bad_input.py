@@ -186,22 +186,26 @@ def test_the_escape_scanner() -> None:
 
 
 async def test_a_run_line_whose_custom_id_is_a_lone_surrogate_is_a_readable_422(
-    http: httpx.AsyncClient, tenant_key: KeyMaker, caplog: pytest.LogCaptureFixture, settings: Settings
+    http: httpx.AsyncClient, tenant_key: KeyMaker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Past the JSON body check's size (an upload, which its route validates): the run's own validation.
-    app_settings = settings.model_copy(update={"api_max_body_bytes": 64})
-    from api import create_app
-
-    app = create_app(app_settings)
+    # A run's JSONL is an upload, which its route validates itself: the error quotes the id escaped.
     line = json.dumps({"custom_id": "\ud800", "text": "hello", "source_lang": "en", "target_lang": "xx-bad"})
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://api.test") as client:
-            response = await client.post("/v1/runs", content=line.encode() + b"\n", headers=bearer(tenant_key("a")))
+    response = await http.post("/v1/runs", content=line.encode() + b"\n", headers=bearer(tenant_key("a")))
     error = assert_refused(response, NATIVE, 422)
     assert error["code"] == "invalid_run_file"
     assert "\\ud800" in str(error["message"])
     no_traceback(caplog)
+
+
+async def test_a_document_may_hold_the_text_of_an_escape(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
+    # A document is an upload, not a JSON body: "\u0000" in a Markdown text is six characters of prose.
+    response = await http.post(
+        "/v1/documents",
+        params={"source_lang": "en", "target_lang": "fr", "format": "md"},
+        content=b"JSON writes NUL as `\\u0000` and a lone surrogate as `\\ud800`.\n",
+        headers=bearer(tenant_key("a")),
+    )
+    assert response.status_code == 202, response.text
 
 
 def _raw_exchange(sock: socket.socket, request: bytes) -> tuple[int, bytes]:
