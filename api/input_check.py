@@ -7,18 +7,19 @@ and a closed connection. :class:`InputCheck` refuses both, for every route at on
 the query string, the headers and a JSON body, with ``400 invalid_characters`` in the route's
 error shape (OpenAI's on the OpenAI routes, ``param`` naming the parameter).
 
-A JSON body is checked on its raw bytes, as it arrives: a NUL or a lone surrogate can only be
-written there as a ``\\u`` escape (raw, they are invalid JSON or invalid UTF-8, which the JSON
-parser refuses with 400 already), so only ``\\u0000`` and unpaired ``\\uD800``-``\\uDFFF``
-escapes are looked for; the body is not parsed twice.
+A JSON body can only hold a NUL or a lone surrogate as a ``\\u`` escape (raw, they are invalid
+JSON or invalid UTF-8, which the JSON parser refuses with 400 already): a body with no such
+escape is passed after a byte search, and only one with one is decoded here to be looked at.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection
 from urllib.parse import parse_qsl
 
+import msgspec
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,9 +29,9 @@ CODE = "invalid_characters"
 
 # A character no store can hold: NUL, or any surrogate (a decoded str holds one only when unpaired).
 _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
-# A \u escape of NUL or a surrogate: preceded by an even number of backslashes (an odd run would be
-# an escaped backslash followed by the letters "u0000", which is harmless text).
-_SUSPECT_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+# A \u escape of a surrogate: only a body holding one (or \u0000) can decode to a bad character
+# (raw, NUL is invalid JSON and a surrogate invalid UTF-8).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def bad_character(value: str) -> str | None:
@@ -40,25 +41,42 @@ def bad_character(value: str) -> str | None:
 
 
 def bad_json_escape(body: bytes) -> str | None:
-    """The first ``\\u`` escape in a JSON text that decodes to NUL or a lone surrogate (``"U+DC00"``), or None.
+    """The first NUL or lone surrogate a JSON text decodes to (``"U+DC00"``), or None (invalid JSON too).
 
-    A high surrogate escape directly followed by a low one is a pair (an emoji, written the way
-    ``json.dumps`` writes it): that is one valid character.
+    Most bodies hold no ``\\u0000`` or surrogate escape, and are passed at the speed of a byte
+    search. A body that does (an emoji, as ``json.dumps`` writes it: a pair of escapes, which is
+    one valid character) is decoded and its keys and strings looked at, so that an escaped
+    backslash before the letters ``u0000`` or a pair split across two strings is judged right.
     """
-    pending_high: tuple[int, int] | None = None  # (end offset, code point) of a high surrogate escape
-    for match in _SUSPECT_ESCAPE.finditer(body):
-        point = int(match.group(1), 16)
-        start = match.end() - 6  # the escape itself, past the even run of backslashes before it
-        if pending_high is not None:
-            end, high = pending_high
-            pending_high = None
-            if 0xDC00 <= point <= 0xDFFF and start == end:
-                continue  # the low half of a pair
-            return f"U+{high:04X}"
-        if point == 0 or 0xDC00 <= point <= 0xDFFF:
-            return f"U+{point:04X}"
-        pending_high = (match.end(), point)
-    return None if pending_high is None else f"U+{pending_high[1]:04X}"
+    if b"\\u" not in body:
+        return None
+    has_nul = b"\\u0000" in body
+    if not has_nul and _SURROGATE_ESCAPE.search(body) is None:
+        return None
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the JSON parser answers that itself
+    if not has_nul:
+        # Surrogates only: encoding the whole value as UTF-8 fails exactly where one is alone.
+        try:
+            msgspec.json.encode(value)
+        except UnicodeEncodeError as exc:
+            return f"U+{ord(exc.object[exc.start]):04X}"
+        return None
+    pending: list[object] = [value]  # "\\u0000" may be an escaped backslash and text: look at every string
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            char = bad_character(item)
+            if char is not None:
+                return char
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return None
 
 
 def _refusal(where: str, char: str, param: str | None) -> ApiError:
