@@ -45,8 +45,9 @@ def bad_json_escape(body: bytes) -> str | None:
 
     Most bodies hold no ``\\u0000`` or surrogate escape, and are passed at the speed of a byte
     search. A body that does (an emoji, as ``json.dumps`` writes it: a pair of escapes, which is
-    one valid character) is decoded and its keys and strings looked at, so that an escaped
-    backslash before the letters ``u0000`` or a pair split across two strings is judged right.
+    one valid character) is decoded and looked at again, so that an escaped backslash before the
+    letters ``u0000`` or a pair split across two strings is judged right: re-encoded as UTF-8,
+    which fails exactly at a lone surrogate, or with a ``\\u0000`` escape, each key and string.
     """
     if b"\\u" not in body:
         return None
@@ -124,7 +125,7 @@ class InputCheck:
     was stored: FastAPI reads a JSON body whole before the route's code starts (the size limit,
     outside this check, bounds what is held). A POST to one of ``raw_body_paths`` is an upload
     (a file, a run's JSONL, a document), not a JSON body: its route validates its own content,
-    and a document may hold the text ``\u0000`` as it likes.
+    and a document may hold the text ``\\u0000`` as it likes.
     """
 
     def __init__(self, app: ASGIApp, raw_body_paths: Collection[str] = ()) -> None:
