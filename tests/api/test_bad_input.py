@@ -39,6 +39,8 @@ URL_CASES = [
     ("GET", "/v1/runs/run-%00", NATIVE),
     ("GET", "/v1/runs/run-%00/results", NATIVE),
     ("GET", "/v1/documents/doc-%00", NATIVE),
+    ("POST", "/v1/documents?source_lang=en&target_lang=fr&filename=a%00.txt", NATIVE),
+    ("POST", "/v1/runs?source_lang=en&target_lang=fr&name=r%00", NATIVE),
     ("GET", "/v1/events?job_id=%00", NATIVE),
     ("GET", "/v1/events?run_id=%00", NATIVE),
     ("GET", "/v1/events?after=1-%00", NATIVE),
