@@ -7,18 +7,22 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from api.body_timeout import BodyReadTimeout
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
+from api.file_sweeper import FileSweeper
 from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
 from api.routes import batches, documents, events, files, health, jobs, models, runs
-from api.services import ApiServices
+from api.routes import usage as usage_routes
+from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
 from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from storage.usage import UsageStore
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
@@ -51,11 +55,24 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        client = AsyncClient(settings)
-        pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
-        # Uploads and downloads hold a connection while the client sends or reads: a pool of their
-        # own, so slow clients cannot take the connections every other request needs.
-        file_pool = AsyncConnectionPool(settings.database_url or "", max_connections=8)
+        # Every pool is sized by a setting and waits DRAGOMAN_API_POOL_WAIT_SECONDS for a free
+        # connection: a burst queues; only a wait past that is answered 503 server_busy.
+        wait_s = settings.api_pool_wait_seconds
+        client = AsyncClient(
+            settings,
+            max_connections=settings.api_database_connections,
+            redis_connections=settings.api_redis_connections,
+            pool_wait_s=wait_s,
+        )
+        pool = AsyncConnectionPool(
+            settings.database_url or "", max_connections=settings.api_database_connections, acquire_timeout_s=wait_s
+        )
+        # Uploads (spooled first: a connection only writes bytes that have all arrived) and downloads
+        # (a connection per chunk) have a pool of their own, so files cannot take the others' connections.
+        file_pool = AsyncConnectionPool(
+            settings.database_url or "", max_connections=settings.api_file_store_connections, acquire_timeout_s=wait_s
+        )
+        readiness = Readiness(settings.database_url or "")
         file_store = PostgresFileStore(file_pool)
         queued = QueuedJobLimit(client.redis, client.keys, settings.state_ttl_seconds)
         batch_service = BatchService(
@@ -81,12 +98,18 @@ def create_app(settings: Settings) -> FastAPI:
             groups=TenantGroups(client.groups, file_store, queued),
             events=feed,
             queued=queued,
+            readiness=readiness,
         )
+        app.state.usage = UsageStore(pool)  # GET /v1/usage
+        sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
+        sweeper.start()
         try:
             yield
         finally:
+            await sweeper.close()
             await batch_service.close()
             await feed.close()
+            await readiness.close()
             await client.close()
             await file_pool.close()
             await pool.close()
@@ -103,6 +126,11 @@ def create_app(settings: Settings) -> FastAPI:
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
     app.add_middleware(InputCheck, raw_body_paths=uploads)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
+    app.add_middleware(
+        BodyReadTimeout,
+        read_timeout=settings.upload_read_timeout_seconds,
+        total_timeout=settings.upload_total_timeout_seconds,
+    )
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(runs.router)
@@ -111,4 +139,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(files.router)
     app.include_router(batches.router)
     app.include_router(models.router)
+    app.include_router(usage_routes.router)
     return app

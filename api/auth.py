@@ -18,7 +18,8 @@ class Caller:
     """Who made a request: the API key's id, the tenant whose jobs it sees, its queued-job limit and count.
 
     ``queued`` is the tenant's unfinished jobs as read with the rate limit (may include stale
-    members: :meth:`~tenancy.queued_limit.QueuedJobLimit.admit` recounts before refusing).
+    members; admission does not use it: :class:`~tenancy.queued_limit.QueuedJobLimit` counts and
+    reserves in one atomic step).
     """
 
     key_id: str

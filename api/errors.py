@@ -38,9 +38,16 @@ from contract.errors import (
     TextTooLongError,
     UnsupportedLanguageError,
 )
+from contract.overload import ServerBusyError
 from producer.requests import InvalidJobIdError
 from producer.run_files import InvalidRunFileError
-from storage import DatabaseUnavailableError, FileTooLargeError
+from storage import (
+    DatabaseUnavailableError,
+    FileInUseError,
+    FileQuotaExceededError,
+    FileTooLargeError,
+    LineTooLongError,
+)
 from tenancy.batches import (
     BatchFileNotFoundError,
     BatchNotCancellableError,
@@ -101,13 +108,30 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (ConfigurationError, 400, "not_configured"),  # from a request: a callback URL without a webhook secret
     (JobNotFoundError, 404, "job_not_found"),
     (JobNotCancellableError, 409, "job_not_cancellable"),
+    (ServerBusyError, 503, "server_busy"),  # a pool busy past its wait; also a DatabaseUnavailableError
     (DatabaseUnavailableError, 503, "service_unavailable"),
     (BatchNotFoundError, 404, "batch_not_found"),
     (BatchFileNotFoundError, 404, "file_not_found"),
     (InvalidBatchError, 400, "invalid_batch"),
     (BatchNotCancellableError, 409, "batch_not_cancellable"),
     (FileTooLargeError, 413, "file_too_large"),
+    (FileQuotaExceededError, 413, "file_quota_exceeded"),
+    (FileInUseError, 409, "file_in_use"),
+    (LineTooLongError, 400, "line_too_long"),
 )
+
+
+def _server_busy_response(request: Request, exc: ServerBusyError) -> JSONResponse:
+    """503 ``server_busy`` with ``Retry-After``: a pool stayed busy past its wait (load, not an outage).
+
+    Logged as a warning without a traceback: the operator's remedy is capacity (the pool settings,
+    more servers), and the caller's is to retry after the few seconds a burst takes to drain.
+    """
+    services = getattr(request.app.state, "services", None)
+    retry_after = services.settings.api_busy_retry_after_seconds if services is not None else 1
+    log.warning("%s %s answered 503 server_busy: %s", request.method, request.url.path, exc)
+    headers = {"Retry-After": str(retry_after)}
+    return error_response(503, "server_busy", str(exc), headers, request=request)
 
 
 def _queued_limit_response(request: Request, exc: TooManyQueuedJobsError) -> JSONResponse:
@@ -133,6 +157,7 @@ _HTTP_CODES = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "body_too_large",
     415: "unsupported_media_type",
 }
@@ -227,6 +252,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def dragoman_error(request: Request, exc: DragomanError) -> JSONResponse:
         if isinstance(exc, TooManyQueuedJobsError):
             return _queued_limit_response(request, exc)
+        if isinstance(exc, ServerBusyError):  # before the outage codes: a busy pool's error is one of them too
+            return _server_busy_response(request, exc)
         status, code = dragoman_error_status(exc)
         if status >= 500:
             log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)

@@ -36,6 +36,7 @@ class FileObject(BaseModel):
             created_at=unix(stored.created_at) or 0,
             filename=stored.filename,
             purpose=stored.purpose,
+            expires_at=unix(stored.expires_at),
         )
 
 

@@ -45,7 +45,7 @@ class RateLimiter:
         """Count one request of ``api_key_id``; refuse it once the window holds more than ``limit_per_minute``.
 
         The same round trip reads the key's revocation marker (``api.key_cache``) and, given its
-        ``tenant``, the tenant's unfinished-job count (which spares a submit its own round trip:
+        ``tenant``, the tenant's unfinished-job count (informative: admission counts again, atomically,
         ``tenancy.queued_limit``).
         """
         now = time.time() if now is None else now

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from fastapi import Request
@@ -11,10 +12,33 @@ from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import FileStore
+from storage import FileStore, ReadinessProbe
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
+
+
+class Readiness:
+    """``/readyz``'s PostgreSQL check: one kept session for every probe, one check at a time.
+
+    A connection per probe cost the database a session (and a connect) per call; a load
+    balancer probing every server every second, or a burst of probes, added up. Checks are
+    serialised so that concurrent probes never open a second session beside the kept one.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        self._probe = ReadinessProbe(database_url, read_jobs=True)
+        self._lock = asyncio.Lock()
+
+    async def check_database(self) -> None:
+        """Raise ``DatabaseUnavailableError`` saying why if PostgreSQL does not answer on the kept session."""
+        async with self._lock:
+            await self._probe.check()
+
+    async def close(self) -> None:
+        """Close the kept session (the application's shutdown)."""
+        async with self._lock:
+            await self._probe.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +54,7 @@ class ApiServices:
     groups: TenantGroups
     events: EventFeed
     queued: QueuedJobLimit
+    readiness: Readiness
 
 
 async def services(request: Request) -> ApiServices:

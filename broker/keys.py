@@ -187,6 +187,13 @@ class RedisKeys:
         """
         return f"{self.tag}:tenant:{tenant}:queued"
 
+    def tenant_reservations(self, tenant: str) -> str:
+        """Hash of a tenant's reservations: token -> jobs admitted but not yet in its set, and a deadline (tagged).
+
+        Counted with :meth:`tenant_queued` by RESERVE (``broker/scripts/reserve.lua``), its only user.
+        """
+        return f"{self.tag}:tenant:{tenant}:reserved"
+
     def revoked_api_key(self, api_key_id: str) -> str:
         """Marker of a just-revoked API key: API servers refuse a key they still hold in their cache."""
         return f"{self.prefix}:revoked-key:{api_key_id}"

@@ -1,4 +1,5 @@
-"""The tenant's set of unfinished jobs: SUBMIT adds each, FINISH removes it; its size is what the API limits.
+"""The tenant's unfinished jobs: SUBMIT adds each to the tenant's set, FINISH removes it; with the tenant's
+reservations (``reserve.lua``) it is what the API limits.
 
 A member that outlived the state records' TTL belongs to a job whose record expired before it
 finished (FINISH could not see its tenant): :func:`count_queued` drops those before counting.
@@ -9,13 +10,12 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.scripts.reserve import ReserveScript
 
 
 async def count_queued(client: aioredis.Redis, keys: RedisKeys, tenant: str, now: float, state_ttl: int) -> int:
-    """The tenant's queued and running jobs at ``now`` (members older than ``state_ttl`` seconds dropped first)."""
-    key = keys.tenant_queued(tenant)
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.zremrangebyscore(key, "-inf", now - state_ttl)
-        pipe.zcard(key)
-        _, count = await pipe.execute()
-    return int(count)
+    """The tenant's queued and running jobs at ``now``, with those admitted but not yet queued (members older
+    than ``state_ttl`` seconds and lapsed reservations dropped first)."""
+    # A limit no count fits: RESERVE only prunes and counts, and reserves nothing.
+    admission = await ReserveScript(keys, state_ttl, lease=0).admit(client, tenant, -1, now)
+    return admission.queued

@@ -21,9 +21,37 @@ from typing import Any
 import hiredis
 import redis.asyncio as aioredis
 from redis.connection import HiredisRespSerializer
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.utils import HIREDIS_AVAILABLE
 
+from contract.overload import ServerBusyError
+
 _packers: dict[type[Any], type[Any]] = {}
+
+
+class RedisPoolBusyError(ServerBusyError, RedisConnectionError):
+    """Every connection of a waiting pool stayed in use for its whole wait: load, not an outage.
+
+    A ``redis.ConnectionError`` too, so callers that fall back or retry when Redis is away (the
+    completion-event listener, say) do the same when the pool is busy.
+    """
+
+
+class _WaitingPool(aioredis.BlockingConnectionPool):
+    """redis-py's blocking pool, whose wait past its timeout raises :class:`RedisPoolBusyError`.
+
+    redis-py raises the same ``ConnectionError`` for "no free connection in time" as for a
+    server that cannot be reached; the HTTP API answers the first ``503 server_busy`` with
+    ``Retry-After`` and only the second as an outage.
+    """
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+        except RedisConnectionError as exc:
+            if isinstance(exc.__cause__, TimeoutError) and not isinstance(exc, RedisPoolBusyError):
+                raise RedisPoolBusyError("Redis", self.max_connections, self.timeout or 0.0) from None
+            raise
 
 
 def open_redis(
@@ -33,13 +61,13 @@ def open_redis(
     (``encoding_errors="surrogateescape"``: losslessly), with redis-py's connection ``options``.
 
     With ``wait_for_connection_s``, a command finding all ``max_connections`` in use waits that
-    long for one to be free (then ``redis.ConnectionError``), instead of failing at once with
+    long for one to be free (then :class:`RedisPoolBusyError`), instead of failing at once with
     ``MaxConnectionsError``: what a client shared by many concurrent callers needs.
     """
     if wait_for_connection_s is None:
         pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, encoding_errors=encoding_errors, **options)
     else:
-        pool = aioredis.BlockingConnectionPool.from_url(
+        pool = _WaitingPool.from_url(
             url, decode_responses=True, encoding_errors=encoding_errors, timeout=wait_for_connection_s, **options
         )
     if HIREDIS_AVAILABLE:

@@ -21,6 +21,7 @@ from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
 from cli.served_models import add_commands as add_served_models_commands
 from cli.setting_flags import overlay_flags
+from cli.usage import add_commands as add_usage_commands
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
     DragomanError,
@@ -466,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_served_models_commands(sub)
     add_orchestrator_commands(sub)
     add_worker_commands(sub)
+    add_usage_commands(sub)
     return parser
 
 

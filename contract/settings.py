@@ -181,6 +181,12 @@ class Settings(BaseSettings):
     memory_max_entries: int = Field(
         default=1_000_000, gt=0, description="translation memory size; the least recently used entries go first"
     )
+    # Issue 33 (limits): whose translations a job may be served.
+    memory_scope: Literal["tenant", "shared"] = Field(
+        default="tenant",
+        description="tenant: each API tenant has its own translation memory (jobs without a tenant share one); "
+        "shared: one memory for everyone, so a tenant may learn what another translated",
+    )
 
     # --- Failures and recovery ---
     # Retries, shutdown, and taking over the jobs of a worker that is gone.
@@ -293,6 +299,77 @@ class Settings(BaseSettings):
     # Issue 33 (hardening): one key cannot take every event stream from the other tenants.
     api_max_event_streams_per_key: int = Field(
         default=10, gt=0, description="most GET /v1/events streams one API key holds open on a server (429 beyond)"
+    )
+    # Issue 33 (burst): the API's connection pools wait for a free connection, then answer 503 busy.
+    api_redis_connections: int = Field(
+        default=32,
+        ge=2,
+        description="Redis connections one API server's requests share (a request finding all busy waits; "
+        "one is held while any ?wait= is waiting)",
+    )
+    api_database_connections: int = Field(
+        default=8,
+        gt=0,
+        description="PostgreSQL connections in each of one API server's two request pools (jobs and runs; "
+        "keys and batches)",
+    )
+    api_file_store_connections: int = Field(
+        default=8, gt=0, description="PostgreSQL connections one API server's file uploads and downloads share"
+    )
+    api_pool_wait_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="how long a request waits for a free pooled connection before 503 server_busy",
+    )
+    api_busy_retry_after_seconds: int = Field(
+        default=1, gt=0, description="Retry-After (seconds) of a 503 server_busy: a pool stayed busy past its wait"
+    )
+
+    # --- Usage per tenant ---
+    # GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.
+    usage_max_days: int = Field(
+        default=366, gt=0, description="longest range of days one GET /v1/usage may ask for (400 beyond)"
+    )
+    metrics_max_tenants: int = Field(
+        default=50,
+        ge=0,
+        description="tenants a worker's /metrics names in its per-tenant counters (the rest: tenant=other)",
+    )
+
+    # --- HTTP API: uploads and files (issue 33) ---
+    # Request bodies are read with deadlines; stored files have a per-tenant quota and an expiry.
+    upload_read_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="longest wait for the next piece of a request body (408 beyond it, nothing stored)",
+    )
+    upload_total_timeout_seconds: float = Field(
+        default=1_800.0,
+        gt=0,
+        description="longest time a whole request body may take to arrive (408 beyond it, nothing stored)",
+    )
+    upload_memory_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="bytes of a run upload kept in memory while it arrives; the rest is spooled to a temporary file",
+    )
+    max_jsonl_line_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="longest line of an uploaded JSONL file (a run or a batch input); a longer line is refused "
+        "with its number",
+    )
+    file_quota_bytes: int = Field(
+        default=10 * 1024**3,
+        gt=0,
+        description="bytes of files one tenant may store (uploads, run uploads being queued and batch outputs); "
+        "an upload past it is refused (413 file_quota_exceeded), nothing stored",
+    )
+    file_expiry_seconds: int = Field(
+        default=30 * 86_400,
+        ge=0,
+        description="how long an uploaded batch file is kept when the upload names no expires_after "
+        "(OpenAI's default: 30 days; 0: until deleted)",
     )
 
     @classmethod
@@ -429,6 +506,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "memory_enabled",
             "memory_max_age_days",
             "memory_max_entries",
+            "memory_scope",
         ),
     ),
     (
@@ -491,6 +569,28 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_batch_create_wait_seconds",
             "api_max_event_streams",
             "api_max_event_streams_per_key",
+            "api_redis_connections",
+            "api_database_connections",
+            "api_file_store_connections",
+            "api_pool_wait_seconds",
+            "api_busy_retry_after_seconds",
+        ),
+    ),
+    (
+        "Usage per tenant",
+        "GET /v1/usage, dragoman usage, and the worker's per-tenant counters on /metrics.",
+        ("usage_max_days", "metrics_max_tenants"),
+    ),
+    (
+        "HTTP API: uploads and files",
+        "Deadlines on request bodies, the JSONL line cap, and each tenant's file storage.",
+        (
+            "upload_read_timeout_seconds",
+            "upload_total_timeout_seconds",
+            "upload_memory_bytes",
+            "max_jsonl_line_bytes",
+            "file_quota_bytes",
+            "file_expiry_seconds",
         ),
     ),
 )

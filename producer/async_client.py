@@ -67,6 +67,8 @@ class AsyncClient:
         redis_url: str | None = None,
         database_url: str | None = None,
         max_connections: int = 8,
+        redis_connections: int | None = None,
+        pool_wait_s: float = 10.0,
     ) -> None:
         self.settings = settings or Settings()
         redis_url = redis_url or self.settings.redis_url
@@ -81,10 +83,14 @@ class AsyncClient:
         self.keys = RedisKeys.from_settings(self.settings)
         # Concurrent calls (the HTTP API's requests, Client's calls from many threads) wait for a
         # free connection, as they do for PostgreSQL's, instead of failing with "too many connections".
+        # ``redis_connections`` and ``pool_wait_s`` size them (the HTTP API's settings); a wait past
+        # ``pool_wait_s`` raises a ServerBusyError (contract.overload).
         self.redis: aioredis.Redis = open_redis(
-            redis_url, max_connections=max(4, max_connections * 4), wait_for_connection_s=10.0
+            redis_url,
+            max_connections=redis_connections or max(4, max_connections * 4),
+            wait_for_connection_s=pool_wait_s,
         )
-        self.pool = AsyncConnectionPool(database_url, max_connections=max_connections)
+        self.pool = AsyncConnectionPool(database_url, max_connections=max_connections, acquire_timeout_s=pool_wait_s)
         self._store = JobStore(self.pool)
         self._rq = open_rq_connection(redis_url)
         self.submitter = JobSubmitter(self.redis, self.keys, self.settings)

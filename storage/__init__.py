@@ -12,7 +12,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``api_keys``: the ``api_keys`` table of the HTTP API: :class:`ApiKeyStore` (create, list and
   revoke, for the CLI through the sync bridge; the server's lookup by hash).
 - ``files``: Batch API files: the :class:`FileStore` protocol and :class:`PostgresFileStore`
-  (chunked rows, streamed in and out).
+  (chunked rows, streamed in and out; a per-tenant quota reserved before the bytes, expiry, the
+  sweep of expired files), the linear JSONL line splitter and its cap.
 - ``batches``: the ``batches`` table (:class:`AsyncBatchStore`): a batch is a run with an
   OpenAI facade.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
@@ -37,11 +38,17 @@ from storage.connection import (
     sqlalchemy_url,
 )
 from storage.files import (
+    RUN_INPUT_PURPOSE,
     FileGoneError,
+    FileInUseError,
+    FileQuotaExceededError,
     FileStore,
     FileTooLargeError,
     FileWriter,
+    LineCap,
+    LineTooLongError,
     PostgresFileStore,
+    Quota,
     StoredFile,
     iter_lines,
     numbered_lines,
@@ -62,6 +69,7 @@ from storage.runs import GroupStore
 
 __all__ = [
     "PROBE_APPLICATION_NAME",
+    "RUN_INPUT_PURPOSE",
     "ApiKey",
     "ApiKeyStore",
     "AsyncBatchStore",
@@ -69,6 +77,8 @@ __all__ = [
     "BatchRow",
     "DatabaseUnavailableError",
     "FileGoneError",
+    "FileInUseError",
+    "FileQuotaExceededError",
     "FileStore",
     "FileTooLargeError",
     "FileWriter",
@@ -77,12 +87,15 @@ __all__ = [
     "JobRowWriter",
     "JobRows",
     "JobStore",
+    "LineCap",
+    "LineTooLongError",
     "MemoryEntry",
     "MemoryStats",
     "MemoryStore",
     "MemoryStoreError",
     "OutputRow",
     "PostgresFileStore",
+    "Quota",
     "ReadinessProbe",
     "RecalledTranslation",
     "RowRecord",

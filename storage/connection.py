@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from contract.errors import DragomanError
+from contract.overload import ServerBusyError
 
 if TYPE_CHECKING:  # psycopg is imported on first use: an app that only submits never loads it
     import psycopg
@@ -24,6 +25,14 @@ class DatabaseUnavailableError(DragomanError):
     def from_driver(cls, exc: BaseException) -> DatabaseUnavailableError:
         """The error for a psycopg failure, with the driver's message (or its type when it has none)."""
         return cls(str(exc).strip() or type(exc).__name__)
+
+
+class DatabasePoolBusyError(ServerBusyError, DatabaseUnavailableError):
+    """Every connection of an :class:`AsyncConnectionPool` stayed in use for its whole wait: load, not an outage.
+
+    A :class:`DatabaseUnavailableError` too, so callers that retry when PostgreSQL is away retry
+    when the pool is busy; the HTTP API answers it ``503 server_busy`` with ``Retry-After``.
+    """
 
 
 def libpq_url(url: str) -> str:
@@ -82,6 +91,8 @@ class AsyncConnectionPool:
     """
 
     def __init__(self, database_url: str, *, max_connections: int = 8, acquire_timeout_s: float = 10.0) -> None:
+        if max_connections < 1:
+            raise ValueError(f"a pool needs at least one connection, not {max_connections}")
         self._url = database_url
         self._idle: list[AsyncPostgresConnection] = []
         self._max = max_connections
@@ -92,8 +103,9 @@ class AsyncConnectionPool:
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A connection for one unit of work; raises :class:`DatabaseUnavailableError` when PostgreSQL is down.
 
-        Waits at most ``acquire_timeout_s`` for a free connection, then raises the same error: a
-        caller answers "retry shortly" instead of queueing behind work that does not end.
+        Waits at most ``acquire_timeout_s`` for a free connection (in the order callers came), then
+        raises :class:`DatabasePoolBusyError`: a caller answers "retry shortly" instead of queueing
+        behind work that does not end.
         """
         import psycopg
 
@@ -101,9 +113,7 @@ class AsyncConnectionPool:
             async with asyncio.timeout(self._acquire_timeout):
                 await self._slots.acquire()
         except TimeoutError:
-            raise DatabaseUnavailableError(
-                f"all {self._max} PostgreSQL connections of this process stayed busy for {self._acquire_timeout:.0f} s"
-            ) from None
+            raise DatabasePoolBusyError("PostgreSQL", self._max, self._acquire_timeout) from None
         try:
             holder = self._idle.pop() if self._idle else AsyncPostgresConnection(self._url)
             try:
@@ -117,6 +127,11 @@ class AsyncConnectionPool:
             self._idle.append(holder)
         finally:
             self._slots.release()
+
+    @property
+    def max_connections(self) -> int:
+        """How many connections the pool opens at most."""
+        return self._max
 
     async def close(self) -> None:
         """Close every idle connection."""

@@ -38,7 +38,9 @@ class ReadinessProbe:
     check; any failure closes it, so the next check starts clean.
     """
 
-    def __init__(self, database_url: str, *, connect_timeout_s: int = 2) -> None:
+    def __init__(self, database_url: str, *, connect_timeout_s: int = 2, read_jobs: bool = False) -> None:
+        # read_jobs: read the jobs table, not just SELECT 1 (a database the migrations never ran on is not ready)
+        self._query = "SELECT 1 FROM jobs LIMIT 1" if read_jobs else "SELECT 1"
         self._url = libpq_url(database_url)
         self._connect_timeout_s = connect_timeout_s
         self._conn: Any = None
@@ -73,7 +75,7 @@ class ReadinessProbe:
                 application_name=PROBE_APPLICATION_NAME,
             )
         try:
-            await self._conn.execute("SELECT 1")
+            await self._conn.execute(self._query)
         except psycopg.OperationalError:
             await self.close()
             raise

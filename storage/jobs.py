@@ -28,7 +28,31 @@ JOB_COLUMNS = (
 
 # One statement per writer batch: the rows travel as one JSON array of objects (encoded in C by
 # msgspec, parsed once by PostgreSQL), one row per job comes back; timestamps are unix seconds.
+# The same statement keeps ``usage_daily`` (usage per tenant, UTC day, model and status) exact: each
+# row it writes is added there, and a row it overwrites (a failure retried) is taken out first, as
+# the statement's snapshot saw it (``prior``; a data-modifying CTE's own writes are invisible to the
+# rest of the statement). Only overwritten rows are looked up there: a row ON CONFLICT updated
+# carries its writer's lock in ``xmax``, a row inserted has none (so new rows, nearly all of them,
+# cost no second index probe; a row taken for overwritten by mistake finds nothing in ``prior``).
+# The usage keys are upserted in key order after every job row is locked,
+# so two writers never wait on each other's usage rows in opposite orders.
 UPSERT_SQL = """
+WITH u AS MATERIALIZED (
+    SELECT * FROM json_to_recordset(%s::json)
+         AS r(id uuid, status text, source_lang text, target_lang text, source_text text,
+              translated_text text, error text, attempts int, model text, prompt_tokens int,
+              output_tokens int, created_at float8, started_at float8, finished_at float8,
+              metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
+              finish_reason text, pieces int, detected_source_lang text, glossary_misses jsonb,
+              from_memory boolean, inline_tags text)
+),
+prior AS (
+    SELECT j.id, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
+           j.prompt_tokens, j.output_tokens
+    FROM jobs j
+    WHERE j.id IN (SELECT id FROM u) AND j.status NOT IN ('succeeded', 'cancelled')
+),
+written AS (
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
@@ -38,13 +62,7 @@ SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces, u.detected_source_lang,
        u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags
-FROM json_to_recordset(%s::json)
-     AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
-          translated_text text, error text, attempts int, model text, prompt_tokens int,
-          output_tokens int, created_at float8, started_at float8, finished_at float8,
-          metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
-          finish_reason text, pieces int, detected_source_lang text, glossary_misses jsonb,
-          from_memory boolean, inline_tags text)
+FROM u
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
@@ -62,7 +80,31 @@ ON CONFLICT (id) DO UPDATE SET
     from_memory = EXCLUDED.from_memory,
     inline_tags = EXCLUDED.inline_tags
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
-RETURNING id::text
+RETURNING jobs.id, jobs.tenant, jobs.model, jobs.status, jobs.finished_at,
+          char_length(jobs.source_text) AS characters, jobs.prompt_tokens, jobs.output_tokens,
+          jobs.xmax <> 0 AS overwritten
+),
+counted AS (
+    SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, 1 AS sign FROM written
+    UNION ALL
+    SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, -1 FROM prior
+    WHERE id IN (SELECT id FROM written WHERE overwritten)
+),
+summed AS (
+INSERT INTO usage_daily AS d (tenant, day, model, status, jobs, characters, prompt_tokens, output_tokens)
+SELECT coalesce(tenant, ''), (finished_at AT TIME ZONE 'UTC')::date, coalesce(model, ''), status,
+       sum(sign), sum(sign * characters), sum(sign * coalesce(prompt_tokens, 0)),
+       sum(sign * coalesce(output_tokens, 0))
+FROM counted
+GROUP BY 1, 2, 3, 4
+ORDER BY 1, 2, 3, 4
+ON CONFLICT (tenant, day, model, status) DO UPDATE SET
+    jobs = d.jobs + EXCLUDED.jobs,
+    characters = d.characters + EXCLUDED.characters,
+    prompt_tokens = d.prompt_tokens + EXCLUDED.prompt_tokens,
+    output_tokens = d.output_tokens + EXCLUDED.output_tokens
+)
+SELECT id::text FROM written
 """
 
 # Rows the upsert left alone (already final): their events must say what the row says.

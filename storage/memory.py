@@ -25,12 +25,12 @@ RETURNING key, translation, prompt_tokens, output_tokens
 """
 
 _STORE_SQL = """
-INSERT INTO translation_memory (key, model, profile, source_lang, target_lang, source_text, translation,
+INSERT INTO translation_memory (key, tenant, model, profile, source_lang, target_lang, source_text, translation,
                                 prompt_tokens, output_tokens)
-SELECT decode(u.key, 'hex'), u.model, u.profile, u.source_lang, u.target_lang, u.source_text, u.translation,
-       u.prompt_tokens, u.output_tokens
+SELECT decode(u.key, 'hex'), u.tenant, u.model, u.profile, u.source_lang, u.target_lang, u.source_text,
+       u.translation, u.prompt_tokens, u.output_tokens
 FROM json_to_recordset(%s::json)
-     AS u(key text, model text, profile text, source_lang text, target_lang text, source_text text,
+     AS u(key text, tenant text, model text, profile text, source_lang text, target_lang text, source_text text,
           translation text, prompt_tokens int, output_tokens int)
 ON CONFLICT (key) DO NOTHING
 """
@@ -45,10 +45,11 @@ DELETE FROM translation_memory WHERE key IN (
 """
 
 _STATS_SQL = """
-SELECT model, profile, count(*), coalesce(sum(hits), 0),
+SELECT tenant, model, profile, count(*), coalesce(sum(hits), 0),
        coalesce(sum(octet_length(source_text) + octet_length(translation)), 0),
        min(created_at), max(last_used_at)
-FROM translation_memory GROUP BY model, profile ORDER BY model, profile
+FROM translation_memory WHERE %s::text IS NULL OR tenant = %s::text
+GROUP BY tenant, model, profile ORDER BY tenant, model, profile
 """
 
 
@@ -68,6 +69,8 @@ class MemoryEntry(msgspec.Struct, frozen=True):
     translation: str
     prompt_tokens: int | None = None
     output_tokens: int | None = None
+    tenant: str = ""
+    """Whose memory the entry is in ('' for jobs without a tenant, and for every job of a shared memory)."""
 
 
 class RecalledTranslation(NamedTuple):
@@ -79,8 +82,9 @@ class RecalledTranslation(NamedTuple):
 
 
 class MemoryStats(NamedTuple):
-    """What ``dragoman memory stats`` shows for one (model, profile)."""
+    """What ``dragoman memory stats`` shows for one (tenant, model, profile)."""
 
+    tenant: str
     model: str
     profile: str
     entries: int
@@ -130,15 +134,21 @@ class MemoryStore:
         """Delete up to ``most`` of the least recently used entries past ``max_entries``; return how many."""
         return await self._count(_TRIM_SQL, (max_entries, most))
 
-    async def stats(self) -> list[MemoryStats]:
-        """Entries, hits and text size per model and profile."""
-        rows = await self._execute(_STATS_SQL, (), fetch=True)
-        return [MemoryStats(m, p, int(n), int(h), int(b), oldest, used) for m, p, n, h, b, oldest, used in rows]
+    async def stats(self, *, tenant: str | None = None) -> list[MemoryStats]:
+        """Entries, hits and text size per tenant, model and profile (only ``tenant``'s, given one; '' is no tenant)."""
+        rows = await self._execute(_STATS_SQL, (tenant, tenant), fetch=True)
+        return [MemoryStats(t, m, p, int(n), int(h), int(b), oldest, used) for t, m, p, n, h, b, oldest, used in rows]
 
-    async def purge(self, *, model: str | None = None, older_than_seconds: float | None = None) -> int:
-        """Delete every entry, or those of ``model`` and/or created more than ``older_than_seconds`` ago."""
+    async def purge(
+        self, *, model: str | None = None, older_than_seconds: float | None = None, tenant: str | None = None
+    ) -> int:
+        """Delete every entry, or those of ``tenant`` ('' is no tenant), ``model`` and/or created more than
+        ``older_than_seconds`` ago."""
         conditions: list[str] = []
         params: list[Any] = []
+        if tenant is not None:
+            conditions.append("tenant = %s")
+            params.append(tenant)
         if model is not None:
             conditions.append("model = %s")
             params.append(model)

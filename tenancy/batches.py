@@ -48,7 +48,7 @@ from tenancy.batch_lines import (
 )
 from tenancy.batch_output import FOLLOW_SECONDS, OutputFollower
 from tenancy.job_spill import JobSpill
-from tenancy.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
+from tenancy.queued_limit import QueuedJobLimit, Reservation, TooManyQueuedJobsError
 
 log = logging.getLogger(__name__)
 
@@ -286,12 +286,24 @@ class BatchService:
     ) -> BatchRow:
         """Queue the ``total`` jobs of a batch whose every line is valid (``spill`` holds them); those naming
         an ``unknown`` model are written as failed rows instead."""
-        if max_queued_jobs is not None:
-            try:
-                await self._limit.admit(row.tenant, max_queued_jobs, total)
-            except TooManyQueuedJobsError as exc:
-                error = {"code": "queued_job_limit_exceeded", "line": None, "message": str(exc)}
-                return await self._batches.fail_validation(row.id, [error])
+        # Admitted atomically: the batch's jobs hold their places from here, claimed by id as they are queued.
+        try:
+            async with self._limit.reserved(row.tenant, max_queued_jobs, total - unknown.lines) as reservation:
+                return await self._enqueue_admitted(row, spill, total, resuming, unknown, reservation)
+        except TooManyQueuedJobsError as exc:
+            error = {"code": "queued_job_limit_exceeded", "line": None, "message": str(exc)}
+            return await self._batches.fail_validation(row.id, [error])
+
+    async def _enqueue_admitted(
+        self,
+        row: BatchRow,
+        spill: JobSpill,
+        total: int,
+        resuming: bool,
+        unknown: UnknownModels,
+        reservation: Reservation,
+    ) -> BatchRow:
+        """Queue the jobs of an admitted batch, each frame claimed from ``reservation`` before it is written."""
         run_id = row.run_id
         await self._batches.create_run(row.id, run_id, total)
         submitter = self._client.submitter
@@ -299,7 +311,7 @@ class BatchService:
         await submitter.register_group(run_id, "run", total - unknown.lines)
         finished = await self._batches.sequences_with_rows(run_id) if resuming else frozenset[int]()
         try:
-            await self._write_jobs(spill, finished, unknown)
+            await self._write_jobs(spill, finished, unknown, reservation)
         except Exception:
             with contextlib.suppress(Exception):  # best effort: the services may be what failed
                 await self._batches.fail_validation(
@@ -314,7 +326,9 @@ class BatchService:
         await self._follow(started)
         return started
 
-    async def _write_jobs(self, spill: JobSpill, skip: frozenset[int], unknown: UnknownModels) -> None:
+    async def _write_jobs(
+        self, spill: JobSpill, skip: frozenset[int], unknown: UnknownModels, reservation: Reservation
+    ) -> None:
         """Queue every job of ``spill`` whose line is not in ``skip``, a frame (one round trip) at a time
         (``only_new``: see :meth:`_enqueue`).
 
@@ -332,6 +346,7 @@ class BatchService:
                         now = time.time()
                         await rows.write_rows([_refused_row(spec, unknown.names, now) for spec in refused])
                         kept = [spec for spec in kept if spec.model not in unknown.names]
+                await reservation.claim([spec.job_id for spec in kept])
                 await submitter.write([(spec, None) for spec in kept], only_new=True)
         finally:
             if rows is not None:

@@ -28,13 +28,13 @@ from producer.run_files import (
     parse_run_line,
     repeated_id_errors,
 )
-from storage import FileStore, numbered_lines
+from storage import RUN_INPUT_PURPOSE, FileStore, LineTooLongError, Quota, numbered_lines
 from tenancy.batch_lines import numbered
 from tenancy.queued_limit import QueuedJobLimit
 
 __all__ = ["RUN_UPLOAD_PURPOSE", "DocumentNotAssembledError", "TenantGroups"]
 
-RUN_UPLOAD_PURPOSE = "run_input"
+RUN_UPLOAD_PURPOSE = RUN_INPUT_PURPOSE
 """The file-store purpose of a run's JSONL while it is validated and queued."""
 
 
@@ -59,8 +59,14 @@ class TenantGroups:
         callback_url: str | None,
         max_queued_jobs: int,
         model: str | None = None,
+        size: int | None = None,
     ) -> GroupProgress:
         """Store, validate and queue a JSONL run; its progress once every job is queued.
+
+        ``size``: the body's length, known when the caller spooled it (the API does, so that no
+        database connection waits on the client): it is reserved against the tenant's file quota
+        (:class:`~storage.FileQuotaExceededError`), and a line over ``DRAGOMAN_MAX_JSONL_LINE_BYTES``
+        is refused (``InvalidRunFileError`` naming it) while it is stored, nothing kept.
 
         ``model``: the served model of lines that name none (None: the deployment's routes
         choose); :class:`~contract.errors.ModelNotFoundError` for one nobody serves (nothing queued).
@@ -75,24 +81,35 @@ class TenantGroups:
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
         label = storable(name, "the run's name") or "run.jsonl"
-        upload = await self._files.create(tenant, RUN_UPLOAD_PURPOSE, label, body, max_bytes=settings.max_file_bytes)
+        try:
+            upload = await self._files.create(
+                tenant,
+                RUN_UPLOAD_PURPOSE,
+                label,
+                body,
+                max_bytes=settings.max_file_bytes,
+                quota=None if size is None else Quota(settings.file_quota_bytes, size),
+                max_line_bytes=settings.max_jsonl_line_bytes,
+            )
+        except LineTooLongError as exc:
+            raise InvalidRunFileError(str(exc)) from None
         try:
             total, models = await self._validate(upload.id, source, target, model)
             await self._groups.check_models(models)
-            await self._limit.admit(tenant, max_queued_jobs, total)
             run_id = str(uuid.uuid4())
-            try:
-                await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
-                await self._groups.queue_run_jobs(
-                    run_id, self._specs(upload.id, source, target, run_id, tenant, model), 0, total
-                )
-            except Exception:
-                # The caller gets an error and no run id: nothing of the run may go on running.
-                with contextlib.suppress(Exception):
-                    await self._groups.cancel("run", run_id, tenant)
-                raise
+            # Admitted atomically: the run's jobs hold their places from here, claimed by id as they are queued.
+            async with self._limit.reserved(tenant, max_queued_jobs, total) as reservation:
+                try:
+                    await self._groups.create_run(run_id, source, target, total, label, callback_url, tenant)
+                    specs = self._specs(upload.id, source, target, run_id, tenant, model)
+                    await self._groups.queue_run_jobs(run_id, reservation.claiming(specs), 0, total)
+                except Exception:
+                    # The caller gets an error and no run id: nothing of the run may go on running.
+                    with contextlib.suppress(Exception):
+                        await self._groups.cancel("run", run_id, tenant)
+                    raise
         finally:
-            await self._files.delete(tenant, upload.id)
+            await self._files.delete(tenant, upload.id, force=True)
         return await self._groups.progress("run", run_id, tenant)
 
     async def _validate(
@@ -181,7 +198,7 @@ class TenantGroups:
         """
 
         async def admit() -> None:
-            await self._limit.admit(tenant, max_queued_jobs, 1)
+            await self._limit.check(tenant, max_queued_jobs, 1)
 
         return await self._groups.submit_document(
             text,

@@ -95,6 +95,7 @@ ALLOWLIST: dict[Dependency, str] = {
     ("bench.engines", "string", "cli.main"): "runs `dragoman worker` as a child process",
     ("bench.wait_latency", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.peer_deploy", "string", "cli.main"): "runs `dragoman api` and `dragoman worker` as child processes",
+    ("bench.uploads", "string", "cli.main"): "runs `dragoman api` (of this or another checkout) as a child process",
 }
 
 TREE = discover(ROOT)

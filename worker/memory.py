@@ -1,10 +1,15 @@
 """The translation memory as the worker uses it: recall a whole read, share work in flight, remember.
 
 An exact repeat (same model and revision, profile and version, languages, NFC text, glossary,
-context, formality) is served from PostgreSQL without generating; identical jobs running at the
+context, formality, and the same tenant) is served from PostgreSQL without generating; identical jobs running at the
 same moment share one engine request. The memory is a cache: when PostgreSQL refuses or cannot
 be reached, jobs are simply translated, and a translation that could not be stored is dropped
 (counted, logged), never a job.
+
+Each API tenant has its own memory (``DRAGOMAN_MEMORY_SCOPE=tenant``, the default): its jobs are
+served, and share work in flight, only with its own, so whether a job comes ``from_memory`` (and
+how fast) says nothing about what another tenant translated. Jobs without a tenant (the Python
+client, the CLI) share one memory. ``shared`` puts every job in that one memory.
 """
 
 from __future__ import annotations
@@ -65,22 +70,23 @@ def model_identity(model_name: str, model_path: Path | None) -> str:
     return f"{model_name}@{digest.hexdigest()[:16]}"
 
 
-def memory_key(spec: JobSpec, model_id: str, profile_id: str) -> bytes:
-    """The SHA-256 of everything that decides ``spec``'s translation on this model and profile."""
-    canonical = msgspec.json.encode(
-        [
-            KEY_VERSION,
-            model_id,
-            profile_id,
-            spec.source_lang,
-            spec.target_lang,
-            unicodedata.normalize("NFC", spec.text),
-            sorted(spec.glossary.items()),
-            spec.context,
-            None if spec.formality is None else spec.formality.value,
-        ]
-    )
-    return hashlib.sha256(canonical).digest()
+def memory_key(spec: JobSpec, model_id: str, profile_id: str, scope: str = "") -> bytes:
+    """The SHA-256 of everything that decides ``spec``'s translation on this model and profile, in the
+    memory of ``scope`` (a tenant; '' is the memory of jobs without one, keyed as before tenants had one)."""
+    fields: list[object] = [
+        KEY_VERSION,
+        model_id,
+        profile_id,
+        spec.source_lang,
+        spec.target_lang,
+        unicodedata.normalize("NFC", spec.text),
+        sorted(spec.glossary.items()),
+        spec.context,
+        None if spec.formality is None else spec.formality.value,
+    ]
+    if scope:
+        fields.append(["tenant", scope])
+    return hashlib.sha256(msgspec.json.encode(fields)).digest()
 
 
 class MemoryCounters(msgspec.Struct):
@@ -105,6 +111,7 @@ class TranslationMemory:
         self.enabled = settings.memory_enabled
         self.model_id = model_id
         self.profile_id = profile_id
+        self._per_tenant = settings.memory_scope == "tenant"
         self._max_age_s = settings.memory_max_age_days * 86_400
         self._max_entries = settings.memory_max_entries
         self._reader = MemoryStore(database_url)
@@ -119,9 +126,16 @@ class TranslationMemory:
         """Whether ``spec`` may be served from and stored in the memory (a translation that opted in)."""
         return self.enabled and spec.memory and spec.generation is None
 
+    def scope(self, spec: JobSpec) -> str:
+        """Whose memory ``spec`` is served from and stored in: its tenant's, or '' (no tenant, or a shared memory)."""
+        return (spec.tenant or "") if self._per_tenant else ""
+
     def key(self, spec: JobSpec) -> bytes:
-        """``spec``'s memory key on this worker's model and profile."""
-        return memory_key(spec, self.model_id, self.profile_id)
+        """``spec``'s memory key on this worker's model and profile, in its scope's memory.
+
+        In-flight sharing and the recent translations are keyed by it too: no tenant shares another's work.
+        """
+        return memory_key(spec, self.model_id, self.profile_id, self.scope(spec))
 
     async def recall(self, specs: Sequence[JobSpec]) -> dict[str, RecalledTranslation]:
         """Job id -> stored translation for the jobs of ``specs`` the memory holds (one query).
@@ -221,6 +235,7 @@ class TranslationMemory:
                 translation=storable_text(translation.text) or "",
                 prompt_tokens=translation.prompt_tokens,
                 output_tokens=translation.output_tokens,
+                tenant=self.scope(spec),
             )
         )
         if len(self._buffer) > _BUFFER_LIMIT:

@@ -115,6 +115,127 @@ class StageHistogram(Collector):
         yield HistogramMetricFamily(self._name, self._documentation, labels=[self._label])
 
 
+NO_TENANT = "_none"
+"""The tenant label of jobs not submitted through the HTTP API (a tenant name cannot start with ``_``)."""
+OTHER_TENANTS = "_other"
+"""The tenant label that sums every tenant past ``DRAGOMAN_METRICS_MAX_TENANTS`` (no tenant name can be it)."""
+FINAL_STATUSES = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
+
+
+class _Tally:
+    """One tenant label's counts: jobs by final status, source characters, tokens."""
+
+    __slots__ = ("characters", "jobs", "output_tokens", "prompt_tokens")
+
+    def __init__(self) -> None:
+        self.jobs = dict.fromkeys(FINAL_STATUSES, 0)
+        self.characters = 0
+        self.prompt_tokens = 0
+        self.output_tokens = 0
+
+    def add(self, other: _Tally) -> None:
+        for status, count in other.jobs.items():
+            self.jobs[status] = self.jobs.get(status, 0) + count
+        self.characters += other.characters
+        self.prompt_tokens += other.prompt_tokens
+        self.output_tokens += other.output_tokens
+
+
+class TenantCounters(Collector):
+    """Per-tenant counters (jobs by status, characters, tokens) with a bounded number of tenant labels.
+
+    At most ``max_tenants`` tenants have a label of their own; every other tenant's jobs are
+    counted under ``tenant="_other"``, and jobs without a tenant under ``tenant="_none"``. A label
+    goes to a tenant when one is free, the largest of a writer batch first (by source characters);
+    once all are taken, a tenant counted under ``_other`` whose characters so far exceed twice those
+    of the smallest labelled tenant takes that tenant's label: the smaller tenant's counts are added
+    to ``_other`` and its series ends, the larger one's series starts from zero. So every series
+    only grows (a Prometheus counter), and the series of one scrape always add up to everything
+    this worker counted. The characters so far of each tenant seen are kept to rank them: memory
+    grows with the number of tenants, not with jobs.
+    """
+
+    _FAMILIES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("dragoman_tenant_characters", "Source characters of the jobs this worker finished, by tenant"),
+        ("dragoman_tenant_prompt_tokens", "Prompt tokens of the jobs this worker finished, by tenant"),
+        ("dragoman_tenant_output_tokens", "Generated tokens of the jobs this worker finished, by tenant"),
+    )
+    _JOBS = ("dragoman_tenant_jobs", "Jobs whose final row this worker committed, by tenant and final status")
+
+    def __init__(self, max_tenants: int = 50) -> None:
+        self.max_tenants = max_tenants
+        self._labelled: dict[str, _Tally] = {}
+        self._none = _Tally()
+        self._other = _Tally()
+        self._volume: dict[str, int] = {}  # every tenant seen: characters so far, to rank them
+
+    def record(self, jobs: Iterable[tuple[str | None, str, int, int, int]]) -> None:
+        """Count finished jobs, each ``(tenant, status, characters, prompt_tokens, output_tokens)``."""
+        batch: dict[str | None, _Tally] = {}
+        for tenant, status, characters, prompt, output in jobs:
+            tally = batch.get(tenant)
+            if tally is None:
+                tally = batch[tenant] = _Tally()
+            tally.jobs[status] = tally.jobs.get(status, 0) + 1
+            tally.characters += characters
+            tally.prompt_tokens += prompt
+            tally.output_tokens += output
+        none = batch.pop(None, None)
+        if none is not None:
+            self._none.add(none)
+        volume = self._volume
+        for tenant, tally in sorted(batch.items(), key=lambda item: -item[1].characters):
+            assert tenant is not None
+            volume[tenant] = volume.get(tenant, 0) + tally.characters
+            labelled = self._labelled.get(tenant)
+            if labelled is None and len(self._labelled) < self.max_tenants:
+                labelled = self._labelled[tenant] = _Tally()
+            (labelled if labelled is not None else self._other).add(tally)
+            if labelled is None:
+                self._maybe_promote(tenant)
+
+    def _maybe_promote(self, tenant: str) -> None:
+        """Give ``tenant`` (under ``_other``) the smallest labelled tenant's label if it is over twice as large."""
+        if not self._labelled:
+            return
+        smallest = min(self._labelled, key=lambda name: self._volume.get(name, 0))
+        if self._volume[tenant] > 2 * self._volume.get(smallest, 0):
+            self._other.add(self._labelled.pop(smallest))
+            self._labelled[tenant] = _Tally()
+
+    def totals(self) -> _Tally:
+        """Everything counted, over every label."""
+        total = _Tally()
+        for tally in (*self._labelled.values(), self._none, self._other):
+            total.add(tally)
+        return total
+
+    def _series(self) -> list[tuple[str, _Tally]]:
+        return [*sorted(self._labelled.items()), (NO_TENANT, self._none), (OTHER_TENANTS, self._other)]
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        """The counters of each tenant label, ``_none`` and ``_other`` included (at zero until they count)."""
+        series = self._series()
+        jobs = CounterMetricFamily(*self._JOBS, labels=["tenant", "status"])
+        for label, tally in series:
+            for status, count in tally.jobs.items():
+                jobs.add_metric([label, status], float(count))
+        yield jobs
+        for (name, help_text), field in zip(
+            self._FAMILIES, ("characters", "prompt_tokens", "output_tokens"), strict=True
+        ):
+            family = CounterMetricFamily(name, help_text, labels=["tenant"])
+            for label, tally in series:
+                family.add_metric([label], float(getattr(tally, field)))
+            yield family
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        """The families without samples (so the registry knows their names)."""
+        yield CounterMetricFamily(*self._JOBS, labels=["tenant", "status"])
+        for name, help_text in self._FAMILIES:
+            yield CounterMetricFamily(name, help_text, labels=["tenant"])
+
+
 class WorkerMetrics:
     """Every metric one worker exports, registered in ``registry``.
 
@@ -226,6 +347,8 @@ class WorkerMetrics:
         self.finished_per_second = Gauge(
             "dragoman_queue_jobs_per_second", "Jobs finished per second by all workers over the last minute", registry=r
         )
+        self.tenants = TenantCounters()  # its limit is the writer's DRAGOMAN_METRICS_MAX_TENANTS
+        r.register(self.tenants)
 
     def track_memory(self, counters: Callable[[], MemoryCounts]) -> None:
         """Serve the translation memory's counters (read from ``counters`` at scrape time)."""
@@ -285,6 +408,22 @@ class WorkerMetrics:
             self.prompt_tokens.inc(prompt)
         if output:
             self.output_tokens.inc(output)
+        status_of = {event.job_id: event.status.value for event in events}
+        mine_ids = {r.spec.job_id for r in mine}
+        self.tenants.record(
+            [
+                (
+                    r.spec.tenant,
+                    status_of.get(r.spec.job_id, r.status.value),
+                    len(r.spec.text),
+                    r.prompt_tokens or 0,
+                    r.output_tokens or 0,
+                )
+                for r in mine
+            ]
+            # Rows written for malformed entries (failed by their id): no job to read a tenant from.
+            + [(None, JobStatus.FAILED.value, 0, 0, 0) for job_id in written if job_id not in mine_ids]
+        )
 
     def record_reclaimed(self, count: int) -> None:
         """Count entries taken over from other consumers."""

@@ -71,6 +71,7 @@ class ResultWriter:
     ) -> None:
         self._settings = settings
         self._metrics = metrics if metrics is not None else WorkerMetrics()
+        self._metrics.tenants.max_tenants = settings.metrics_max_tenants
         self._keys = served_keys(settings)
         self._redis = redis
         self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)

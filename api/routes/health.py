@@ -12,7 +12,6 @@ from api.errors import ApiError
 from api.schemas import ErrorBody, Health
 from api.services import ApiServices, services
 from broker.redis_client import ping
-from storage import ping as ping_database
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)
@@ -29,12 +28,14 @@ async def healthz() -> Health:
 async def readyz(api: Annotated[ApiServices, Depends(services)]) -> Health:
     """Readiness: 200 when Redis answers ``PING`` and PostgreSQL its ``jobs`` table within 3 s, else 503.
 
-    A load balancer sends no requests to a server that cannot reach its services.
+    A load balancer sends no requests to a server that cannot reach its services. PostgreSQL is
+    asked on one session kept for the probes (not one per call, nor one of the requests' pools:
+    a busy pool is load, not unreadiness).
     """
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
             await ping(api.client.redis)
-            await ping_database(api.settings.database_url or "")
+            await api.readiness.check_database()
     except Exception as exc:  # any failure to answer in time means "not ready"
         # The details (host names, driver messages) go to the log, not to callers without a key.
         log.warning("not ready: %s: %s", type(exc).__name__, exc)

@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 from api.auth import CallerDep
 from api.schemas import ErrorBody, GroupView
 from api.services import ApiServices, services
+from api.uploads import spool, spooled_chunks
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
@@ -51,19 +52,28 @@ async def submit_run(
     before any is queued, and a bad file is refused with each bad line named (``422
     invalid_run_file``); a run that would take the key past its limit of unfinished jobs is
     ``429 too_many_queued_jobs`` (``Retry-After``). Job ids derive from the run id and the line's position.
+    The body is spooled before it is stored (no database connection waits on the client; a body
+    that stalls past ``DRAGOMAN_UPLOAD_READ_TIMEOUT_SECONDS`` is ``408``, nothing stored); past the
+    tenant's ``DRAGOMAN_FILE_QUOTA_BYTES`` it is ``413 file_quota_exceeded``, and a line over
+    ``DRAGOMAN_MAX_JSONL_LINE_BYTES`` is ``422 invalid_run_file`` naming it.
     A line's ``model`` (else ``?model=``, else the routes) is its job's; a model nobody serves is ``404
     model_not_found``, nothing queued.
     """
-    progress = await api.groups.submit_run(
-        caller.tenant,
-        request.stream(),
-        source_lang=source_lang,
-        target_lang=target_lang,
-        name=name,
-        callback_url=callback_url,
-        max_queued_jobs=caller.max_queued_jobs,
-        model=model,
-    )
+    upload = await spool(request.stream(), api.settings.upload_memory_bytes)
+    try:
+        progress = await api.groups.submit_run(
+            caller.tenant,
+            spooled_chunks(upload),
+            source_lang=source_lang,
+            target_lang=target_lang,
+            name=name,
+            callback_url=callback_url,
+            max_queued_jobs=caller.max_queued_jobs,
+            model=model,
+            size=upload.size,
+        )
+    finally:
+        await upload.close()
     return GroupView.of(progress)
 
 

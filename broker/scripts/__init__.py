@@ -11,6 +11,7 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 - ``requeue.lua``     :class:`RequeueScript`    a dead letter back on the jobs stream, exactly once
 - ``count_after.lua`` :class:`CountAfterScript` a group's lag on Redis before 7
 - ``overdue.lua``     :class:`OverdueScript`    a lane's undelivered entries that have waited long enough
+- ``reserve.lua``     :class:`ReserveScript`    a tenant's queued-job allowance, admitted exactly
 """
 
 from broker.scripts.cancel import CancelOutcome, CancelScript
@@ -19,11 +20,13 @@ from broker.scripts.finish import FinishedJob, FinishScript
 from broker.scripts.lua import Arg, LuaScript
 from broker.scripts.overdue import Overdue, OverdueScript
 from broker.scripts.requeue import RequeueScript
+from broker.scripts.reserve import Admission, ReserveScript
 from broker.scripts.start import MISSING, StartOutcome, StartScript
 from broker.scripts.submit import SubmitScript
 
 __all__ = [
     "MISSING",
+    "Admission",
     "Arg",
     "CancelOutcome",
     "CancelScript",
@@ -34,6 +37,7 @@ __all__ = [
     "Overdue",
     "OverdueScript",
     "RequeueScript",
+    "ReserveScript",
     "StartOutcome",
     "StartScript",
     "SubmitScript",

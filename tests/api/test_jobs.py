@@ -11,6 +11,7 @@ import pytest
 import redis
 from fastapi import FastAPI
 
+from api.services import Readiness
 from broker.keys import RedisKeys
 from contract.settings import Settings
 from producer import Client
@@ -371,6 +372,8 @@ async def test_readyz_checks_both_services(http: httpx.AsyncClient, app: FastAPI
     response = await http.get("/readyz")
     assert response.status_code == 200 and response.json() == {"status": "ready"}
     broken = app.state.services.settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
-    app.state.services = dataclasses.replace(app.state.services, settings=broken)
+    # /readyz asks PostgreSQL on a session of its own, opened from the URL at start-up (issue 33)
+    readiness = Readiness(broken.database_url or "")
+    app.state.services = dataclasses.replace(app.state.services, settings=broken, readiness=readiness)
     response = await http.get("/readyz")
     assert response.status_code == 503 and response.json()["error"]["code"] == "not_ready"

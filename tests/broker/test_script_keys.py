@@ -24,6 +24,7 @@ from broker.scripts import (
     FinishScript,
     OverdueScript,
     RequeueScript,
+    ReserveScript,
     StartScript,
     SubmitScript,
 )
@@ -61,6 +62,16 @@ def _requeue() -> Layout:
     return RequeueScript(KEYS, 60).layout("5-0", spec, encode_job_entry(spec), 1.0)
 
 
+def _reserve() -> Layout:
+    """Every operation's keys at once: named jobs with and without an idempotency key, a claim, a release."""
+    script = ReserveScript(KEYS, 60, 10)
+    jobs = [(str(uuid.uuid4()), "order-1"), (str(uuid.uuid4()), None)]
+    admit_keys, admit_args = script.admit_layout("globex", 5, 1.0, jobs=jobs, token="t", counted=3)
+    claim_keys, claim_args = script.claim_layout("globex", "t", [jobs[1][0]], 2.0)
+    release_keys, release_args = script.release_layout("globex", "t", [job_id for job_id, _ in jobs])
+    return [*admit_keys, *claim_keys, *release_keys], [*admit_args, *claim_args, *release_args]
+
+
 # One case per wrapper: the layout with every optional key in use.
 CASES: dict[type, Callable[[], Layout]] = {
     SubmitScript: lambda: SubmitScript(KEYS, 60, 60).layout(_spec(tenant="globex"), "order-1", only_new=True),
@@ -70,6 +81,7 @@ CASES: dict[type, Callable[[], Layout]] = {
     RequeueScript: _requeue,
     CountAfterScript: lambda: CountAfterScript().layout(KEYS.bulk_jobs_stream, "1-0", 100),
     OverdueScript: lambda: OverdueScript().layout(KEYS.jobs_stream, KEYS.consumer_group, 2.0, 100),
+    ReserveScript: lambda: _reserve(),
 }
 
 # Pub/Sub channels are not keys (Cluster sends a PUBLISH to every node): the scripts that publish

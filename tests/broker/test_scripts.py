@@ -31,9 +31,11 @@ from broker.scripts import (
     finish,
     overdue,
     requeue,
+    reserve,
     start,
     submit,
 )
+from broker.scripts.reserve import ReserveScript
 from contract.schemas import JobSpec, JobStatus
 from contract.services import ServiceUrls
 from contract.settings import Settings
@@ -109,7 +111,7 @@ async def _submit(script: SubmitScript, client: aioredis.Redis, spec: JobSpec, k
 # The scripts' files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [submit, cancel, start, finish, requeue, count_after, overdue])
+@pytest.mark.parametrize("module", [submit, cancel, start, finish, requeue, count_after, overdue, reserve])
 def test_each_script_is_loaded_under_the_sha_it_is_called_by(raw_redis: redis.Redis, module: Any) -> None:
     lua: LuaScript = module._LUA
     assert lua.filename.endswith(".lua") and "redis.call" in lua.source
@@ -653,3 +655,56 @@ async def test_finish_counts_a_whole_group_in_one_call_and_completes_it_once(
         {"kind": "run", "id": big},
         {"kind": "document", "id": small},
     ]
+
+
+# RESERVE ---------------------------------------------------------------------------------------
+
+
+async def test_reserve_admits_only_what_fits_and_counts_nothing_twice(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
+    script = ReserveScript(keys, STATE_TTL, 60)
+    submit_script = SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL)
+    queued = keys.tenant_queued("acme")
+    earlier = _spec(tenant="acme", created_at=NOW)
+    await _submit(submit_script, async_redis, earlier, "order-1")
+    raw_redis.zadd(queued, {"stale": NOW - STATE_TTL - 1})  # outlived the state records: pruned
+    # Two named jobs: one under the idempotency key already used (SUBMIT answers the earlier job), one new.
+    jobs = [("retry", "order-1"), ("fresh", None), (earlier.job_id, None)]
+    assert await script.admit(async_redis, "acme", 2, NOW, jobs=jobs) == (True, 1)
+    assert sorted(raw_redis.zrange(queued, 0, -1)) == sorted([earlier.job_id, "fresh"])
+    assert raw_redis.zscore(queued, earlier.job_id) == NOW  # an existing member keeps its score
+    assert raw_redis.zscore(queued, "fresh") == NOW - STATE_TTL + 60  # reserved: ages out after the lease
+    # Full: nothing is added, and the count says so.
+    assert await script.admit(async_redis, "acme", 2, NOW, jobs=[("third", None)]) == (False, 2)
+    assert await script.admit(async_redis, "acme", 4, NOW, token="run", counted=3) == (False, 2)
+    assert raw_redis.zcard(queued) == 2 and not raw_redis.exists(keys.tenant_reservations("acme"))
+    # A number reserved under a token counts with the set; claiming moves ids from it into the set.
+    assert await script.admit(async_redis, "acme", 4, NOW, token="run", counted=2) == (True, 2)
+    assert await script.admit(async_redis, "acme", 4, NOW, jobs=[("third", None)]) == (False, 4)
+    assert await script.claim(async_redis, "acme", "run", ["r1"], NOW + 1) == 1
+    assert await script.admit(async_redis, "acme", 4, NOW + 1, jobs=[("third", None)]) == (False, 4)
+    assert await script.claim(async_redis, "acme", "run", ["r2"], NOW + 2) == 0
+    assert not raw_redis.hexists(keys.tenant_reservations("acme"), "run")  # fully claimed: gone
+    # A reservation past its lease lapses, as do reserved jobs that were never submitted.
+    assert await script.admit(async_redis, "acme", 9, NOW, token="lost", counted=3) == (True, 4)
+    assert await script.admit(async_redis, "acme", 9, NOW + 100, token="") == (True, 1)
+    assert raw_redis.zrange(queued, 0, -1) == [earlier.job_id]
+    assert not raw_redis.hexists(keys.tenant_reservations("acme"), "lost")
+
+
+async def test_reserve_release_drops_only_jobs_that_are_not_queued(
+    raw_redis: redis.Redis, keys: RedisKeys, async_redis: aioredis.Redis
+) -> None:
+    script = ReserveScript(keys, STATE_TTL, 60)
+    queued = keys.tenant_queued("acme")
+    spec = _spec(tenant="acme", created_at=NOW)
+    assert (await script.admit(async_redis, "acme", 9, NOW, jobs=[(spec.job_id, None), ("never", None)])).admitted
+    assert (await script.admit(async_redis, "acme", 9, NOW, token="run", counted=2)).admitted
+    await _submit(SubmitScript(keys, STATE_TTL, IDEMPOTENCY_TTL), async_redis, spec)
+    assert raw_redis.zscore(queued, spec.job_id) == NOW  # SUBMIT re-scored it: it no longer ages out early
+    raw_redis.hset(keys.state("done"), "status", "succeeded")
+    raw_redis.zadd(queued, {"done": NOW})  # a finished job's id claimed again (a re-submitted run)
+    await script.release(async_redis, "acme", "run", [spec.job_id, "never", "done"])
+    assert raw_redis.zrange(queued, 0, -1) == [spec.job_id]
+    assert not raw_redis.exists(keys.tenant_reservations("acme"))

@@ -38,13 +38,14 @@ def memory_database(service_urls: ServiceUrls, pg: Any, monkeypatch: pytest.Monk
     pg.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def _fill(url: str) -> None:
+def _fill(url: str, tenant: str = "") -> None:
     async def fill() -> None:
         store = MemoryStore(url)
+        first = 0 if not tenant else 100
         await store.store(
             [
-                MemoryEntry(f"{i:064x}", model, "few-shot:1", "en", "fr", f"text {i}", f"texte {i}")
-                for i, model in enumerate(["old@1", "old@1", "new@2"])
+                MemoryEntry(f"{i:064x}", model, "few-shot:1", "en", "fr", f"text {i}", f"texte {i}", tenant=tenant)
+                for i, model in enumerate(["old@1", "old@1", "new@2"], start=first)
             ]
         )
         await store.close()
@@ -68,6 +69,24 @@ def test_stats_then_purge(memory_database: str, capsys: pytest.CaptureFixture[st
     assert "deleted 0 " in capsys.readouterr().out  # the one left is new
     assert main(["memory", "purge"]) == EXIT_OK
     assert "deleted 1 " in capsys.readouterr().out
+
+
+def test_stats_and_purge_one_tenants_memory(memory_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(memory_database)
+    _fill(memory_database, tenant="acme")
+    assert main(["memory", "stats", "--json"]) == EXIT_OK
+    assert sorted({s["tenant"] for s in json.loads(capsys.readouterr().out)}) == ["", "acme"]
+    assert main(["memory", "stats", "--tenant", "acme", "--json"]) == EXIT_OK
+    mine = json.loads(capsys.readouterr().out)
+    assert {s["tenant"] for s in mine} == {"acme"} and sum(s["entries"] for s in mine) == 3
+    assert main(["memory", "stats", "--tenant", "acme"]) == EXIT_OK
+    assert "acme" in capsys.readouterr().out
+    assert main(["memory", "purge", "--tenant", "acme", "--model", "old@1"]) == EXIT_OK
+    assert "deleted 2 " in capsys.readouterr().out  # the no-tenant memory's old@1 entries stay
+    assert main(["memory", "purge", "--tenant", ""]) == EXIT_OK
+    assert "deleted 3 " in capsys.readouterr().out
+    assert main(["memory", "stats", "--tenant", "acme", "--json"]) == EXIT_OK
+    assert [s["entries"] for s in json.loads(capsys.readouterr().out)] == [1]
 
 
 def test_stats_takes_no_purge_selector(capsys: pytest.CaptureFixture[str]) -> None:

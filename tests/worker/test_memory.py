@@ -198,3 +198,79 @@ async def test_a_broken_detector_fails_the_auto_job_and_the_worker_goes_on(
         await worker.stop(grace_seconds=5)
     assert auto.status is JobStatus.FAILED and auto.error and "model file unreadable" in auto.error
     assert plain.status is JobStatus.SUCCEEDED
+
+
+def _submit_as(client: Client, tenant: str | None, text: str) -> str:
+    """Submit ``text`` as an API tenant's job (``tenant``; None: a job without one, as the Python client's)."""
+    return client.run(client.core.submit(text, "en", "fr", tenant=tenant))
+
+
+async def test_a_tenant_is_never_served_another_tenants_translation(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    """Issue 33: tenant B got from_memory: true (0.7 ms against 52 ms) for a text tenant A had translated."""
+    text = f"A secret sentence {uuid.uuid4()}."
+    engine = DeterministicEngine()
+    worker = _worker(_memory_settings(settings), service_urls, engine)
+    await worker.start()
+    try:
+        [first] = await wait_all(client, [_submit_as(client, "tenant-a", text)])
+        await _stored(worker, 1)
+        [other] = await wait_all(client, [_submit_as(client, "tenant-b", text)])
+        [no_tenant] = await wait_all(client, [_submit_as(client, None, text)])
+        await _stored(worker, 3)
+        [again, other_again] = await wait_all(
+            client, [_submit_as(client, "tenant-a", text), _submit_as(client, "tenant-b", text)]
+        )
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert first.status is JobStatus.SUCCEEDED and not first.from_memory
+    # B's job was translated for B (the engine ran it: it has its tokens), not recalled from A's memory.
+    assert other.status is JobStatus.SUCCEEDED and not other.from_memory and other.prompt_tokens
+    assert not no_tenant.from_memory  # jobs without a tenant have a memory of their own
+    assert again.from_memory and again.translation == first.translation  # A's own memory still serves A
+    assert other_again.from_memory and other_again.translation == other.translation
+    assert engine.requests == 3
+
+
+async def test_identical_jobs_of_two_tenants_in_flight_are_not_shared(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    text = f"Two tenants at once {uuid.uuid4()}."
+    engine = DeterministicEngine(delay_s=0.3)
+    worker = _worker(_memory_settings(settings), service_urls, engine)
+    ids = [_submit_as(client, "tenant-a", text), _submit_as(client, "tenant-b", text)]
+    await worker.start()
+    try:
+        jobs = await wait_all(client, ids)
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert all(job.status is JobStatus.SUCCEEDED and not job.from_memory for job in jobs)
+    assert engine.requests == 2 and worker.memory.counters.shared == 0
+
+
+async def test_a_shared_memory_serves_every_tenant(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    """``DRAGOMAN_MEMORY_SCOPE=shared``: one memory for all (documented as letting tenants learn each other's texts)."""
+    text = f"A shared sentence {uuid.uuid4()}."
+    engine = DeterministicEngine()
+    shared = _memory_settings(settings).model_copy(update={"memory_scope": "shared"})
+    worker = _worker(shared, service_urls, engine)
+    await worker.start()
+    try:
+        [first] = await wait_all(client, [_submit_as(client, "tenant-a", text)])
+        await _stored(worker, 1)
+        later = [_submit_as(client, "tenant-b", text), _submit_as(client, None, text)]
+        [other, no_tenant] = await wait_all(client, later)
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert not first.from_memory
+    assert other.from_memory and no_tenant.from_memory and other.translation == first.translation
+    assert engine.requests == 1
+
+
+def test_a_tenants_key_differs_and_no_tenant_keeps_the_key_it_had() -> None:
+    spec = JobSpec(job_id="1", text="Hello.", source_lang="en", target_lang="fr", created_at=0.0)
+    assert memory_key(spec, "m@1", "p:1", "") == memory_key(spec, "m@1", "p:1")  # entries stored before stay valid
+    assert len({memory_key(spec, "m@1", "p:1", scope) for scope in ("", "a", "b")}) == 3
