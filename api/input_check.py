@@ -4,7 +4,7 @@ PostgreSQL's ``text`` and ``jsonb`` cannot hold NUL (U+0000), and a lone surroga
 U+DFFF without its pair) cannot be encoded as UTF-8 at all: let through, either fails deep in a
 route (a database error, an error message that cannot be written) as a 500, with a traceback
 and a closed connection. :class:`InputCheck` refuses both, for every route at once, in the path,
-the query string, the headers and a JSON body, with ``400 invalid_characters`` in the route's
+the query string, the headers and a JSON body, with ``400 invalid_value`` in the route's
 error shape (OpenAI's on the OpenAI routes, ``param`` naming the parameter).
 
 A JSON body can only hold a NUL or a lone surrogate as a ``\\u`` escape (raw, they are invalid
@@ -21,11 +21,13 @@ from urllib.parse import parse_qsl
 
 import msgspec
 from starlette.requests import Request
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import ApiError, BodyReadRefusal, error_response
 
-CODE = "invalid_characters"
+CODE = "invalid_value"
+"""The code of every refusal here: the one the file routes answer for a bad value (issue 33)."""
 
 # A character no store can hold: NUL, or any surrogate (a decoded str holds one only when unpaired).
 _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
@@ -94,7 +96,8 @@ def _url_refusal(scope: Scope) -> ApiError | None:
     """The refusal of a path, query parameter or header holding a NUL or lone surrogate, or None."""
     char = bad_character(scope.get("path", ""))
     if char is not None:
-        return _refusal("the URL path", char, None)
+        param = _path_param(scope)
+        return _refusal("the URL path" if param is None else param, char, param)
     query = scope.get("query_string", b"").decode("latin-1")
     for name, value in parse_qsl(query, keep_blank_values=True):
         char = bad_character(name) or bad_character(value)
@@ -105,6 +108,18 @@ def _url_refusal(scope: Scope) -> ApiError | None:
         if b"\x00" in raw_value:
             name = raw_name.decode("latin-1")
             return _refusal(f"the header {name}", "U+0000", None)
+    return None
+
+
+def _path_param(scope: Scope) -> str | None:
+    """The name of the route's path parameter that holds the bad character (``file_id``), if a route matches."""
+    routes = getattr(getattr(scope.get("app"), "router", None), "routes", ())
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is not Match.NONE:
+            for name, value in child.get("path_params", {}).items():
+                if isinstance(value, str) and bad_character(value) is not None:
+                    return str(name)
     return None
 
 
