@@ -11,6 +11,7 @@ from api.body_timeout import BodyReadTimeout
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
 from api.file_sweeper import FileSweeper
+from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
@@ -81,7 +82,12 @@ def create_app(settings: Settings) -> FastAPI:
             queued,
             create_wait_seconds=settings.api_batch_create_wait_seconds,
         )
-        feed = EventFeed(settings.redis_url or "", client.keys, settings.api_max_event_streams)
+        feed = EventFeed(
+            settings.redis_url or "",
+            client.keys,
+            settings.api_max_event_streams,
+            settings.api_max_event_streams_per_key,
+        )
         app.state.services = ApiServices(
             settings=settings,
             client=client,
@@ -117,6 +123,8 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/runs": settings.max_file_bytes,
         "/v1/documents": settings.max_document_chars * 4,
     }
+    # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
+    app.add_middleware(InputCheck, raw_body_paths=uploads)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
     app.add_middleware(
         BodyReadTimeout,

@@ -79,6 +79,18 @@ class ApiError(Exception):
         self.param = param
 
 
+class BodyReadRefusal(StarletteHTTPException):
+    """An :class:`ApiError` raised from a request body's read (by a middleware, as the body arrives).
+
+    FastAPI lets only an ``HTTPException`` out of its body read (anything else becomes a bare
+    "error parsing the body"); this one carries the error, answered as the error itself.
+    """
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.status, error.message, error.headers)
+        self.error = error
+
+
 # Most specific first: the first class an error is an instance of decides.
 _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (InvalidJobIdError, 404, "job_not_found"),  # a malformed id cannot name a job: the same answer as an unknown one
@@ -160,7 +172,11 @@ def error_response(
     request: Request | None = None,
     param: str | None = None,
 ) -> JSONResponse:
-    """The JSON error body every failure uses (OpenAI's shape on the OpenAI routes of ``request``)."""
+    """The JSON error body every failure uses (OpenAI's shape on the OpenAI routes of ``request``).
+
+    A message quoting the request's own bad text (a lone surrogate) is escaped: it must be encodable.
+    """
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     error: dict[str, Any] = {"code": code, "message": message}
     if request is not None and request.url.path.startswith(OPENAI_PREFIXES):
         kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
@@ -251,6 +267,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc, BodyReadRefusal):
+            return await api_error(request, exc.error)
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
         if exc.status_code == 404 and message == "Not Found":

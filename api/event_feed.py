@@ -2,7 +2,9 @@
 
 Each open stream blocks on ``XREAD`` on a connection of its own, so the feed has its own Redis
 connection pool, sized to ``DRAGOMAN_API_MAX_EVENT_STREAMS``: event streams never starve the
-request handlers' connections, and a stream past the limit is refused instead of waiting.
+request handlers' connections, and a stream past the limit is refused instead of waiting. One
+API key holds at most ``DRAGOMAN_API_MAX_EVENT_STREAMS_PER_KEY`` of them, so no key can take
+every stream from the others.
 """
 
 from __future__ import annotations
@@ -23,30 +25,37 @@ BLOCK_MS = 15_000
 """How long one read waits for new entries; a keep-alive comment goes out after each empty wait."""
 READ_COUNT = 500
 _ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+_MAX_ID_PART = 2**64 - 1  # each half of a stream entry id is an unsigned 64-bit number in Redis
 
 
 @dataclass(frozen=True, slots=True)
 class FeedItem:
     """One server-sent event: a job's completion (``id`` is its stream entry id), a gap, or a keep-alive."""
 
-    kind: str  # "event", "gap" or "keepalive" (which carries the position read up to)
+    kind: str  # "event", "gap" or "keepalive"
     entry_id: str = ""
     data: str = ""
 
     def encode(self) -> bytes:
         """The event in the ``text/event-stream`` format."""
         if self.kind == "keepalive":
-            # An id without data dispatches no event but moves the client's Last-Event-ID past the
-            # other tenants' entries read meanwhile: a reconnect resumes from here.
-            return f"id: {self.entry_id}\n\n".encode() if self.entry_id else b": keep-alive\n\n"
+            # A comment, never an id: the position read up to is another tenant's entry, and its
+            # id would tell this one when that tenant's jobs finish.
+            return b": keep-alive\n\n"
         event = "job.finished" if self.kind == "event" else self.kind
         head = f"id: {self.entry_id}\n" if self.entry_id else ""
         return f"{head}event: {event}\ndata: {self.data}\n\n".encode()
 
 
 def valid_entry_id(value: str) -> bool:
-    """Whether ``value`` looks like a stream entry id (``<ms>-<seq>``), as ``Last-Event-ID`` must."""
-    return _ENTRY_ID.fullmatch(value) is not None
+    """Whether ``value`` is a stream entry id (``<ms>-<seq>``, unsigned 64-bit numbers), as ``Last-Event-ID`` must.
+
+    Twenty digits reach past 2^64, which Redis refuses once the stream has started: checked here.
+    """
+    if _ENTRY_ID.fullmatch(value) is None:
+        return False
+    ms, _, seq = value.partition("-")
+    return int(ms) <= _MAX_ID_PART and int(seq) <= _MAX_ID_PART
 
 
 def _after(a: str, b: str) -> bool:
@@ -59,16 +68,43 @@ def _after(a: str, b: str) -> bool:
 class EventFeed:
     """Reads the events stream for API callers; owns the Redis pool their blocking reads use."""
 
-    def __init__(self, redis_url: str, keys: RedisKeys, max_streams: int) -> None:
+    def __init__(
+        self, redis_url: str, keys: RedisKeys, max_streams: int, max_streams_per_key: int | None = None
+    ) -> None:
         self._keys = keys
         self.max_streams = max_streams
         self.open_streams = 0
+        self.max_streams_per_key = max_streams if max_streams_per_key is None else max_streams_per_key
+        self.open_by_key: dict[str, int] = {}
         self._redis: aioredis.Redis = aioredis.Redis.from_url(
             redis_url,
             decode_responses=True,
             max_connections=max_streams + 1,
             socket_timeout=BLOCK_MS / 1000 + 10,
         )
+
+    def take_stream(self, api_key_id: str) -> str | None:
+        """Count a stream opening for ``api_key_id``; or which limit refuses it: ``"key"`` or ``"server"``.
+
+        Counted at once (no await between the check and the count), so concurrent requests cannot
+        all pass the check. Give it back with :meth:`give_stream`.
+        """
+        if self.open_by_key.get(api_key_id, 0) >= self.max_streams_per_key:
+            return "key"
+        if self.open_streams >= self.max_streams:
+            return "server"
+        self.open_streams += 1
+        self.open_by_key[api_key_id] = self.open_by_key.get(api_key_id, 0) + 1
+        return None
+
+    def give_stream(self, api_key_id: str) -> None:
+        """A stream taken with :meth:`take_stream` ended (or never started)."""
+        self.open_streams -= 1
+        left = self.open_by_key.get(api_key_id, 0) - 1
+        if left > 0:
+            self.open_by_key[api_key_id] = left
+        else:
+            self.open_by_key.pop(api_key_id, None)
 
     async def close(self) -> None:
         """Close the pool (the application's shutdown)."""
@@ -110,7 +146,7 @@ class EventFeed:
             if time.monotonic() - last_sent >= BLOCK_MS / 1000:
                 if await is_revoked(self._redis, self._keys, api_key_id):
                     return
-                yield FeedItem("keepalive", after if after != "0-0" else "")
+                yield FeedItem("keepalive")
                 last_sent = time.monotonic()
 
 

@@ -217,6 +217,13 @@ class Settings(BaseSettings):
     max_document_segments: int = Field(
         default=50_000, gt=0, description="most segments one document may split into (the document fails beyond it)"
     )
+    # Issue 33 (hardening): a zipped document (.docx) is unpacked only up to this many bytes.
+    max_document_unpacked_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="most bytes a zipped document (.docx) may unpack to, all its members together "
+        "(the document fails naming the member past it; the upload limit counts compressed bytes)",
+    )
     document_context_chars: int = Field(
         default=300,
         ge=0,
@@ -288,6 +295,10 @@ class Settings(BaseSettings):
     )
     api_max_event_streams: int = Field(
         default=100, gt=0, description="most GET /v1/events streams one API server holds open (503 beyond)"
+    )
+    # Issue 33 (hardening): one key cannot take every event stream from the other tenants.
+    api_max_event_streams_per_key: int = Field(
+        default=10, gt=0, description="most GET /v1/events streams one API key holds open on a server (429 beyond)"
     )
     # Issue 33 (burst): the API's connection pools wait for a free connection, then answer 503 busy.
     api_redis_connections: int = Field(
@@ -537,6 +548,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "max_segment_chars",
             "max_document_chars",
             "max_document_segments",
+            "max_document_unpacked_bytes",
             "document_context_chars",
         ),
     ),
@@ -576,6 +588,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",
             "api_max_event_streams",
+            "api_max_event_streams_per_key",
             "api_redis_connections",
             "api_database_connections",
             "api_file_store_connections",

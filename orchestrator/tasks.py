@@ -69,6 +69,7 @@ async def _split_document(ctx: TaskContext, document_id: str) -> int:
                     max_document_chars=ctx.settings.max_document_chars,
                     max_segments=ctx.settings.max_document_segments,
                     retranslate=document.retranslate,
+                    max_unpacked_bytes=ctx.settings.max_document_unpacked_bytes,
                 )
                 segments = skeleton.segments
                 await store.save_skeleton(document_id, skeleton.to_json(), len(segments))

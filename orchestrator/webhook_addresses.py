@@ -18,8 +18,16 @@ from typing import Any
 Address = IPv4Address | IPv6Address
 Network = IPv4Network | IPv6Network
 
-# IPv6 forms that carry an IPv4 address a gateway would forward to (NAT64's well-known prefix).
-_NAT64 = IPv6Network("64:ff9b::/96")
+# IPv6 forms whose last 32 bits are an IPv4 address that a host, a translator or a gateway reaches
+# instead: IPv4-compatible (deprecated, RFC 4291), IPv4-translated (SIIT, RFC 2765) and NAT64's
+# well-known prefix (RFC 6052). IPv4-mapped (::ffff:0:0/96), 6to4 and Teredo have their own
+# accessors in ``ipaddress``.
+_LAST_32_BITS = (IPv6Network("::/96"), IPv6Network("::ffff:0:0:0/96"), IPv6Network("64:ff9b::/96"))
+# NAT64's local-use prefix (RFC 8215): a translator this network runs, to wherever it is set up to
+# go. Its IPv4 address sits in the last 32 bits (a /96 inside it) or after the /48 (RFC 6052's
+# layout, skipping the reserved octet at bits 64-71): both are checked, and the prefix is never
+# public itself.
+_LOCAL_NAT64 = IPv6Network("64:ff9b:1::/48")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,8 @@ def refusal(address: Address, allowed: Sequence[Network] = ()) -> str | None:
     forms = _as_ipv4_too(address)
     if any(form in network for form in forms for network in allowed):
         return None
+    if isinstance(address, IPv6Address) and address in _LOCAL_NAT64:
+        return "local-use NAT64 address (64:ff9b:1::/48 reaches this network's own translator)"
     for form in forms:
         reason = _internal_kind(form)
         if reason is not None:
@@ -57,15 +67,21 @@ def refusal(address: Address, allowed: Sequence[Network] = ()) -> str | None:
 
 
 def _as_ipv4_too(address: Address) -> list[Address]:
-    """The IPv4 address an IPv6 one embeds (mapped, 6to4, NAT64), then the address itself."""
+    """The IPv4 addresses an IPv6 one embeds (every form that carries one), then the address itself."""
     forms: list[Address] = []
     if isinstance(address, IPv6Address):
+        value = int(address)
         if address.ipv4_mapped is not None:
             forms.append(address.ipv4_mapped)
+        if value > 1 and any(address in network for network in _LAST_32_BITS):  # :: and ::1 are themselves
+            forms.append(IPv4Address(value & 0xFFFFFFFF))
+        if address in _LOCAL_NAT64:
+            forms.append(IPv4Address(value & 0xFFFFFFFF))
+            forms.append(IPv4Address(((value >> 64) & 0xFFFF) << 16 | (value >> 40) & 0xFFFF))
         if address.sixtofour is not None:
             forms.append(address.sixtofour)
-        if address in _NAT64:
-            forms.append(IPv4Address(int(address) & 0xFFFFFFFF))
+        if address.teredo is not None:
+            forms.extend(address.teredo)  # the Teredo server and the client's (de-obfuscated) address
     return [*forms, address]
 
 

@@ -174,8 +174,13 @@ def parse_run_line(
             model=item.get("model", model),
         )
     except InvalidJobError as exc:
-        raise InvalidRunFileError(f"line {number} ({custom_id}): {exc}") from None
+        raise InvalidRunFileError(f"line {number} ({shown_custom_id(custom_id)}): {exc}") from None
     return msgspec.structs.replace(spec, run_id=group_id, sequence=sequence)
+
+
+def shown_custom_id(custom_id: str) -> str:
+    """``custom_id`` as an error message can hold it: a lone surrogate (no UTF-8 form) as its ``\\uXXXX`` escape."""
+    return custom_id.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def number_jobs(specs: Iterator[JobSpec], group_id: str, *, start: int = 0) -> Iterator[JobSpec]:

@@ -52,9 +52,11 @@ async def events(
     browsers' ``EventSource`` does by itself) and the stream goes on after it, so nothing
     finished in between is missed while the stream still holds it (``DRAGOMAN_EVENTS_MAXLEN``
     entries); past that, an ``event: gap`` says events were trimmed. Without one, it starts
-    with the jobs that finish from now on. After 15 s without an event an ``id:`` line alone goes
-    out: proxies keep the stream open, and ``Last-Event-ID`` moves past other tenants' entries.
-    The stream ends at the first such line after its key is revoked.
+    with the jobs that finish from now on. After 15 s without an event a ``: keep-alive`` comment
+    goes out (no ``id:``: the stream's position is other tenants' business), so proxies keep
+    the stream open. The stream ends at the first such line after its key is revoked. One key
+    holds at most ``DRAGOMAN_API_MAX_EVENT_STREAMS_PER_KEY`` streams (``429 too_many_streams``
+    beyond, with ``Retry-After``).
     """
     resume = last_event_id or after
     if resume is not None and not valid_entry_id(resume):
@@ -64,20 +66,28 @@ async def events(
     if len(job_id) + len(run_id) > MAX_FILTER_IDS:
         raise ApiError(400, "too_many_filters", f"filter on at most {MAX_FILTER_IDS} job and run ids")
     feed = api.events
-    if feed.open_streams >= feed.max_streams:
+    jobs = frozenset(job_id)
+    groups = _groups(run_id)
+    refused = feed.take_stream(caller.key_id)  # counted from here, so concurrent requests cannot all pass
+    if refused == "key":
+        raise ApiError(
+            429,
+            "too_many_streams",
+            f"this API key holds {feed.max_streams_per_key} open event streams "
+            "(DRAGOMAN_API_MAX_EVENT_STREAMS_PER_KEY); close one, or retry shortly",
+            {"Retry-After": "5"},
+        )
+    if refused == "server":
         raise ApiError(
             503,
             "too_many_streams",
             f"this server holds {feed.max_streams} event streams (DRAGOMAN_API_MAX_EVENT_STREAMS); retry shortly",
             {"Retry-After": "5"},
         )
-    jobs = frozenset(job_id)
-    groups = _groups(run_id)
-    feed.open_streams += 1  # counted from here, so concurrent requests cannot all pass the check
     try:
         start = await feed.start_id(resume)
     except BaseException:
-        feed.open_streams -= 1
+        feed.give_stream(caller.key_id)
         raise
 
     async def body() -> AsyncIterator[bytes]:
@@ -86,18 +96,19 @@ async def events(
             yield item.encode()
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return CountedStream(body(), feed, media_type="text/event-stream", headers=headers)
+    return CountedStream(body(), feed, caller.key_id, media_type="text/event-stream", headers=headers)
 
 
 class CountedStream(StreamingResponse):
     """A streaming response that gives its slot back when it ends, even if its body never started."""
 
-    def __init__(self, content: AsyncIterator[bytes], feed: EventFeed, **kwargs: Any) -> None:
+    def __init__(self, content: AsyncIterator[bytes], feed: EventFeed, api_key_id: str, **kwargs: Any) -> None:
         super().__init__(content, **kwargs)
         self._feed = feed
+        self._api_key_id = api_key_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            self._feed.open_streams -= 1
+            self._feed.give_stream(self._api_key_id)

@@ -26,8 +26,9 @@ import itertools
 import re
 import xml.etree.ElementTree as ElementTree
 import zipfile
+import zlib
 
-from contract.errors import InvalidJobError
+from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting.parts import Code
 from orchestrator.segmenting.skeleton import Skeleton
 
@@ -42,21 +43,39 @@ _RUN_PROPERTIES = re.compile(r"<w:rPr>.*?</w:rPr>|<w:rPr/>", re.DOTALL)
 _INVISIBLE = re.compile(r"</w:t>|</w:r>|<w:proofErr\b[^>]*/>|<w:lastRenderedPageBreak/>")
 _TEXT_START = re.compile(r"<w:t(?:\s[^>]*)?>")
 _BOUNDARY_TAGS = frozenset({"w:t", "w:r", "w:rPr"})  # balanced by every Word run boundary
+DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+"""``DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES``' default: what a ``.docx`` may unpack to, all members together."""
+READ_CHUNK = 1024 * 1024
 
 
-def unpack(source: str) -> str:
-    """The container text of a base64 ``.docx`` (a clear error for anything that is not one)."""
+def unpack(source: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> str:
+    """The container text of a base64 ``.docx`` (a clear error for anything that is not one).
+
+    A zip of a few KiB can unpack to gigabytes (a zip bomb): the members' declared sizes together
+    must stay within ``max_unpacked_bytes`` before any is read, and each member is then read in
+    chunks that stop at the bytes left, since a member's header can lie about its size. Past the
+    cap raises :class:`DocumentTooLargeError` naming the member.
+    """
     try:
         data = base64.b64decode(source, validate=True)
         archive = zipfile.ZipFile(io.BytesIO(data))
-        names = archive.namelist()
+        members = archive.infolist()
     except (binascii.Error, ValueError, zipfile.BadZipFile) as exc:
         raise InvalidJobError(f"this is not a .docx file (not a zip archive: {exc})") from None
+    names = [member.filename for member in members]
     if "word/document.xml" not in names:
         raise InvalidJobError("this is not a .docx file: it has no word/document.xml")
+    declared = 0
+    for member in members:
+        declared += member.file_size
+        if declared > max_unpacked_bytes:
+            raise _too_large(member.filename, max_unpacked_bytes)
+    left = max_unpacked_bytes
     parts: list[str] = []
-    for name in names:
-        content = archive.read(name)
+    for member in members:
+        name = member.filename
+        content = _read_member(archive, member, left, max_unpacked_bytes)
+        left -= len(content)
         if _TEXT_PARTS.fullmatch(name):
             try:
                 text = content.decode("utf-8")
@@ -66,6 +85,29 @@ def unpack(source: str) -> str:
         else:
             parts.append(f"{_MEMBER}{name}{_MEMBER}bin{_MEMBER}{base64.b64encode(content).decode()}{_END}")
     return "".join(parts)
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, cap: int) -> bytes:
+    """A member's bytes, read a chunk at a time, refused as soon as they pass the ``left`` bytes of the cap."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(member) as stream:
+            while chunk := stream.read(min(READ_CHUNK, left - size + 1)):
+                size += len(chunk)
+                if size > left:
+                    raise _too_large(member.filename, cap)
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, RuntimeError, zlib.error) as exc:
+        raise InvalidJobError(f"this .docx is damaged: {member.filename} cannot be unpacked ({exc})") from None
+    return b"".join(chunks)
+
+
+def _too_large(name: str, cap: int) -> DocumentTooLargeError:
+    return DocumentTooLargeError(
+        f"this .docx unpacks to more than {cap:,} bytes (DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES), "
+        f"past it at member {name}; a zip that expands this far is refused"
+    )
 
 
 def pack(container: str) -> str:

@@ -27,12 +27,14 @@ def split_document(
     max_document_chars: int | None = None,
     max_segments: int | None = None,
     retranslate: bool = False,
+    max_unpacked_bytes: int = docx.DEFAULT_MAX_UNPACKED_BYTES,
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
     Every splitter is linear in the document's length and recursion-free, so no input can make it
     run for minutes or overflow the stack. Over ``max_document_chars`` characters or
-    ``max_segments`` segments raises :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
+    ``max_segments`` segments, or a zipped format past ``max_unpacked_bytes`` unpacked, raises
+    :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
     entries that already have a translation (``.po``, XLIFF) are translated again.
     """
     splitters: dict[str, Callable[[str, int, Skeleton], None]] = {
@@ -55,7 +57,9 @@ def split_document(
             f"the document has {len(source):,} characters, over the limit of {max_document_chars:,} "
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
-    text = docx.unpack(source) if fmt == "docx" else source  # a zipped format: split its container text
+    text = (
+        docx.unpack(source, max_unpacked_bytes) if fmt == "docx" else source
+    )  # a zipped format: split its container text
     skeleton = Skeleton(max_segments=max_segments)
     splitters[fmt](text, max_chars, skeleton)
     if skeleton.source() != text:  # an invariant; a bug here must never change a user's document

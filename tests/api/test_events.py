@@ -97,7 +97,7 @@ async def test_a_trimmed_past_is_announced_and_a_bad_id_refused(
         assert (await http.get("/v1/events")).status_code == 401
 
 
-async def test_a_quiet_stream_moves_its_cursor_past_others_and_ends_once_its_key_is_revoked(
+async def test_a_quiet_streams_keep_alive_carries_no_id_and_it_ends_once_its_key_is_revoked(
     api_url: str,
     settings_env: Settings,
     key_store: ApiKeyStore,
@@ -116,14 +116,14 @@ async def test_a_quiet_stream_moves_its_cursor_past_others_and_ends_once_its_key
             async with start_worker(DeterministicEngine()):
                 busy = (await http.post("/v1/jobs?wait=20", json=JOB, headers=bearer(busy_key))).json()
             assert busy["status"] == "succeeded"
-            # Nothing of the other tenant's, but the cursor moves past its entry: a reconnect resumes there.
-            cursor = None
+            # Nothing of the other tenant's: not its event, and not its entry's id on a keep-alive
+            # (issue 33: the keep-alive carried the newest entry id read, another tenant's).
+            keep_alives = 0
             async with asyncio.timeout(20):
-                while cursor is None:
+                while keep_alives < 2:
                     line = await anext(lines)
-                    assert not line.startswith("data:"), line
-                    if line.startswith("id: ") and line != "id: ":
-                        cursor = line.removeprefix("id: ")
+                    assert not line.startswith(("data:", "id:")), line
+                    keep_alives += line == ": keep-alive"
             assert main(["api-key", "revoke", quiet.id]) == EXIT_OK
             async with asyncio.timeout(20):  # the next keep-alive finds the key revoked: the stream ends
                 async for _ in lines:

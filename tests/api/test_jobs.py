@@ -116,7 +116,7 @@ async def test_priority_the_lanes_deprecated_old_name_is_still_read(
         ({**JOB, "text": "  "}, 422, "empty_text", "empty"),
         ({**JOB, "text": "x" * 10_001}, 422, "text_too_long", "10,001"),
         ({**JOB, "source_lang": "klingon-xx-12345"}, 422, "unsupported_language", "klingon"),
-        ({**JOB, "metadata": {"a": "\u0000"}}, 422, "invalid_metadata", "NUL"),
+        ({**JOB, "metadata": {"a": "\u0000"}}, 400, "invalid_value", "NUL"),  # refused at the door
         ({**JOB, "idempotency_key": " "}, 422, "invalid_job", "idempotency_key"),
         ({**JOB, "colour": "red"}, 422, "invalid_request", "colour: Extra inputs are not permitted"),
         ({"text": "hi", "source_lang": "en"}, 422, "invalid_request", "target_lang: Field required"),

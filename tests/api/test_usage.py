@@ -95,7 +95,7 @@ async def test_each_tenant_sees_only_its_own_usage_by_day_and_model(
         ({"start": "2026-13-01"}, "invalid_date"),
         ({"end": "yesterday"}, "invalid_date"),
         ({"start": "2026-1-1"}, "invalid_date"),
-        ({"start": "2026-01-01\x00"}, "invalid_date"),
+        ({"start": "2026-01-01\x00"}, "invalid_value"),  # a NUL: refused at the door, as on every route
         ("start=%ED%A0%80", "invalid_date"),  # a lone surrogate, as UTF-8 bytes
         ("start=%FF", "invalid_date"),  # not UTF-8 at all
         ({"start": "2026-02-01", "end": "2026-01-31"}, "invalid_range"),

@@ -119,6 +119,20 @@ def _post(url: str, timeout: float = 10.0, allowed: Any = ()) -> int:
         ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 around 169.254.169.254
         ("224.0.0.1", "multicast"),
         ("240.0.0.1", ""),  # reserved (private or non-public, by Python version)
+        # Every IPv6 form that embeds an IPv4 address answers for the IPv4 address (issue 33):
+        ("::127.0.0.1", "loopback"),  # IPv4-compatible, ::/96
+        ("::10.0.0.1", "private"),
+        ("::169.254.169.254", "link-local"),
+        ("::ffff:10.1.2.3", "private"),  # IPv4-mapped, ::ffff:0:0/96
+        ("::ffff:0:127.0.0.1", "loopback"),  # IPv4-translated, ::ffff:0:0:0/96
+        ("::ffff:0:169.254.169.254", "link-local"),
+        ("64:ff9b::10.0.0.1", "private"),  # NAT64, 64:ff9b::/96
+        ("64:ff9b:1::127.0.0.1", "local-use NAT64"),  # NAT64 local use, 64:ff9b:1::/48
+        ("64:ff9b:1:7f00:0:100::", "local-use NAT64"),  # the same, RFC 6052's /48 layout
+        ("64:ff9b:1::8.8.8.8", "local-use NAT64"),
+        ("2002:a9fe:a9fe::1", "link-local"),  # 6to4, 2002::/16
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo, 2001::/32: client 127.0.0.1
+        ("2001:0:a00:1:8000:63bf:3fff:fdd2", "private"),  # Teredo via server 10.0.0.1
     ],
 )
 def test_internal_addresses_are_refused(address: str, kind: str) -> None:
@@ -126,7 +140,18 @@ def test_internal_addresses_are_refused(address: str, kind: str) -> None:
     assert reason is not None and kind in reason
 
 
-@pytest.mark.parametrize("address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "8.8.8.8"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.215.14",
+        "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+        "2606:4700:4700::1111",
+        "8.8.8.8",
+        "64:ff9b::8.8.8.8",  # NAT64 to a public IPv4 address
+        "::ffff:8.8.8.8",
+        "2002:808:808::1",  # 6to4 around a public address
+    ],
+)
 def test_public_addresses_are_allowed(address: str) -> None:
     assert refusal(ip_address(address)) is None
 
@@ -138,6 +163,8 @@ def test_the_allow_list_lets_internal_receivers_through() -> None:
     assert refusal(ip_address("::ffff:10.20.3.4"), allowed) is None
     assert refusal(ip_address("10.21.0.1"), allowed) is not None
     assert refusal(ip_address("127.0.0.1"), allowed) is not None
+    assert refusal(ip_address("::ffff:0:10.20.3.4"), allowed) is None  # IPv4-translated, inside the allowed net
+    assert refusal(ip_address("::ffff:0:10.21.0.1"), allowed) is not None
 
 
 def test_settings_read_the_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
