@@ -14,6 +14,9 @@ work on it as before). In front of it, each tenant of the HTTP API has a *stagin
   :data:`REFILL_BATCH` or the read's count, taking turns between tenants by deficit round robin:
   ``fair_share_quantum`` x the tenant's weight entries a turn. A tenant with 3,000 jobs staged
   therefore holds another tenant's first job behind at most the entries already in the lane.
+  After each read the worker also refills the lane ahead of its next read, up to
+  :data:`REFILL_BATCH` entries, in a task of its own (:meth:`LaneRefiller.refill_ahead`), so that
+  part of the moving is off the read's round trip.
 
 Redis Cluster (issue 37) needs every key a script touches in KEYS, and the tenants are only known
 from the rotation: each REFILL returns the rotation's first tenants, which the next call names

@@ -24,7 +24,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
-from broker.fair_share import LaneRefiller
+from broker.fair_share import REFILL_BATCH, LaneRefiller
 from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import served_keys
 from broker.lanes import Entries, StreamEntries, read_own_pending, wait_for_new
@@ -215,10 +215,11 @@ class StreamConsumer:
             got[lane] = [*got.get(lane, ()), *more]
             left -= len(more)
         if any(got.values()):
-            # The next read's entries are moved into the lanes now, while these are dispatched, not in its
-            # own round trip (broker.fair_share.LaneRefiller.refill_ahead).
+            # The first of the next read's entries are moved into the lanes now, while these are dispatched,
+            # not in its own round trip (broker.fair_share.LaneRefiller.refill_ahead). No more than
+            # REFILL_BATCH: every entry waiting in a lane is one more that a newly arrived tenant waits behind.
             self._refiller.refill_ahead(
-                self._redis, {self._keys.lane(lane): count for lane, entries in got.items() if entries}
+                self._redis, {self._keys.lane(lane): REFILL_BATCH for lane, entries in got.items() if entries}
             )
             return got
         return await self._wait_for_entries(count)
