@@ -14,9 +14,6 @@ work on it as before). In front of it, each tenant of the HTTP API has a *stagin
   :data:`REFILL_BATCH` or the read's count, taking turns between tenants by deficit round robin:
   ``fair_share_quantum`` x the tenant's weight entries a turn. A tenant with 3,000 jobs staged
   therefore holds another tenant's first job behind at most the entries already in the lane.
-  After each read the worker also refills the lane ahead of its next read, up to
-  :data:`REFILL_BATCH` entries, in a task of its own (:meth:`LaneRefiller.refill_ahead`), so that
-  part of the moving is off the read's round trip.
 
 Redis Cluster (issue 37) needs every key a script touches in KEYS, and the tenants are only known
 from the rotation: each REFILL returns the rotation's first tenants, which the next call names
@@ -26,13 +23,12 @@ the head of the rotation is a tenant the call did not name, the caller goes roun
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 from broker.keys import RedisKeys
 from broker.lanes import StreamEntries
@@ -55,7 +51,6 @@ class LaneRefiller:
         self._keys = keys
         self._script = RefillScript(keys, quantum, tenants_per_call, least=batch)
         self._tenants: dict[str, tuple[str, ...]] = {}  # lane -> the rotation's first tenants, as last seen
-        self._ahead: dict[str, asyncio.Task[None]] = {}  # lane -> its refill ahead of the next read (at most one)
         self.moved = 0  # entries this worker moved into lanes (for tests and metrics)
 
     def _note(self, lane: str, refilled: Refilled) -> None:
@@ -77,37 +72,6 @@ class LaneRefiller:
             if not _goes_round(refilled, named, want):
                 break
         return moved
-
-    def refill_ahead(self, redis: aioredis.Redis, lanes: Mapping[str, int]) -> None:
-        """Top each lane of ``lanes`` up to its count in a task of its own, without waiting for it: the refill
-        for the *next* read, run while this worker dispatches what it just read.
-
-        Moving a read's worth of entries (hundreds: an ``XRANGE``, an ``XADD`` each and an ``XDEL`` in one
-        script) takes milliseconds on Redis; done in the read's own round trip, every read of a busy
-        worker waited for it. Refilled ahead, the next read's own REFILL finds the lane holding what it
-        wants and moves nothing. At most one such task runs per lane (a lane whose refill is still under
-        way is skipped); :meth:`close` cancels and awaits them. A refill that fails is logged: the
-        next read's own REFILL moves the entries instead.
-        """
-        for lane, want in lanes.items():
-            running = self._ahead.get(lane)
-            if want <= 0 or (running is not None and not running.done()):
-                continue
-            self._ahead[lane] = asyncio.create_task(self._refill_quietly(redis, lane, want), name=f"refill {lane}")
-
-    async def _refill_quietly(self, redis: aioredis.Redis, lane: str, want: int) -> None:
-        try:
-            await self.refill(redis, lane, want)
-        except RedisError as exc:
-            log.warning("refilling lane %s ahead of the next read failed (%s); the read refills it", lane, exc)
-
-    async def close(self) -> None:
-        """Cancel and await the refills still running ahead of reads (a worker stopping reads no more)."""
-        tasks = [task for task in self._ahead.values() if not task.done()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._ahead.clear()
 
     async def refill_and_read(
         self, redis: aioredis.Redis, consumer: str, refills: Mapping[str, int], reads: Mapping[str, int]

@@ -24,7 +24,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
-from broker.fair_share import REFILL_BATCH, LaneRefiller
+from broker.fair_share import LaneRefiller
 from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import served_keys
 from broker.lanes import Entries, StreamEntries, read_own_pending, wait_for_new
@@ -131,32 +131,29 @@ class StreamConsumer:
         ``DRAGOMAN_CONSUMER_NAME``), then new ones.
         """
         await self.ensure_group()
-        try:
-            backoff = Backoff(0.2, 10.0)
-            while not self._stopping.is_set():
-                await self._slots.acquire()
-                taken = 1 + await self.take_free_slots(_MAX_READ - 1)
-                if self._stopping.is_set():  # asked to stop while waiting for a slot: read nothing more
-                    self.release_slots(taken)
-                    return
-                try:
-                    read = await self._next_entries(taken)
-                    backoff.reset()
-                except (RedisConnectionError, RedisTimeoutError) as exc:
-                    self.release_slots(taken)
-                    delay = backoff.next_delay()
-                    log.warning("Redis unavailable while reading (%s); retrying in %.1fs", exc, delay)
-                    await asyncio.sleep(delay)
-                    continue
-                except BaseException:
-                    self.release_slots(taken)
-                    raise
-                self.release_slots(taken - sum(len(entries) for entries in read.values()))  # never more than taken
-                for lane, entries in read.items():
-                    if entries:
-                        await self.dispatch(entries, lane)
-        finally:
-            await self._refiller.close()  # its refills ahead of reads: none outlives the reading
+        backoff = Backoff(0.2, 10.0)
+        while not self._stopping.is_set():
+            await self._slots.acquire()
+            taken = 1 + await self.take_free_slots(_MAX_READ - 1)
+            if self._stopping.is_set():  # asked to stop while waiting for a slot: read nothing more
+                self.release_slots(taken)
+                return
+            try:
+                read = await self._next_entries(taken)
+                backoff.reset()
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                self.release_slots(taken)
+                delay = backoff.next_delay()
+                log.warning("Redis unavailable while reading (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            except BaseException:
+                self.release_slots(taken)
+                raise
+            self.release_slots(taken - sum(len(entries) for entries in read.values()))  # never more than taken
+            for lane, entries in read.items():
+                if entries:
+                    await self.dispatch(entries, lane)
 
     async def _next_entries(self, count: int) -> dict[Lane, Entries]:
         """Up to ``count`` entries, never more (each holds a slot taken for it): own pending
@@ -215,12 +212,6 @@ class StreamConsumer:
             got[lane] = [*got.get(lane, ()), *more]
             left -= len(more)
         if any(got.values()):
-            # The first of the next read's entries are moved into the lanes now, while these are dispatched,
-            # not in its own round trip (broker.fair_share.LaneRefiller.refill_ahead). No more than
-            # REFILL_BATCH: every entry waiting in a lane is one more that a newly arrived tenant waits behind.
-            self._refiller.refill_ahead(
-                self._redis, {self._keys.lane(lane): REFILL_BATCH for lane, entries in got.items() if entries}
-            )
             return got
         return await self._wait_for_entries(count)
 

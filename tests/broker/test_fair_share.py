@@ -288,53 +288,6 @@ async def test_a_refill_tops_the_lane_up_to_a_batch_and_skips_while_the_lane_hol
     assert await refiller.refill(async_redis, lane, 2) == 16
 
 
-async def _until_moved(refiller: LaneRefiller, moved: int) -> None:
-    async with asyncio.timeout(10):
-        while refiller.moved < moved:
-            await asyncio.sleep(0.01)
-
-
-async def test_a_refill_ahead_moves_the_next_reads_entries_so_that_the_read_itself_moves_none(
-    keys: RedisKeys, async_redis: aioredis.Redis, raw_redis: redis.Redis
-) -> None:
-    """The refill that used to sit in every read's round trip (hundreds of entries moved while the read
-    waited) runs ahead, in a task of its own: the read that follows finds its entries in the lane."""
-    lane = keys.bulk_jobs_stream
-    await ensure_group(async_redis, lane, keys.consumer_group)
-    raw_redis.xadd(lane, {"v": "1", "id": "x", "payload": "{}"})
-    await _submit(_script(keys, 1), async_redis, [_spec("a", n) for n in range(60)])
-    refiller = LaneRefiller(keys, quantum=4, batch=1)
-    try:
-        refiller.refill_ahead(async_redis, {lane: 20})
-        refiller.refill_ahead(async_redis, {lane: 20})  # one is under way: not a second one
-        await _until_moved(refiller, 19)  # 20 wanted, 1 unread already
-        got = await refiller.refill_and_read(async_redis, "w", {lane: 20}, {lane: 20})
-        assert len(got[0][1]) == 20
-        assert refiller.moved == 19  # the read's own REFILL found the lane holding what it wanted
-        refiller.refill_ahead(async_redis, {lane: 20})
-        await _until_moved(refiller, 39)
-        assert raw_redis.xlen(keys.staging(lane, "a")) == 60 - 39
-    finally:
-        await refiller.close()
-    assert not [task for task in asyncio.all_tasks() if task.get_name().startswith("refill ")]
-
-
-async def test_a_refill_ahead_that_fails_is_logged_and_the_read_refills_instead(
-    keys: RedisKeys, async_redis: aioredis.Redis, caplog: pytest.LogCaptureFixture
-) -> None:
-    lane = keys.bulk_jobs_stream
-    await ensure_group(async_redis, lane, keys.consumer_group)
-    await async_redis.xadd(lane, {"v": "1", "id": "x", "payload": "{}"})
-    await _submit(_script(keys, 1), async_redis, [_spec("a", n) for n in range(5)])
-    refiller = LaneRefiller(keys, quantum=4, batch=1)
-    await async_redis.set(keys.rotation(lane), "not a list")  # every REFILL now fails with WRONGTYPE
-    refiller.refill_ahead(async_redis, {lane: 5})
-    async with asyncio.timeout(10):
-        while "ahead of the next read failed" not in caplog.text:
-            await asyncio.sleep(0.01)
-    await refiller.close()
-
-
 async def test_unread_entries_are_counted_right_after_a_deletion_in_the_lane(
     keys: RedisKeys, async_redis: aioredis.Redis, raw_redis: redis.Redis
 ) -> None:
