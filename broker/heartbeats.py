@@ -72,6 +72,12 @@ async def read_heartbeats(redis: aioredis.Redis, keys: RedisKeys) -> dict[str, d
     return found
 
 
+async def read_heartbeat(redis: aioredis.Redis, keys: RedisKeys, consumer: str) -> dict[str, str]:
+    """One worker's heartbeat fields (empty when it has none): O(1), for a caller that knows the consumer name."""
+    beat = await redis.hgetall(keys.worker(consumer))
+    return {_text(k): _text(v) for k, v in beat.items()}
+
+
 async def any_heartbeat(redis: aioredis.Redis, keys: RedisKeys) -> bool:
     """Whether at least one worker has a live heartbeat."""
     async for _ in redis.scan_iter(match=keys.worker_pattern, count=100):

@@ -286,3 +286,20 @@ async def test_a_refill_tops_the_lane_up_to_a_batch_and_skips_while_the_lane_hol
         assert await refiller.refill(async_redis, lane, 2) == 0
     raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=2)  # the 16th: the lane is empty
     assert await refiller.refill(async_redis, lane, 2) == 16
+
+
+async def test_unread_entries_are_counted_right_after_a_deletion_in_the_lane(
+    keys: RedisKeys, async_redis: aioredis.Redis, raw_redis: redis.Redis
+) -> None:
+    """REFILL counts a lane's unread entries by its group's lag; after an XDEL of an unread entry (a
+    requeue, a cancel) the lag is unknown to Redis and the count falls back to XRANGE, not a stale 3."""
+    lane = keys.bulk_jobs_stream
+    await ensure_group(async_redis, lane, keys.consumer_group)
+    ids = [raw_redis.xadd(lane, {"v": "1", "id": f"x{n}", "payload": "{}"}) for n in range(3)]
+    await _submit(_script(keys, 1), async_redis, [_spec("a", n) for n in range(10)])
+    refiller = LaneRefiller(keys, quantum=10, batch=1)
+    assert await refiller.refill(async_redis, lane, 3) == 0  # 3 unread: by the lag
+    raw_redis.xdel(lane, ids[1])
+    assert await refiller.refill(async_redis, lane, 3) == 1  # 2 unread now: 1 moved
+    raw_redis.xreadgroup(keys.consumer_group, "w", {lane: ">"}, count=3)
+    assert await refiller.refill(async_redis, lane, 3) == 3
