@@ -15,17 +15,12 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made a request: the API key's id, the tenant whose jobs it sees, its queued-job limit and count.
-
-    ``queued`` is the tenant's unfinished jobs as read with the rate limit (may include stale
-    members; admission does not use it: :class:`~tenancy.queued_limit.QueuedJobLimit` counts and
-    reserves in one atomic step).
-    """
+    """Who made a request: the API key's id, the tenant whose jobs it sees, and its queued-job limit
+    (admitted by :class:`~tenancy.queued_limit.QueuedJobLimit`, which counts and reserves in one atomic step)."""
 
     key_id: str
     tenant: str
     max_queued_jobs: int
-    queued: int | None = None
 
 
 async def authenticate(request: Request, api: Annotated[ApiServices, Depends(services)]) -> Caller:
@@ -45,7 +40,7 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
     if key is None:
         raise ApiError(401, "invalid_api_key", "this API key is not valid (unknown or revoked)", _CHALLENGE)
     limit = key.rate_limit_per_minute or api.settings.api_rate_limit_per_minute
-    decision = await api.limiter.hit(key.id, limit, tenant=key.tenant)
+    decision = await api.limiter.hit(key.id, limit)
     if decision.revoked:
         api.api_keys.forget(token)
         raise ApiError(401, "invalid_api_key", "this API key is not valid (unknown or revoked)", _CHALLENGE)
@@ -61,7 +56,6 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
         key_id=key.id,
         tenant=key.tenant,
         max_queued_jobs=key.max_queued_jobs or api.settings.api_max_queued_jobs,
-        queued=decision.queued,
     )
 
 

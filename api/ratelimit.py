@@ -21,15 +21,11 @@ WINDOW_SECONDS = 60
 
 @dataclass(frozen=True, slots=True)
 class RateDecision:
-    """Whether one request may go ahead (if not, the seconds until the window resets, or that its key was revoked).
-
-    ``queued``: the tenant's unfinished jobs as counted in the same round trip (when asked for).
-    """
+    """Whether one request may go ahead (if not, the seconds until the window resets, or that its key was revoked)."""
 
     allowed: bool
     retry_after: int
     revoked: bool = False
-    queued: int | None = None
 
 
 class RateLimiter:
@@ -39,21 +35,16 @@ class RateLimiter:
         self._redis = redis_client
         self._keys = keys
 
-    async def hit(
-        self, api_key_id: str, limit_per_minute: int, now: float | None = None, *, tenant: str | None = None
-    ) -> RateDecision:
+    async def hit(self, api_key_id: str, limit_per_minute: int, now: float | None = None) -> RateDecision:
         """Count one request of ``api_key_id``; refuse it once the window holds more than ``limit_per_minute``.
 
-        The same round trip reads the key's revocation marker (``api.key_cache``) and, given its
-        ``tenant``, the tenant's unfinished-job count (informative: admission counts again, atomically,
-        ``tenancy.queued_limit``).
+        The same round trip reads the key's revocation marker (``api.key_cache``).
         """
         now = time.time() if now is None else now
         window = int(now // WINDOW_SECONDS)
-        counted = await count_request(self._redis, self._keys, api_key_id, window, WINDOW_SECONDS, tenant)
-        count, revoked, tenant_queued = counted.count, counted.revoked, counted.tenant_queued
-        if revoked:
+        counted = await count_request(self._redis, self._keys, api_key_id, window, WINDOW_SECONDS)
+        if counted.revoked:
             return RateDecision(False, 0, revoked=True)
-        if count <= limit_per_minute:
-            return RateDecision(True, 0, queued=tenant_queued)
-        return RateDecision(False, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now)), queued=tenant_queued)
+        if counted.count <= limit_per_minute:
+            return RateDecision(True, 0)
+        return RateDecision(False, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now)))
