@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -87,22 +88,29 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def api_url(settings: Settings) -> Iterator[str]:
-    """The API served by uvicorn in a thread (a small file limit, to test it); its base URL."""
-    app = create_app(settings.model_copy(update={"max_file_bytes": 64 * 1024}))
+@contextmanager
+def uvicorn_serving(app: FastAPI) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread (streaming answers and raw sockets need a real server); its base URL."""
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
         time.sleep(0.02)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=20)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+@pytest.fixture
+def api_url(settings: Settings) -> Iterator[str]:
+    """The API served by uvicorn in a thread (a small file limit, to test it); its base URL."""
+    with uvicorn_serving(create_app(settings.model_copy(update={"max_file_bytes": 64 * 1024}))) as url:
+        yield url
 
 
 @pytest.fixture

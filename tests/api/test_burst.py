@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 from api import create_app
 from api.services import ApiServices
 from contract.settings import Settings
 from storage import health
-from tests.api.conftest import KeyMaker, bearer
+from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 
 JOB = {"text": "Hello", "source_lang": "en", "target_lang": "fr"}
 
@@ -40,31 +36,6 @@ async def serving(settings: Settings, **update: Any) -> AsyncIterator[tuple[http
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://api.test", timeout=120) as client:
             yield client, app.state.services
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def uvicorn_serving(app: FastAPI) -> Iterator[str]:
-    """``app`` served by uvicorn in a thread (streaming answers need a real server); its base URL."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
 
 
 async def test_a_burst_on_small_pools_waits_instead_of_failing(settings: Settings, tenant_key: KeyMaker) -> None:

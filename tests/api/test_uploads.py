@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -23,35 +22,20 @@ import httpx
 import openai
 import psycopg
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from api import create_app
 from api.routes.files import content_disposition
 from contract.settings import Settings
-from tests.api.conftest import KeyMaker, _free_port, bearer
+from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 from tests.api.test_openai_batches import call, jsonl, sdk, translation_line
 
 MiB = 1024 * 1024
 
 
-@contextmanager
-def served(settings: Settings) -> Iterator[str]:
+def served(settings: Settings) -> AbstractContextManager[str]:
     """``settings``' API under uvicorn in a thread; its base URL."""
-    app = create_app(settings)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    return uvicorn_serving(create_app(settings))
 
 
 @pytest.fixture
