@@ -71,8 +71,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def api_process(settings: Settings, log_path: Path) -> Iterator[str]:
-    """``dragoman api`` on a free port, as its own process; its base URL."""
+def api_process(settings: Settings, log_path: Path, *, checkout: Path | None = None) -> Iterator[str]:
+    """``dragoman api`` on a free port, as its own process; its base URL.
+
+    ``checkout``: the source tree to run it from (another commit's, for a before/after), else this one.
+    """
     port = _free_port()
     env = {
         **os.environ,
@@ -80,9 +83,15 @@ def api_process(settings: Settings, log_path: Path) -> Iterator[str]:
         "DRAGOMAN_DATABASE_URL": settings.database_url or "",
         "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
     }
+    if checkout is not None:
+        env["PYTHONPATH"] = str(checkout)
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "api", "--port", str(port)], stdout=log, stderr=log, env=env
+            [sys.executable, "-m", "cli.main", "api", "--port", str(port)],
+            stdout=log,
+            stderr=log,
+            env=env,
+            cwd=checkout,
         )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -21,84 +21,22 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.api import api_key, api_process
 from bench.servers import benchmark_servers
-from contract.services import ServiceUrls
 from contract.settings import Settings
-from contract.sync_bridge import run_sync
-from storage import ApiKeyStore, AsyncConnectionPool
 
 TARGET_SECONDS = 1.0
 _PROBE_TIMEOUT = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def api_process(checkout: Path, urls: ServiceUrls, log_path: Path) -> Iterator[str]:
-    """``dragoman api`` of ``checkout`` on a free port, as its own process; its base URL."""
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(checkout),
-        "DRAGOMAN_REDIS_URL": urls.redis_url,
-        "DRAGOMAN_DATABASE_URL": urls.database_url,
-    }
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "api", "--port", str(port)],
-            stdout=log,
-            stderr=log,
-            env=env,
-            cwd=checkout,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"dragoman api did not start; see {log_path}") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def api_key(database_url: str, tenant: str) -> str:
-    """A new API key of ``tenant`` with limits no benchmark reaches."""
-
-    async def create() -> str:
-        pool = AsyncConnectionPool(database_url, max_connections=1)
-        try:
-            store = ApiKeyStore(pool)
-            return (await store.create(tenant, tenant=tenant, rate_limit_per_minute=10**9, max_queued_jobs=10**8))[1]
-        finally:
-            await pool.close()
-
-    return run_sync(create())
 
 
 def _line(n: int) -> bytes:
@@ -237,10 +175,10 @@ def main() -> None:
     args = parser.parse_args()
     checkout = args.checkout.resolve()
     with benchmark_servers() as urls, tempfile.TemporaryDirectory(prefix="dragoman-uploads-") as logs:
-        Settings(redis_url=urls.redis_url, database_url=urls.database_url)  # the URLs are usable settings
-        slow_key = api_key(urls.database_url, f"slow-{uuid.uuid4().hex[:6]}")
-        other_key = api_key(urls.database_url, f"other-{uuid.uuid4().hex[:6]}")
-        with api_process(checkout, urls, Path(logs) / "api.log") as base:
+        settings = Settings(redis_url=urls.redis_url, database_url=urls.database_url)
+        slow_key = api_key(settings, f"slow-{uuid.uuid4().hex[:6]}")
+        other_key = api_key(settings, f"other-{uuid.uuid4().hex[:6]}")
+        with api_process(settings, Path(logs) / "api.log", checkout=checkout) as base:
             result = asyncio.run(measure(base, slow_key, other_key, args))
     report = {
         "benchmark": "bench.uploads",

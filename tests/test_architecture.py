@@ -90,13 +90,12 @@ ALLOWLIST: dict[Dependency, str] = {
     ("storage.migrations", "resource", "migrations"): "Alembic's script_location is the migrations folder",
     # The benchmarks measure the dragoman command as users run it, in a child process
     # (`python -m cli.main ...`): a process boundary, not an import of the CLI.
-    ("bench.api", "string", "cli.main"): "runs `dragoman api` as a child process",
+    ("bench.api", "string", "cli.main"): "runs `dragoman api` (of this or another checkout) as a child process",
     ("bench.bulk_run", "string", "cli.main"): "runs `dragoman rq-worker` as a child process",
     ("bench.engines", "string", "cli.main"): "runs `dragoman worker` as a child process",
     ("bench.wait_latency", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.tenants", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.peer_deploy", "string", "cli.main"): "runs `dragoman api` and `dragoman worker` as child processes",
-    ("bench.uploads", "string", "cli.main"): "runs `dragoman api` (of this or another checkout) as a child process",
 }
 
 TREE = discover(ROOT)
