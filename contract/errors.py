@@ -151,6 +151,14 @@ class TruncatedTranslationError(EngineError):
         self.pieces = pieces
 
 
+class DegenerateOutputError(TruncatedTranslationError):
+    """A generation fell into a loop (a span repeated to the end) even on its sampled retry.
+
+    The job fails at once as ``degenerate_output`` (the message quotes the repeating span); the
+    row's finish reason is ``repetition``. Another attempt would loop the same way.
+    """
+
+
 class EngineUnavailableError(DragomanError):
     """The engine as a whole is gone; the worker stops without acking so other workers retry."""
 

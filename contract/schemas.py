@@ -337,11 +337,13 @@ class Job(BaseModel):
     finish_reason: str | None = None
     """How the engine ended: ``stop`` (finished), ``length`` (hit its budget: the job failed), ``abort``."""
     pieces: int | None = None
+    """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
     detected_source_lang: str | None = None  # what the worker found for source_lang "auto"
     glossary_misses: list[str] | None = None  # glossary terms in the text whose target term the translation lacks
     from_memory: bool = False  # served from the translation memory, not generated
     inline_tags: str | None = None  # a tagged document segment: tags "kept", "retried" or "fallback"
-    """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
+    quality_flags: dict[str, str] | None = None
+    """What the quality checks found, ``{flag: evidence}`` (:mod:`contract.quality`); ``{}`` clean, None unchecked."""
     waiting_for: str | None = None  # a queued job whose model no live worker serves: "waiting for a worker of model X"
 
     @property

@@ -23,7 +23,7 @@ JOB_COLUMNS = (
     "id, status, source_lang, target_lang, source_text, translated_text, error, attempts, model, "
     "prompt_tokens, output_tokens, created_at, started_at, finished_at, metadata, run_id, "
     "document_id, sequence, tenant, finish_reason, pieces, detected_source_lang, glossary_misses, from_memory, "
-    "inline_tags"
+    "inline_tags, quality_flags"
 )
 
 # One statement per writer batch: the rows travel as one JSON array of objects (encoded in C by
@@ -44,7 +44,7 @@ WITH u AS MATERIALIZED (
               output_tokens int, created_at float8, started_at float8, finished_at float8,
               metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
               finish_reason text, pieces int, detected_source_lang text, glossary_misses jsonb,
-              from_memory boolean, inline_tags text)
+              from_memory boolean, inline_tags text, quality_flags jsonb)
 ),
 prior AS (
     SELECT j.id, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
@@ -56,12 +56,13 @@ written AS (
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
-                  pieces, detected_source_lang, glossary_misses, from_memory, inline_tags)
+                  pieces, detected_source_lang, glossary_misses, from_memory, inline_tags,
+                  quality_flags)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces, u.detected_source_lang,
-       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags
+       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags, u.quality_flags
 FROM u
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
@@ -78,7 +79,8 @@ ON CONFLICT (id) DO UPDATE SET
     detected_source_lang = EXCLUDED.detected_source_lang,
     glossary_misses = EXCLUDED.glossary_misses,
     from_memory = EXCLUDED.from_memory,
-    inline_tags = EXCLUDED.inline_tags
+    inline_tags = EXCLUDED.inline_tags,
+    quality_flags = EXCLUDED.quality_flags
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING jobs.id, jobs.tenant, jobs.model, jobs.status, jobs.finished_at,
           char_length(jobs.source_text) AS characters, jobs.prompt_tokens, jobs.output_tokens,
@@ -147,6 +149,7 @@ class RowRecord(msgspec.Struct, omit_defaults=True):
     glossary_misses: list[str] | None = None  # None: the job had no glossary
     from_memory: bool = False
     inline_tags: str | None = None  # a tagged document segment's outcome: kept, retried, fallback
+    quality_flags: dict[str, str] | None = None  # None: not checked (contract.quality)
 
 
 class FinalRow(NamedTuple):
@@ -353,6 +356,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         glossary_misses,
         from_memory,
         inline_tags,
+        quality_flags,
     ) = row
     return Job(
         id=str(job_id),
@@ -380,6 +384,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
         glossary_misses=glossary_misses,
         from_memory=bool(from_memory),
         inline_tags=inline_tags,
+        quality_flags=quality_flags,
     )
 
 

@@ -43,13 +43,16 @@ class GenerationRequest(msgspec.Struct, frozen=True):
     stop: tuple[str, ...] = ()  # generation ends at any of these strings (the engine detokenizes then)
     seed: int | None = None
     priority: int = 0  # lower first, when the engine schedules by priority (Lane.engine_priority)
+    stop_on_repetition: bool = False
+    """Watch the output while it is generated and end it with finish reason ``repetition`` once its tail
+    loops (:func:`contract.repetition.repeating_tail` on the token ids) instead of at ``max_tokens``."""
 
 
 class GenerationResult(msgspec.Struct, frozen=True):
     """The engine's final output for one request (token ids; decoding is the caller's job)."""
 
     token_ids: Sequence[int]
-    finish_reason: str | None
+    finish_reason: str | None  # stop, length (the budget), abort, repetition (stop_on_repetition saw a loop)
 
 
 class TranslationEngine(Protocol):

@@ -31,6 +31,7 @@ class JobResult(msgspec.Struct, frozen=True):
     glossary_misses: list[str] | None = None  # None: the job had no glossary (or did not succeed)
     from_memory: bool = False  # served from the translation memory
     inline_tags: str | None = None  # a tagged document segment's outcome: kept, retried, fallback
+    quality_flags: dict[str, str] | None = None  # what the quality checks found; None: not checked
 
 
 class DeadLetter(msgspec.Struct, frozen=True):

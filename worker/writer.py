@@ -432,6 +432,7 @@ def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]
             r.glossary_misses,
             r.from_memory,
             r.inline_tags,
+            r.quality_flags,
         )
         for r in rows
         for s in (r.spec,)
