@@ -47,6 +47,8 @@ class VllmEngine:
         # vLLM 0.32 batches a streamed request's outputs (one every N tokens) when asked; older
         # releases (the GPU machine's 0.26) stream every token, which the watch handles as well.
         self._stream_interval = hasattr(SamplingParams, "stream_interval")
+        self.watch_every = WATCH_EVERY_TOKENS
+        """Tokens between two looks at a watched request (and between its streamed outputs)."""
         self._dead_error: type[BaseException] = EngineDeadError
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -128,7 +130,7 @@ class VllmEngine:
         watched = request.stop_on_repetition
         streaming: dict[str, Any] = {}
         if watched and self._stream_interval:
-            streaming["stream_interval"] = WATCH_EVERY_TOKENS
+            streaming["stream_interval"] = self.watch_every
         params = self._sampling_params(
             temperature=request.temperature,
             top_p=request.top_p,
@@ -172,7 +174,7 @@ class VllmEngine:
 
     async def _watch(self, request: GenerationRequest, prompt: Any, params: Any) -> tuple[list[int], str | None]:
         """Stream ``DELTA`` outputs into one token list, stopping the request once a checkpoint loops."""
-        watch = LoopWatch()
+        watch = LoopWatch(self.watch_every)
         token_ids: list[int] = []
         reason: str | None = None
         outputs = 0
