@@ -50,6 +50,18 @@ class LanguageDetector:
                 self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
             return self._identifier
 
+    def guess(self, text: str) -> tuple[str | None, float]:
+        """The most probable language of ``text`` (its canonical code, ``None`` for no language) and its probability.
+
+        Unlike :meth:`detect` it never raises: the quality check decides itself how sure is sure enough.
+        """
+        identifier = self._identifier if self._identifier is not None else self._load()
+        code, probability = identifier.classify(text[:_SAMPLE_CHARS])
+        try:
+            return normalize_language(code), float(probability)
+        except UnsupportedLanguageError:
+            return None, float(probability)
+
     def detect(self, text: str) -> str:
         """The canonical code of ``text``'s language ("fr", "zh"...); loads the model if :meth:`ready` did not."""
         identifier = self._identifier if self._identifier is not None else self._load()

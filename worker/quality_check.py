@@ -1,0 +1,271 @@
+"""The weight-free quality check every finished translation gets: ``{flag: evidence}`` for the row.
+
+Each check is a small pure function of the source, the translation and the job's languages that
+returns the evidence of one flag (a sentence a user can act on) or ``None``. They are tuned to stay
+quiet on correct translations: a flag should be worth a look, so each check stands back where its
+signal is weak (short texts, names, numbers or code only). :func:`check_translation` runs them all;
+``docs/concepts/quality-flags.md`` tells each rule and what is known of its false flags.
+
+Cost: the language detector is the one check that is not a few string passes (py3langid, about
+0.1 ms on the first :data:`DETECTION_SAMPLE_CHARS` characters); the rest are regular expressions
+and counters, linear in the text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from typing import Protocol
+
+from contract.controls import glossary_misses
+from contract.expansion import script_of
+from contract.inline_tags import has_tags, strip_tags, tag_problem
+from contract.placeholders import PLACEHOLDER, placeholder_difference
+from contract.quality import QualityFlag, QualityFlags
+from contract.repetition import repeating_tail
+from contract.schemas import JobSpec
+
+WRONG_LANGUAGE_MIN_LETTERS = 24
+"""Letters an output needs (placeholders, tags, numbers and URLs left out) before its language is judged."""
+WRONG_LANGUAGE_MIN_PROBABILITY = 0.9
+"""How sure the detector must be of another language; below it a short or mixed text is given the benefit of doubt."""
+DETECTION_SAMPLE_CHARS = 300
+"""Characters of the output the detector reads: enough to tell a language, and the check's cost stays flat."""
+CONFUSABLE = (frozenset({"no", "nb", "nn", "da"}), frozenset({"hr", "sr", "bs"}), frozenset({"ms", "id"}))
+"""Languages the detector tells apart poorly on short texts: an output detected as a sibling of the target passes."""
+
+UNTRANSLATED_MIN_WORDS = 3
+"""Words a source needs before an output equal to it counts as untranslated (names and labels stay as they are)."""
+UNTRANSLATED_OVERLAP = 0.8
+"""Share of the output's words that are the source's words (the larger side counted) taken as 'not translated'."""
+
+LENGTH_MIN_SOURCE_CHARS = 30
+"""Source characters (spaces left out) below which the length ratio is not judged: "OK" -> "D'accord" is fine."""
+LENGTH_BAND = 3.0
+"""An output more than this many times longer, or shorter, than the pair expects is flagged."""
+CHARACTERS_PER_LATIN_CHARACTER: dict[str, float] = {
+    "Hans": 0.3,
+    "Hant": 0.3,
+    "Jpan": 0.4,
+    "Kore": 0.45,
+    "Hebr": 0.75,
+    "Arab": 0.85,
+    "Cyrl": 1.05,
+    "Grek": 1.1,
+}
+"""Characters the same content takes in a script, relative to Latin (scripts not listed: 1)."""
+
+REPETITION_MIN_REPEATS = 4
+REPETITION_MIN_WORDS = 12
+"""A looping tail of words: a span repeated at least 4 times, covering at least 12 words."""
+REPETITION_MIN_CHARACTERS = 48
+"""For an output without spaces between words (Chinese, Japanese, Thai): the loop is looked for in characters."""
+
+_NUMBER = re.compile(r"\d{1,3}(?:[,.\u00a0\u202f' ]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?")
+_DIGITS = re.compile(r"\D")
+_URL = re.compile(r"\b(?:https?://|www\.)\S+|\S+@\S+\.\w+")
+_HTML_TAG = re.compile(r"</?([a-zA-Z][\w:-]*)(?:\s[^<>]*)?/?>")
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_CODE_WORD = re.compile(r"[A-Za-z]+[_./\\][\w./\\]*|[a-z]+[A-Z]\w*|\w*\(\)")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+class LanguageGuesser(Protocol):
+    """What the check needs of :class:`worker.language_detection.LanguageDetector`."""
+
+    def guess(self, text: str) -> tuple[str | None, float]:
+        """The most probable language of ``text`` and its probability."""
+        ...
+
+
+def check_translation(spec: JobSpec, translation: str, detector: LanguageGuesser | None) -> QualityFlags:
+    """Every check on one finished translation job; ``detector`` ``None`` leaves ``wrong_language`` out."""
+    source, source_lang, target_lang = spec.text, spec.source_lang, spec.target_lang
+    found: dict[QualityFlag, str | None] = {
+        QualityFlag.WRONG_LANGUAGE: (
+            wrong_language(translation, target_lang, detector) if detector is not None else None
+        ),
+        QualityFlag.UNTRANSLATED: untranslated(source, translation, source_lang, target_lang),
+        QualityFlag.LENGTH_RATIO: length_ratio(source, translation, source_lang, target_lang),
+        QualityFlag.NUMBERS: numbers(source, translation),
+        QualityFlag.PLACEHOLDERS: placeholders(source, translation),
+        QualityFlag.TAGS: tags(source, translation, inline_tags=spec.inline_tags),
+        QualityFlag.GLOSSARY: glossary(spec.glossary, source, translation),
+        QualityFlag.REPETITION: repetition(source, translation),
+    }
+    return {flag.value: evidence for flag, evidence in found.items() if evidence is not None}
+
+
+# --- the checks, one flag each ---------------------------------------------------------------
+
+
+def wrong_language(translation: str, target_lang: str, detector: LanguageGuesser) -> str | None:
+    """The output is confidently in a language other than the target (and long enough to tell)."""
+    prose = _prose(translation)
+    if len(_LETTER.findall(prose)) < WRONG_LANGUAGE_MIN_LETTERS:
+        return None
+    language, probability = detector.guess(prose[:DETECTION_SAMPLE_CHARS])
+    if language is None or probability < WRONG_LANGUAGE_MIN_PROBABILITY or _same_language(language, target_lang):
+        return None
+    return f"the output reads as {language} ({probability:.0%} sure), not {target_lang}"
+
+
+def untranslated(source: str, translation: str, source_lang: str, target_lang: str) -> str | None:
+    """The output is (nearly) the source, between two different languages, and the source is prose.
+
+    A source of fewer than :data:`UNTRANSLATED_MIN_WORDS` words, or whose words are all
+    capitalised (names, titles, acronyms) or code-like (``snake_case``, ``camelCase``, paths), is
+    legitimately kept as it is.
+    """
+    if _same_language(source_lang, target_lang):
+        return None
+    prose = _CODE_WORD.sub(" ", _prose(source))
+    words = [word.casefold() for word in _WORD.findall(prose)]
+    if len(words) < UNTRANSLATED_MIN_WORDS or not any(word[:1].islower() for word in _WORD.findall(prose)):
+        return None
+    output = [word.casefold() for word in _WORD.findall(_CODE_WORD.sub(" ", _prose(translation)))]
+    if not output:
+        return None
+    shared = sum((Counter(words) & Counter(output)).values())
+    share = shared / max(len(words), len(output))
+    if share < UNTRANSLATED_OVERLAP:
+        return None
+    return f"the output is the source's own words ({shared} of {max(len(words), len(output))}, {share:.0%})"
+
+
+def length_ratio(source: str, translation: str, source_lang: str, target_lang: str) -> str | None:
+    """The output's length is outside :data:`LENGTH_BAND` times what the pair expects (long enough sources only)."""
+    source_chars = _visible_length(source)
+    if source_chars < LENGTH_MIN_SOURCE_CHARS:
+        return None
+    expected = _density(target_lang) / _density(source_lang)
+    ratio = _visible_length(translation) / source_chars
+    if expected / LENGTH_BAND <= ratio <= expected * LENGTH_BAND:
+        return None
+    low, high = expected / LENGTH_BAND, expected * LENGTH_BAND
+    return (
+        f"the output has {ratio:.2f}x the source's characters "
+        f"(expected {low:.2f}-{high:.2f}x for {source_lang}->{target_lang})"
+    )
+
+
+def numbers(source: str, translation: str) -> str | None:
+    """Numbers of the source missing from the output (or changed); locale formatting is tolerated.
+
+    A number is compared by its digits alone (``1,000.5``, ``1 000,5`` and ``1.000,5`` are the
+    same) without leading zeros; numbers inside placeholders, tags and URLs are not numbers. A
+    one-digit number a translation may spell out ("3" -> "trois") is not required.
+    """
+    expected, written = _numbers(source)
+    if not expected:
+        return None
+    found, written_out = _numbers(translation)
+    missing = +Counter({number: count for number, count in (expected - found).items() if len(number) > 1})
+    if not missing:
+        return None
+    shown = [written[number] for number in sorted(missing, key=lambda n: (len(n), n))]
+    evidence = f"source number{'s' if len(shown) > 1 else ''} {', '.join(shown)} missing from the output"
+    invented = [written_out[number] for number in sorted(found - expected, key=lambda n: (len(n), n))]
+    if invented:
+        evidence += f" (it has {', '.join(invented)} instead)"
+    return evidence
+
+
+def placeholders(source: str, translation: str) -> str | None:
+    """Placeholders (:mod:`contract.placeholders`) of the source missing from the output, or invented."""
+    missing, invented = placeholder_difference(source, translation)
+    if not missing and not invented:
+        return None
+    parts = [f"missing {', '.join(missing)}"] if missing else []
+    parts += [f"invented {', '.join(invented)}"] if invented else []
+    return "placeholders " + "; ".join(parts)
+
+
+def tags(source: str, translation: str, *, inline_tags: bool) -> str | None:
+    """Markup the output lost or invented: a document segment's placeholder tags, else HTML tags by name."""
+    if inline_tags and has_tags(source):
+        return tag_problem(source, translation)
+    expected = Counter(_tag_names(source))
+    found = Counter(_tag_names(translation))
+    if expected == found:
+        return None
+    missing, invented = sorted((expected - found).elements()), sorted((found - expected).elements())
+    parts = [f"missing {', '.join(missing)}"] if missing else []
+    parts += [f"invented {', '.join(invented)}"] if invented else []
+    return "markup tags " + "; ".join(parts)
+
+
+def glossary(terms: dict[str, str], source: str, translation: str) -> str | None:
+    """Glossary terms found in the source whose target term the output lacks."""
+    misses = glossary_misses(terms, source, translation) if terms else []
+    if not misses:
+        return None
+    return "glossary terms not used: " + ", ".join(f"{term!r} -> {terms[term]!r}" for term in misses)
+
+
+def repetition(source: str, translation: str) -> str | None:
+    """The output ends in a span repeated again and again that the source does not repeat."""
+    loop = _loop(translation)
+    if loop is None or _loop(source) is not None:
+        return None
+    span, repeats = loop
+    shown = span if len(span) <= 80 else span[:77] + "..."
+    return f"the output ends in {shown!r} repeated {repeats} times"
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _prose(text: str) -> str:
+    """``text`` without placeholders, tags, URLs and e-mail addresses: what is written in a language."""
+    text = strip_tags(text) if "<x" in text else text
+    return PLACEHOLDER.sub(" ", _HTML_TAG.sub(" ", _URL.sub(" ", text)))
+
+
+def _same_language(first: str, second: str) -> bool:
+    """Whether two language tags name the same language (or two the detector confuses)."""
+    a, b = first.split("-", 1)[0].lower(), second.split("-", 1)[0].lower()
+    return a == b or any(a in group and b in group for group in CONFUSABLE)
+
+
+def _density(language: str) -> float:
+    return CHARACTERS_PER_LATIN_CHARACTER.get(script_of(language), 1.0)
+
+
+def _visible_length(text: str) -> int:
+    return sum(1 for char in text if not char.isspace())
+
+
+def _numbers(text: str) -> tuple[Counter[str], dict[str, str]]:
+    """The numbers of ``text`` by their digits (leading zeros dropped), and each as first written."""
+    prose = _URL.sub(" ", PLACEHOLDER.sub(" ", strip_tags(text) if "<x" in text else text))
+    prose = _HTML_TAG.sub(" ", unicodedata.normalize("NFKC", prose))
+    out: Counter[str] = Counter()
+    written: dict[str, str] = {}
+    for match in _NUMBER.finditer(prose):
+        digits = _DIGITS.sub("", match.group(0)).lstrip("0") or "0"
+        out[digits] += 1
+        written.setdefault(digits, match.group(0))
+    return out, written
+
+
+def _tag_names(text: str) -> list[str]:
+    return [
+        ("/" if match.group(0).startswith("</") else "") + match.group(1).lower() for match in _HTML_TAG.finditer(text)
+    ]
+
+
+def _loop(text: str) -> tuple[str, int] | None:
+    """The repeated span of a looping tail of ``text`` and how often it repeats, in words (or characters)."""
+    words = text.split()
+    if len(words) >= REPETITION_MIN_WORDS:
+        found = repeating_tail(words, min_repeats=REPETITION_MIN_REPEATS, min_length=REPETITION_MIN_WORDS)
+        if found is not None:
+            return " ".join(str(word) for word in found.span(words)), found.repeats
+    if len(text) >= REPETITION_MIN_CHARACTERS and len(words) * 8 < len(text):  # no spaces between words
+        chars = text.strip()
+        hit = repeating_tail(chars, min_repeats=REPETITION_MIN_REPEATS, min_length=REPETITION_MIN_CHARACTERS)
+        if hit is not None:
+            return "".join(str(char) for char in hit.span(chars)), hit.repeats
+    return None
