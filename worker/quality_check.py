@@ -67,7 +67,7 @@ _DIGITS = re.compile(r"\D")
 _URL = re.compile(r"\b(?:https?://|www\.)\S+|\S+@\S+\.\w+")
 _HTML_TAG = re.compile(r"</?([a-zA-Z][\w:-]*)(?:\s[^<>]*)?/?>")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
-_CODE_WORD = re.compile(r"[A-Za-z]+[_./\\][\w./\\]*|[a-z]+[A-Z]\w*|\w*\(\)")
+_CODE_WORD = re.compile(r"\w*[A-Za-z]\w*(?:[./\\]\w+)+|[A-Za-z]+_\w+|[a-z]+[A-Z]\w*|\w+\(\)")
 _LETTER = re.compile(r"[^\W\d_]")
 
 
