@@ -81,7 +81,7 @@ def test_wrong_language_with_the_real_detector(detector: LanguageDetector) -> No
 
 def test_untranslated_flags_the_source_copied_back() -> None:
     evidence = untranslated("The file could not be opened.", "The file could not be opened.", "en", "fr")
-    assert evidence == "the output is the source's own words (5 of 5, 100%)"
+    assert evidence == "the output is the source's own words (6 of 6, 100%)"
 
 
 @pytest.mark.parametrize(
