@@ -109,7 +109,27 @@ def _matching_brace(text: str, opening: int) -> int:
     return -1
 
 
+_POSITION = re.compile(r"^%\d+\$")
+
+
 def placeholder_difference(source: str, translation: str) -> tuple[list[str], list[str]]:
-    """The placeholders ``translation`` lacks and those it invented, relative to ``source`` (with repeats)."""
+    """The placeholders ``translation`` lacks and those it invented, relative to ``source`` (with repeats).
+
+    printf positions are compared only when both sides use them: a translator may number the
+    placeholders of an unnumbered message to reorder them (``%s: %s`` -> ``%2$s : %1$s``).
+    """
     expected, found = placeholders(source), placeholders(translation)
+    if _numbered(expected) != _numbered(found):
+        expected, found = _unnumbered(expected), _unnumbered(found)
     return sorted((expected - found).elements()), sorted((found - expected).elements())
+
+
+def _numbered(found: Counter[str]) -> bool:
+    return any(_POSITION.match(placeholder) for placeholder in found)
+
+
+def _unnumbered(found: Counter[str]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for placeholder, count in found.items():
+        out[_POSITION.sub("%", placeholder)] += count
+    return out

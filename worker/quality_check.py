@@ -19,7 +19,6 @@ from collections import Counter
 from typing import Protocol
 
 from contract.controls import glossary_misses
-from contract.expansion import script_of
 from contract.inline_tags import has_tags, strip_tags, tag_problem
 from contract.placeholders import PLACEHOLDER, placeholder_difference
 from contract.quality import QualityFlag, QualityFlags
@@ -39,22 +38,25 @@ UNTRANSLATED_MIN_WORDS = 3
 """Words a source needs before an output equal to it counts as untranslated (names and labels stay as they are)."""
 UNTRANSLATED_OVERLAP = 0.8
 """Share of the output's words that are the source's words (the larger side counted) taken as 'not translated'."""
+UNTRANSLATED_SAMPLE_CHARS = 1_000
+"""Characters of each side compared: a copied source shows in its first thousand characters."""
+"""Share of the output's words that are the source's words (the larger side counted) taken as 'not translated'."""
 
 LENGTH_MIN_SOURCE_CHARS = 30
 """Source characters (spaces left out) below which the length ratio is not judged: "OK" -> "D'accord" is fine."""
 LENGTH_BAND = 3.0
-"""An output more than this many times longer, or shorter, than the pair expects is flagged."""
-CHARACTERS_PER_LATIN_CHARACTER: dict[str, float] = {
-    "Hans": 0.3,
-    "Hant": 0.3,
-    "Jpan": 0.4,
-    "Kore": 0.45,
-    "Hebr": 0.75,
-    "Arab": 0.85,
-    "Cyrl": 1.05,
-    "Grek": 1.1,
-}
-"""Characters the same content takes in a script, relative to Latin (scripts not listed: 1)."""
+"""An output more than this many times longer, or shorter, than its source is flagged (Latin-equivalent characters)."""
+DENSE_SCRIPT_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff", 3.0),  # Han
+    ("\uac00-\ud7af", 2.0),  # Hangul syllables
+    ("\u3040-\u30ff", 1.5),  # kana
+)
+"""Latin characters one character of a dense script stands for (the same content takes fewer of them).
+
+Lengths are counted character by character this way, so a message that mixes scripts (Japanese
+with option names and placeholders in ASCII) is measured fairly; other scripts' densities are
+within the band of Latin's.
+"""
 
 REPETITION_MIN_REPEATS = 4
 REPETITION_MIN_WORDS = 12
@@ -64,11 +66,21 @@ REPETITION_MIN_CHARACTERS = 48
 
 _NUMBER = re.compile(r"\d{1,3}(?:[,.\u00a0\u202f' ]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?")
 _DIGITS = re.compile(r"\D")
-_URL = re.compile(r"\b(?:https?://|www\.)\S+|\S+@\S+\.\w+")
+_URL = re.compile(r"\b(?:https?://|www\.)\S+|(?<!\S)[^\s@]+@[^\s@]+\.\w+")
 _HTML_TAG = re.compile(r"</?([a-zA-Z][\w:-]*)(?:\s[^<>]*)?/?>")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
-_CODE_WORD = re.compile(r"\w*[A-Za-z]\w*(?:[./\\]\w+)+|[A-Za-z]+_\w+|[a-z]+[A-Z]\w*|\w+\(\)")
+# Tokens (whitespace-delimited, so the scan stays linear) that are code: snake_case, paths, dotted names,
+# camelCase, calls, command-line options.
+_CODE_WORD = re.compile(r"(?<!\S)(?=[^\s]*(?:[_/\\]|\w\.\w|[a-z][A-Z]|\(\)))\S+|(?<!\S)--?[A-Za-z]\S*")
 _LETTER = re.compile(r"[^\W\d_]")
+_SPACE = re.compile(r"\s")
+_DIGIT = re.compile(r"\d")
+_PREFILTER_SHARE = 0.4
+_DENSE = [(re.compile(f"[{characters}]"), weight) for characters, weight in DENSE_SCRIPT_WEIGHTS]
+_HTML_ELEMENTS = frozenset(
+    "a abbr b big blockquote br button center cite code del div em font h1 h2 h3 h4 h5 h6 hr i img input ins kbd "
+    "label li mark ol p pre q s samp small span strike strong sub sup table td th tr tt u ul var".split()
+)
 
 
 class LanguageGuesser(Protocol):
@@ -102,8 +114,8 @@ def check_translation(spec: JobSpec, translation: str, detector: LanguageGuesser
 
 def wrong_language(translation: str, target_lang: str, detector: LanguageGuesser) -> str | None:
     """The output is confidently in a language other than the target (and long enough to tell)."""
-    prose = _prose(translation)
-    if len(_LETTER.findall(prose)) < WRONG_LANGUAGE_MIN_LETTERS:
+    prose = _prose(translation[: DETECTION_SAMPLE_CHARS * 2])
+    if len(_LETTER.findall(prose, 0, DETECTION_SAMPLE_CHARS)) < WRONG_LANGUAGE_MIN_LETTERS:
         return None
     language, probability = detector.guess(prose[:DETECTION_SAMPLE_CHARS])
     if language is None or probability < WRONG_LANGUAGE_MIN_PROBABILITY or _same_language(language, target_lang):
@@ -120,11 +132,15 @@ def untranslated(source: str, translation: str, source_lang: str, target_lang: s
     """
     if _same_language(source_lang, target_lang):
         return None
-    prose = _CODE_WORD.sub(" ", _prose(source))
-    words = [word.casefold() for word in _WORD.findall(prose)]
-    if len(words) < UNTRANSLATED_MIN_WORDS or not any(word[:1].islower() for word in _WORD.findall(prose)):
+    source, translation = source[:UNTRANSLATED_SAMPLE_CHARS], translation[:UNTRANSLATED_SAMPLE_CHARS]
+    tokens = set(source.casefold().split())
+    if not tokens or len(tokens.intersection(translation.casefold().split())) < _PREFILTER_SHARE * len(tokens):
+        return None  # most of the source's tokens are not in the output: no need to look closer
+    written = _WORD.findall(_CODE_WORD.sub(" ", _prose(source)))
+    if len(written) < UNTRANSLATED_MIN_WORDS or not any(word[:1].islower() for word in written):
         return None
-    output = [word.casefold() for word in _WORD.findall(_CODE_WORD.sub(" ", _prose(translation)))]
+    words = _WORD.findall(_CODE_WORD.sub(" ", _prose(source.casefold())))
+    output = _WORD.findall(_CODE_WORD.sub(" ", _prose(translation.casefold())))
     if not output:
         return None
     shared = sum((Counter(words) & Counter(output)).values())
@@ -135,18 +151,18 @@ def untranslated(source: str, translation: str, source_lang: str, target_lang: s
 
 
 def length_ratio(source: str, translation: str, source_lang: str, target_lang: str) -> str | None:
-    """The output's length is outside :data:`LENGTH_BAND` times what the pair expects (long enough sources only)."""
-    source_chars = _visible_length(source)
-    if source_chars < LENGTH_MIN_SOURCE_CHARS:
+    """The output is over :data:`LENGTH_BAND` times longer or shorter than the source (long enough sources only).
+
+    ``source_lang`` and ``target_lang`` are not needed: lengths are weighed by script character by character.
+    """
+    if _visible_length(source) < LENGTH_MIN_SOURCE_CHARS:
         return None
-    expected = _density(target_lang) / _density(source_lang)
-    ratio = _visible_length(translation) / source_chars
-    if expected / LENGTH_BAND <= ratio <= expected * LENGTH_BAND:
+    ratio = _weighted_length(translation) / _weighted_length(source)
+    if 1 / LENGTH_BAND <= ratio <= LENGTH_BAND:
         return None
-    low, high = expected / LENGTH_BAND, expected * LENGTH_BAND
     return (
-        f"the output has {ratio:.2f}x the source's characters "
-        f"(expected {low:.2f}-{high:.2f}x for {source_lang}->{target_lang})"
+        f"the output is {ratio:.2f}x as long as the source (expected {1 / LENGTH_BAND:.2f}-{LENGTH_BAND:.0f}x, "
+        "Han, Hangul and kana characters weighed by their density)"
     )
 
 
@@ -162,6 +178,16 @@ def numbers(source: str, translation: str) -> str | None:
         return None
     found, written_out = _numbers(translation)
     missing = +Counter({number: count for number, count in (expected - found).items() if len(number) > 1})
+    # A space groups digits in some locales ("1 000") and separates numbers in others ("page 25 200"):
+    # a spaced number counts as present when its parts are.
+    parts = found + Counter(_space_parts(written_out))
+    for number in list(missing):
+        pieces = _space_parts({number: written[number]})
+        if pieces and all(parts[piece] for piece in pieces):
+            del missing[number]
+    for number in list(missing):
+        if parts[number]:
+            del missing[number]
     if not missing:
         return None
     shown = [written[number] for number in sorted(missing, key=lambda n: (len(n), n))]
@@ -219,8 +245,13 @@ def repetition(source: str, translation: str) -> str | None:
 
 def _prose(text: str) -> str:
     """``text`` without placeholders, tags, URLs and e-mail addresses: what is written in a language."""
-    text = strip_tags(text) if "<x" in text else text
-    return PLACEHOLDER.sub(" ", _HTML_TAG.sub(" ", _URL.sub(" ", text)))
+    if "<" in text:
+        text = _HTML_TAG.sub(" ", strip_tags(text) if "<x" in text else text)
+    if "@" in text or "://" in text or "www." in text:
+        text = _URL.sub(" ", text)
+    if "%" in text or "{" in text or "$" in text:
+        text = PLACEHOLDER.sub(" ", text)
+    return text
 
 
 def _same_language(first: str, second: str) -> bool:
@@ -229,20 +260,23 @@ def _same_language(first: str, second: str) -> bool:
     return a == b or any(a in group and b in group for group in CONFUSABLE)
 
 
-def _density(language: str) -> float:
-    return CHARACTERS_PER_LATIN_CHARACTER.get(script_of(language), 1.0)
-
-
 def _visible_length(text: str) -> int:
-    return sum(1 for char in text if not char.isspace())
+    return len(text) - len(_SPACE.findall(text))
+
+
+def _weighted_length(text: str) -> float:
+    """Characters, spaces left out, those of a dense script weighed by :data:`DENSE_SCRIPT_WEIGHTS`."""
+    extra = sum((weight - 1) * len(pattern.findall(text)) for pattern, weight in _DENSE)
+    return max(1.0, _visible_length(text) + extra)
 
 
 def _numbers(text: str) -> tuple[Counter[str], dict[str, str]]:
     """The numbers of ``text`` by their digits (leading zeros dropped), and each as first written."""
-    prose = _URL.sub(" ", PLACEHOLDER.sub(" ", strip_tags(text) if "<x" in text else text))
-    prose = _HTML_TAG.sub(" ", unicodedata.normalize("NFKC", prose))
     out: Counter[str] = Counter()
     written: dict[str, str] = {}
+    if _DIGIT.search(text) is None:
+        return out, written
+    prose = _prose(text if text.isascii() else unicodedata.normalize("NFKC", text))
     for match in _NUMBER.finditer(prose):
         digits = _DIGITS.sub("", match.group(0)).lstrip("0") or "0"
         out[digits] += 1
@@ -250,10 +284,23 @@ def _numbers(text: str) -> tuple[Counter[str], dict[str, str]]:
     return out, written
 
 
+def _space_parts(written: dict[str, str]) -> list[str]:
+    """The numbers a plain space separates in the written numbers (digits only, as :func:`_numbers` keys them)."""
+    out: list[str] = []
+    for raw in written.values():
+        if " " in raw:
+            out += [_DIGITS.sub("", part).lstrip("0") or "0" for part in raw.split(" ")]
+    return out
+
+
 def _tag_names(text: str) -> list[str]:
-    return [
-        ("/" if match.group(0).startswith("</") else "") + match.group(1).lower() for match in _HTML_TAG.finditer(text)
-    ]
+    """HTML element tags of ``text`` by name (``/b`` for a closing one); ``<file>``-style metavariables are not tags."""
+    names = []
+    for match in _HTML_TAG.finditer(text):
+        name = match.group(1).lower()
+        if name in _HTML_ELEMENTS:
+            names.append(("/" if match.group(0).startswith("</") else "") + name)
+    return names
 
 
 def _loop(text: str) -> tuple[str, int] | None:

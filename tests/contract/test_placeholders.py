@@ -57,3 +57,8 @@ def test_the_difference_lists_missing_and_invented_with_repeats() -> None:
     assert placeholder_difference("%s and %s, {name}", "%s et {nom}") == (["%s", "{name}"], ["{nom}"])
     assert placeholder_difference("%1$s %2$s", "%2$s %1$s") == ([], [])
     assert placeholder_difference("{{ a }}", "{{a}}") == ([], [])
+
+
+def test_numbering_an_unnumbered_message_to_reorder_it_is_no_change() -> None:
+    assert placeholder_difference("%s: %d", "%2$d : %1$s") == ([], [])
+    assert placeholder_difference("%1$s %2$d", "%2$s %1$d") == (["%1$s", "%2$d"], ["%1$d", "%2$s"])

@@ -92,6 +92,7 @@ def test_untranslated_flags_the_source_copied_back() -> None:
         ("John Smith Company", "John Smith Company", ("en", "fr")),  # a name
         ("Mozilla Firefox Web Browser", "Mozilla Firefox Web Browser", ("en", "de")),  # a title
         ("config_path user.name getValue()", "config_path user.name getValue()", ("en", "fr")),  # code
+        ("  --full-time  like -l --time-style=full-iso", "  --full-time  comme -l --time-style=full-iso", ("en", "fr")),
         ("The file could not be opened.", "The file could not be opened.", ("en", "en-GB")),  # same language
     ],
 )
@@ -105,7 +106,8 @@ def test_untranslated_leaves_alone(source: str, output: str, pair: tuple[str, st
 def test_length_ratio_flags_an_output_far_too_long_or_short() -> None:
     source = "Save the document before closing the window."
     assert length_ratio(source, source * 4, "en", "fr") == (
-        "the output has 4.00x the source's characters (expected 0.33-3.00x for en->fr)"
+        "the output is 4.00x as long as the source "
+        "(expected 0.33-3x, Han, Hangul and kana characters weighed by their density)"
     )
     assert length_ratio(source, "Sauver.", "en", "fr") is not None
 
@@ -113,6 +115,17 @@ def test_length_ratio_flags_an_output_far_too_long_or_short() -> None:
 def test_length_ratio_knows_dense_scripts_and_short_sources() -> None:
     assert length_ratio("Save the document before closing the window.", "关闭窗口前保存文档。", "en", "zh") is None
     assert length_ratio("OK", "D'accord, c'est entendu", "en", "fr") is None
+    mixed = "Too many fds open.  Cannot use select on a fd >= %d"
+    assert (
+        length_ratio(
+            mixed,
+            "オープンしているファイルディスクリプタが多過ぎます。%d 個以上の fd に select() が使えません。",
+            "en",
+            "ja",
+        )
+        is None
+    )
+    assert length_ratio(mixed, "多", "en", "ja") is not None
 
 
 # numbers ----------------------------------------------------------------------------------------
@@ -135,6 +148,12 @@ def test_numbers_flag_a_missing_or_changed_number() -> None:
         "source number 1,000.50 missing from the output (it has 100,50 instead)"
     )
     assert numbers("Room 42 and room 17", "Salle 42") == "source number 17 missing from the output"
+
+
+def test_numbers_a_space_may_group_digits_or_separate_numbers() -> None:
+    assert numbers("Pay 25 200 times", "Payez 25 fois 200") is None
+    assert numbers("Pay 25 and 200", "Payez 25 200") is None
+    assert numbers("Pay 1,000 now", "Payez 1 000 maintenant") is None
 
 
 def test_numbers_ignore_placeholders_urls_and_a_numberless_source() -> None:
@@ -162,6 +181,7 @@ def test_tags_compare_html_tag_names_not_attributes() -> None:
     )
     assert tags("A <b>bold</b> move", "Un geste <b>audacieux", inline_tags=False) == "markup tags missing /b"
     assert tags("Plain", "<i>Simple</i>", inline_tags=False) == "markup tags invented /i, i"
+    assert tags("--debug=<octal> or <newline>", "--debug=<8進数> または <改行>", inline_tags=False) is None
 
 
 def test_tags_of_a_document_segment_use_its_placeholder_tags() -> None:
