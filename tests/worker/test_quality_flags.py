@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from typing import Any
 
 import pytest
 
 from contract.errors import ConfigurationError
+from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
-from tests.worker.conftest import WorkerFactory, wait_all
+from tests.worker.conftest import WorkerFactory, identity_worker, wait_all
 from worker.deterministic_engine import DeterministicEngine
 from worker.engine import GenerationRequest
 
@@ -106,3 +109,35 @@ def test_an_unknown_retry_flag_is_a_configuration_error_naming_the_variable(sett
     with pytest.raises(ConfigurationError, match="DRAGOMAN_RETRY_ON_FLAGS: unknown quality flag 'wrong_lang'"):
         _ = bad.retry_flags
     assert settings.retry_flags == frozenset()
+
+
+async def test_a_memory_hit_is_checked_again_and_a_translation_still_flagged_for_retry_is_not_remembered(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    text = f"Please restart the computer before installing the update {uuid.uuid4().hex[:6]}."
+    remembering = settings.model_copy(update={"memory_enabled": True})
+    worker = identity_worker(remembering, service_urls, DeterministicEngine())
+    await worker.start()
+    try:
+        [first] = await wait_all(client, [client.submit(text, "en", "fr")])
+        for _ in range(200):
+            if worker.memory.counters.stored:
+                break
+            await asyncio.sleep(0.05)
+        [again] = await wait_all(client, [client.submit(text, "en", "fr")])
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert again.from_memory and first.quality_flags is not None
+    assert again.quality_flags == first.quality_flags and "untranslated" in again.quality_flags
+
+    other = f"Please restart the computer before installing the patch {uuid.uuid4().hex[:6]}."
+    retrying = remembering.model_copy(update={"retry_on_flags": "untranslated"})
+    worker = identity_worker(retrying, service_urls, DeterministicEngine())
+    await worker.start()
+    try:
+        [flagged] = await wait_all(client, [client.submit(other, "en", "fr")])
+        await asyncio.sleep(0.7)  # the memory stores every half second
+        assert worker.memory.counters.stored == 0
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert flagged.attempts == 2 and not flagged.from_memory
