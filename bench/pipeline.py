@@ -13,10 +13,11 @@ DRAGOMAN_DATABASE_URL):
 Plus the producer's enqueue rate (submit_many), measured while filling the stream for (1).
 
 With ``--quality-rounds N`` it measures only (1), N times with the quality checks off
-(``DRAGOMAN_QUALITY_CHECKS=false``) and N times on, alternating, against the same servers. The
-zero-cost engine echoes the English source of an en->fr job, so every check runs to its end
-(the language detector on every output) and every row stores two flags (untranslated,
-wrong_language): the checks' worst case.
+(``DRAGOMAN_QUALITY_CHECKS=false``) and N times on, alternating, against the same servers. With
+``--quality-output reversed`` (the default) the zero-cost engine answers each word spelled
+backwards: a "translation" that shares no word with its source, so the checks take their usual
+path (the language detector reads every output); with ``echo`` it answers the English source of
+the en->fr job, so every check runs to its end and every row stores flags (the worst case).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from contract.settings import Settings
 from producer.client import Client
 from storage import libpq_url
 from worker.deterministic_engine import DeterministicEngine
+from worker.engine import GenerationRequest
 from worker.profiles import IdentityProfile
 from worker.runtime import freeze_startup_heap, run_event_loop
 from worker.service import Worker
@@ -61,8 +63,15 @@ def _settings(urls: ServiceUrls, *, quality_checks: bool = True) -> Settings:
     )
 
 
-async def _run_worker(settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int) -> float:
-    engine = DeterministicEngine()
+def reversed_words(text: str, _: GenerationRequest) -> str:
+    """A stand-in translation that shares no word with its source (each word spelled backwards)."""
+    return " ".join(word[::-1] for word in text.split(" "))
+
+
+async def _run_worker(
+    settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int, *, translate: bool = False
+) -> float:
+    engine = DeterministicEngine(rewrite=reversed_words if translate else None)
     worker = Worker(
         settings,
         redis_url=urls.redis_url,
@@ -80,7 +89,9 @@ async def _run_worker(settings: Settings, urls: ServiceUrls, jobs: int, max_in_f
     return elapsed
 
 
-def bench_dragoman(urls: ServiceUrls, jobs: int, max_in_flight: int, *, quality_checks: bool = True) -> dict[str, Any]:
+def bench_dragoman(
+    urls: ServiceUrls, jobs: int, max_in_flight: int, *, quality_checks: bool = True, translate: bool = False
+) -> dict[str, Any]:
     """Enqueue ``jobs`` (timed: the producer rate), then process them (timed: the pipeline rate)."""
     settings = _settings(urls, quality_checks=quality_checks)
     items = workload(jobs)
@@ -90,7 +101,7 @@ def bench_dragoman(urls: ServiceUrls, jobs: int, max_in_flight: int, *, quality_
         enqueue_s = time.perf_counter() - start
     del items
     freeze_startup_heap()  # what `dragoman worker` does before jobs flow
-    elapsed = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight))
+    elapsed = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight, translate=translate))
     return {
         "jobs": jobs,
         "max_in_flight": max_in_flight,
@@ -190,16 +201,23 @@ def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[s
     return {"rows": rows, "batch": batch, "seconds": round(elapsed, 3), "rows_per_s": round(rows / elapsed)}
 
 
-def bench_quality(urls: ServiceUrls, jobs: int, max_in_flight: int, rounds: int) -> dict[str, Any]:
+def bench_quality(urls: ServiceUrls, jobs: int, max_in_flight: int, rounds: int, output: str) -> dict[str, Any]:
     """The pipeline with the quality checks off and on, alternating, ``rounds`` times each."""
     runs: dict[str, list[int]] = {"off": [], "on": []}
+    translate = output == "reversed"
     for round_number in range(rounds):
         for label, checks in (("off", False), ("on", True)):
-            rate = bench_dragoman(urls, jobs, max_in_flight, quality_checks=checks)["jobs_per_s"]
+            rate = bench_dragoman(urls, jobs, max_in_flight, quality_checks=checks, translate=translate)["jobs_per_s"]
             runs[label].append(rate)
             print(f"round {round_number + 1}: checks {label:<3} {rate:,} jobs/s", flush=True)
     medians = {label: sorted(rates)[len(rates) // 2] for label, rates in runs.items()}
-    return {"jobs": jobs, "runs": runs, "median": medians, "on_vs_off": round(medians["on"] / medians["off"], 3)}
+    return {
+        "jobs": jobs,
+        "output": output,
+        "runs": runs,
+        "median": medians,
+        "on_vs_off": round(medians["on"] / medians["off"], 3),
+    }
 
 
 def main() -> None:
@@ -210,11 +228,18 @@ def main() -> None:
     parser.add_argument("--max-in-flight", type=int, default=512)
     parser.add_argument("--out", type=Path, default=Path("bench/out/pipeline.json"))
     parser.add_argument("--quality-rounds", type=int, default=0, help="only the quality checks' cost, N rounds")
+    parser.add_argument(
+        "--quality-output",
+        choices=("reversed", "echo"),
+        default="reversed",
+        help="what the zero-cost engine answers: each word reversed (a 'translation' sharing no word with its "
+        "source: the usual path) or the source itself (untranslated: every check runs to its end)",
+    )
     args = parser.parse_args()
 
     if args.quality_rounds:
         with benchmark_servers() as urls:
-            quality = bench_quality(urls, args.jobs, args.max_in_flight, args.quality_rounds)
+            quality = bench_quality(urls, args.jobs, args.max_in_flight, args.quality_rounds, args.quality_output)
         print(
             f"median: off {quality['median']['off']:,}, on {quality['median']['on']:,} jobs/s "
             f"(on/off {quality['on_vs_off']})"
