@@ -6,9 +6,11 @@ quiet on correct translations: a flag should be worth a look, so each check stan
 signal is weak (short texts, names, numbers or code only). :func:`check_translation` runs them all;
 ``docs/concepts/quality-flags.md`` tells each rule and what is known of its false flags.
 
-Cost: the language detector is the one check that is not a few string passes (py3langid, about
-0.1 ms on the first :data:`DETECTION_SAMPLE_CHARS` characters); the rest are regular expressions
-and counters, linear in the text.
+Cost: the language detector is most of it (py3langid, a state machine in Python over the bytes of
+the first :data:`DETECTION_SAMPLE_CHARS` characters: about three quarters of the check's CPU time);
+the rest are string passes and counters, linear in the text, each skipped when the characters it
+looks for are absent. bench/RESULTS.md ("Issue 34: what the quality checks cost the pipeline") has
+the numbers.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ UNTRANSLATED_OVERLAP = 0.8
 """Share of the output's words that are the source's words (the larger side counted) taken as 'not translated'."""
 UNTRANSLATED_SAMPLE_CHARS = 400
 """Characters of each side compared: a copied source shows in its first few hundred characters."""
-"""Share of the output's words that are the source's words (the larger side counted) taken as 'not translated'."""
 
 LENGTH_MIN_SOURCE_CHARS = 30
 """Source characters (spaces left out) below which the length ratio is not judged: "OK" -> "D'accord" is fine."""
@@ -68,7 +69,6 @@ _NUMBER = re.compile(r"\d{1,3}(?:[,.\u00a0\u202f' ]\d{3})+(?:[.,]\d+)?|\d+(?:[.,
 _DIGITS = re.compile(r"\D")
 _URL = re.compile(r"\b(?:https?://|www\.)\S+|(?<!\S)[^\s@]+@[^\s@]+\.\w+")
 _HTML_TAG = re.compile(r"</?([a-zA-Z][\w:-]*)(?:\s[^<>]*)?/?>")
-_LETTER = re.compile(r"[^\W\d_]")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _CODE_CHARACTERS = frozenset("_/\\()")
 _PUNCTUATION = "\"'“”‘’„«»()[]{}<>.,;:!?¿¡…—–*"
