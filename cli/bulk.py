@@ -265,8 +265,12 @@ def format_flags(flagged: int, flags: Mapping[str, int]) -> str:
     """The quality flags of a group's finished jobs in a few words: ``none``, or the count and each flag's."""
     if not flagged:
         return "none"
-    per_flag = ", ".join(f"{name} {count:,}" for name, count in sorted(flags.items(), key=lambda item: -item[1]))
-    return f"{flagged:,} jobs ({per_flag})" if per_flag else f"{flagged:,} jobs"
+    return f"{flagged:,} jobs ({per_flag(flags)})" if flags else f"{flagged:,} jobs"
+
+
+def per_flag(flags: Mapping[str, int]) -> str:
+    """Each flag with its count, the most frequent first: ``numbers 2, tags 1``."""
+    return ", ".join(f"{name} {count:,}" for name, count in sorted(flags.items(), key=lambda item: -item[1]))
 
 
 def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
@@ -383,7 +387,8 @@ def _print_flag_report(report: dict[str, Any] | None) -> None:
     if not flagged:
         return
     counts = (report or {}).get("flags") or {}
-    print(f"quality: {len(flagged)} segments flagged ({format_flags(len(flagged), counts)})", file=sys.stderr)
+    total = (report or {}).get("segments", "?")
+    print(f"quality: {len(flagged)} of {total} segments flagged ({per_flag(counts)})", file=sys.stderr)
     for entry in flagged[:10]:
         why = "; ".join(f"{flag}: {evidence}" for flag, evidence in entry["flags"].items())
         print(f"  segment {entry['segment']}: {why}\n    source: {entry['source']!r}", file=sys.stderr)
