@@ -28,19 +28,24 @@ SELECT g.id, g.status, g.name, extract(epoch FROM g.created_at), extract(epoch F
        g.total
 FROM {table} g WHERE g.id = %s
 """
-FLAGGED_SQL = "quality_flags IS NOT NULL AND quality_flags <> jsonb_build_object()"
-"""A job row whose quality checks found something (``{}``: checked and clean; ``NULL``: not checked)."""
+FLAGGED_SQL = "quality_flags <> '{}'::jsonb"
+"""A job row whose quality checks found something (``{}``: checked and clean; ``NULL``: not checked, and
+``NULL <> ...`` is not true). A literal, not ``jsonb_build_object()``: that one is only stable, so it would
+be called again for every row."""
 FLAG_COUNTS_SQL = ", ".join(
-    ["count(*) FILTER (WHERE quality_flags <> jsonb_build_object())"]
+    [f"count(*) FILTER (WHERE {FLAGGED_SQL})"]
     + [f"count(*) FILTER (WHERE quality_flags ? '{flag}')" for flag in FLAG_NAMES]
 )
 """The flagged count and one count per flag, aggregated in the same pass over the rows as the status counts."""
-COUNTS_SQL = (
-    "SELECT status, count(*), extract(epoch FROM min(created_at)), extract(epoch FROM max(finished_at)), "
-    + FLAG_COUNTS_SQL
-    + " FROM jobs WHERE {column} = %s GROUP BY status"
-)
-"""A group's job rows by status, each status with its first creation, last finish and flag counts."""
+
+
+def counts_sql(column: str) -> str:
+    """A group's job rows by status (``column``: the ``jobs`` column naming the group), each status with its
+    first creation, last finish and :data:`FLAG_COUNTS_SQL`'s counts; the group's id is the one parameter."""
+    return (
+        "SELECT status, count(*), extract(epoch FROM min(created_at)), extract(epoch FROM max(finished_at)), "
+        f"{FLAG_COUNTS_SQL} FROM jobs WHERE {column} = %s GROUP BY status"
+    )
 
 
 def flag_counts(count_rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, int]]:
@@ -58,7 +63,7 @@ def flag_counts(count_rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, int
 
 
 def group_progress(kind: str, row: tuple[Any, ...], count_rows: Iterable[tuple[Any, ...]]) -> GroupProgress:
-    """The progress of a group from its :data:`PROGRESS_SQL` row and its :data:`COUNTS_SQL` rows."""
+    """The progress of a group from its :data:`PROGRESS_SQL` row and its :func:`counts_sql` rows."""
     rows = list(count_rows)
     by_status: dict[str, int] = {}
     first: float | None = None
@@ -354,7 +359,7 @@ class GroupStore:
             row = await cursor.fetchone()
             if row is None:
                 return None
-            counts = await conn.execute(COUNTS_SQL.format(column=column), (group_id,))
+            counts = await conn.execute(counts_sql(column), (group_id,))
             return group_progress(kind, row, await counts.fetchall())
 
     results_page = 2_000
