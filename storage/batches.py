@@ -62,6 +62,8 @@ class BatchRow:
     partial_output_file_id: str | None
     follower: str | None
     follow_until: datetime | None
+    flagged: int | None = None  # not a column: the run's jobs with a quality flag, where a read counted them
+    flags: dict[str, int] | None = None  # not a column: those jobs per flag, counted with ``flagged``
 
 
 class OutputRow(NamedTuple):
