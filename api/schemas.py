@@ -191,7 +191,8 @@ class Health(BaseModel):
 
 
 class GroupCounts(BaseModel):
-    """A run's or document's jobs by status; ``pending`` are queued or running."""
+    """A run's or document's jobs by status; ``pending`` are queued or running; ``flagged`` and ``flags``
+    summarise the quality checks of the finished ones."""
 
     total: int
     succeeded: int
@@ -199,6 +200,16 @@ class GroupCounts(BaseModel):
     cancelled: int
     pending: int
     percent: float
+    flagged: int = Field(
+        default=0,
+        description="finished jobs whose quality checks found something (a non-empty quality_flags); "
+        "list them with GET /v1/runs/{id}/results?flagged=true",
+    )
+    flags: dict[str, int] = Field(
+        default_factory=dict,
+        description="flagged jobs per flag (wrong_language, untranslated, length_ratio, numbers, placeholders, "
+        "tags, glossary, repetition), only the flags that occur; a job with two flags counts under both",
+    )
 
 
 class GroupView(BaseModel):
@@ -236,6 +247,8 @@ class GroupView(BaseModel):
                 cancelled=counts.cancelled,
                 pending=counts.pending,
                 percent=round(counts.percent, 2),
+                flagged=counts.flagged,
+                flags=dict(counts.flags),
             ),
             jobs_per_second=progress.jobs_per_second,
             seconds_left=progress.seconds_left,
@@ -254,5 +267,6 @@ class DocumentView(GroupView):
         default=None,
         description="segments sent with placeholder tags for inline markup (with_tags), those whose translation "
         "kept them (tags_kept), kept them on the one retry (retried), or had each text run between them translated on "
-        "its own (fell_back, with a source excerpt); failed: how many segments did not translate",
+        "its own (fell_back, with a source excerpt); failed: how many segments did not translate; flagged: the "
+        "segments whose quality checks found something, each with its flags and their evidence",
     )
