@@ -126,6 +126,13 @@ class JobView(BaseModel):
         description="a document segment sent with placeholder tags: kept, retried (kept on the one retry) or "
         "fallback (the text between the tags translated on its own)",
     )
+    quality_flags: dict[str, str] | None = Field(
+        default=None,
+        description="what the worker's quality checks found on a succeeded translation, {flag: evidence} "
+        "(wrong_language, untranslated, length_ratio, numbers, placeholders, tags, glossary, repetition; "
+        "see docs/concepts/quality-flags.md): {} passed every check, null not checked (failed, cancelled, "
+        "raw-prompt jobs, checks off, rows from before the checks)",
+    )
     waiting_for: str | None = Field(
         default=None,
         description="a queued job whose model no live worker serves: waiting for a worker of model X",
@@ -158,6 +165,7 @@ class JobView(BaseModel):
             glossary_misses=job.glossary_misses,
             from_memory=job.from_memory,
             inline_tags=job.inline_tags,
+            quality_flags=job.quality_flags,
             waiting_for=job.waiting_for,
             metadata=job.metadata,
         )
