@@ -70,11 +70,23 @@ class BatchCreate(BaseModel):
 
 
 class RequestCounts(BaseModel):
-    """How many of a batch's requests there are, and how many completed or failed so far."""
+    """How many of a batch's requests there are, and how many completed or failed so far.
+
+    ``flagged`` and ``flags`` are dragoman's extension (the ``openai`` SDK keeps unknown fields:
+    ``batch.request_counts.flagged``): ``null`` where a read did not count them (a final batch in a list).
+    """
 
     total: int
     completed: int
     failed: int
+    flagged: int | None = Field(
+        default=None,
+        description="dragoman: completed /v1/translations requests whose quality checks found something "
+        "(chat and completion requests are never checked); null where not counted (final batches in a list)",
+    )
+    flags: dict[str, int] | None = Field(
+        default=None, description="dragoman: flagged requests per quality flag (only the flags that occur)"
+    )
 
 
 class BatchError(BaseModel):
@@ -140,7 +152,9 @@ class BatchObject(BaseModel):
             expired_at=unix(row.expired_at),
             cancelling_at=unix(row.cancelling_at),
             cancelled_at=unix(row.cancelled_at),
-            request_counts=RequestCounts(total=row.total, completed=row.completed, failed=row.failed),
+            request_counts=RequestCounts(
+                total=row.total, completed=row.completed, failed=row.failed, flagged=row.flagged, flags=row.flags
+            ),
             metadata=row.metadata,
         )
 

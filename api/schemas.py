@@ -126,6 +126,13 @@ class JobView(BaseModel):
         description="a document segment sent with placeholder tags: kept, retried (kept on the one retry) or "
         "fallback (the text between the tags translated on its own)",
     )
+    quality_flags: dict[str, str] | None = Field(
+        default=None,
+        description="what the worker's quality checks found on a succeeded translation, {flag: evidence} "
+        "(wrong_language, untranslated, length_ratio, numbers, placeholders, tags, glossary, repetition; "
+        "see docs/concepts/quality-flags.md): {} passed every check, null not checked (failed, cancelled, "
+        "raw-prompt jobs, checks off, rows from before the checks)",
+    )
     waiting_for: str | None = Field(
         default=None,
         description="a queued job whose model no live worker serves: waiting for a worker of model X",
@@ -158,6 +165,7 @@ class JobView(BaseModel):
             glossary_misses=job.glossary_misses,
             from_memory=job.from_memory,
             inline_tags=job.inline_tags,
+            quality_flags=job.quality_flags,
             waiting_for=job.waiting_for,
             metadata=job.metadata,
         )
@@ -183,7 +191,8 @@ class Health(BaseModel):
 
 
 class GroupCounts(BaseModel):
-    """A run's or document's jobs by status; ``pending`` are queued or running."""
+    """A run's or document's jobs by status; ``pending`` are queued or running; ``flagged`` and ``flags``
+    summarise the quality checks of the finished ones."""
 
     total: int
     succeeded: int
@@ -191,6 +200,16 @@ class GroupCounts(BaseModel):
     cancelled: int
     pending: int
     percent: float
+    flagged: int = Field(
+        default=0,
+        description="finished jobs whose quality checks found something (a non-empty quality_flags); "
+        "list them with GET /v1/runs/{id}/results?flagged=true",
+    )
+    flags: dict[str, int] = Field(
+        default_factory=dict,
+        description="flagged jobs per flag (wrong_language, untranslated, length_ratio, numbers, placeholders, "
+        "tags, glossary, repetition), only the flags that occur; a job with two flags counts under both",
+    )
 
 
 class GroupView(BaseModel):
@@ -228,6 +247,8 @@ class GroupView(BaseModel):
                 cancelled=counts.cancelled,
                 pending=counts.pending,
                 percent=round(counts.percent, 2),
+                flagged=counts.flagged,
+                flags=dict(counts.flags),
             ),
             jobs_per_second=progress.jobs_per_second,
             seconds_left=progress.seconds_left,
@@ -246,5 +267,6 @@ class DocumentView(GroupView):
         default=None,
         description="segments sent with placeholder tags for inline markup (with_tags), those whose translation "
         "kept them (tags_kept), kept them on the one retry (retried), or had each text run between them translated on "
-        "its own (fell_back, with a source excerpt); failed: how many segments did not translate",
+        "its own (fell_back, with a source excerpt); failed: how many segments did not translate; flagged: the "
+        "segments whose quality checks found something, each with its flags and their evidence",
     )

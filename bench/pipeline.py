@@ -1,6 +1,7 @@
 """The pipeline's own overhead on the CPU, side by side with what people use instead and the raw ceilings.
 
     python -m bench.pipeline [--jobs 100000] [--rq-jobs 3000] [--out bench/out/pipeline.json]
+    python -m bench.pipeline --quality-rounds 3 --jobs 20000   # the quality checks' cost: off/on side by side
 
 Measured in one run, against one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL /
 DRAGOMAN_DATABASE_URL):
@@ -10,6 +11,13 @@ DRAGOMAN_DATABASE_URL):
 3. the raw Redis Streams ceiling: pipelined XREADGROUP + XACK + XADD of an event, no work;
 4. the raw PostgreSQL ceiling: the same batched upsert statement, rows only.
 Plus the producer's enqueue rate (submit_many), measured while filling the stream for (1).
+
+With ``--quality-rounds N`` it measures only (1), N times with the quality checks off
+(``DRAGOMAN_QUALITY_CHECKS=false``) and N times on, alternating, against the same servers. With
+``--quality-output reversed`` (the default) the zero-cost engine answers each word spelled
+backwards: a "translation" that shares no word with its source, so the checks take their usual
+path (the language detector reads every output); with ``echo`` it answers the English source of
+the en->fr job, so every check runs to its end and every row stores flags (the worst case).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from contract.settings import Settings
 from producer.client import Client
 from storage import libpq_url
 from worker.deterministic_engine import DeterministicEngine
+from worker.engine import GenerationRequest
 from worker.profiles import IdentityProfile
 from worker.runtime import freeze_startup_heap, run_event_loop
 from worker.service import Worker
@@ -45,14 +54,24 @@ def noop() -> None:
     """The job RQ runs: nothing."""
 
 
-def _settings(urls: ServiceUrls) -> Settings:
+def _settings(urls: ServiceUrls, *, quality_checks: bool = True) -> Settings:
     return Settings(
-        redis_url=urls.redis_url, database_url=urls.database_url, key_prefix=f"bench-{uuid.uuid4().hex[:8]}"
+        redis_url=urls.redis_url,
+        database_url=urls.database_url,
+        key_prefix=f"bench-{uuid.uuid4().hex[:8]}",
+        quality_checks=quality_checks,
     )
 
 
-async def _run_worker(settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int) -> float:
-    engine = DeterministicEngine()
+def reversed_words(text: str, _: GenerationRequest) -> str:
+    """A stand-in translation that shares no word with its source (each word spelled backwards)."""
+    return " ".join(word[::-1] for word in text.split(" "))
+
+
+async def _run_worker(
+    settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int, *, translate: bool = False
+) -> float:
+    engine = DeterministicEngine(rewrite=reversed_words if translate else None)
     worker = Worker(
         settings,
         redis_url=urls.redis_url,
@@ -70,9 +89,11 @@ async def _run_worker(settings: Settings, urls: ServiceUrls, jobs: int, max_in_f
     return elapsed
 
 
-def bench_dragoman(urls: ServiceUrls, jobs: int, max_in_flight: int) -> dict[str, Any]:
+def bench_dragoman(
+    urls: ServiceUrls, jobs: int, max_in_flight: int, *, quality_checks: bool = True, translate: bool = False
+) -> dict[str, Any]:
     """Enqueue ``jobs`` (timed: the producer rate), then process them (timed: the pipeline rate)."""
-    settings = _settings(urls)
+    settings = _settings(urls, quality_checks=quality_checks)
     items = workload(jobs)
     with Client(settings) as client:
         start = time.perf_counter()
@@ -80,7 +101,7 @@ def bench_dragoman(urls: ServiceUrls, jobs: int, max_in_flight: int) -> dict[str
         enqueue_s = time.perf_counter() - start
     del items
     freeze_startup_heap()  # what `dragoman worker` does before jobs flow
-    elapsed = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight))
+    elapsed = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight, translate=translate))
     return {
         "jobs": jobs,
         "max_in_flight": max_in_flight,
@@ -180,6 +201,25 @@ def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[s
     return {"rows": rows, "batch": batch, "seconds": round(elapsed, 3), "rows_per_s": round(rows / elapsed)}
 
 
+def bench_quality(urls: ServiceUrls, jobs: int, max_in_flight: int, rounds: int, output: str) -> dict[str, Any]:
+    """The pipeline with the quality checks off and on, alternating, ``rounds`` times each."""
+    runs: dict[str, list[int]] = {"off": [], "on": []}
+    translate = output == "reversed"
+    for round_number in range(rounds):
+        for label, checks in (("off", False), ("on", True)):
+            rate = bench_dragoman(urls, jobs, max_in_flight, quality_checks=checks, translate=translate)["jobs_per_s"]
+            runs[label].append(rate)
+            print(f"round {round_number + 1}: checks {label:<3} {rate:,} jobs/s", flush=True)
+    medians = {label: sorted(rates)[len(rates) // 2] for label, rates in runs.items()}
+    return {
+        "jobs": jobs,
+        "output": output,
+        "runs": runs,
+        "median": medians,
+        "on_vs_off": round(medians["on"] / medians["off"], 3),
+    }
+
+
 def main() -> None:
     """Run every measurement once, print a table, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -187,7 +227,26 @@ def main() -> None:
     parser.add_argument("--rq-jobs", type=int, default=3_000)
     parser.add_argument("--max-in-flight", type=int, default=512)
     parser.add_argument("--out", type=Path, default=Path("bench/out/pipeline.json"))
+    parser.add_argument("--quality-rounds", type=int, default=0, help="only the quality checks' cost, N rounds")
+    parser.add_argument(
+        "--quality-output",
+        choices=("reversed", "echo"),
+        default="reversed",
+        help="what the zero-cost engine answers: each word reversed (a 'translation' sharing no word with its "
+        "source: the usual path) or the source itself (untranslated: every check runs to its end)",
+    )
     args = parser.parse_args()
+
+    if args.quality_rounds:
+        with benchmark_servers() as urls:
+            quality = bench_quality(urls, args.jobs, args.max_in_flight, args.quality_rounds, args.quality_output)
+        print(
+            f"median: off {quality['median']['off']:,}, on {quality['median']['on']:,} jobs/s "
+            f"(on/off {quality['on_vs_off']})"
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(quality, indent=2))
+        return
 
     with benchmark_servers() as urls:
         result: dict[str, Any] = {

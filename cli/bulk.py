@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -16,6 +16,7 @@ from cli.stats_view import format_duration
 from contract.documents import FORMATS, decode_document, encode_document
 from contract.errors import InvalidJobError, JobNotCancellableError, JobTimeoutError
 from contract.progress import GroupProgress
+from contract.quality import FLAG_NAMES
 from contract.settings import Settings
 
 if TYPE_CHECKING:
@@ -79,12 +80,26 @@ def add_commands(sub: SubParsers) -> None:
         "results",
         help="one JSON line per input line, in input order",
         description="Write one JSON line per input line, in input order (custom_id, status, translation or "
-        "error). Refused while jobs are pending, unless --partial.",
-        epilog=examples(f"dragoman run results {EXAMPLE_ID} -o out.jsonl"),
+        "error, and quality_flags for a checked translation: {flag: evidence}, {} when clean). Refused while "
+        "jobs are pending, unless --partial. --flagged writes only the lines whose quality checks found something.",
+        epilog=examples(
+            f"dragoman run results {EXAMPLE_ID} -o out.jsonl",
+            f"dragoman run results {EXAMPLE_ID} --flagged",
+            f"dragoman run results {EXAMPLE_ID} --flagged numbers,wrong_language",
+        ),
     )
     results.add_argument("run_id", help="the run id that run submit printed")
     results.add_argument("-o", "--output", type=Path, help="write to this file (default: stdout)")
     results.add_argument("--partial", action="store_true", help="write what is finished even if jobs are pending")
+    results.add_argument(
+        "--flagged",
+        nargs="?",
+        const="true",
+        metavar="FLAGS",
+        help="only the lines of jobs whose quality checks found something; with FLAGS (comma-separated: "
+        + ", ".join(FLAG_NAMES)
+        + ") only those with any of them",
+    )
     cancel = add_command(
         actions,
         "cancel",
@@ -180,7 +195,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             status = client.get_run(args.run_id)
             print(json.dumps(status.to_dict(), indent=2) if args.json else format_progress(status))
         elif args.run_action == "results":
-            lines = client.iter_run_results(args.run_id, allow_partial=args.partial)
+            lines = client.iter_run_results(args.run_id, allow_partial=args.partial, flagged=args.flagged or False)
             if args.output is None:
                 _write_lines(lines, sys.stdout)
             else:
@@ -237,12 +252,25 @@ def format_progress(progress: GroupProgress) -> str:
         f"status     {progress.status}",
         f"progress   {c.finished:,}/{c.total:,} ({c.percent:.1f}%)",
         f"counts     succeeded {c.succeeded:,}, failed {c.failed:,}, cancelled {c.cancelled:,}, pending {c.pending:,}",
+        f"flagged    {format_flags(c.flagged, c.flags)}",
         f"rate       {rate}",
         f"time left  {left}",
     ]
     if progress.error:
         lines.append(f"error      {progress.error}")
     return "\n".join(lines)
+
+
+def format_flags(flagged: int, flags: Mapping[str, int]) -> str:
+    """The quality flags of a group's finished jobs in a few words: ``none``, or the count and each flag's."""
+    if not flagged:
+        return "none"
+    return f"{flagged:,} jobs ({per_flag(flags)})" if flags else f"{flagged:,} jobs"
+
+
+def per_flag(flags: Mapping[str, int]) -> str:
+    """Each flag with its count, the most frequent first: ``numbers 2, tags 1``."""
+    return ", ".join(f"{name} {count:,}" for name, count in sorted(flags.items(), key=lambda item: -item[1]))
 
 
 def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
@@ -282,6 +310,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             return 1
         result = client.document_result(document_id)
     _print_tag_report(result.report)
+    _print_flag_report(result.report)
     if result.failed_segments:
         print(f"{len(result.failed_segments)} of {progress.counts.total} segments did not translate:", file=sys.stderr)
         for failed in result.failed_segments:
@@ -334,7 +363,8 @@ def document_progress_text(progress: GroupProgress) -> tuple[str, float | None]:
     filled = int(width * c.percent / 100)
     left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
     bar = f"[{'#' * filled}{'.' * (width - filled)}]"
-    return f"{bar} {c.finished}/{c.total} segments {c.percent:5.1f}%  {progress.status}{left}", c.percent
+    flagged = f"  {c.flagged} flagged" if c.flagged else ""
+    return f"{bar} {c.finished}/{c.total} segments {c.percent:5.1f}%{flagged}  {progress.status}{left}", c.percent
 
 
 def _print_tag_report(report: dict[str, Any] | None) -> None:
@@ -349,3 +379,18 @@ def _print_tag_report(report: dict[str, Any] | None) -> None:
     )
     for entry in fell_back[:10]:
         print(f"  segment {entry['segment']} not translated whole: {entry['source']!r}", file=sys.stderr)
+
+
+def _print_flag_report(report: dict[str, Any] | None) -> None:
+    """On stderr: how many segments the quality checks flagged, and for the first ten which flags and why."""
+    flagged = (report or {}).get("flagged") or []
+    if not flagged:
+        return
+    counts = (report or {}).get("flags") or {}
+    total = (report or {}).get("segments", "?")
+    print(f"quality: {len(flagged)} of {total} segments flagged ({per_flag(counts)})", file=sys.stderr)
+    for entry in flagged[:10]:
+        why = "; ".join(f"{flag}: {evidence}" for flag, evidence in entry["flags"].items())
+        print(f"  segment {entry['segment']}: {why}\n    source: {entry['source']!r}", file=sys.stderr)
+    if len(flagged) > 10:
+        print(f"  ... and {len(flagged) - 10} more (GET /v1/documents/ID lists every one)", file=sys.stderr)

@@ -123,6 +123,13 @@ _FINISH_MEANING = {
 }
 
 
+def _quality_lines(flags: dict[str, str]) -> list[str]:
+    """The quality checks' outcome: "clean", or one line per flag with its evidence."""
+    if not flags:
+        return ["quality      clean (every quality check passed)"]
+    return [f"{'quality' if i == 0 else '':<12} {flag}: {evidence}" for i, (flag, evidence) in enumerate(flags.items())]
+
+
 def format_job(job: Job) -> str:
     """A job as a few aligned lines for a terminal."""
     lines = [
@@ -151,6 +158,8 @@ def format_job(job: Job) -> str:
         lines.append(f"glossary     target terms missing for: {', '.join(job.glossary_misses)}")
     if job.inline_tags is not None:
         lines.append(f"inline tags  {job.inline_tags}{_TAG_MEANING.get(job.inline_tags, '')}")
+    if job.quality_flags is not None:
+        lines += _quality_lines(job.quality_flags)
     if job.error:
         lines.append(f"error        {job.error}")
     if job.translation is not None:

@@ -13,12 +13,20 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class RunCounts:
-    """Jobs of a run (or document) by status; ``pending`` are queued or running (no final row yet)."""
+    """Jobs of a run (or document) by status; ``pending`` are queued or running (no final row yet).
+
+    ``flagged`` and ``flags`` summarise the quality checks of the finished jobs (``contract.quality``).
+    """
 
     total: int
     succeeded: int = 0
     failed: int = 0
     cancelled: int = 0
+    flagged: int = 0
+    """Finished jobs whose quality checks found something (a non-empty ``quality_flags``)."""
+    flags: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Flagged jobs per flag (``contract.quality.QualityFlag`` values); a job with two flags counts in both.
+    Only the flags that occur are present."""
 
     @property
     def finished(self) -> int:

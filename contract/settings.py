@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSe
 from contract.errors import ConfigurationError
 from contract.model_names import validate_model_name
 from contract.models import ModelRoute
+from contract.quality import QualityFlag, parse_flags
 
 SETTINGS_FILE_VARIABLE = "DRAGOMAN_SETTINGS_FILE"
 """The variable naming the settings file (read from the environment only: a file cannot name another)."""
@@ -163,6 +164,19 @@ class Settings(BaseSettings):
         le=1,
         description="source_lang auto: a probability taken as a detection (a lower one counts only when it is three "
         "times the next language's; otherwise the job fails)",
+    )
+
+    # --- Worker: quality checks ---
+    # The weight-free checks on every finished translation (contract/quality.py, worker/quality_check.py).
+    quality_checks: bool = Field(
+        default=True,
+        description="check every finished translation job (wrong language, untranslated, length, numbers, "
+        "placeholders, tags, glossary, repetition) and store the flags on its row; off: quality_flags stays null",
+    )
+    retry_on_flags: str = Field(
+        default="",
+        description="comma-separated quality flags (e.g. wrong_language,untranslated) that get a job translated "
+        "once more with sampling; the translation with fewer of these flags is kept, the tokens of both counted",
     )
 
     # --- Worker: writing results ---
@@ -419,6 +433,11 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @property
+    def retry_flags(self) -> frozenset[QualityFlag]:
+        """The flags of ``retry_on_flags``; a :class:`ConfigurationError` naming the variable for an unknown one."""
+        return parse_flags(self.retry_on_flags.split(","), setting="DRAGOMAN_RETRY_ON_FLAGS")
+
     @field_validator("default_model")
     @classmethod
     def _model_name(cls, value: str) -> str:
@@ -508,6 +527,14 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "output_tokens_ratio",
             "max_piece_chars",
             "detection_min_confidence",
+        ),
+    ),
+    (
+        "Worker: quality checks",
+        "The weight-free checks on every finished translation, and the retry they may ask for.",
+        (
+            "quality_checks",
+            "retry_on_flags",
         ),
     ),
     (

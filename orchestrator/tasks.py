@@ -176,6 +176,7 @@ async def _assemble(store: GroupStore, document_id: str) -> str:
         if row.status == "succeeded":
             translations[row.sequence] = row.translation
             report.add(row.sequence, segment, row.translation, row.inline_tags)
+            report.add_flags(row.sequence, segment, row.quality_flags)
         else:
             failed.append({"segment": row.sequence, "status": row.status, "error": row.error, "source": segment.text})
     report.failed = len(failed)

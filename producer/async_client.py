@@ -24,6 +24,7 @@ from broker.redis_client import open_redis
 from broker.scripts import CancelOutcome
 from contract.backoff import Backoff
 from contract.errors import ConfigurationError, JobTimeoutError
+from contract.flag_filter import parse_flag_filter
 from contract.progress import GroupProgress
 from contract.schemas import Job, JobSpec, TranslationRequest
 from contract.settings import Settings
@@ -277,14 +278,24 @@ class AsyncClient:
         return await self.groups.progress("run", run_id, tenant)
 
     async def iter_run_results(
-        self, run_id: str, *, allow_partial: bool = False, tenant: str | None = None
+        self,
+        run_id: str,
+        *,
+        allow_partial: bool = False,
+        tenant: str | None = None,
+        flagged: bool | str | Iterable[str] = False,
     ) -> AsyncIterator[dict[str, Any]]:
-        """One dict per input line, in input order: ``custom_id`` with ``translation`` or ``error``.
+        """One dict per input line, in input order: ``custom_id`` with ``translation`` or ``error``, and
+        ``quality_flags`` for a checked translation (``{}`` when clean).
 
+        ``flagged``: ``True`` keeps only the lines whose quality checks found something (the progress's
+        ``counts.flagged``); flag names (``"numbers,tags"`` or a list) keep those with any of them; an
+        unknown name raises :class:`~contract.quality.UnknownQualityFlagError`.
         Raises :class:`RunNotFinishedError` (before the first line) while jobs are pending, unless
         ``allow_partial``.
         """
-        return await self.groups.results(run_id, allow_partial=allow_partial, tenant=tenant)
+        chosen = parse_flag_filter(flagged)
+        return await self.groups.results(run_id, allow_partial=allow_partial, tenant=tenant, flagged=chosen)
 
     async def cancel_run(self, run_id: str, *, tenant: str | None = None) -> GroupProgress:
         """Cancel the run's jobs that have not finished."""

@@ -164,9 +164,14 @@ class Client:
         """A run's status, counts per status, rate and estimated time left."""
         return self.run(self.core.get_run(run_id))
 
-    def iter_run_results(self, run_id: str, *, allow_partial: bool = False) -> Iterator[dict[str, Any]]:
-        """One dict per input line, in input order: ``custom_id`` with ``translation`` or ``error``."""
-        return self._loop.iterate(self.run(self.core.iter_run_results(run_id, allow_partial=allow_partial)))
+    def iter_run_results(
+        self, run_id: str, *, allow_partial: bool = False, flagged: bool | str | Iterable[str] = False
+    ) -> Iterator[dict[str, Any]]:
+        """One dict per input line, in input order: ``custom_id`` with ``translation`` or ``error``, and
+        ``quality_flags`` for a checked translation; ``flagged``: ``True`` only the lines whose checks found
+        something, flag names only those with any of them."""
+        results = self.core.iter_run_results(run_id, allow_partial=allow_partial, flagged=flagged)
+        return self._loop.iterate(self.run(results))
 
     def cancel_run(self, run_id: str) -> GroupProgress:
         """Cancel the run's jobs that have not finished."""

@@ -28,6 +28,7 @@ from contract.errors import (
     JobNotFoundError,
     RunNotFinishedError,
 )
+from contract.flag_filter import FlagFilter
 from contract.ids import canonical_uuid, job_id_for
 from contract.languages import normalize_language
 from contract.model_names import validate_model_name
@@ -205,9 +206,10 @@ class Groups:
         return found
 
     async def results(
-        self, run_id: str, *, allow_partial: bool = False, tenant: str | None = None
+        self, run_id: str, *, allow_partial: bool = False, tenant: str | None = None, flagged: FlagFilter = None
     ) -> AsyncIterator[dict[str, Any]]:
         """The run's results in input order; :class:`RunNotFinishedError` while jobs are pending (unless allowed).
+        ``flagged``: only the lines of jobs whose quality checks found something.
 
         Checked before the first line is produced, so a caller can answer the error instead.
         """
@@ -218,7 +220,7 @@ class Groups:
                 "wait for it, or ask for partial results (allow_partial=True; dragoman run results --partial; "
                 "over HTTP ?partial=true)"
             )
-        return self._store.iter_results(status.id)
+        return self._store.iter_results(status.id, flagged=flagged)
 
     async def cancel(self, kind: str, group_id: str, tenant: str | None = None) -> GroupProgress:
         """Cancel every job of a run or document that has not finished; return its progress.

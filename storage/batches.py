@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -20,6 +20,7 @@ from psycopg.types.json import set_json_loads
 from contract.schemas import Job
 from storage.connection import AsyncConnectionPool
 from storage.jobs import JOB_COLUMNS, row_to_job
+from storage.runs import FLAG_COUNTS_SQL, flag_counts
 
 _COLUMNS = (
     "id, tenant, run_id::text, endpoint, input_file_id, completion_window, status, total, completed, failed, "
@@ -61,6 +62,8 @@ class BatchRow:
     partial_output_file_id: str | None
     follower: str | None
     follow_until: datetime | None
+    flagged: int | None = None  # not a column: the run's jobs with a quality flag, where a read counted them
+    flags: dict[str, int] | None = None  # not a column: those jobs per flag, counted with ``flagged``
 
 
 class OutputRow(NamedTuple):
@@ -81,13 +84,14 @@ class OutputRow(NamedTuple):
     output_tokens: int | None
     finished_at: int | None  # unix seconds
     finish_reason: str | None
+    quality_flags_json: str | None = None  # the quality checks' findings as JSON text ("{}": clean); None: unchecked
 
 
 _OUTPUT_COLUMNS = (
     "id::text, metadata->>'custom_id', "
     "CASE WHEN metadata - 'custom_id' = '{}'::jsonb THEN NULL ELSE (metadata - 'custom_id')::text END, "
     "source_lang, target_lang, translated_text, model, prompt_tokens, output_tokens, "
-    "floor(extract(epoch FROM finished_at))::bigint, finish_reason"
+    "floor(extract(epoch FROM finished_at))::bigint, finish_reason, quality_flags::text"
 )
 
 
@@ -98,6 +102,10 @@ class RunTally:
     succeeded: int
     failed: int
     cancelled: int
+    flagged: int = 0
+    """Finished jobs whose quality checks found something (raw-prompt lines are never checked)."""
+    flags: dict[str, int] = field(default_factory=dict)
+    """Flagged jobs per flag (only the flags that occur)."""
 
     @property
     def finished(self) -> int:
@@ -230,13 +238,15 @@ class AsyncBatchStore:
         return [_batch(row) for row in rows]
 
     async def tally(self, run_id: str) -> RunTally:
-        """How many of the run's jobs finished, by status."""
+        """How many of the run's jobs finished, by status, and how many were flagged (in the same pass)."""
         async with self._pool.connection() as conn:
             cursor = await conn.execute(
-                "SELECT status, count(*) FROM jobs WHERE run_id = %s GROUP BY status", (run_id,)
+                f"SELECT status, count(*), {FLAG_COUNTS_SQL} FROM jobs WHERE run_id = %s GROUP BY status", (run_id,)
             )
-            counts = {str(status): int(count) for status, count in await cursor.fetchall()}
-        return RunTally(counts.get("succeeded", 0), counts.get("failed", 0), counts.get("cancelled", 0))
+            rows = await cursor.fetchall()
+        counts = {str(row[0]): int(row[1]) for row in rows}
+        flagged, flags = flag_counts(rows)
+        return RunTally(counts.get("succeeded", 0), counts.get("failed", 0), counts.get("cancelled", 0), flagged, flags)
 
     async def sequences_with_rows(self, run_id: str) -> frozenset[int]:
         """The line numbers of the run's jobs that have a row (resuming a batch skips them)."""

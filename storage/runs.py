@@ -9,14 +9,16 @@ a row lock, assembles documents and records webhook deliveries here. A "group" i
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from contract.errors import RunFileMismatchError
+from contract.flag_filter import FlagFilter, filter_names
 from contract.progress import GroupProgress, RunCounts, progress
+from contract.quality import FLAG_NAMES
 from storage.connection import AsyncConnectionPool
 
 KINDS = {"run": ("runs", "run_id"), "document": ("documents", "document_id")}
@@ -26,27 +28,59 @@ SELECT g.id, g.status, g.name, extract(epoch FROM g.created_at), extract(epoch F
        g.total
 FROM {table} g WHERE g.id = %s
 """
-COUNTS_SQL = """
-SELECT status, count(*), extract(epoch FROM min(created_at)), extract(epoch FROM max(finished_at))
-FROM jobs WHERE {column} = %s GROUP BY status
-"""
+FLAGGED_SQL = "quality_flags <> '{}'::jsonb"
+"""A job row whose quality checks found something (``{}``: checked and clean; ``NULL``: not checked, and
+``NULL <> ...`` is not true). A literal, not ``jsonb_build_object()``: that one is only stable, so it would
+be called again for every row."""
+FLAG_COUNTS_SQL = ", ".join(
+    [f"count(*) FILTER (WHERE {FLAGGED_SQL})"]
+    + [f"count(*) FILTER (WHERE quality_flags ? '{flag}')" for flag in FLAG_NAMES]
+)
+"""The flagged count and one count per flag, aggregated in the same pass over the rows as the status counts."""
+
+
+def counts_sql(column: str) -> str:
+    """A group's job rows by status (``column``: the ``jobs`` column naming the group), each status with its
+    first creation, last finish and :data:`FLAG_COUNTS_SQL`'s counts; the group's id is the one parameter."""
+    return (
+        "SELECT status, count(*), extract(epoch FROM min(created_at)), extract(epoch FROM max(finished_at)), "
+        f"{FLAG_COUNTS_SQL} FROM jobs WHERE {column} = %s GROUP BY status"
+    )
+
+
+def flag_counts(count_rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, int]]:
+    """The flagged jobs and the jobs per flag (only flags that occur), summed over rows ending in
+    :data:`FLAG_COUNTS_SQL`'s columns."""
+    flagged = 0
+    per_flag = dict.fromkeys(FLAG_NAMES, 0)
+    width = len(FLAG_NAMES) + 1
+    for row in count_rows:
+        tail = row[-width:]
+        flagged += int(tail[0])
+        for name, count in zip(FLAG_NAMES, tail[1:], strict=True):
+            per_flag[name] += int(count)
+    return flagged, {name: count for name, count in per_flag.items() if count}
 
 
 def group_progress(kind: str, row: tuple[Any, ...], count_rows: Iterable[tuple[Any, ...]]) -> GroupProgress:
-    """The progress of a group from its :data:`PROGRESS_SQL` row and its :data:`COUNTS_SQL` rows."""
+    """The progress of a group from its :data:`PROGRESS_SQL` row and its :func:`counts_sql` rows."""
+    rows = list(count_rows)
     by_status: dict[str, int] = {}
     first: float | None = None
     last: float | None = None
-    for status, count, created, finished in count_rows:
+    for status, count, created, finished, *_ in rows:
         by_status[status] = int(count)
         first = float(created) if first is None else min(first, float(created))
         if finished is not None:
             last = float(finished) if last is None else max(last, float(finished))
+    flagged, flags = flag_counts(rows)
     counts = RunCounts(
         total=int(row[6] or 0),
         succeeded=by_status.get("succeeded", 0),
         failed=by_status.get("failed", 0),
         cancelled=by_status.get("cancelled", 0),
+        flagged=flagged,
+        flags=flags,
     )
     return progress(kind, row[:6], counts, first, last)
 
@@ -73,20 +107,27 @@ CANCEL_UNSUBMITTED_SQL = (
     "ON CONFLICT (id) DO NOTHING"
 )
 RESULTS_PAGE_SQL = (
-    "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata "
-    "FROM jobs WHERE run_id = %s AND sequence > %s ORDER BY sequence LIMIT %s"
+    "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata, quality_flags "
+    "FROM jobs WHERE run_id = %s AND sequence > %s{flagged} ORDER BY sequence LIMIT %s"
 )
-"""One page of a run's job rows in input order, after a sequence number, as :func:`result_line` reads them."""
+"""One page of a run's job rows in input order, after a sequence number, as :func:`result_line` reads them
+(``{flagged}``: empty, or ``AND`` :data:`FLAGGED_SQL` for the flagged rows alone)."""
 
 
 def result_line(row: tuple[Any, ...]) -> dict[str, Any]:
-    """One line of a run's results: ``custom_id``, ``status``, the translation or the error, extra metadata."""
-    _, custom_id, status, translation, error, metadata = row
+    """One line of a run's results: ``custom_id``, ``status``, the translation or the error, extra metadata.
+
+    A checked translation carries its ``quality_flags`` (``{}`` when clean); a row never checked
+    (failed, cancelled, from before the checks) has no such key.
+    """
+    _, custom_id, status, translation, error, metadata, quality_flags = row
     line: dict[str, Any] = {"custom_id": custom_id, "status": status}
     if status == "succeeded":
         line["translation"] = translation
     else:
         line["error"] = error or status
+    if quality_flags is not None:
+        line["quality_flags"] = quality_flags
     extra = {k: v for k, v in (metadata or {}).items() if k != "custom_id"}
     if extra:
         line["metadata"] = extra
@@ -145,6 +186,7 @@ class SegmentRow(NamedTuple):
     translation: str | None
     error: str | None
     inline_tags: str | None = None  # kept, retried or fallback (a segment sent with placeholder tags)
+    quality_flags: dict[str, str] | None = None  # what the quality checks found ({}: clean; None: not checked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,21 +359,31 @@ class GroupStore:
             row = await cursor.fetchone()
             if row is None:
                 return None
-            counts = await conn.execute(COUNTS_SQL.format(column=column), (group_id,))
+            counts = await conn.execute(counts_sql(column), (group_id,))
             return group_progress(kind, row, await counts.fetchall())
 
     results_page = 2_000
     """Rows read per query by :meth:`iter_results`."""
 
-    async def iter_results(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
+    async def iter_results(self, run_id: str, *, flagged: FlagFilter = None) -> AsyncIterator[dict[str, Any]]:
         """The run's result lines in input order, a page per query.
 
+        ``flagged`` (``contract.flag_filter``): ``None`` every line, an empty set the lines of jobs whose
+        quality checks found anything, else those with at least one of its flags.
         No connection is held between pages, so a reader going slowly holds none of the pool.
         """
         page = self.results_page
         after = -1
+        names = filter_names(flagged)
+        chosen: tuple[list[str], ...]
+        if names is None:
+            query, chosen = RESULTS_PAGE_SQL.format(flagged=""), ()
+        elif not names:
+            query, chosen = RESULTS_PAGE_SQL.format(flagged=f" AND {FLAGGED_SQL}"), ()
+        else:
+            query, chosen = RESULTS_PAGE_SQL.format(flagged=" AND quality_flags ?| %s::text[]"), (names,)
         while True:
-            rows = await self._all(RESULTS_PAGE_SQL, (run_id, after, page))
+            rows = await self._all(query, (run_id, after, *chosen, page))
             for row in rows:
                 yield result_line(row)
             if len(rows) < page:
@@ -442,8 +494,8 @@ class GroupStore:
         assert found is not None
         skeleton, cancel_requested, target_lang, fmt = found
         rows = await self._all(
-            "SELECT sequence, status, translated_text, error, inline_tags FROM jobs WHERE document_id = %s "
-            "ORDER BY sequence",
+            "SELECT sequence, status, translated_text, error, inline_tags, quality_flags FROM jobs "
+            "WHERE document_id = %s ORDER BY sequence",
             (document_id,),
         )
         return AssemblyInput(skeleton, bool(cancel_requested), [SegmentRow(*row) for row in rows], target_lang, fmt)

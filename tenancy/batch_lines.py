@@ -191,6 +191,7 @@ class _TranslationBody(msgspec.Struct):
     translation: str | None
     usage: _Usage
     metadata: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    quality_flags: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Message(msgspec.Struct):
@@ -240,6 +241,9 @@ _encode = msgspec.json.Encoder().encode
 def encode_output_line(row: OutputRow, endpoint: str = TRANSLATIONS) -> bytes:
     """A succeeded job's output-file line (JSON, no newline): ``response.body`` as ``endpoint`` answers,
     with its usage. A row without a finish reason (written before one was recorded) finished with ``stop``.
+    A ``/v1/translations`` body (dragoman's own shape) carries the job's ``quality_flags`` when it was
+    checked; the OpenAI-shaped chat and completion bodies are raw-prompt jobs, never checked, and stay
+    exactly OpenAI's.
 
     Built from :class:`~storage.OutputRow` and encoded from structs: a large batch's output file has a
     line per job, written while its jobs run, and this is the API server's share of that work.
@@ -256,6 +260,7 @@ def encode_output_line(row: OutputRow, endpoint: str = TRANSLATIONS) -> bytes:
         body = _GeneratedBody("cmpl-" + row.job_id, "text_completion", row.finished_at, row.model, [text], usage)
     else:
         metadata = msgspec.UNSET if row.metadata_json is None else msgspec.Raw(row.metadata_json.encode())
+        flags = msgspec.UNSET if row.quality_flags_json is None else msgspec.Raw(row.quality_flags_json.encode())
         body = _TranslationBody(
             row.job_id,
             "translation",
@@ -266,6 +271,7 @@ def encode_output_line(row: OutputRow, endpoint: str = TRANSLATIONS) -> bytes:
             row.translation,
             usage,
             metadata,
+            flags,
         )
     response = _Response(200, row.job_id, body)
     return _encode(_OutputLine(request_id(row.job_id), row.custom_id, response))

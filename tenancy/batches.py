@@ -36,7 +36,16 @@ from contract.schemas import JobSpec
 from producer.async_client import AsyncClient
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.run_files import repeated_id_errors
-from storage import AsyncBatchStore, BatchRow, FileStore, JobRowWriter, RowRecord, StoredFile, numbered_lines
+from storage import (
+    AsyncBatchStore,
+    BatchRow,
+    FileStore,
+    JobRowWriter,
+    RowRecord,
+    RunTally,
+    StoredFile,
+    numbered_lines,
+)
 from tenancy.batch_lines import (
     ENDPOINTS,
     BadLineError,
@@ -73,6 +82,17 @@ MAX_FOLLOWING = 16
 FINALIZE_WAIT_SECONDS = 2.0
 """How long a read that claimed a finished batch waits for its output before answering ``finalizing``:
 writing 100,000 lines takes seconds, which a status read should not."""
+
+
+def _counted(row: BatchRow, tally: RunTally) -> BatchRow:
+    """``row`` with its run's counts as ``tally`` found them: completed, failed (cancelled included), flagged."""
+    return replace(
+        row,
+        completed=tally.succeeded,
+        failed=tally.failed + tally.cancelled,
+        flagged=tally.flagged,
+        flags=tally.flags,
+    )
 
 
 class BatchNotFoundError(DragomanError, LookupError):
@@ -417,14 +437,20 @@ class BatchService:
     # Following -------------------------------------------------------------------------------
 
     async def get(self, tenant: str, batch_id: str) -> BatchRow:
-        """The tenant's batch as it is now (finalized here if its last job just finished)."""
+        """The tenant's batch as it is now (finalized here if its last job just finished), with its jobs'
+        quality flags counted (``flagged``, ``flags``)."""
         row = await self._batches.get(tenant, batch_id)
         if row is None:
             raise BatchNotFoundError(f"no batch with id {batch_id!r}")
-        return await self._refresh(row)
+        row = await self._refresh(row)
+        if row.flagged is None and row.total and row.status != "validating":  # a final batch: counted here
+            tally = await self._batches.tally(row.run_id)
+            row = replace(row, flagged=tally.flagged, flags=tally.flags)
+        return row
 
     async def list(self, tenant: str, *, after: str | None, limit: int) -> list[BatchRow]:
-        """Up to ``limit`` of the tenant's batches, newest first, each as it is now."""
+        """Up to ``limit`` of the tenant's batches, newest first, each as it is now (flags counted for the running
+        ones only: a page of final batches costs no count of their jobs)."""
         return [await self._refresh(row) for row in await self._batches.list(tenant, after=after, limit=limit)]
 
     async def cancel(self, tenant: str, batch_id: str) -> BatchRow:
@@ -453,8 +479,8 @@ class BatchService:
                 row = await self._expire(row)
             if row.status != "finalizing" and (row.follow_until is None or row.follow_until < datetime.now(UTC)):
                 await self._follow(row)  # nobody writes its output yet (its server died): this one will
-            return replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
-        counted = replace(row, completed=tally.succeeded, failed=tally.failed + tally.cancelled)
+            return _counted(row, tally)
+        counted = _counted(row, tally)
         claimed = await self._batches.claim_finalizing(row.id)
         if claimed is None:  # another reader is writing the output
             return replace(counted, status="finalizing")
@@ -466,7 +492,9 @@ class BatchService:
             FINALIZE_WAIT_SECONDS,
             "writing a batch's output",
         )
-        return finished or replace(counted, status="finalizing", finalizing_at=claimed.finalizing_at)
+        if finished is not None:
+            return replace(finished, flagged=tally.flagged, flags=tally.flags)
+        return replace(counted, status="finalizing", finalizing_at=claimed.finalizing_at)
 
     async def _follow(self, row: BatchRow) -> None:
         """Write a running batch's output as its jobs finish, in a task of this service, unless another

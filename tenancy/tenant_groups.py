@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from contract.flag_filter import FlagFilter
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec
@@ -164,10 +165,11 @@ class TenantGroups:
         return await self._groups.progress(kind, group_id, tenant)
 
     async def iter_results(
-        self, tenant: str, run_id: str, *, allow_partial: bool = False
+        self, tenant: str, run_id: str, *, allow_partial: bool = False, flagged: FlagFilter = None
     ) -> AsyncIterator[dict[str, Any]]:
-        """The run's results in input order; :class:`RunNotFinishedError` while jobs are pending (unless allowed)."""
-        return await self._groups.results(run_id, allow_partial=allow_partial, tenant=tenant)
+        """The run's results in input order (``flagged``: only flagged jobs' lines);
+        :class:`RunNotFinishedError` while jobs are pending (unless allowed)."""
+        return await self._groups.results(run_id, allow_partial=allow_partial, tenant=tenant, flagged=flagged)
 
     async def cancel(self, tenant: str, kind: str, group_id: str) -> GroupProgress:
         """Cancel every unfinished job of the tenant's run or document; its progress."""

@@ -34,12 +34,14 @@ from broker.state_records import record_types
 from contract.backoff import Backoff
 from contract.controls import AUTO_LANGUAGE, glossary_misses
 from contract.errors import (
+    ConfigurationError,
     EngineUnavailableError,
     LanguageNotDetectedError,
     MalformedEntryError,
     TruncatedTranslationError,
     UnrunnableJobError,
 )
+from contract.quality import QualityFlags
 from contract.schemas import JobSpec, JobStatus, Lane
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
@@ -47,8 +49,10 @@ from worker.lanes import LanePolicy, lane_policy
 from worker.language_detection import LanguageDetector
 from worker.memory import TranslationMemory
 from worker.metrics import WorkerMetrics
+from worker.profiles.base import Sampling
+from worker.quality_check import check_translation
 from worker.results import DeadLetter, JobResult, storable_text
-from worker.translator import Translation, Translator
+from worker.translator import RETRY_SAMPLING, Translation, Translator
 from worker.writer import ResultWriter
 
 log = logging.getLogger(__name__)
@@ -74,6 +78,13 @@ class StreamConsumer:
         self._settings = settings
         self._memory = memory
         self._detector = LanguageDetector(settings.detection_min_confidence)
+        self._checks = settings.quality_checks
+        self._retry_on = settings.retry_flags  # an unknown flag name stops the worker at start
+        if self._retry_on and not self._checks:
+            raise ConfigurationError(
+                "DRAGOMAN_RETRY_ON_FLAGS needs the quality checks: unset it or set DRAGOMAN_QUALITY_CHECKS=true"
+            )
+        self._language_check: LanguageDetector | None = self._detector if self._checks else None
         self._metrics = metrics if metrics is not None else WorkerMetrics()
         self._keys = served_keys(settings)
         self._redis = redis
@@ -131,6 +142,7 @@ class StreamConsumer:
         ``DRAGOMAN_CONSUMER_NAME``), then new ones.
         """
         await self.ensure_group()
+        await self._load_language_check()
         backoff = Backoff(0.2, 10.0)
         while not self._stopping.is_set():
             await self._slots.acquire()
@@ -154,6 +166,19 @@ class StreamConsumer:
             for lane, entries in read.items():
                 if entries:
                     await self.dispatch(entries, lane)
+
+    async def _load_language_check(self) -> None:
+        """Load the language detector off the event loop before jobs flow (the quality check uses it on every job).
+
+        A detector that cannot load leaves the ``wrong_language`` check out, with a warning; the other checks run.
+        """
+        if self._language_check is None:
+            return
+        try:
+            await self._language_check.ready()
+        except Exception as exc:
+            log.warning("the language detector did not load (%s): wrong_language is not checked", _first_line(exc))
+            self._language_check = None
 
     async def _next_entries(self, count: int) -> dict[Lane, Entries]:
         """Up to ``count`` entries, never more (each holds a slot taken for it): own pending
@@ -419,7 +444,10 @@ class StreamConsumer:
             hit = recalled.get(spec.job_id)
             if hit is not None:
                 done = Translation(hit.translation, 0, 0, "stop", pieces=0)
-                await self._finish(self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True))
+                flags = self._quality(job, done)  # re-checked: the memory stores text only, and the checks are cheap
+                await self._finish(
+                    self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags)
+                )
                 continue
             previous = self._entries.get(spec.job_id)  # the same job twice in one read: counted once
             if previous is not None:
@@ -532,13 +560,78 @@ class StreamConsumer:
                 )
                 attempt += 1
                 continue
+            flags = self._quality(work, translation)
+            if flags and not shared and translation.finish_reason != "abort" and self._retry_on.intersection(flags):
+                translation, flags, attempt = await self._retry_flagged(spec, work, attempt, translation, flags)
             if translation.finish_reason == "abort" or spec.job_id in self._cancelled:
                 return self._result(
                     entry_id, spec, attempt, started_at, JobStatus.CANCELLED, finish_reason=translation.finish_reason
                 )
-            if self._memory is not None and not shared:
+            if self._memory is not None and not shared and not self._retry_on.intersection(flags or ()):
                 self._memory.remember(work, translation)
-            return self._succeeded(entry_id, spec, work, attempt, started_at, translation, from_memory=shared)
+            return self._succeeded(
+                entry_id, spec, work, attempt, started_at, translation, from_memory=shared, flags=flags
+            )
+
+    async def _retry_flagged(
+        self, spec: JobSpec, work: JobSpec, attempt: int, first: Translation, first_flags: QualityFlags
+    ) -> tuple[Translation, QualityFlags | None, int]:
+        """Translate a job flagged with a ``DRAGOMAN_RETRY_ON_FLAGS`` flag once more, with sampling; keep the better.
+
+        The better has fewer of the chosen flags (then fewer flags; the first on a tie). The kept
+        translation carries the tokens and engine requests of both, and ``attempts`` one more; a chosen
+        flag still there says so in its evidence. A retry that fails keeps the first translation.
+        """
+        chosen = self._retry_on
+        log.info(
+            "job %s flagged %s; translating it once more with sampling",
+            spec.job_id,
+            ", ".join(sorted(chosen.intersection(first_flags))),
+            extra={"job_id": spec.job_id},
+        )
+        request_id = self._requests[spec.job_id] = f"{spec.job_id}-{attempt}-quality"
+        try:
+            second = await self._translator.translate(work, request_id, sampling=self._retry_sampling())
+        except EngineUnavailableError as exc:
+            if self.engine_failure is None:
+                log.error("engine unavailable, stopping this worker: %s", exc)
+                self.engine_failure = exc
+                self.failed.set()
+            return first, first_flags, attempt
+        except Exception as exc:  # the retry only: the first translation stands
+            log.warning("job %s: the quality retry failed (%s); keeping the first translation", spec.job_id, exc)
+            self._metrics.record_quality_retry(better=False)
+            return first, first_flags, attempt + 1
+        if second.finish_reason == "abort":
+            return second, first_flags, attempt + 1
+        second_flags = self._quality(work, second) or {}
+        first_rank = (len(chosen.intersection(first_flags)), len(first_flags))
+        better = (len(chosen.intersection(second_flags)), len(second_flags)) < first_rank
+        self._metrics.record_quality_retry(better=better)
+        kept, flags = (second, second_flags) if better else (first, first_flags)
+        kept = msgspec.structs.replace(
+            kept,
+            prompt_tokens=first.prompt_tokens + second.prompt_tokens,
+            output_tokens=first.output_tokens + second.output_tokens,
+            pieces=first.pieces + second.pieces,
+        )
+        flags = {
+            flag: f"{evidence} (still so after one retry with sampling)" if flag in chosen else evidence
+            for flag, evidence in flags.items()
+        }
+        return kept, flags, attempt + 1
+
+    def _retry_sampling(self) -> Sampling:
+        """How a quality retry samples: the profile's own sampling if it samples, else :data:`RETRY_SAMPLING`."""
+        sampling = self._translator.profile.sampling
+        return sampling if sampling.temperature > 0 else RETRY_SAMPLING
+
+    def _quality(self, work: JobSpec, translation: Translation) -> QualityFlags | None:
+        """The quality flags of a translation job's output; ``None`` for a raw-prompt job or with the checks off."""
+        if not self._checks or work.generation is not None:
+            return None
+        flags = check_translation(work, translation.text, self._language_check)
+        return {flag: storable_text(evidence) or "" for flag, evidence in flags.items()} if flags else flags
 
     async def _translate(self, work: JobSpec, request_id: str) -> tuple[Translation, bool]:
         """The translation of ``work``, and whether an identical job running here produced it."""
@@ -556,8 +649,9 @@ class StreamConsumer:
         translation: Translation,
         *,
         from_memory: bool,
+        flags: QualityFlags | None,
     ) -> JobResult:
-        """The result of a translated job: tokens only if this job generated them, what the controls left."""
+        """The result of a translated job: tokens only if this job generated them, what the controls left, its flags."""
         return self._result(
             entry_id,
             spec,
@@ -573,6 +667,7 @@ class StreamConsumer:
             detected_source_lang=work.source_lang if spec.source_lang == AUTO_LANGUAGE else None,
             glossary_misses=glossary_misses(work.glossary, work.text, translation.text) if work.glossary else None,
             inline_tags=translation.inline_tags,
+            quality_flags=flags,
         )
 
     def _result(

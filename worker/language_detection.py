@@ -29,26 +29,49 @@ _FLOOR = 0.1  # below this no lead makes a guess a detection
 _SAMPLE_CHARS = 2_000  # the language of a long text shows in its first two thousand characters
 
 
+_MODEL_LOCK = threading.Lock()
+_model: Any = None  # the loaded identifier, shared by every detector of the process (read-only once loaded)
+
+
+def _load_model() -> Any:
+    """py3langid's model, loaded once per process: each load takes one to three seconds of CPU."""
+    global _model
+    with _MODEL_LOCK:
+        if _model is None:
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+            _model = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+        return _model
+
+
 class LanguageDetector:
     """Tells the language of a text, or raises :class:`LanguageNotDetectedError` when it cannot with confidence."""
 
     def __init__(self, min_confidence: float = DEFAULT_MIN_CONFIDENCE) -> None:
         self.min_confidence = min_confidence
-        self._identifier: Any = None
-        self._lock = threading.Lock()
+        self._identifier: Any = _model
 
     async def ready(self) -> None:
-        """Load the model (once, in a thread) so that :meth:`detect` does not block the event loop."""
+        """Load the model (once per process, in a thread) so that :meth:`detect` does not block the event loop."""
         if self._identifier is None:
-            await asyncio.to_thread(self._load)
+            self._identifier = await asyncio.to_thread(_load_model)
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._identifier is None:
-                from py3langid.langid import MODEL_FILE, LanguageIdentifier
+        if self._identifier is None:
+            self._identifier = _load_model()
+        return self._identifier
 
-                self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-            return self._identifier
+    def guess(self, text: str) -> tuple[str | None, float]:
+        """The most probable language of ``text`` (its canonical code, ``None`` for no language) and its probability.
+
+        Unlike :meth:`detect` it never raises: the quality check decides itself how sure is sure enough.
+        """
+        identifier = self._identifier if self._identifier is not None else self._load()
+        code, probability = identifier.classify(text[:_SAMPLE_CHARS])
+        try:
+            return normalize_language(code), float(probability)
+        except UnsupportedLanguageError:
+            return None, float(probability)
 
     def detect(self, text: str) -> str:
         """The canonical code of ``text``'s language ("fr", "zh"...); loads the model if :meth:`ready` did not."""

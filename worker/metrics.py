@@ -17,6 +17,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 from prometheus_client.registry import Collector
 
 from broker.queue_stats import QueueStats
+from contract.quality import FLAG_NAMES
 from contract.schemas import JobStatus, Lane, lane_of
 from contract.wire import JobEvent
 from worker.results import JobResult
@@ -284,6 +285,28 @@ class WorkerMetrics:
         self.pieces = Counter(
             "dragoman_job_pieces", "Engine requests of finished jobs (a long text takes several)", registry=r
         )
+        self.quality_checked = Counter(
+            "dragoman_quality_checked",
+            "Translations whose final row this worker committed with the quality checks run (the rate's denominator)",
+            registry=r,
+        )
+        self.quality_flags = Counter(
+            "dragoman_quality_flags",
+            "Committed translations the quality checks flagged, by flag (one translation may have several flags)",
+            ["flag"],
+            registry=r,
+        )
+        for flag in FLAG_NAMES:
+            self.quality_flags.labels(flag)
+        self.quality_retries = Counter(
+            "dragoman_quality_retries",
+            "Translations retried once because of a DRAGOMAN_RETRY_ON_FLAGS flag, by outcome: better (the retry "
+            "was kept) or not_better (the first translation was kept)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("better", "not_better"):
+            self.quality_retries.labels(outcome)
         self.prompt_tokens = Counter("dragoman_prompt_tokens", "Prompt tokens of finished jobs", registry=r)
         self.output_tokens = Counter("dragoman_output_tokens", "Generated tokens of finished jobs", registry=r)
         self.writer_batch_size = Histogram(
@@ -410,6 +433,7 @@ class WorkerMetrics:
             pieces += result.pieces or 0
         for reason, count in reasons.items():
             self.finish_reasons.labels(reason).inc(count)
+        self._record_quality(mine)
         if pieces:
             self.pieces.inc(pieces)
         prompt = sum(r.prompt_tokens or 0 for r in mine)
@@ -434,6 +458,26 @@ class WorkerMetrics:
             # Rows written for malformed entries (failed by their id): no job to read a tenant from.
             + [(None, JobStatus.FAILED.value, 0, 0, 0) for job_id in written if job_id not in mine_ids]
         )
+
+    def _record_quality(self, results: Sequence[JobResult]) -> None:
+        """Count the checked translations of a committed batch and their flags."""
+        checked = 0
+        flagged: dict[str, int] = {}
+        for result in results:
+            flags = result.quality_flags
+            if flags is None:
+                continue
+            checked += 1
+            for flag in flags:
+                flagged[flag] = flagged.get(flag, 0) + 1
+        if checked:
+            self.quality_checked.inc(checked)
+        for flag, count in flagged.items():
+            self.quality_flags.labels(flag).inc(count)
+
+    def record_quality_retry(self, *, better: bool) -> None:
+        """Count one quality retry and whether its translation was kept."""
+        self.quality_retries.labels("better" if better else "not_better").inc()
 
     def record_reclaimed(self, count: int) -> None:
         """Count entries taken over from other consumers."""

@@ -149,8 +149,8 @@ class Translator:
             return False
         return prompt + wanted <= self._max_len
 
-    async def translate(self, spec: JobSpec, request_id: str) -> Translation:
-        """Translate ``spec`` whole, in as many pieces as it needs.
+    async def translate(self, spec: JobSpec, request_id: str, *, sampling: Sampling | None = None) -> Translation:
+        """Translate ``spec`` whole, in as many pieces as it needs (``sampling``: instead of the profile's).
 
         Raises :class:`InputTooLongError` if even a piece of a few characters cannot fit the
         context, :class:`TruncatedTranslationError` if a piece stops on its budget twice, and
@@ -163,7 +163,7 @@ class Translator:
             spec = msgspec.structs.replace(spec, context=None)  # a document's own context is a hint, not a demand
         if spec.inline_tags and has_tags(spec.text):
             return await self._translate_keeping_tags(spec, request_id)
-        return await self._translate_text(spec, request_id)
+        return await self._translate_text(spec, request_id, sampling)
 
     async def _translate_text(self, spec: JobSpec, request_id: str, sampling: Sampling | None = None) -> Translation:
         """:meth:`translate` for a translation job, with the profile's sampling unless ``sampling`` is given."""

@@ -10,9 +10,12 @@ from fastapi import APIRouter, Depends, Query, Request, status
 from fastapi.responses import StreamingResponse
 
 from api.auth import CallerDep
+from api.errors import ApiError
 from api.schemas import ErrorBody, GroupView
 from api.services import ApiServices, services
 from api.uploads import spool, spooled_chunks
+from contract.flag_filter import parse_flag_filter
+from contract.quality import UnknownQualityFlagError
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
@@ -93,12 +96,25 @@ async def run_results(
     caller: CallerDep,
     api: ServicesDep,
     partial: Annotated[bool, Query(description="stream the lines of finished jobs while others are pending")] = False,
+    flagged: Annotated[
+        str | None,
+        Query(
+            description="true: only the lines of jobs whose quality checks found something; flag names "
+            "(comma-separated, e.g. numbers,wrong_language): only those with any of them; false: every line"
+        ),
+    ] = None,
 ) -> StreamingResponse:
-    """The results as JSONL in input order: ``custom_id``, ``status``, ``translation`` or ``error``, ``metadata``.
+    """The results as JSONL in input order: ``custom_id``, ``status``, ``translation`` or ``error``, ``metadata``,
+    and ``quality_flags`` (``{flag: evidence}``, ``{}`` when clean) for a checked translation.
 
-    ``409 run_not_finished`` while jobs are pending, unless ``?partial=true``.
+    ``409 run_not_finished`` while jobs are pending, unless ``?partial=true``; ``400 invalid_flagged`` for a
+    ``flagged`` that is neither true/false nor flag names.
     """
-    lines = await api.groups.iter_results(caller.tenant, run_id, allow_partial=partial)
+    try:
+        chosen = parse_flag_filter(flagged)
+    except UnknownQualityFlagError as exc:
+        raise ApiError(400, "invalid_flagged", f"flagged must be true, false or quality flag names: {exc}") from None
+    lines = await api.groups.iter_results(caller.tenant, run_id, allow_partial=partial, flagged=chosen)
 
     async def body() -> AsyncIterator[bytes]:
         async for line in lines:

@@ -3,8 +3,8 @@
 An entry whose ``msgstr`` is empty (``msgstr ""`` on one line) is translated; an entry that
 already has a translation is left as it is, as are comments, flags (``#, fuzzy``), references,
 ``msgctxt``, obsolete entries (``#~``) and the header. For plurals, ``msgstr[0]`` gets the
-translation of ``msgid`` and every other ``msgstr[N]`` that of ``msgid_plural``. printf and
-Python placeholders (``%s``, ``%(name)d``, ``{name}``) are unit tags the model never sees;
+translation of ``msgid`` and every other ``msgstr[N]`` that of ``msgid_plural``. Placeholders
+(``%s``, ``%(name)d``, ``{name}``...: :mod:`contract.placeholders`) are unit tags the model never sees;
 inline HTML tags in a message are paired tags. A line that is none of a comment, a keyword
 with its quoted string, a continuation string or a blank is a clear error with its number.
 """
@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
+from contract.placeholders import PLACEHOLDER
 from orchestrator.segmenting.inline_block import segment_of
 from orchestrator.segmenting.parts import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
@@ -22,11 +23,8 @@ from orchestrator.segmenting.skeleton import Skeleton
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _KEYWORD = re.compile(r"(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)[ \t]+(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
 _CONTINUATION = re.compile(r"[ \t]*(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
-_PLACEHOLDER = re.compile(
-    r"%(?:\([^)\s]*\))?[-#0 +']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsa%]"
-    r"|\{[A-Za-z0-9_.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"
-    r"|</?[a-zA-Z][^<>]*>"
-)
+# Placeholders (contract.placeholders, the grammar the quality check uses too) and inline HTML tags.
+_PLACEHOLDER = re.compile(PLACEHOLDER.pattern + r"|</?[a-zA-Z][^<>]*>")
 _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 

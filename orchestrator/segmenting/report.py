@@ -1,4 +1,5 @@
-"""A document's report: per segment, what became of its placeholder tags, and how many failed."""
+"""A document's report: per segment, what became of its placeholder tags, which were flagged and why,
+and how many failed."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ class DocumentReport:
     ``with_tags``: segments sent with placeholder tags; ``tags_kept``: those whose translation kept
     them the first time; ``retried``: kept on the one retry; ``fell_back``: each text run between the
     tags translated on its own (the markup is intact, the sentence was not translated whole); ``tags_broken``:
-    a stored translation whose tags did not match at assembly (kept in the source language).
+    a stored translation whose tags did not match at assembly (kept in the source language);
+    ``flagged``: translated segments whose quality checks found something, each with its flags and their
+    evidence (``contract.quality``) and a source excerpt; ``flags``: how many segments had each flag.
     """
 
     segments: int
@@ -27,6 +30,16 @@ class DocumentReport:
     fell_back: list[dict[str, Any]] = field(default_factory=list)
     tags_broken: list[dict[str, Any]] = field(default_factory=list)
     failed: int = 0
+    flagged: list[dict[str, Any]] = field(default_factory=list)
+    flags: dict[str, int] = field(default_factory=dict)
+
+    def add_flags(self, sequence: int, segment: Segment, quality_flags: dict[str, str] | None) -> None:
+        """Note a translated segment's quality flags, if its checks found anything."""
+        if not quality_flags:
+            return
+        self.flagged.append({"segment": sequence, "flags": dict(quality_flags), "source": segment.text[:_EXCERPT]})
+        for flag in quality_flags:
+            self.flags[flag] = self.flags.get(flag, 0) + 1
 
     def add(self, sequence: int, segment: Segment, translation: str | None, outcome: str | None) -> None:
         """Count one translated segment."""
@@ -53,4 +66,6 @@ class DocumentReport:
             "fell_back": self.fell_back,
             "tags_broken": self.tags_broken,
             "failed": self.failed,
+            "flagged": self.flagged,
+            "flags": self.flags,
         }

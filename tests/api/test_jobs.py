@@ -42,6 +42,8 @@ async def test_openapi_and_docs_are_served(http: httpx.AsyncClient) -> None:
     schema = (await http.get("/openapi.json")).json()
     assert {"/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/cancel", "/healthz"} <= set(schema["paths"])
     assert (await http.get("/docs")).status_code == 200
+    flags = schema["components"]["schemas"]["JobView"]["properties"]["quality_flags"]
+    assert "wrong_language" in flags["description"]
 
 
 async def test_submit_one_then_get_it(
@@ -54,6 +56,7 @@ async def test_submit_one_then_get_it(
     assert accepted["status"] == "queued"
     job = (await http.get(f"/v1/jobs/{accepted['id']}", headers=bearer(key))).json()
     assert job["id"] == accepted["id"] and job["status"] == "queued" and job["attempts"] == 0
+    assert job["quality_flags"] is None  # not checked (yet)
     assert job["source_lang"] == "en" and job["target_lang"] == "fr"
     # The tenant travels with the job: in its state record and in its wire payload.
     keys = RedisKeys.from_settings(settings)
@@ -277,6 +280,7 @@ async def test_wait_returns_the_finished_job(
     job = response.json()
     assert job["status"] == "succeeded" and job["translation"] == JOB["text"]
     assert (job["finish_reason"], job["pieces"]) == ("stop", 1)
+    assert job["quality_flags"] == {}  # checked, and clean (a two-word greeting is too short to judge)
     assert job["attempts"] == 1 and job["model"] and job["prompt_tokens"] is not None
     assert job["total_seconds"] is not None and job["finished_at"]
     # Finished: the row answers now, and it records the tenant too.

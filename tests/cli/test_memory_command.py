@@ -135,3 +135,22 @@ def test_status_shows_what_the_controls_left() -> None:
     shown = format_job(job)
     assert "auto -> fr (detected en)" in shown
     assert "target terms missing for: cat" in shown and "served from the translation memory" in shown
+
+
+def test_status_shows_the_quality_flags() -> None:
+    from cli.main import format_job
+    from contract.schemas import Job, JobStatus
+
+    flagged = Job(
+        id="j",
+        status=JobStatus.SUCCEEDED,
+        translation="Salle.",
+        quality_flags={"numbers": "source number 42 missing from the output", "length_ratio": "the output has 0.2x"},
+    )
+    shown = format_job(flagged).splitlines()
+    assert "quality      numbers: source number 42 missing from the output" in shown
+    assert "             length_ratio: the output has 0.2x" in shown
+    assert "quality      clean (every quality check passed)" in format_job(
+        Job(id="j", status=JobStatus.SUCCEEDED, quality_flags={})
+    )
+    assert "quality" not in format_job(Job(id="j", status=JobStatus.FAILED))

@@ -143,6 +143,7 @@ def _output(endpoint: str = "/v1/translations", **fields: Any) -> dict[str, Any]
         output_tokens=3,
         finished_at=1_795_392_000,
         finish_reason=fields.pop("finish_reason", "stop"),
+        quality_flags_json=fields.pop("quality_flags_json", None),
     )
     line: dict[str, Any] = json.loads(encode_output_line(row, endpoint))
     return line
@@ -232,3 +233,13 @@ def test_a_line_naming_an_unknown_model_is_answered_model_not_found_in_openai_s_
     # Any other failure is still request_failed, even one that mentions the code.
     other = error_line(_job(JobStatus.FAILED, error="engine said model_not_found: no"))
     assert other["error"]["code"] == "request_failed" and other["response"] is None
+
+
+def test_a_translation_lines_body_carries_its_quality_flags() -> None:
+    flags = '{"numbers": "source number 42 missing"}'
+    body = _output(quality_flags_json=flags)["response"]["body"]
+    assert body["quality_flags"] == {"numbers": "source number 42 missing"}
+    assert _output(quality_flags_json="{}")["response"]["body"]["quality_flags"] == {}  # checked, clean
+    assert "quality_flags" not in _output()["response"]["body"]  # never checked
+    chat = _output("/v1/chat/completions", quality_flags_json=flags)["response"]["body"]
+    assert "quality_flags" not in chat  # OpenAI's chat body stays exactly OpenAI's
