@@ -18,6 +18,13 @@ DEFAULT_MIN_REPEATS = 4
 DEFAULT_MIN_LENGTH = 24
 """How many items the repeated tail must cover: four repeats of one short token are not yet a loop."""
 
+TOKEN_MAX_PERIOD = DEFAULT_MAX_PERIOD
+"""The longest repeated span looked for in a generation's token ids (the engine's watch and the worker's check)."""
+TOKEN_MIN_REPEATS = DEFAULT_MIN_REPEATS
+"""How many back-to-back occurrences of a span of token ids make a loop."""
+TOKEN_MIN_LENGTH = DEFAULT_MIN_LENGTH
+"""How many token ids a looping tail must cover."""
+
 
 class Repetition(NamedTuple):
     """A looping tail: from ``start`` on, a span of ``period`` items occurs ``repeats`` times (rounded down)."""
@@ -60,3 +67,14 @@ def repeating_tail(
             continue
         best, best_length = Repetition(n - length, period, repeats), length
     return best
+
+
+def repeating_token_tail(token_ids: Sequence[int]) -> Repetition | None:
+    """:func:`repeating_tail` of a generation's token ids with the token thresholds (``TOKEN_*``).
+
+    One definition of a looping generation for every place that looks for one: the engine
+    watching a generation while it runs and the worker checking an output after it.
+    """
+    return repeating_tail(
+        token_ids, max_period=TOKEN_MAX_PERIOD, min_repeats=TOKEN_MIN_REPEATS, min_length=TOKEN_MIN_LENGTH
+    )

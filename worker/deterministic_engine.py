@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from contract.errors import EngineError
 from worker.engine import GenerationRequest, GenerationResult
+from worker.loop_watch import first_loop_end
 
 
 class ChunkTokenizer:
@@ -57,7 +58,12 @@ class DeterministicEngine:
     ``fail_if`` selects.
 
     For prompts ``endless_if`` selects it behaves like a model that never ends its answer: it
-    generates exactly ``max_tokens`` tokens and stops on ``length``, whatever the budget.
+    repeats the prompt for exactly ``max_tokens`` tokens and stops on ``length``, whatever the budget.
+    A request with ``stop_on_repetition`` is watched as the real engine watches it
+    (:class:`worker.loop_watch.LoopWatch`): an output that loops (an endless prompt of at most
+    ``TOKEN_MAX_PERIOD`` tokens, or a prompt that repeats itself) ends at the checkpoint where the
+    watch first sees the loop, with finish reason ``repetition``. ``watched`` counts those requests
+    and ``stopped_on_repetition`` the ones it ended.
     ``rewrite`` turns the echo into another text (a "translation", or one that damages the
     placeholder tags of a document segment), given the request (its sampling, for a retry).
     """
@@ -90,6 +96,8 @@ class DeterministicEngine:
         self.peak_in_flight = 0
         self.requests = 0
         self.aborted: list[str] = []
+        self.watched = 0
+        self.stopped_on_repetition = 0
         self._running: dict[str, asyncio.Future[None]] = {}
 
     @property
@@ -138,7 +146,7 @@ class DeterministicEngine:
             if self._endless_if is not None and self._endless_if(prompt):
                 source = list(request.prompt_token_ids) or [0x20202020]
                 endless = (source * (request.max_tokens // len(source) + 1))[: request.max_tokens]
-                return GenerationResult(token_ids=endless, finish_reason="length")
+                return self._watched(request, endless, "length")
             output = (
                 [*self._prefix, *request.prompt_token_ids, *self._tag]
                 if self._tag or self._prefix
@@ -148,9 +156,19 @@ class DeterministicEngine:
                 output = self._tokenizer.encode(self._rewrite(self._tokenizer.decode(output), request))
             tokens = output[: request.max_tokens]
             reason = "length" if len(tokens) < len(output) else "stop"
-            return GenerationResult(token_ids=tokens, finish_reason=reason)
+            return self._watched(request, tokens, reason)
         finally:
             self.in_flight -= 1
+
+    def _watched(self, request: GenerationRequest, tokens: Sequence[int], reason: str) -> GenerationResult:
+        """The output as it ends: cut where the loop watch stops it, for a request that asks to be watched."""
+        if request.stop_on_repetition:
+            self.watched += 1
+            end = first_loop_end(tokens)
+            if end is not None and end < len(tokens):
+                self.stopped_on_repetition += 1
+                return GenerationResult(token_ids=tokens[:end], finish_reason="repetition")
+        return GenerationResult(token_ids=tokens, finish_reason=reason)
 
     async def abort(self, request_id: str) -> None:
         """End a delayed request early with finish reason ``abort``."""

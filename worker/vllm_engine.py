@@ -2,6 +2,9 @@
 
 Requests ask for ``FINAL_ONLY`` output and no detokenisation: the worker decodes once per job,
 which keeps vLLM's frontend (the bottleneck for small models) free of per-token string work.
+A request with ``stop_on_repetition`` is the exception: it is streamed (``DELTA`` outputs, one every
+:data:`worker.loop_watch.WATCH_EVERY_TOKENS` tokens where vLLM can batch them), watched by a
+:class:`worker.loop_watch.LoopWatch`, and aborted in vLLM as soon as its tail loops.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from worker.engine import GenerationRequest, GenerationResult, Tokenizer
 from worker.engine_args import async_engine_args, cpu_has_bf16, parse_engine_args, platform_is_cpu
 from worker.engine_count import estimate_parameters
 from worker.extras import INSTALL_HINT
+from worker.loop_watch import WATCH_EVERY_TOKENS, LoopWatch
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,12 @@ class VllmEngine:
         self._sampling_params = SamplingParams
         self._tokens_prompt = TokensPrompt
         self._final_only = RequestOutputKind.FINAL_ONLY
+        self._delta = RequestOutputKind.DELTA
+        # vLLM 0.32 batches a streamed request's outputs (one every N tokens) when asked; older
+        # releases (the GPU machine's 0.26) stream every token, which the watch handles as well.
+        self._stream_interval = hasattr(SamplingParams, "stream_interval")
+        self.watch_every = WATCH_EVERY_TOKENS
+        """Tokens between two looks at a watched request (and between its streamed outputs)."""
         self._dead_error: type[BaseException] = EngineDeadError
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -108,11 +118,19 @@ class VllmEngine:
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         """Decode one request (greedy unless it asks for sampling) and return its final token ids.
 
+        A request with ``stop_on_repetition`` is watched while it generates and ends with finish
+        reason ``repetition`` (its tokens up to the checkpoint where its tail looped, the request
+        aborted in vLLM so its slot is free) instead of running on to ``max_tokens``.
+
         Raises :class:`EngineUnavailableError` when called from another event loop than the
         first call's: ``AsyncLLM`` starts its output handler on that loop once, and a request
         from any other loop would wait for its output forever.
         """
         self._check_loop()
+        watched = request.stop_on_repetition
+        streaming: dict[str, Any] = {}
+        if watched and self._stream_interval:
+            streaming["stream_interval"] = self.watch_every
         params = self._sampling_params(
             temperature=request.temperature,
             top_p=request.top_p,
@@ -122,11 +140,25 @@ class VllmEngine:
             max_tokens=request.max_tokens,
             stop_token_ids=list(request.stop_token_ids),
             stop=list(request.stop) or None,
-            output_kind=self._final_only,
+            output_kind=self._delta if watched else self._final_only,
             detokenize=bool(request.stop),  # stop strings are matched on text; token ids are decoded by the caller
             ignore_eos=self._ignore_eos,
+            **streaming,
         )
         prompt = self._tokens_prompt(prompt_token_ids=request.prompt_token_ids)
+        token_ids: Sequence[int]
+        if watched:
+            token_ids, reason = await self._watch(request, prompt, params)
+        else:
+            token_ids, reason = await self._final(request, prompt, params)
+        if self._ignore_eos and reason == "length":
+            # Benchmarks on dummy weights: the budget is how every output is meant to end, not a
+            # cut-off translation to retry with more room (which would run each job twice).
+            reason = "stop"
+        return GenerationResult(token_ids=token_ids, finish_reason=reason)
+
+    async def _final(self, request: GenerationRequest, prompt: Any, params: Any) -> tuple[Sequence[int], str | None]:
+        """The hot path: one ``FINAL_ONLY`` output per request, nothing per token."""
         final = None
         try:
             async for output in self._llm.generate(
@@ -138,12 +170,39 @@ class VllmEngine:
         if final is None or not final.outputs:
             raise EngineError(f"engine returned no output for request {request.request_id}")
         completion = final.outputs[0]
-        reason = completion.finish_reason
-        if self._ignore_eos and reason == "length":
-            # Benchmarks on dummy weights: the budget is how every output is meant to end, not a
-            # cut-off translation to retry with more room (which would run each job twice).
-            reason = "stop"
-        return GenerationResult(token_ids=completion.token_ids, finish_reason=reason)
+        return completion.token_ids, completion.finish_reason
+
+    async def _watch(self, request: GenerationRequest, prompt: Any, params: Any) -> tuple[list[int], str | None]:
+        """Stream ``DELTA`` outputs into one token list, stopping the request once a checkpoint loops."""
+        watch = LoopWatch(self.watch_every)
+        token_ids: list[int] = []
+        reason: str | None = None
+        outputs = 0
+        stream = self._llm.generate(prompt, params, request_id=request.request_id, priority=request.priority)
+        try:
+            async for output in stream:
+                outputs += 1
+                if not output.outputs:
+                    continue
+                completion = output.outputs[0]
+                token_ids.extend(completion.token_ids)
+                reason = completion.finish_reason
+                # Every checkpoint is looked at, the last output's too: where a request stops is a
+                # function of its tokens, however vLLM batched them (as on the deterministic engine).
+                end = watch.loop_end(token_ids)
+                if end is not None and (reason is None or end < len(token_ids)):
+                    del token_ids[end:]
+                    reason = "repetition"
+                    break
+        except self._dead_error as exc:
+            raise EngineUnavailableError(f"the vLLM engine died: {exc}") from exc
+        finally:
+            # After the break: closing vLLM's generator aborts the request there (its own path for
+            # a caller that stops listening), which frees its sequence slot and KV cache at once.
+            await stream.aclose()
+        if outputs == 0:
+            raise EngineError(f"engine returned no output for request {request.request_id}")
+        return token_ids, reason
 
     def _check_loop(self) -> None:
         loop = asyncio.get_running_loop()

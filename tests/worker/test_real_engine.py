@@ -15,13 +15,17 @@ from typing import Any
 import pytest
 import redis
 
+from bench.watch_cost import random_word_texts
 from contract.controls import glossary_misses
-from contract.schemas import JobStatus, TranslationRequest, build_job_spec
+from contract.repetition import repeating_token_tail
+from contract.schemas import JobSpec, JobStatus, TranslationRequest, build_job_spec
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
+from worker.engine import GenerationRequest, GenerationResult
+from worker.loop_watch import WATCH_EVERY_TOKENS
 from worker.model import prepare_default_model
-from worker.profiles import choose_profile
+from worker.profiles import FewShotProfile, choose_profile
 from worker.service import Worker
 from worker.vllm_engine import VllmEngine
 
@@ -159,3 +163,41 @@ async def test_a_glossary_a_detected_language_and_a_repeat_from_memory(
     assert first.glossary_misses == glossary_misses(glossary, text, first.translation)
     assert not first.from_memory and first.output_tokens
     assert again.status is JobStatus.SUCCEEDED and again.from_memory and again.translation == first.translation
+
+
+async def test_a_looping_generation_is_stopped_while_it_runs_and_its_slot_freed(engine: VllmEngine) -> None:
+    """``stop_on_repetition`` on the real engine: random words make the default model loop (issue 34)."""
+    profile = FewShotProfile(engine.tokenizer)
+    stop_ids = tuple(profile.stop_token_ids())
+    prompts = [
+        profile.prompt_token_ids(
+            JobSpec(job_id=str(uuid.uuid4()), text=t, source_lang="en", target_lang="fr", created_at=0.0)
+        )
+        for t in random_word_texts(12)
+    ]
+    budget = 160
+
+    async def run(watched: bool) -> list[GenerationResult]:
+        requests = (
+            GenerationRequest(f"loop-{i}-{uuid.uuid4().hex[:6]}", ids, budget, stop_ids, stop_on_repetition=watched)
+            for i, ids in enumerate(prompts)
+        )
+        return list(await asyncio.gather(*(engine.generate(r) for r in requests)))
+
+    unwatched, watched = await run(False), await run(True)
+    stopped = [i for i, result in enumerate(watched) if result.finish_reason == "repetition"]
+    assert stopped, [r.finish_reason for r in watched]
+    for i in stopped:
+        kept = list(watched[i].token_ids)
+        assert len(kept) % WATCH_EVERY_TOKENS == 0 and len(kept) < budget
+        assert repeating_token_tail(kept) is not None  # the evidence is in what came back
+        assert len(unwatched[i].token_ids) > len(kept)  # unwatched, the same request ran on
+    assert sum(len(r.token_ids) for r in watched) < sum(len(r.token_ids) for r in unwatched)
+    assert engine.frontend.output_processor.get_num_unfinished_requests() == 0  # aborted: no slot held
+    print(
+        "\nwatched:",
+        [
+            (len(u.token_ids), u.finish_reason, len(w.token_ids), w.finish_reason)
+            for u, w in zip(unwatched, watched, strict=True)
+        ],
+    )
