@@ -103,7 +103,7 @@ def _pairs(scored: Sequence[ScoredSegment]) -> list[PairReport]:
     for (source_lang, target_lang), items in groups.items():
         flags: Counter[str] = Counter()
         for item in items:
-            flags.update(item.outcome.quality_flags or {})
+            flags.update((item.outcome.quality_flags or {}).keys())
         succeeded = [item for item in items if item.outcome.succeeded]
         reports.append(
             PairReport(
