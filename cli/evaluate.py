@@ -34,7 +34,7 @@ def add_commands(sub: SubParsers) -> None:
         signature, the quality flags the workers set, and the worst segments by sentence chrF++.
 
         Inputs: a gettext .po (translated entries; fuzzy, empty, obsolete and the header skipped; plurals' first
-        form), an .xliff/.xlf (1.2 or 2.0), a .tmx (the pair picked by --from/--to), a .jsonl of
+        form; `msgunfmt FILE.mo -o FILE.po` decompiles a system catalogue), an .xliff/.xlf (1.2 or 2.0), a .tmx (the pair picked by --from/--to), a .jsonl of
         {"source": ..., "reference": ...} objects, or two aligned text files (--source A --reference B). Several
         files may be given; each is selected on its own (--max-chars, then --limit or --sample). --from/--to fill in
         what a file does not say (a .po says its target language, never its source).
@@ -45,7 +45,6 @@ def add_commands(sub: SubParsers) -> None:
         profiles (dragoman worker --served-model-name A --profile few-shot, and another with --served-model-name B
         --profile gemma3). A model without a live worker is an error, not a wait."""),
         epilog=examples(
-            "msgunfmt /usr/share/locale/fr/LC_MESSAGES/coreutils.mo -o fr.po",
             "dragoman eval fr.po --from en --sample 100 --seed 1",
             "dragoman eval --source en.txt --reference de.txt --from en --to de --model hy-mt",
             "dragoman eval pairs.jsonl --from en --to fr --compare few-shot chat --json > eval.json",
@@ -73,6 +72,7 @@ def add_commands(sub: SubParsers) -> None:
         help="seconds to wait for all jobs (default 3600); late ones are cancelled",
     )
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON (every segment's outcome too)")
+    evaluate.add_argument("--json-out", type=Path, metavar="FILE", help="also write the JSON report to FILE")
     evaluate.set_defaults(func=cmd_eval)
 
 
@@ -111,8 +111,11 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     print(f"{len(segments)} segment(s) x {len(models)} model(s) in {time.monotonic() - started:.1f} s", file=sys.stderr)
     labels = [model or settings.default_model for model in models]
     report = build_report(segments, dict(zip(labels, outcomes, strict=True)))
+    data = json.dumps(report_json(report, args.worst), indent=2, ensure_ascii=False)
+    if args.json_out is not None:
+        args.json_out.write_text(data + "\n", encoding="utf-8")
     if args.json:
-        print(json.dumps(report_json(report, args.worst), indent=2, ensure_ascii=False))
+        print(data)
     else:
         print(format_report(report, args.worst))
     return EXIT_OK

@@ -98,6 +98,7 @@ ALLOWLIST: dict[Dependency, str] = {
     ("bench.wait_latency", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.tenants", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.peer_deploy", "string", "cli.main"): "runs `dragoman api` and `dragoman worker` as child processes",
+    ("bench.eval_catalogs", "string", "cli.main"): "runs `dragoman worker` and `dragoman eval` as child processes",
 }
 
 TREE = discover(ROOT)
