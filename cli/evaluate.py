@@ -34,10 +34,11 @@ def add_commands(sub: SubParsers) -> None:
         signature, the quality flags the workers set, and the worst segments by sentence chrF++.
 
         Inputs: a gettext .po (translated entries; fuzzy, empty, obsolete and the header skipped; plurals' first
-        form; `msgunfmt FILE.mo -o FILE.po` decompiles a system catalogue), an .xliff/.xlf (1.2 or 2.0), a .tmx (the pair picked by --from/--to), a .jsonl of
-        {"source": ..., "reference": ...} objects, or two aligned text files (--source A --reference B). Several
-        files may be given; each is selected on its own (--max-chars, then --limit or --sample). --from/--to fill in
-        what a file does not say (a .po says its target language, never its source).
+        form; `msgunfmt FILE.mo -o FILE.po` decompiles a system catalogue), an .xliff/.xlf (1.2 or 2.0), a .tmx
+        (the pair picked by --from/--to), a .jsonl of {"source": ..., "reference": ...} objects, or two aligned
+        text files (--source A --reference B). Several files may be given; each is selected on its own
+        (--max-chars, then --limit or --sample). --from/--to fill in what a file does not say (a .po says its
+        target language, never its source).
 
         Jobs go to the bulk lane with the translation memory off. A failed job scores as an empty translation and is
         counted (and shown among the worst). --compare A B sends the same segments to two served models and prints
