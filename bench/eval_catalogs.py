@@ -5,14 +5,19 @@ nobody wrote for this test. This benchmark decompiles one domain's catalogues wi
 into ``.po`` files, starts a real ``dragoman worker`` (the default model, CPU engine) serving it
 as ``few-shot`` (its own profile), and runs ``dragoman eval`` over them as a user would (a child
 process: the jobs go through Redis and the worker). Then it starts a second worker serving the
-same weights as ``gemma3-chat`` with ``--profile gemma3`` (Gemma 3's chat template) and runs
-``dragoman eval --compare few-shot gemma3-chat`` on one language. From the repository root:
+same weights under the name of another profile (``--compare-profile``, default ``seed-x``: a
+zero-shot instruction prompt) and runs ``dragoman eval --compare few-shot <profile>`` on one
+language. From the repository root:
 
     python -m bench.eval_catalogs --domain apt --languages fr,de,es --sample 60 --seed 1 --max-chars 100 \\
-        --compare-language fr --out bench/results/eval-catalogs
+        --compare-language fr --compare-profile gemma3 --out bench/results/eval-catalogs
+    python -m bench.eval_catalogs --no-catalogs --compare-profile seed-x --out bench/results/eval-catalogs
 
-Each report is written as ``<out>/catalogs.txt`` (the table) and ``.json``; ``compare.txt`` and
-``.json`` for the comparison; ``run.json`` says what ran (timings, other engines on the machine).
+(``gemma3``, Gemma 3's chat template, fails every job on the default model: its tokenizer, converted
+from the GGUF, has no chat template.) Each report is written as ``<out>/catalogs.txt`` (the table)
+and ``.json``;
+``compare-<profile>.txt`` and ``.json`` for the comparison; ``run.json`` says what ran (timings,
+other engines on the machine).
 The services are ``bench.servers``' (embedded ones unless ``DRAGOMAN_*_URL`` are set).
 """
 
@@ -128,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-chars", type=int, default=100, help="leave out longer sources (default 100)")
     parser.add_argument("--compare-language", default="fr", help="the language of the --compare run (default fr)")
     parser.add_argument("--no-compare", action="store_true", help="skip the --compare run")
+    parser.add_argument("--no-catalogs", action="store_true", help="skip the run over every language")
+    parser.add_argument(
+        "--compare-profile", default="seed-x", help="the profile compared with few-shot, served under its name"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval-catalogs"), help="report folder")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -154,17 +163,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     with benchmark_servers() as urls:
         env = environment(urls, f"bench-eval-{uuid.uuid4().hex[:8]}")
         with worker(env, "few-shot", "few-shot", args.out / "worker-few-shot.log"):
-            run["catalogs_s"] = evaluate(
-                env, [*map(str, catalogs), *select, "--model", "few-shot"], args.out, "catalogs"
-            )
+            if not args.no_catalogs:
+                run["catalogs_s"] = evaluate(
+                    env, [*map(str, catalogs), *select, "--model", "few-shot"], args.out, "catalogs"
+                )
             if not args.no_compare:
-                with worker(env, "gemma3-chat", "gemma3", args.out / "worker-gemma3-chat.log"):
+                other = args.compare_profile
+                with worker(env, other, other, args.out / f"worker-{other}.log"):
                     run["other_engines_at_compare"] = other_engines()
                     compared = catalogs[languages.index(args.compare_language)]
                     run["compare_s"] = evaluate(
-                        env, [str(compared), *select, "--compare", "few-shot", "gemma3-chat"], args.out, "compare"
+                        env, [str(compared), *select, "--compare", "few-shot", other], args.out, f"compare-{other}"
                     )
-    (args.out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    (args.out / f"run{'-compare-' + args.compare_profile if args.no_catalogs else ''}.json").write_text(
+        json.dumps(run, indent=2) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":
