@@ -11,7 +11,8 @@ language. From the repository root:
 
     python -m bench.eval_catalogs --domain apt --languages fr,de,es --sample 60 --seed 1 --max-chars 100 \\
         --compare-language fr --compare-profile gemma3 --out bench/results/eval-catalogs
-    python -m bench.eval_catalogs --no-catalogs --compare-profile seed-x --out bench/results/eval-catalogs
+    python -m bench.eval_catalogs --no-catalogs --compare-profile seed-x --max-model-len 256 --timeout 900 \\
+        --out bench/results/eval-catalogs
 
 (``gemma3``, Gemma 3's chat template, fails every job on the default model: its tokenizer, converted
 from the GGUF, has no chat template.) Each report is written as ``<out>/catalogs.txt`` (the table)
@@ -40,8 +41,8 @@ from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 
-ENGINE_FLAGS = ("--engines", "1", "--max-num-seqs", "8", "--max-model-len", "1024", "--kv-cache-memory-bytes", "512M")
-"""Small enough for two engines side by side on a shared 2-core, 24 GB machine."""
+ENGINE_FLAGS = ("--engines", "1", "--max-num-seqs", "8", "--kv-cache-memory-bytes", "512M")
+"""Small enough for two engines side by side on a shared 2-core, 24 GB machine (plus ``--max-model-len``)."""
 
 
 def say(message: str) -> None:
@@ -82,9 +83,12 @@ def environment(urls: ServiceUrls, prefix: str) -> dict[str, str]:
 
 
 @contextmanager
-def worker(env: dict[str, str], name: str, profile: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    env: dict[str, str], name: str, profile: str, log: Path, max_model_len: int
+) -> Iterator[subprocess.Popen[bytes]]:
     """A ``dragoman worker`` serving the default model's weights as ``name`` with ``profile``, until live."""
     argv = [sys.executable, "-m", "cli.main", "worker", "--served-model-name", name, "--profile", profile]
+    argv += ["--max-model-len", str(max_model_len)]
     with open(log, "wb") as out:
         process = subprocess.Popen([*argv, *ENGINE_FLAGS], stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
@@ -135,6 +139,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-compare", action="store_true", help="skip the --compare run")
     parser.add_argument("--no-catalogs", action="store_true", help="skip the run over every language")
     parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=1024,
+        help="the engines' context (default 1024); it bounds the worker's retry of a job that ran away",
+    )
+    parser.add_argument("--timeout", type=float, default=3600.0, help="dragoman eval --timeout (default 3600)")
+    parser.add_argument(
         "--compare-profile", default="seed-x", help="the profile compared with few-shot, served under its name"
     )
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval-catalogs"), help="report folder")
@@ -156,20 +167,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         "domain": args.domain,
         "languages": languages,
         "selection": select,
-        "engine_flags": ENGINE_FLAGS,
+        "engine_flags": [*ENGINE_FLAGS, "--max-model-len", str(args.max_model_len)],
         "other_engines_at_start": other_engines(),
         "cpus": os.cpu_count(),
     }
     with benchmark_servers() as urls:
         env = environment(urls, f"bench-eval-{uuid.uuid4().hex[:8]}")
-        with worker(env, "few-shot", "few-shot", args.out / "worker-few-shot.log"):
+        with worker(env, "few-shot", "few-shot", args.out / "worker-few-shot.log", args.max_model_len):
             if not args.no_catalogs:
                 run["catalogs_s"] = evaluate(
                     env, [*map(str, catalogs), *select, "--model", "few-shot"], args.out, "catalogs"
                 )
             if not args.no_compare:
                 other = args.compare_profile
-                with worker(env, other, other, args.out / f"worker-{other}.log"):
+                with worker(env, other, other, args.out / f"worker-{other}.log", args.max_model_len):
                     run["other_engines_at_compare"] = other_engines()
                     compared = catalogs[languages.index(args.compare_language)]
                     run["compare_s"] = evaluate(
