@@ -16,7 +16,7 @@ from cli.main import main
 from contract.settings import Settings
 from producer.client import Client
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 SMALL_ENGINE = ("--engines", "1", "--max-num-seqs", "4", "--max-model-len", "512", "--kv-cache-memory-bytes", "256M")
 
@@ -58,7 +58,7 @@ def test_eval_scores_the_default_model_on_the_cpu_engine(
         )
     try:
         with Client(settings_env) as client:
-            deadline = time.monotonic() + 420
+            deadline = time.monotonic() + 600  # a loaded shared machine: the engine took 10 min to start here
             while not client.run(client.core.models.is_live(settings_env.default_model)):
                 assert worker.poll() is None, log.read_text()[-3000:]
                 assert time.monotonic() < deadline, "the worker did not start"
