@@ -16,6 +16,7 @@ import redis
 
 from cli.api import add_commands as add_api_commands
 from cli.bulk import add_commands as add_bulk_commands
+from cli.evaluate import add_commands as add_evaluate_commands
 from cli.help import EXAMPLE_ID, MODEL_HELP, HelpFormatter, add_command, choices, examples
 from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
@@ -472,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_api_commands(sub)
     add_bulk_commands(sub)
+    add_evaluate_commands(sub)
     add_memory_commands(sub)
     add_served_models_commands(sub)
     add_orchestrator_commands(sub)

@@ -4,8 +4,9 @@ The map, as ALLOWED below encodes it (a package may import itself and exactly th
 its floor is one above the highest floor it may import; "apart" packages stand outside the floors,
 and no package on a floor may import them):
 
-  floor 6 cli           api, broker, contract, orchestrator, producer, storage, tenancy, worker
+  floor 6 cli           api, broker, contract, evaluation, orchestrator, producer, storage, tenancy, worker
   floor 5 api           broker, contract, producer, storage, tenancy
+  floor 4 evaluation    broker, contract, producer, storage
   floor 4 orchestrator  broker, contract, producer, storage
   floor 4 tenancy       broker, contract, producer, storage
   floor 3 producer      broker, contract, storage
@@ -13,9 +14,9 @@ and no package on a floor may import them):
   floor 2 broker        contract
   floor 2 storage       contract
   floor 1 contract      (nothing of ours)
-  apart   bench         api, broker, contract, orchestrator, producer, storage, tenancy, worker
+  apart   bench         api, broker, contract, evaluation, orchestrator, producer, storage, tenancy, worker
   apart   migrations    (nothing of ours)
-  apart   tests         api, bench, broker, cli, contract, migrations, orchestrator, producer, storage, tenancy, worker
+  apart   tests         api, bench, broker, cli, contract, evaluation, migrations, orchestrator, producer, storage, tenancy, worker
 
 A dependency is an import (anywhere: inside functions and under ``TYPE_CHECKING`` too), a string
 that names one of our modules (``"orchestrator.tasks.split_document"``: RQ, uvicorn and
@@ -59,7 +60,7 @@ from tests.architecture.rules import (
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_LIBRARY = {"contract", "broker", "storage", "producer", "worker", "tenancy", "orchestrator", "api"}
+_LIBRARY = {"contract", "broker", "storage", "producer", "worker", "tenancy", "orchestrator", "api", "evaluation"}
 # Which of our packages each package may import (besides itself). The CLI is imported by nothing but tests.
 ALLOWED: dict[str, set[str]] = {
     "contract": set(),
@@ -70,6 +71,7 @@ ALLOWED: dict[str, set[str]] = {
     "tenancy": {"contract", "broker", "storage", "producer"},
     "orchestrator": {"contract", "broker", "storage", "producer"},
     "api": {"contract", "broker", "storage", "producer", "tenancy"},
+    "evaluation": {"contract", "broker", "storage", "producer"},
     "cli": set(_LIBRARY),
     "migrations": set(),
     "bench": set(_LIBRARY),
@@ -96,6 +98,7 @@ ALLOWLIST: dict[Dependency, str] = {
     ("bench.wait_latency", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.tenants", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.peer_deploy", "string", "cli.main"): "runs `dragoman api` and `dragoman worker` as child processes",
+    ("bench.eval_catalogs", "string", "cli.main"): "runs `dragoman worker` and `dragoman eval` as child processes",
 }
 
 TREE = discover(ROOT)
