@@ -62,6 +62,12 @@ prompt or the output are divided by it (multiplied when negative), so a span tha
 likely to repeat again; mild, because the prompt's own words (the source's names and numbers) are
 penalised too."""
 _WORD_LOOP_REPEATS = 4  # a source with a span of words repeated this often back to back "repeats itself"
+LOOP_MIN_REPEATS = 3
+"""A generation's tail is a loop once a span of up to 32 tokens occurs this many times back to back at its end..."""
+LOOP_MIN_TOKENS = 16
+"""...covering at least this many tokens. Lower than :mod:`contract.repetition`'s word-level defaults (4
+repeats, 24 items) so that a short job's first budget (16 + 2 x a few tokens) can show a loop: only a
+generation that did not finish is judged, and a false alarm costs a sampled retry, not the job."""
 _BUDGET_BASE = 16  # tokens every budget gets on top of the estimate (short texts, end markers)
 # Which finish reason describes a job whose pieces ended differently (the first listed wins).
 _REASON_ORDER = ("abort", "length")
@@ -515,10 +521,10 @@ class Translator:
         """
         ids = result.token_ids
         if result.finish_reason == "repetition":
-            return repeating_tail(ids) or repeating_tail(ids, min_repeats=2, min_length=2) or Repetition(len(ids), 0, 0)
+            return _token_loop(ids) or repeating_tail(ids, min_repeats=2, min_length=2) or Repetition(len(ids), 0, 0)
         if result.finish_reason != "length":
             return None
-        loop = repeating_tail(ids)
+        loop = _token_loop(ids)
         if loop is None or self._source_explains(source, ids, loop):
             return None
         return loop
@@ -702,10 +708,15 @@ class Translator:
         )
 
 
+def _token_loop(ids: Sequence[int]) -> Repetition | None:
+    """The looping tail of a generation's token ids, by the token thresholds."""
+    return repeating_tail(ids, min_repeats=LOOP_MIN_REPEATS, min_length=LOOP_MIN_TOKENS)
+
+
 def _longest_word_loop(words: Sequence[str]) -> int:
     """How many times the most repeated span of ``words`` occurs back to back anywhere (1: none).
 
-    Only runs when a generation looped; a span of up to 8 words, compared case-blind.
+    Runs only for a retry or a looping generation (a span of up to 8 words, compared case-blind).
     """
     folded = [w.lower() for w in words]
     best = 1
