@@ -535,7 +535,9 @@ class Translator:
         A row of dashes, "ha ha ha ha" or a table's repeated cells are copied, not invented;
         the same span far more often than the source has it is still a runaway.
         """
-        unit = self.engine.tokenizer.decode(list(loop.span(ids)), skip_special_tokens=True).strip()
+        unit = self.engine.tokenizer.decode(
+            ids[loop.start : loop.start + loop.period], skip_special_tokens=True
+        ).strip()
         if unit and 2 * source.count(unit) >= loop.repeats:
             return True
         words = source.split()
@@ -612,7 +614,7 @@ class Translator:
         loop = piece.loop
         assert loop is not None
         ids = piece.result.token_ids
-        span = self.engine.tokenizer.decode(list(loop.span(ids)), skip_special_tokens=True)
+        span = self.engine.tokenizer.decode(ids[loop.start : loop.start + loop.period], skip_special_tokens=True)
         how = (
             "also on its sampled retry"
             if piece.first_loop is not None
