@@ -21,8 +21,9 @@ watches its requests) and whose token tail loops (:func:`contract.repetition.rep
 span repeated to the end, unless the source itself repeats that span as often) is degenerate:
 it is not retried with a bigger budget but once with sampling (the profile's if it samples, else
 :data:`RETRY_SAMPLING`) and a repetition penalty (:data:`LOOP_PENALTY`); if that loops too the job
-fails at once with :class:`~contract.errors.DegenerateOutputError`, quoting the span. Either way a
-request costs at most its first budget plus one retry: three times the first budget by default.
+fails at once with :class:`~contract.errors.DegenerateOutputError`, quoting the span; so does a
+loop on the bigger retry. Either way a request costs at most its first budget plus one retry:
+twice the first budget for a loop, three times for a cut-off (by default).
 Retries ask the engine to stop a looping generation early (``stop_on_repetition``) unless the
 source repeats itself; first requests do not, so the hot path keeps its final-only outputs.
 """
@@ -454,8 +455,9 @@ class Translator:
 
         A ``length`` stop without a loop is retried with ``length_retry_factor`` x its budget
         (capped by the room the context leaves; no retry without more room). A generation whose
-        tail loops (or that the engine ended as ``repetition``) is retried with the same bounded
-        budget, sampling and :data:`LOOP_PENALTY`. The caller judges the final generation.
+        tail loops (or that the engine ended as ``repetition``) is retried with its first budget
+        (a loop needs another path, not more room), sampling and :data:`LOOP_PENALTY`. The caller
+        judges the final generation.
         """
         prompt_tokens = len(piece.prompt_ids)
         first = await self._request(
@@ -470,6 +472,7 @@ class Translator:
             return _Done(first, prompt_tokens, piece.budget, len(first.token_ids), first_budget=piece.budget)
         sampling = piece.sampling
         if loop is not None:
+            retry_budget = piece.budget
             base = self._sampled(piece.sampling)
             sampling = msgspec.structs.replace(base, repetition_penalty=max(base.repetition_penalty, LOOP_PENALTY))
             log.info(

@@ -99,15 +99,15 @@ async def test_a_loop_is_caught_after_the_fact_retried_once_sampled_and_penalise
     first, retry = engine.sent
     assert (first.max_tokens, first.temperature, first.repetition_penalty) == (FIRST, 0.0, 1.0)
     assert first.stop_on_repetition is False  # the hot path keeps final-only outputs
-    assert retry.request_id == "r-1-retry" and retry.max_tokens == 2 * FIRST
+    assert retry.request_id == "r-1-retry" and retry.max_tokens == FIRST  # a loop gets no bigger budget
     assert (retry.temperature, retry.top_p) == (RETRY_SAMPLING.temperature, RETRY_SAMPLING.top_p) == (0.7, 0.95)
     assert retry.repetition_penalty == LOOP_PENALTY == 1.2
     assert retry.stop_on_repetition is True
     message = str(caught.value)
     assert message.startswith("degenerate output: the translation fell into a loop also on its sampled retry")
     assert "repeating ' encore et encore et' (5-token span" in message  # the span, decoded
-    assert f"{3 * FIRST} output tokens spent" in message
-    assert caught.value.output_tokens == 3 * FIRST and caught.value.pieces == 1
+    assert f"{2 * FIRST} output tokens spent" in message
+    assert caught.value.output_tokens == 2 * FIRST and caught.value.pieces == 1
     assert isinstance(caught.value, TruncatedTranslationError)  # the token counts travel the same way
 
 
@@ -151,13 +151,13 @@ async def test_an_engine_that_stops_a_loop_early_is_believed() -> None:
         async def generate(self, request: GenerationRequest) -> GenerationResult:
             result = await super().generate(request)
             if request.stop_on_repetition:  # what VllmEngine does once its tail loops: stop early
-                return GenerationResult(result.token_ids[:40], "repetition")
+                return GenerationResult(result.token_ids[:20], "repetition")
             return result
 
     engine = WatchingEngine(rewrite=looping)
-    with pytest.raises(DegenerateOutputError, match="the engine stopped it after 40 tokens") as caught:
+    with pytest.raises(DegenerateOutputError, match="the engine stopped it after 20 tokens") as caught:
         await _translator(engine).translate(_spec(), "r-1")
-    assert caught.value.output_tokens == FIRST + 40
+    assert caught.value.output_tokens == FIRST + 20
 
 
 async def test_a_repetition_the_source_has_is_no_loop() -> None:
@@ -249,7 +249,7 @@ async def test_how_each_job_ended_is_on_its_row(
     assert loops.status is JobStatus.FAILED and loops.finish_reason == "repetition" and loops.attempts == 1
     assert loops.error is not None and loops.error.startswith("degenerate output:")
     first = 16 + 2 * len(ChunkTokenizer().encode("It will loop forever."))
-    assert loops.output_tokens == 3 * first
+    assert loops.output_tokens == 2 * first
     assert rambles.status is JobStatus.FAILED and rambles.finish_reason == "length"
     assert rambles.error is not None and rambles.error.startswith("translation cut off:")
     assert stops.status is JobStatus.SUCCEEDED and stops.finish_reason == "stop"
