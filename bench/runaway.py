@@ -15,7 +15,9 @@ counted, retries included) and the rows' output tokens; the drain's wall time an
 jobs' run seconds (started to finished, overlapping); how each job ended (status x finish reason x
 error kind, the error's text before its first colon); and per failed job, the tokens its row records
 over its first budget (``16 + ceil(2 x 1.0 x source tokens)``, the translator's first-budget rule for
-en->fr, computed here from the model's tokenizer).
+en->fr, computed here with the default model's prompt profile). A failed row records every try's
+tokens after this branch, only the last try's before it (the before run's ratios miss its first
+budget's tokens). ``--summarise`` recomputes the row figures of a saved run.
 """
 
 from __future__ import annotations
@@ -69,15 +71,26 @@ def _free_port() -> int:
 
 
 def _first_budget(texts: list[str]) -> list[int]:
-    """Each text's first output budget by the translator's rule for en->fr (ratio 2.0 x expansion 1.0)."""
+    """Each text's first output budget by the translator's rule for en->fr: the default model's prompt
+    profile, ``16 + ceil(2.0 x expansion ratio x (prompt tokens - the profile's own tokens))``."""
     from transformers import AutoTokenizer
 
     from contract.expansion import expansion_ratio
-    from worker.model import default_model_path  # the default model's tokenizer, no engine
+    from contract.schemas import JobSpec
+    from worker.model import default_model_path  # the default model's tokenizer and profile, no engine
+    from worker.profiles import choose_profile
 
-    tokenizer = AutoTokenizer.from_pretrained(str(default_model_path(Settings().model_cache_dir)))
+    path = default_model_path(Settings().model_cache_dir)
+    profile = choose_profile(None, path, AutoTokenizer.from_pretrained(str(path)))
     ratio = 2.0 * expansion_ratio("en", "fr")
-    return [16 + math.ceil(ratio * max(1, len(tokenizer.encode(t, add_special_tokens=False)))) for t in texts]
+    overhead = len(
+        profile.prompt_token_ids(JobSpec(job_id="-", text="", source_lang="en", target_lang="fr", created_at=0.0))
+    )
+    budgets = []
+    for text in texts:
+        spec = JobSpec(job_id="-", text=text, source_lang="en", target_lang="fr", created_at=0.0)
+        budgets.append(16 + math.ceil(ratio * max(1, len(profile.prompt_token_ids(spec)) - overhead)))
+    return budgets
 
 
 def _ended(job: Job) -> str:
@@ -134,11 +147,6 @@ def measure(jobs: int, seed: int, checkout: Path | None, log: Path, timeout_s: f
             worker.wait(timeout=60)
     ordered = [rows[i] for i in ids]
     log.with_suffix(".rows.json").write_text(json.dumps([job.model_dump(mode="json") for job in ordered]) + "\n")
-    budgets = _first_budget(texts)
-    ordered = [rows[i] for i in ids]
-    failed = [(job, budget) for job, budget in zip(ordered, budgets, strict=True) if job.status.value == "failed"]
-    ratios = sorted(((job.output_tokens or 0) / budget for job, budget in failed), reverse=True)
-    run_seconds = [job.run_seconds for job in ordered if job.run_seconds is not None]
     return {
         "jobs": jobs,
         "seed": seed,
@@ -147,8 +155,18 @@ def measure(jobs: int, seed: int, checkout: Path | None, log: Path, timeout_s: f
         "generated_tokens": None
         if tokens_before is None or tokens_after is None
         else int(tokens_after - tokens_before),
-        "row_output_tokens": sum(job.output_tokens or 0 for job in ordered),
         "drain_s": round(drain_s, 1),
+    } | summarise(ordered)
+
+
+def summarise(ordered: list[Job]) -> dict[str, Any]:
+    """The rows' figures: output tokens, run seconds, how each job ended, failed jobs against their first budget."""
+    budgets = _first_budget([job.text or "" for job in ordered])
+    failed = [(job, budget) for job, budget in zip(ordered, budgets, strict=True) if job.status.value == "failed"]
+    ratios = sorted(((job.output_tokens or 0) / budget for job, budget in failed), reverse=True)
+    run_seconds = [job.run_seconds for job in ordered if job.run_seconds is not None]
+    return {
+        "row_output_tokens": sum(job.output_tokens or 0 for job in ordered),
         "sum_run_seconds": round(sum(run_seconds), 1),
         "ended": dict(Counter(_ended(job) for job in ordered).most_common()),
         "first_budget_tokens": sum(budgets),
@@ -170,11 +188,18 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, default=None, help="run the worker from this source tree")
     parser.add_argument("--timeout", type=float, default=3600.0, help="give up on the drain after this many seconds")
     parser.add_argument("--out", type=Path, default=Path("bench/results/runaway.json"))
+    parser.add_argument(
+        "--summarise", action="store_true", help="recompute --out's row figures from its saved rows, no run"
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"label": args.label} | measure(
-        args.jobs, args.seed, args.checkout, args.out.with_suffix(".worker.log"), args.timeout
-    )
+    if args.summarise:
+        saved = json.loads(args.out.with_suffix(".worker.rows.json").read_text(encoding="utf-8"))
+        result = json.loads(args.out.read_text(encoding="utf-8")) | summarise([Job.model_validate(r) for r in saved])
+    else:
+        result = {"label": args.label} | measure(
+            args.jobs, args.seed, args.checkout, args.out.with_suffix(".worker.log"), args.timeout
+        )
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for key in ("generated_tokens", "row_output_tokens", "drain_s", "sum_run_seconds", "unfinished"):
         print(f"{key:28} {result[key]}")
