@@ -104,6 +104,7 @@ class _Done(NamedTuple):
     spent: int = 0  # output tokens of every try (first and retry)
     loop: Repetition | None = None  # the final generation's looping tail (a degenerate output)
     first_loop: Repetition | None = None  # the first try's looping tail (why the retry sampled)
+    first_span: str = ""  # that tail's repeated span, decoded (the evidence if the retry is cut off)
     first_budget: int = 0
     retried: bool = False
 
@@ -511,6 +512,7 @@ class Translator:
             len(first.token_ids) + len(second.token_ids),
             loop=self._loop(second, piece.source),
             first_loop=loop,
+            first_span="" if loop is None else self._span_text(first.token_ids, loop),
             first_budget=piece.budget,
             retried=True,
         )
@@ -531,6 +533,10 @@ class Translator:
         if loop is None or self._source_explains(source, ids, loop):
             return None
         return loop
+
+    def _span_text(self, ids: Sequence[int], loop: Repetition) -> str:
+        """A loop's repeated span, decoded."""
+        return str(self.engine.tokenizer.decode(ids[loop.start : loop.start + loop.period], skip_special_tokens=True))
 
     def _source_explains(self, source: str, ids: Sequence[int], loop: Repetition) -> bool:
         """Whether the source has the repetition too: its span half as often, or its own words in a loop as long.
@@ -617,7 +623,7 @@ class Translator:
         loop = piece.loop
         assert loop is not None
         ids = piece.result.token_ids
-        span = self.engine.tokenizer.decode(ids[loop.start : loop.start + loop.period], skip_special_tokens=True)
+        span = self._span_text(ids, loop)
         how = (
             "also on its sampled retry"
             if piece.first_loop is not None
@@ -642,7 +648,12 @@ class Translator:
         used = len(stopped.result.token_ids)
         capped = self._max_new_tokens is not None and stopped.budget >= self._max_new_tokens
         room = self.room(stopped.prompt_tokens)
-        if capped:
+        if stopped.first_loop is not None:
+            advice = (
+                "the text may not be prose this model can translate (random words, code, a list), or the model "
+                "needs another prompt profile or model"
+            )
+        elif capped:
             advice = "raise DRAGOMAN_MAX_NEW_TOKENS (or unset it to let the context decide)"
         elif stopped.budget < room:
             advice = (
@@ -657,10 +668,16 @@ class Translator:
                 "into smaller pieces; a model that never ends its answer needs another prompt profile or model"
             )
         context = f"after a {stopped.prompt_tokens}-token prompt in a {self._max_len}-token context"
-        if stopped.retried:
-            sampled = " (sampled, after a loop)" if stopped.first_loop is not None else ""
+        if stopped.first_loop is not None:
+            loop = stopped.first_loop
             budgets = (
-                f"a budget of {stopped.first_budget} tokens, {context}), also when retried{sampled} with "
+                f"a budget of {stopped.first_budget} tokens, {context}) in a loop, repeating "
+                f"{shown(stopped.first_span)} ({loop.period}-token span, {loop.repeats} times); its sampled retry "
+                f"with {stopped.budget} tokens did not loop but did not finish either ({used} used)"
+            )
+        elif stopped.retried:
+            budgets = (
+                f"a budget of {stopped.first_budget} tokens, {context}), also when retried with "
                 f"{stopped.budget} tokens ({used} used)"
             )
         else:

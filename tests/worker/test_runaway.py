@@ -118,6 +118,22 @@ async def test_a_loop_that_the_sampled_retry_escapes_succeeds() -> None:
     assert [r.temperature for r in engine.sent] == [0.0, 0.7]
 
 
+async def test_a_loop_whose_sampled_retry_runs_out_without_looping_is_cut_off_and_says_so() -> None:
+    def loop_then_ramble(text: str, request: GenerationRequest) -> str:
+        return looping(text, request) if request.temperature == 0 else rambling(text, request)
+
+    engine = RecordingEngine(rewrite=loop_then_ramble)
+    with pytest.raises(TruncatedTranslationError) as caught:
+        await _translator(engine).translate(_spec(), "r-1")
+    assert not isinstance(caught.value, DegenerateOutputError)
+    message = str(caught.value)
+    assert message.startswith(f"translation cut off: the translation stopped at its output budget (a budget of {FIRST}")
+    assert "in a loop, repeating ' encore et encore et' (5-token span" in message
+    assert f"its sampled retry with {FIRST} tokens did not loop but did not finish either" in message
+    assert "DRAGOMAN_LENGTH_RETRY_FACTOR" not in message  # a bigger budget would not have helped
+    assert caught.value.output_tokens == 2 * FIRST
+
+
 async def test_a_loop_on_the_bigger_retry_fails_without_a_third_request() -> None:
     def loops_late(text: str, request: GenerationRequest) -> str:
         # New words up to the first budget, then a loop: only the retry's longer output shows it.
