@@ -73,15 +73,14 @@ def _free_port() -> int:
 def _first_budget(texts: list[str]) -> list[int]:
     """Each text's first output budget by the translator's rule for en->fr: the default model's prompt
     profile, ``16 + ceil(2.0 x expansion ratio x (prompt tokens - the profile's own tokens))``."""
-    from transformers import AutoTokenizer
-
+    from bench.engines import load_tokenizer
     from contract.expansion import expansion_ratio
     from contract.schemas import JobSpec
     from worker.model import default_model_path  # the default model's tokenizer and profile, no engine
     from worker.profiles import choose_profile
 
     path = default_model_path(Settings().model_cache_dir)
-    profile = choose_profile(None, path, AutoTokenizer.from_pretrained(str(path)))
+    profile = choose_profile(None, path, load_tokenizer(path))
     ratio = 2.0 * expansion_ratio("en", "fr")
     overhead = len(
         profile.prompt_token_ids(JobSpec(job_id="-", text="", source_lang="en", target_lang="fr", created_at=0.0))
