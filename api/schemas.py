@@ -111,7 +111,9 @@ class JobView(BaseModel):
     run_seconds: float | None = Field(description="start to final status")
     total_seconds: float | None = Field(description="submit to final status")
     finish_reason: str | None = Field(
-        default=None, description="how the engine ended: stop (finished), length (cut off: the job failed), abort"
+        default=None,
+        description="how the engine ended: stop (finished), length (cut off: the job failed), "
+        "repetition (degenerate output, a loop: the job failed), abort",
     )
     pieces: int | None = Field(default=None, description="engine requests it took (more than 1: a long text in pieces)")
     detected_source_lang: str | None = Field(

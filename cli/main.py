@@ -120,6 +120,7 @@ _TAG_MEANING = {
 _FINISH_MEANING = {
     "stop": " (the model finished the translation)",
     "length": " (the output budget ran out: the translation was cut off)",
+    "repetition": " (the output fell into a loop, also on its sampled retry: degenerate output)",
     "abort": " (cancelled while running)",
 }
 

@@ -138,7 +138,7 @@ class LanguageNotDetectedError(UnrunnableJobError):
 
 
 class TruncatedTranslationError(EngineError):
-    """A generation stopped at its output budget even after the retry with all the context allows.
+    """A generation stopped at its output budget even after its one retry with a bigger budget.
 
     The job fails with this message (never succeeds with half a translation); the attributes are
     what its row records.

@@ -4,9 +4,10 @@ The worker's output budget for a job is ``16 + headroom x source tokens x ratio`
 ratio comes from :data:`TOKENS_PER_LATIN_TOKEN`: the number of tokens the same content takes in
 a script, relative to a Latin-script language, for the multilingual subword tokenizers dragoman
 serves (Gemma, Llama 3, Qwen: vocabularies of 128k-256k entries). Han text packs more meaning
-into a token than English; Indic, Ethiopic or Georgian text far less. A wrong guess is never
-fatal: a generation that stops on its budget is retried with all the context allows, but a good
-guess keeps the first budget tight and decides when a long text must be cut into pieces.
+into a token than English; Indic, Ethiopic or Georgian text far less. A wrong guess is rarely
+fatal: a generation that stops on its budget is retried with twice that budget
+(``DRAGOMAN_LENGTH_RETRY_FACTOR``), but a good guess keeps the first budget tight and decides when
+a long text must be cut into pieces.
 """
 
 from __future__ import annotations

@@ -20,10 +20,14 @@ DEFAULT_MIN_LENGTH = 24
 
 TOKEN_MAX_PERIOD = DEFAULT_MAX_PERIOD
 """The longest repeated span looked for in a generation's token ids (the engine's watch and the worker's check)."""
-TOKEN_MIN_REPEATS = DEFAULT_MIN_REPEATS
+TOKEN_MIN_REPEATS = 3
 """How many back-to-back occurrences of a span of token ids make a loop."""
-TOKEN_MIN_LENGTH = DEFAULT_MIN_LENGTH
-"""How many token ids a looping tail must cover."""
+TOKEN_MIN_LENGTH = 16
+"""How many token ids a looping tail must cover.
+
+Lower than the word-level defaults (4 repeats, 24 items) so that a short job's first budget (16 + 2 x
+a few tokens) can show a loop: only a generation that did not finish is judged, and a false alarm
+costs a sampled retry, not the job."""
 
 
 class Repetition(NamedTuple):

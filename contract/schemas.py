@@ -335,7 +335,8 @@ class Job(BaseModel):
     sequence: int | None = None
     tenant: str | None = None
     finish_reason: str | None = None
-    """How the engine ended: ``stop`` (finished), ``length`` (hit its budget: the job failed), ``abort``."""
+    """How the engine ended: ``stop`` (finished), ``length`` (hit its budget: the job failed), ``repetition``
+    (looped, also on its sampled retry: the job failed as degenerate output), ``abort``."""
     pieces: int | None = None
     """Engine requests the translation took: more than 1 when a long text was cut into pieces."""
     detected_source_lang: str | None = None  # what the worker found for source_lang "auto"

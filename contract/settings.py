@@ -152,6 +152,12 @@ class Settings(BaseSettings):
         description="headroom of the first output budget over the expected translation length "
         "(max_tokens = 16 + ratio x source tokens x the language pair's expansion ratio)",
     )
+    length_retry_factor: float = Field(
+        default=2.0,
+        ge=1,
+        description="a generation stopped by its output budget is retried once with this many times the first "
+        "budget (capped by the context left); 1 turns the retry off",
+    )
     max_piece_chars: int = Field(
         default=4_000,
         ge=20,
@@ -525,6 +531,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         (
             "max_new_tokens",
             "output_tokens_ratio",
+            "length_retry_factor",
             "max_piece_chars",
             "detection_min_confidence",
         ),

@@ -96,6 +96,7 @@ ALLOWLIST: dict[Dependency, str] = {
     ("bench.bulk_run", "string", "cli.main"): "runs `dragoman rq-worker` as a child process",
     ("bench.engines", "string", "cli.main"): "runs `dragoman worker` as a child process",
     ("bench.wait_latency", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
+    ("bench.runaway", "string", "cli.main"): "runs `dragoman worker` (of this or another checkout) as a child process",
     ("bench.tenants", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.peer_deploy", "string", "cli.main"): "runs `dragoman api` and `dragoman worker` as child processes",
     ("bench.eval_catalogs", "string", "cli.main"): "runs `dragoman worker` and `dragoman eval` as child processes",

@@ -35,6 +35,7 @@ from contract.backoff import Backoff
 from contract.controls import AUTO_LANGUAGE, glossary_misses
 from contract.errors import (
     ConfigurationError,
+    DegenerateOutputError,
     EngineUnavailableError,
     LanguageNotDetectedError,
     MalformedEntryError,
@@ -518,7 +519,7 @@ class StreamConsumer:
                 translation, shared = await self._translate(work, request_id)
             except UnrunnableJobError as exc:
                 return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=str(exc))
-            except TruncatedTranslationError as exc:  # already retried with all the context allows
+            except TruncatedTranslationError as exc:  # already retried once: another attempt would end the same
                 log.warning("job %s: %s", spec.job_id, exc, extra={"job_id": spec.job_id})
                 return self._result(
                     entry_id,
@@ -527,7 +528,7 @@ class StreamConsumer:
                     started_at,
                     JobStatus.FAILED,
                     error=str(exc),
-                    finish_reason="length",
+                    finish_reason="repetition" if isinstance(exc, DegenerateOutputError) else "length",
                     pieces=exc.pieces,
                     prompt_tokens=exc.prompt_tokens,
                     output_tokens=exc.output_tokens,

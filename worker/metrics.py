@@ -26,7 +26,12 @@ from worker.results import JobResult
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 WRITER_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 STAGES = ("queue_wait", "engine", "write", "end_to_end")
-FINISH_REASONS = ("stop", "length", "abort")  # shown from the start; any other reason the engine gives is added
+FINISH_REASONS = (
+    "stop",
+    "length",
+    "repetition",
+    "abort",
+)  # shown from the start; any other reason the engine gives is added
 
 
 class MemoryCounts(Protocol):
@@ -276,7 +281,8 @@ class WorkerMetrics:
         self.finish_reasons = Counter(
             "dragoman_finish_reasons",
             "Jobs whose final row this worker committed, by how the engine ended them: stop (finished), "
-            "length (the output budget ran out twice: the job failed), abort (cancelled)",
+            "length (the output budget ran out twice: the job failed), repetition (the output looped twice: the job "
+            "failed), abort (cancelled)",
             ["reason"],
             registry=r,
         )

@@ -90,6 +90,7 @@ class Worker:
                 settings.max_new_tokens,
                 settings.output_tokens_ratio,
                 max_piece_chars=settings.max_piece_chars,
+                length_retry_factor=settings.length_retry_factor,
             ),
             self.writer,
             consumer_name or settings.consumer_name or new_consumer_name(),

@@ -8,9 +8,24 @@ run as concurrent engine requests, and the translations are joined with the sour
 between them. A profile that answers one line (few-shot) gets every sentence of every line on
 its own (its ``piece_unit``).
 
-A generation that stops on its output budget (finish reason ``length``) is retried once with all
-the context allows; if it stops on the budget again the job fails with
+Runaway control, per engine request (a piece of a long text on its own). The first output budget
+is bounded by the source (``16 + ratio x source tokens``). A generation that stops on it (finish
+reason ``length``) is retried once with ``length_retry_factor`` times that budget (default 2,
+capped by the context left), never "all the context allows": a translation many times longer
+than its source is a model that does not stop, and the retry is where a runaway spent its tokens.
+If the retry stops on its budget too, the job fails with
 :class:`~contract.errors.TruncatedTranslationError`: a cut-off translation never succeeds.
+
+A generation that ended without finishing (``length``, or ``repetition`` from an engine that
+watches its requests) and whose token tail loops (:func:`contract.repetition.repeating_tail`, a
+span repeated to the end, unless the source itself repeats that span as often) is degenerate:
+it is not retried with a bigger budget but once with sampling (the profile's if it samples, else
+:data:`RETRY_SAMPLING`) and a repetition penalty (:data:`LOOP_PENALTY`); if that loops too the job
+fails at once with :class:`~contract.errors.DegenerateOutputError`, quoting the span; so does a
+loop on the bigger retry. Either way a request costs at most its first budget plus one retry:
+twice the first budget for a loop, three times for a cut-off (by default).
+Retries ask the engine to stop a looping generation early (``stop_on_repetition``) unless the
+source repeats itself; first requests do not, so the hot path keeps its final-only outputs.
 """
 
 from __future__ import annotations
@@ -19,16 +34,18 @@ import asyncio
 import logging
 import math
 import re
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import msgspec
 
 from contract.controls import Control
-from contract.errors import InputTooLongError, TruncatedTranslationError
+from contract.errors import DegenerateOutputError, InputTooLongError, TruncatedTranslationError, shown
 from contract.expansion import expansion_ratio
 from contract.generation import cut_at_stop
 from contract.inline_tags import has_tags, tag_problem
 from contract.inline_tags import tokens as tag_tokens
+from contract.repetition import Repetition, repeating_tail, repeating_token_tail
 from contract.schemas import JobSpec, lane_of
 from contract.sentences import cut_sentence, split_paragraphs, split_sentences
 from worker.engine import GenerationRequest, GenerationResult, TranslationEngine
@@ -39,7 +56,13 @@ log = logging.getLogger(__name__)
 
 _HAS_WORDS = re.compile(r"[^\W\d_]")
 RETRY_SAMPLING = Sampling(temperature=0.7, top_p=0.95)
-"""How a greedy profile samples its one retry of a translation that lost its placeholder tags."""
+"""How a greedy profile samples its one retry of a translation that lost its placeholder tags or looped."""
+LOOP_PENALTY = 1.2
+"""vLLM's ``repetition_penalty`` on the retry of a looping generation: logits of tokens already in the
+prompt or the output are divided by it (multiplied when negative), so a span that repeated is less
+likely to repeat again; mild, because the prompt's own words (the source's names and numbers) are
+penalised too."""
+_WORD_LOOP_REPEATS = 4  # a source with a span of words repeated this often back to back "repeats itself"
 _BUDGET_BASE = 16  # tokens every budget gets on top of the estimate (short texts, end markers)
 # Which finish reason describes a job whose pieces ended differently (the first listed wins).
 _REASON_ORDER = ("abort", "length")
@@ -63,14 +86,21 @@ class _Piece(NamedTuple):
     budget: int
     priority: int  # the engine's request priority (the job's lane)
     sampling: Sampling | None = None  # None: the profile's
+    source: str = ""  # the piece's text: a loop the source has too is no loop
 
 
 class _Done(NamedTuple):
-    """A piece's final generation and the budget it ran with."""
+    """A piece's final generation, the budget it ran with and what its tries cost and found."""
 
     result: GenerationResult
     prompt_tokens: int
     budget: int
+    spent: int = 0  # output tokens of every try (first and retry)
+    loop: Repetition | None = None  # the final generation's looping tail (a degenerate output)
+    first_loop: Repetition | None = None  # the first try's looping tail (why the retry sampled)
+    first_span: str = ""  # that tail's repeated span, decoded (the evidence if the retry is cut off)
+    first_budget: int = 0
+    retried: bool = False
 
 
 class Translator:
@@ -84,6 +114,7 @@ class Translator:
         output_ratio: float = 2.0,
         *,
         max_piece_chars: int | None = None,
+        length_retry_factor: float = 2.0,
     ) -> None:
         self.engine = engine
         self.profile = profile
@@ -91,6 +122,7 @@ class Translator:
         self._ratio = output_ratio
         self._max_len = engine.max_model_len
         self._max_piece_chars = max_piece_chars
+        self._retry_factor = length_retry_factor
         self._stop_ids = tuple(profile.stop_token_ids())
         self._sampling = profile.sampling
         self._stop_strings = tuple(profile.stop_strings)
@@ -150,10 +182,12 @@ class Translator:
         return prompt + wanted <= self._max_len
 
     async def translate(self, spec: JobSpec, request_id: str, *, sampling: Sampling | None = None) -> Translation:
-        """Translate ``spec`` whole, in as many pieces as it needs (``sampling``: instead of the profile's).
+        """Translate ``spec`` whole, in as many pieces as it needs.
 
+        ``sampling`` replaces the profile's (a re-translation that must not repeat the greedy answer).
         Raises :class:`InputTooLongError` if even a piece of a few characters cannot fit the
-        context, :class:`TruncatedTranslationError` if a piece stops on its budget twice, and
+        context, :class:`TruncatedTranslationError` if a piece stops on its budget twice,
+        :class:`DegenerateOutputError` if a piece loops on its sampled retry too, and
         :class:`UnsupportedControlError` for a control the profile cannot apply.
         A raw-prompt job (a Batch API chat or completion line) runs its prompt as given instead.
         """
@@ -162,7 +196,7 @@ class Translator:
         if spec.document_id is not None and spec.context is not None and Control.CONTEXT not in self.profile.supports:
             spec = msgspec.structs.replace(spec, context=None)  # a document's own context is a hint, not a demand
         if spec.inline_tags and has_tags(spec.text):
-            return await self._translate_keeping_tags(spec, request_id)
+            return await self._translate_keeping_tags(spec, request_id, sampling)
         return await self._translate_text(spec, request_id, sampling)
 
     async def _translate_text(self, spec: JobSpec, request_id: str, sampling: Sampling | None = None) -> Translation:
@@ -178,7 +212,7 @@ class Translator:
             if self._fits(len(text), source_tokens, overhead, ratio):
                 budget = self.max_tokens_for(len(prompt_ids), source_tokens, ratio)
                 return await self._run_whole(
-                    spec, request_id, _Piece(prompt_ids, budget, lane_of(spec).engine_priority, sampling)
+                    spec, request_id, _Piece(prompt_ids, budget, lane_of(spec).engine_priority, sampling, text)
                 )
         plan = self._plan(spec, overhead, ratio)
         if sampling is not None:
@@ -187,19 +221,22 @@ class Translator:
 
     # Placeholder tags ---------------------------------------------------------------------------
 
-    async def _translate_keeping_tags(self, spec: JobSpec, request_id: str) -> Translation:
+    async def _translate_keeping_tags(
+        self, spec: JobSpec, request_id: str, sampling: Sampling | None = None
+    ) -> Translation:
         """A document segment with placeholder tags: checked, retried once, else text run by text run.
 
         The retry samples (a greedy profile would only repeat itself). The fallback translates the
         text between the tags on its own and puts the tags back where they were: the sentence's
         words lose their context, never their markup. The outcome is recorded on the row.
+        ``sampling`` (else the profile's) is the first try's; a sampling one is the retry's too.
         """
-        first = await self._translate_text(spec, request_id)
+        first = await self._translate_text(spec, request_id, sampling)
         problem = tag_problem(spec.text, first.text)
         if problem is None or first.finish_reason == "abort":
             return msgspec.structs.replace(first, inline_tags="kept")
         log.info("job %s: %s; retrying once", spec.job_id, problem, extra={"job_id": spec.job_id})
-        sampling = self._sampling if self._sampling.temperature > 0 else RETRY_SAMPLING
+        sampling = self._sampled(sampling)
         second = await self._translate_text(spec, request_id, sampling)
         spent = (first.prompt_tokens + second.prompt_tokens, first.output_tokens + second.output_tokens)
         if tag_problem(spec.text, second.text) is None or second.finish_reason == "abort":
@@ -235,6 +272,11 @@ class Translator:
             plan += [lead, *self._plan(text_run, self._prompt_overhead(text_run), ratio), trail]
         translation = await self._run(plain, request_id, [item for item in plan if item != ""])
         return msgspec.structs.replace(translation, inline_tags="fallback")
+
+    def _sampled(self, sampling: Sampling | None) -> Sampling:
+        """How a retry samples: ``sampling`` (else the profile's) if it samples, else :data:`RETRY_SAMPLING`."""
+        base = sampling or self._sampling
+        return base if base.temperature > 0 else RETRY_SAMPLING
 
     # Planning ---------------------------------------------------------------------------------
 
@@ -331,7 +373,10 @@ class Translator:
         else:
             source_tokens = max(1, len(prompt_ids) - self._prompt_overhead(spec))
         return _Piece(
-            prompt_ids, self.max_tokens_for(len(prompt_ids), source_tokens, ratio), lane_of(spec).engine_priority
+            prompt_ids,
+            self.max_tokens_for(len(prompt_ids), source_tokens, ratio),
+            lane_of(spec).engine_priority,
+            source=text,
         )
 
     # Running ----------------------------------------------------------------------------------
@@ -349,8 +394,7 @@ class Translator:
             self._aborted.discard(request_id)
         result = done.result
         output_tokens = len(result.token_ids)
-        if result.finish_reason == "length":
-            raise self._truncated(spec, [done], done.prompt_tokens, output_tokens)
+        self._check_finished([done])
         text = self.profile.postprocess(self.engine.tokenizer.decode(result.token_ids, skip_special_tokens=True))
         return Translation(
             text=text,
@@ -388,8 +432,8 @@ class Translator:
         finish = next((r for r in _REASON_ORDER if r in reasons), None) or next(
             (r for r in reasons if r != "stop"), "stop" if reasons else None
         )
-        if finish == "length":
-            raise self._truncated(spec, done, prompt_tokens, output_tokens)
+        if finish != "abort":
+            self._check_finished(done)
         decode = self.engine.tokenizer.decode
         translated = iter(self.profile.postprocess(decode(d.result.token_ids, skip_special_tokens=True)) for d in done)
         text = "".join(item if isinstance(item, str) else next(translated) for item in plan)
@@ -402,26 +446,111 @@ class Translator:
         )
 
     async def _generate(self, job_request_id: str, request_id: str, piece: _Piece) -> _Done:
-        """One piece; a ``length`` stop is retried once with all the context allows."""
-        result = await self._request(
+        """One piece, and its one retry if it did not finish: bigger budget, or sampled if it looped.
+
+        A ``length`` stop without a loop is retried with ``length_retry_factor`` x its budget
+        (capped by the room the context leaves; no retry without more room). A generation whose
+        tail loops (or that the engine ended as ``repetition``) is retried with its first budget
+        (a loop needs another path, not more room), sampling and :data:`LOOP_PENALTY`. The caller
+        judges the final generation.
+        """
+        prompt_tokens = len(piece.prompt_ids)
+        first = await self._request(
             job_request_id, request_id, piece.prompt_ids, piece.budget, piece.priority, piece.sampling
         )
-        budget = piece.budget
-        if result.finish_reason == "length" and job_request_id not in self._aborted:
-            room = self.room(len(piece.prompt_ids))
-            if room > budget:
-                log.info(
-                    "request %s stopped at its output budget (%d tokens); retrying with %d",
-                    request_id,
-                    budget,
-                    room,
-                    extra={"job_id": job_request_id},
-                )
-                budget = room
-                result = await self._request(
-                    job_request_id, f"{request_id}-retry", piece.prompt_ids, room, piece.priority, piece.sampling
-                )
-        return _Done(result, len(piece.prompt_ids), budget)
+        unfinished = first.finish_reason in ("length", "repetition")
+        if not unfinished or job_request_id in self._aborted:
+            return _Done(first, prompt_tokens, piece.budget, len(first.token_ids), first_budget=piece.budget)
+        loop = self._loop(first, piece.source)
+        retry_budget = max(piece.budget, min(math.ceil(self._retry_factor * piece.budget), self.room(prompt_tokens)))
+        if loop is None and retry_budget <= piece.budget:  # no more room, or the retry turned off
+            return _Done(first, prompt_tokens, piece.budget, len(first.token_ids), first_budget=piece.budget)
+        sampling = piece.sampling
+        if loop is not None:
+            retry_budget = piece.budget
+            base = self._sampled(piece.sampling)
+            sampling = msgspec.structs.replace(base, repetition_penalty=max(base.repetition_penalty, LOOP_PENALTY))
+            log.info(
+                "request %s looped after %d tokens (a %d-token span repeated %d times); retrying once with "
+                "sampling (temperature %s, repetition penalty %s) and %d tokens",
+                request_id,
+                len(first.token_ids),
+                loop.period,
+                loop.repeats,
+                sampling.temperature,
+                sampling.repetition_penalty,
+                retry_budget,
+                extra={"job_id": job_request_id},
+            )
+        else:
+            log.info(
+                "request %s stopped at its output budget (%d tokens); retrying with %d",
+                request_id,
+                piece.budget,
+                retry_budget,
+                extra={"job_id": job_request_id},
+            )
+        second = await self._request(
+            job_request_id,
+            f"{request_id}-retry",
+            piece.prompt_ids,
+            retry_budget,
+            piece.priority,
+            sampling,
+            stop_on_repetition=not self._repeats_itself(piece.source),
+        )
+        return _Done(
+            second,
+            prompt_tokens,
+            retry_budget,
+            len(first.token_ids) + len(second.token_ids),
+            loop=self._loop(second, piece.source),
+            first_loop=loop,
+            first_span="" if loop is None else self._span_text(first.token_ids, loop),
+            first_budget=piece.budget,
+            retried=True,
+        )
+
+    def _loop(self, result: GenerationResult, source: str) -> Repetition | None:
+        """The looping tail of a generation that did not finish, unless the source repeats that span as often.
+
+        A ``repetition`` finish (the engine saw a loop; asked only when the source does not
+        repeat itself) always counts, with the span as found here or, if the engine's thresholds
+        caught it earlier, the shortest repeated tail.
+        """
+        ids = result.token_ids
+        if result.finish_reason == "repetition":
+            return _token_loop(ids) or repeating_tail(ids, min_repeats=2, min_length=2) or Repetition(len(ids), 0, 0)
+        if result.finish_reason != "length":
+            return None
+        loop = _token_loop(ids)
+        if loop is None or self._source_explains(source, ids, loop):
+            return None
+        return loop
+
+    def _span_text(self, ids: Sequence[int], loop: Repetition) -> str:
+        """A loop's repeated span, decoded."""
+        return str(self.engine.tokenizer.decode(ids[loop.start : loop.start + loop.period], skip_special_tokens=True))
+
+    def _source_explains(self, source: str, ids: Sequence[int], loop: Repetition) -> bool:
+        """Whether the source has the repetition too: its span half as often, or its own words in a loop as long.
+
+        A row of dashes, "ha ha ha ha" or a table's repeated cells are copied, not invented;
+        the same span far more often than the source has it is still a runaway.
+        """
+        unit = self.engine.tokenizer.decode(
+            ids[loop.start : loop.start + loop.period], skip_special_tokens=True
+        ).strip()
+        if unit and 2 * source.count(unit) >= loop.repeats:
+            return True
+        words = source.split()
+        own = _longest_word_loop(words)
+        return own >= _WORD_LOOP_REPEATS and loop.repeats <= 2 * own
+
+    @staticmethod
+    def _repeats_itself(source: str) -> bool:
+        """Whether a span of the source's words occurs back to back often enough to look like a loop."""
+        return _longest_word_loop(source.split()) >= _WORD_LOOP_REPEATS
 
     async def _request(
         self,
@@ -431,7 +560,10 @@ class Translator:
         budget: int,
         priority: int,
         sampling: Sampling | None = None,
+        *,
+        stop_on_repetition: bool = False,
     ) -> GenerationResult:
+        """One engine request of a job, registered under the job so :meth:`abort` reaches it."""
         sampling = sampling or self._sampling
         running = self._running.setdefault(job_request_id, set())
         running.add(request_id)
@@ -448,6 +580,7 @@ class Translator:
                     top_k=sampling.top_k,
                     repetition_penalty=sampling.repetition_penalty,
                     priority=priority,
+                    stop_on_repetition=stop_on_repetition,
                 )
             )
         finally:
@@ -463,24 +596,89 @@ class Translator:
         for piece_request in list(running):
             await self.engine.abort(piece_request)
 
+    def _check_finished(self, done: list[_Done]) -> None:
+        """Raise for the first piece that did not finish: a loop first (it fails at once), then a cut-off."""
+        spent = (sum(d.prompt_tokens for d in done), sum(d.spent for d in done))
+        for index, piece in enumerate(done):
+            if piece.loop is not None:
+                raise self._degenerate(done, index, *spent)
+        for index, piece in enumerate(done):
+            if piece.result.finish_reason == "length":
+                raise self._truncated(done, index, *spent)
+
+    def _where(self, done: list[_Done], index: int) -> str:
+        return f"piece {index + 1} of {len(done)}" if len(done) > 1 else "the translation"
+
+    def _degenerate(
+        self, done: list[_Done], index: int, prompt_tokens: int, output_tokens: int
+    ) -> DegenerateOutputError:
+        """The error that fails a job whose piece looped on its retry: the repeating span and the tokens spent."""
+        piece = done[index]
+        loop = piece.loop
+        assert loop is not None
+        ids = piece.result.token_ids
+        span = self._span_text(ids, loop)
+        how = (
+            "also on its sampled retry"
+            if piece.first_loop is not None
+            else f"on its retry with {piece.budget} tokens (its first try stopped at {piece.first_budget} tokens)"
+        )
+        ended = "the engine stopped it" if piece.result.finish_reason == "repetition" else "to the end of its budget"
+        return DegenerateOutputError(
+            f"degenerate output: {self._where(done, index)} fell into a loop {how}, repeating {shown(span)} "
+            f"({loop.period}-token span, {loop.repeats} times; {ended} after {len(ids)} tokens); {output_tokens} "
+            "output tokens spent. Another attempt would loop the same way: the text may not be prose this model "
+            "can translate (random words, code, a list), or the model needs another prompt profile or model",
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            pieces=len(done),
+        )
+
     def _truncated(
-        self, spec: JobSpec, done: list[_Done], prompt_tokens: int, output_tokens: int
+        self, done: list[_Done], index: int, prompt_tokens: int, output_tokens: int
     ) -> TruncatedTranslationError:
         """The error that fails a job whose translation stopped on its budget twice: numbers and what to change."""
-        index, stopped = next((i, d) for i, d in enumerate(done) if d.result.finish_reason == "length")
+        stopped = done[index]
         used = len(stopped.result.token_ids)
-        where = f"piece {index + 1} of {len(done)}" if len(done) > 1 else "the translation"
         capped = self._max_new_tokens is not None and stopped.budget >= self._max_new_tokens
-        advice = (
-            "raise DRAGOMAN_MAX_NEW_TOKENS (or unset it to let the context decide)"
-            if capped
-            else "raise the worker's --max-model-len, or lower DRAGOMAN_MAX_PIECE_CHARS so long texts are cut "
-            "into smaller pieces; a model that never ends its answer needs another prompt profile or model"
-        )
+        room = self.room(stopped.prompt_tokens)
+        if stopped.first_loop is not None:
+            advice = (
+                "the text may not be prose this model can translate (random words, code, a list), or the model "
+                "needs another prompt profile or model"
+            )
+        elif capped:
+            advice = "raise DRAGOMAN_MAX_NEW_TOKENS (or unset it to let the context decide)"
+        elif stopped.budget < room:
+            advice = (
+                f"the retry's budget is {self._retry_factor:g} x the first, which is bounded by the source: a model "
+                "that keeps going that long usually never ends its answer (another prompt profile or model); for a "
+                "language pair that really expands that much raise DRAGOMAN_OUTPUT_TOKENS_RATIO or "
+                "DRAGOMAN_LENGTH_RETRY_FACTOR"
+            )
+        else:
+            advice = (
+                "raise the worker's --max-model-len, or lower DRAGOMAN_MAX_PIECE_CHARS so long texts are cut "
+                "into smaller pieces; a model that never ends its answer needs another prompt profile or model"
+            )
+        context = f"after a {stopped.prompt_tokens}-token prompt in a {self._max_len}-token context"
+        if stopped.first_loop is not None:
+            loop = stopped.first_loop
+            budgets = (
+                f"a budget of {stopped.first_budget} tokens, {context}) in a loop, repeating "
+                f"{shown(stopped.first_span)} ({loop.period}-token span, {loop.repeats} times); its sampled retry "
+                f"with {stopped.budget} tokens did not loop but did not finish either ({used} used)"
+            )
+        elif stopped.retried:
+            budgets = (
+                f"a budget of {stopped.first_budget} tokens, {context}), also when retried with "
+                f"{stopped.budget} tokens ({used} used)"
+            )
+        else:
+            budgets = f"{used} tokens used of a budget of {stopped.budget}, {context}), with no room for a bigger retry"
         return TruncatedTranslationError(
-            f"translation cut off: {where} stopped at its output budget ({used} tokens used of a budget of "
-            f"{stopped.budget}, after a {stopped.prompt_tokens}-token prompt in a {self._max_len}-token context), "
-            f"also when retried with all the context allows; {advice}",
+            f"translation cut off: {self._where(done, index)} stopped at its output budget ({budgets}; "
+            f"{output_tokens} output tokens spent; {advice}",
             prompt_tokens=prompt_tokens,
             output_tokens=output_tokens,
             pieces=len(done),
@@ -524,6 +722,26 @@ class Translator:
             output_tokens=len(result.token_ids),
             finish_reason="stop" if stopped else result.finish_reason,
         )
+
+
+def _token_loop(ids: Sequence[int]) -> Repetition | None:
+    """The looping tail of a generation's token ids, by the token thresholds."""
+    return repeating_token_tail(ids)
+
+
+def _longest_word_loop(words: Sequence[str]) -> int:
+    """How many times the most repeated span of ``words`` occurs back to back anywhere (1: none).
+
+    Runs only for a retry or a looping generation (a span of up to 8 words, compared case-blind).
+    """
+    folded = [w.lower() for w in words]
+    best = 1
+    for period in range(1, min(8, len(folded) // 2) + 1):
+        run = 0
+        for i in range(period, len(folded)):
+            run = run + 1 if folded[i] == folded[i - period] else 0
+            best = max(best, (run + period) // period)
+    return best
 
 
 def chat_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> str:

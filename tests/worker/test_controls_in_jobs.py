@@ -50,7 +50,8 @@ def _spec(text: str, **controls: object) -> JobSpec:
 
 async def test_the_glossary_and_context_reach_the_prompt_tokens() -> None:
     engine = RecordingEngine()
-    translator = Translator(engine, EchoFewShot(engine.tokenizer), None)
+    # The echo answers with the whole prompt, longer than twice a sentence's budget: retried big enough.
+    translator = Translator(engine, EchoFewShot(engine.tokenizer), None, length_retry_factor=100)
     job = _spec("The cat sleeps on the sofa.", glossary={"cat": "chat", "dog": "chien"}, context="Pets at home.")
     await translator.translate(job, "r1")
     [request] = first_attempts(engine)
@@ -63,7 +64,7 @@ async def test_the_glossary_and_context_reach_the_prompt_tokens() -> None:
 
 async def test_a_long_text_sends_each_piece_its_own_terms_and_the_same_context() -> None:
     engine = RecordingEngine()
-    translator = Translator(engine, EchoFewShot(engine.tokenizer), None)
+    translator = Translator(engine, EchoFewShot(engine.tokenizer), None, length_retry_factor=100)
     job = _spec("The cat sleeps. The dog barks.", glossary={"cat": "chat", "dog": "chien"}, context="Pets.")
     await translator.translate(job, "r2")
     prompts = [engine.tokenizer.decode(r.prompt_token_ids) for r in first_attempts(engine)]

@@ -50,7 +50,7 @@ async def test_a_watched_endless_request_stops_where_the_loop_watch_first_sees_i
 
     watched = await engine.generate(GenerationRequest("w", prompt, max_tokens=500, stop_on_repetition=True))
     end = first_loop_end(unwatched.token_ids)
-    assert end == 2 * WATCH_EVERY_TOKENS  # 24 looping tokens are first seen at the second checkpoint
+    assert end == WATCH_EVERY_TOKENS  # 16 looping tokens (TOKEN_MIN_LENGTH) are seen at the first checkpoint
     assert watched.finish_reason == "repetition"
     assert list(watched.token_ids) == list(unwatched.token_ids)[:end]
     assert (engine.watched, engine.stopped_on_repetition) == (1, 1)

@@ -28,6 +28,11 @@ def _spec(text: str, source: str = "en", target: str = "fr") -> JobSpec:
     return JobSpec(job_id="job", text=text, source_lang=source, target_lang=target, created_at=0.0)
 
 
+def rambling(text: str, request: GenerationRequest) -> str:
+    """A model that never ends its answer without repeating itself: new words after the echo, no loop."""
+    return text + "".join(f" word{i}" for i in range(4 * request.max_tokens))
+
+
 def _metric(worker: Any, name: str, labels: dict[str, str] | None = None) -> float:
     value = worker.metrics.registry.get_sample_value(name, labels or {})
     return 0.0 if value is None else float(value)
@@ -36,7 +41,9 @@ def _metric(worker: Any, name: str, labels: dict[str, str] | None = None) -> flo
 async def test_a_budget_stopped_generation_is_retried_then_failed_never_succeeded(
     client: Client, raw_redis: redis.Redis, pg: Any, start_worker: WorkerFactory
 ) -> None:
-    engine = DeterministicEngine(max_model_len=1024, endless_if=lambda prompt: "runaway" in prompt)
+    engine = DeterministicEngine(
+        max_model_len=1024, rewrite=lambda text, request: rambling(text, request) if "runaway" in text else text
+    )
     runaway = client.submit("A runaway model never stops talking.", "en", "fr")
     fine = client.submit("A model that stops.", "en", "fr")
     async with start_worker(engine) as worker:
@@ -49,14 +56,14 @@ async def test_a_budget_stopped_generation_is_retried_then_failed_never_succeede
     assert job.finish_reason == "length" and job.pieces == 1
     assert job.attempts == 1  # the retry is the translator's, not another delivery
     prompt_tokens = len(ChunkTokenizer().encode("A runaway model never stops talking."))
-    room = 1024 - prompt_tokens
     first = 16 + 2 * prompt_tokens  # the first budget: 16 + headroom 2 x source tokens x the en -> fr ratio (1)
-    assert sorted(engine.budgets) == sorted([first, room, 16 + 2 * 5])  # retried once with all the context allows
-    assert job.error is not None
-    assert f"{room} tokens used of a budget of {room}" in job.error
-    assert f"{prompt_tokens}-token prompt in a 1024-token context" in job.error
-    assert "--max-model-len" in job.error and "DRAGOMAN_MAX_PIECE_CHARS" in job.error
-    assert job.output_tokens == room and job.prompt_tokens == prompt_tokens
+    retry = 2 * first  # the retry: length_retry_factor (2) x the first budget, not all the context allows
+    assert sorted(engine.budgets) == sorted([first, retry, 16 + 2 * 5])
+    assert job.error is not None and job.error.startswith("translation cut off:")
+    assert f"budget of {first} tokens, after a {prompt_tokens}-token prompt in a 1024-token context" in job.error
+    assert f"also when retried with {retry} tokens ({retry} used)" in job.error
+    assert f"{first + retry} output tokens spent" in job.error and "DRAGOMAN_LENGTH_RETRY_FACTOR" in job.error
+    assert job.output_tokens == first + retry and job.prompt_tokens == prompt_tokens  # every try's tokens
 
     row = pg.execute(
         "SELECT status, translated_text, finish_reason, pieces FROM jobs WHERE id = %s", (runaway,)
@@ -70,7 +77,7 @@ async def test_a_budget_stopped_generation_is_retried_then_failed_never_succeede
 
 
 async def test_a_budget_stop_that_fits_on_the_retry_succeeds(client: Client, start_worker: WorkerFactory) -> None:
-    tag = " [a much longer answer than the first budget expects]" * 8
+    tag = " [a much longer answer than the first budget of this short text expects, though it ends within twice that]"
     engine = DeterministicEngine(max_model_len=2048, tag=tag)
     job_id = client.submit("short", "en", "fr")
     async with start_worker(engine):
@@ -81,12 +88,12 @@ async def test_a_budget_stop_that_fits_on_the_retry_succeeds(client: Client, sta
 
 
 async def test_a_max_new_tokens_cap_is_named_in_the_error() -> None:
-    engine = DeterministicEngine(max_model_len=4096, endless_if=lambda prompt: True)
-    translator = Translator(engine, IdentityProfile(engine.tokenizer), 64)
+    engine = DeterministicEngine(max_model_len=4096, rewrite=rambling)
+    translator = Translator(engine, IdentityProfile(engine.tokenizer), 50)
     with pytest.raises(TruncatedTranslationError, match="raise DRAGOMAN_MAX_NEW_TOKENS") as caught:
         await translator.translate(_spec("This text is short enough."), "r-1")
-    assert caught.value.output_tokens == 64
-    assert engine.budgets == [30, 64]  # 16 + 2 x 7 tokens, then the cap: all it may have
+    assert caught.value.output_tokens == 30 + 50
+    assert engine.budgets == [30, 50]  # 16 + 2 x 7 tokens, then the cap (below 2 x 30): all it may have
     engine.budgets.clear()
     translator = Translator(engine, IdentityProfile(engine.tokenizer), 30)
     with pytest.raises(TruncatedTranslationError):

@@ -15,10 +15,10 @@ def test_checkpoints_are_multiples_of_the_interval_however_the_tokens_arrive() -
         watch = LoopWatch(every=8)
         ends = [watch.loop_end(tokens[:n]) for n in range(step, len(tokens) + step, step)]
         seen.append(next(e for e in ends if e is not None))
-    # 24 repeated tokens (TOKEN_MIN_LENGTH) end at index 34: the first checkpoint past it is 40.
-    assert TOKEN_MIN_LENGTH == 24 and seen == [40] * 5
-    assert first_loop_end(tokens, every=8) == 40
-    assert repeating_token_tail(tokens[:40]) is not None and repeating_token_tail(tokens[:32]) is None
+    # 16 repeated tokens (TOKEN_MIN_LENGTH) end at index 26: the first checkpoint past it is 32.
+    assert TOKEN_MIN_LENGTH == 16 and seen == [32] * 5
+    assert first_loop_end(tokens, every=8) == 32
+    assert repeating_token_tail(tokens[:32]) is not None and repeating_token_tail(tokens[:24]) is None
 
 
 def test_a_checkpoint_is_looked_at_once_and_an_output_that_does_not_loop_never_stops() -> None:
