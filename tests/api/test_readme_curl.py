@@ -165,7 +165,7 @@ async def test_readme_curl_examples_run(
     assert waited["model"] == "default"  # the served name of the model that answered
     assert cancelled.get("id") == looked_up["id"] or cancelled["error"]["code"] == "job_not_cancellable"
     assert keyless["error"]["code"] == "missing_api_key"
-    assert first == {"custom_id": "a", "status": "succeeded", "translation": "One."}
+    assert first == {"custom_id": "a", "status": "succeeded", "translation": "One.", "quality_flags": {}}
     assert second["custom_id"] == "b" and second["translation"] == "Two."
     assert (workdir / "hello.fr.md").read_text() == "# Hello\n\nGood morning, *world*.\n"
     # The events stream from its start: the run's two jobs, each with its stream entry id.

@@ -91,7 +91,13 @@ async def test_a_run_goes_in_streamed_and_comes_back_in_input_order(
         assert streamed.headers["content-type"] == "application/x-ndjson"
         got = [json.loads(line) async for line in streamed.aiter_lines() if line]
     assert [line["custom_id"] for line in got] == [f"c{i}" for i in range(300)]
-    assert got[3] == {"custom_id": "c3", "status": "succeeded", "translation": "Line 3.", "metadata": {"n": 3}}
+    assert got[3] == {
+        "custom_id": "c3",
+        "status": "succeeded",
+        "translation": "Line 3.",
+        "metadata": {"n": 3},
+        "quality_flags": {},
+    }
     # The upload was a temporary file: nothing of it is left in the tenant's files.
     files = (await http.get("/v1/files", headers=bearer(key))).json()
     assert files["data"] == []

@@ -105,7 +105,13 @@ async def test_failures_are_reported_per_line(start_worker: WorkerFactory, clien
     async with start_worker(DeterministicEngine(fail_if=lambda text: "boom" in text)):
         await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
     results = list(client.iter_run_results(run_id))
-    assert results[0] == {"custom_id": "a", "status": "succeeded", "translation": "fine", "metadata": {"row": 1}}
+    assert results[0] == {
+        "custom_id": "a",
+        "status": "succeeded",
+        "translation": "fine",
+        "metadata": {"row": 1},
+        "quality_flags": {},
+    }
     assert results[1]["custom_id"] == "b" and results[1]["status"] == "failed" and "EngineError" in results[1]["error"]
     assert results[2]["translation"] == "also fine"
     counts = client.get_run(run_id).counts
