@@ -7,12 +7,15 @@ as ``few-shot`` (its own profile), and runs ``dragoman eval`` over them as a use
 process: the jobs go through Redis and the worker). Then it starts a second worker serving the
 same weights under the name of another profile (``--compare-profile``, default ``seed-x``: a
 zero-shot instruction prompt) and runs ``dragoman eval --compare few-shot <profile>`` on one
-language. From the repository root:
+language; ``--compare-profile-file PATH`` compares a profile file instead (served under its
+profile's name), e.g. ``bench/samples/one-shot-completion.json``. From the repository root:
 
     python -m bench.eval_catalogs --domain apt --languages fr,de,es --sample 60 --seed 1 --max-chars 100 \\
         --compare-language fr --compare-profile gemma3 --out bench/results/eval-catalogs
     python -m bench.eval_catalogs --no-catalogs --compare-profile seed-x --max-model-len 256 --timeout 900 \\
         --out bench/results/eval-catalogs
+    python -m bench.eval_catalogs --no-catalogs --compare-profile-file bench/samples/one-shot-completion.json \\
+        --timeout 900 --out bench/results/eval-catalogs
 
 (``gemma3``, Gemma 3's chat template, fails every job on the default model: its tokenizer, converted
 from the GGUF, has no chat template.) Each report is written as ``<out>/catalogs.txt`` (the table)
@@ -84,10 +87,13 @@ def environment(urls: ServiceUrls, prefix: str) -> dict[str, str]:
 
 @contextmanager
 def worker(
-    env: dict[str, str], name: str, profile: str, log: Path, max_model_len: int
+    env: dict[str, str], name: str, profile: list[str], log: Path, max_model_len: int
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A ``dragoman worker`` serving the default model's weights as ``name`` with ``profile``, until live."""
-    argv = [sys.executable, "-m", "cli.main", "worker", "--served-model-name", name, "--profile", profile]
+    """A ``dragoman worker`` serving the default model's weights as ``name`` until live.
+
+    ``profile`` is its profile flag: ``["--profile", NAME]`` or ``["--profile-file", PATH]``.
+    """
+    argv = [sys.executable, "-m", "cli.main", "worker", "--served-model-name", name, *profile]
     argv += ["--max-model-len", str(max_model_len)]
     with open(log, "wb") as out:
         process = subprocess.Popen([*argv, *ENGINE_FLAGS], stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -103,7 +109,7 @@ def worker(
                 if process.poll() is not None or time.monotonic() - started > 900:
                     raise RuntimeError(f"worker {name} did not start; see {log}")
                 time.sleep(1)
-        say(f"worker {name} (--profile {profile}) live after {time.monotonic() - started:.0f} s")
+        say(f"worker {name} ({' '.join(profile)}) live after {time.monotonic() - started:.0f} s")
         yield process
     finally:
         process.send_signal(signal.SIGTERM)
@@ -111,6 +117,20 @@ def worker(
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def compared_profile(name: str, path: Path | None) -> tuple[str, list[str]]:
+    """The served name and the worker's profile flag of the profile compared with few-shot.
+
+    A profile file is served under the ``name`` its definition gives (the file's stem without
+    one), so the report's column says which prompt produced it.
+    """
+    if path is None:
+        return name, ["--profile", name]
+    definition = json.loads(path.read_text(encoding="utf-8"))
+    profile = definition.get("profile")
+    served = profile.get("name") if isinstance(profile, dict) else None
+    return (served if isinstance(served, str) and served else path.stem), ["--profile-file", str(path)]
 
 
 def evaluate(env: dict[str, str], argv: list[str], out: Path, name: str) -> float:
@@ -148,6 +168,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--compare-profile", default="seed-x", help="the profile compared with few-shot, served under its name"
     )
+    parser.add_argument(
+        "--compare-profile-file",
+        type=Path,
+        help="a profile file (--profile-file) compared with few-shot instead of --compare-profile, "
+        "served under the name of its profile",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval-catalogs"), help="report folder")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -173,20 +199,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     with benchmark_servers() as urls:
         env = environment(urls, f"bench-eval-{uuid.uuid4().hex[:8]}")
-        with worker(env, "few-shot", "few-shot", args.out / "worker-few-shot.log", args.max_model_len):
+        with worker(env, "few-shot", ["--profile", "few-shot"], args.out / "worker-few-shot.log", args.max_model_len):
             if not args.no_catalogs:
                 run["catalogs_s"] = evaluate(
                     env, [*map(str, catalogs), *select, "--model", "few-shot"], args.out, "catalogs"
                 )
             if not args.no_compare:
-                other = args.compare_profile
-                with worker(env, other, other, args.out / f"worker-{other}.log", args.max_model_len):
+                other, flag = compared_profile(args.compare_profile, args.compare_profile_file)
+                with worker(env, other, flag, args.out / f"worker-{other}.log", args.max_model_len):
                     run["other_engines_at_compare"] = other_engines()
                     compared = catalogs[languages.index(args.compare_language)]
                     run["compare_s"] = evaluate(
                         env, [str(compared), *select, "--compare", "few-shot", other], args.out, f"compare-{other}"
                     )
-    (args.out / f"run{'-compare-' + args.compare_profile if args.no_catalogs else ''}.json").write_text(
+    suffix = f"-compare-{compared_profile(args.compare_profile, args.compare_profile_file)[0]}"
+    (args.out / f"run{suffix if args.no_catalogs else ''}.json").write_text(
         json.dumps(run, indent=2) + "\n", encoding="utf-8"
     )
 
