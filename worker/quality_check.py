@@ -126,8 +126,11 @@ def untranslated(source: str, translation: str, source_lang: str, target_lang: s
 
     A source of fewer than :data:`UNTRANSLATED_MIN_WORDS` words, or whose words are all
     capitalised (names, titles, acronyms) or code-like (``snake_case``, paths, ``--options``), is
-    legitimately kept as it is.
+    legitimately kept as it is. An empty output for a source with words is untranslated too,
+    whatever the languages: the model answered nothing.
     """
+    if not translation.strip() and _prose_words(source):
+        return "the translation is empty"
     if _same_language(source_lang, target_lang):
         return None
     source, translation = source[:UNTRANSLATED_SAMPLE_CHARS], translation[:UNTRANSLATED_SAMPLE_CHARS]

@@ -84,6 +84,13 @@ def test_untranslated_flags_the_source_copied_back() -> None:
     assert evidence == "the output is the source's own words (6 of 6, 100%)"
 
 
+@pytest.mark.parametrize("output", ["", "  \n"])
+def test_an_empty_translation_of_words_is_untranslated_whatever_the_languages(output: str) -> None:
+    assert untranslated("Package files:", output, "en", "fr") == "the translation is empty"
+    assert untranslated("Package files:", output, "en", "en-GB") == "the translation is empty"
+    assert untranslated("42 %s", output, "en", "fr") is None  # nothing to translate
+
+
 @pytest.mark.parametrize(
     ("source", "output", "pair"),
     [
