@@ -240,6 +240,7 @@ class Worker:
         await _cancel(self._reader)  # still waiting for a free slot: nothing read is lost
         await _cancel(self._housekeeping)
         unfinished = await self.consumer.drain(grace)
+        await self.consumer.close_quality_checks()
         if unfinished:
             log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker", unfinished, grace)
         if self._writer is not None and not self._writer.done():
