@@ -184,7 +184,7 @@ class StreamConsumer:
         if self._language_check is None:
             return
         if self.quality_pool is not None:
-            await self.quality_pool.start()
+            await self.start_quality_checks()
             return
         try:
             await self._language_check.ready()
@@ -753,6 +753,11 @@ class StreamConsumer:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         return len(pending)
+
+    async def start_quality_checks(self) -> None:
+        """Spawn the quality check processes and let them load the detector (idempotent)."""
+        if self.quality_pool is not None and not self.quality_pool.started:
+            await self.quality_pool.start()
 
     async def close_quality_checks(self) -> None:
         """Shut the quality check processes down (after :meth:`drain`: no job waits for a check any more)."""

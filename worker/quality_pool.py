@@ -86,6 +86,7 @@ class QualityCheckPool:
         self._scheduled = False
         self._batches: set[asyncio.Task[None]] = set()
         self.executor_calls = 0
+        self.started = False
 
     def _new_executor(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -97,6 +98,7 @@ class QualityCheckPool:
 
     async def start(self) -> None:
         """Spawn the children and let each load the detector, so that the first jobs do not wait for it."""
+        self.started = True
         if self._executor is None:
             self._executor = self._new_executor()
         loop = asyncio.get_running_loop()

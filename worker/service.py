@@ -134,6 +134,7 @@ class Worker:
         self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
         self._writer = asyncio.create_task(self.writer.run(), name="dragoman-writer")
         self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
+        await self.consumer.start_quality_checks()  # spawned and warm before the first job is read
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         self._remembering = asyncio.create_task(self.memory.run(), name="dragoman-memory")
