@@ -70,7 +70,11 @@ def reversed_words(text: str, _: GenerationRequest) -> str:
 
 async def _run_worker(
     settings: Settings, urls: ServiceUrls, jobs: int, max_in_flight: int, *, translate: bool = False
-) -> float:
+) -> tuple[float, float]:
+    """Seconds and this process's CPU seconds (the worker's, not its check processes') to finish ``jobs``.
+
+    Timed from a started worker: the check processes' spawn (once a worker, 1-2 s) is left out.
+    """
     engine = DeterministicEngine(rewrite=reversed_words if translate else None)
     worker = Worker(
         settings,
@@ -80,13 +84,13 @@ async def _run_worker(
         profile=IdentityProfile(engine.tokenizer),
         max_in_flight=max_in_flight,
     )
-    start = time.perf_counter()
     await worker.start()
+    start, cpu = time.perf_counter(), time.process_time()
     while worker.writer.stats.rows < jobs:
         await asyncio.sleep(0.005)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     await worker.stop()
-    return elapsed
+    return elapsed, cpu
 
 
 def bench_dragoman(
@@ -101,12 +105,13 @@ def bench_dragoman(
         enqueue_s = time.perf_counter() - start
     del items
     freeze_startup_heap()  # what `dragoman worker` does before jobs flow
-    elapsed = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight, translate=translate))
+    elapsed, cpu = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight, translate=translate))
     return {
         "jobs": jobs,
         "max_in_flight": max_in_flight,
         "seconds": round(elapsed, 3),
         "jobs_per_s": round(jobs / elapsed),
+        "worker_cpu_us_per_job": round(cpu / jobs * 1e6),
         "enqueue_jobs_per_s": round(jobs / enqueue_s),
     }
 
@@ -204,18 +209,27 @@ def bench_raw_postgres(urls: ServiceUrls, rows: int, batch: int = 256) -> dict[s
 def bench_quality(urls: ServiceUrls, jobs: int, max_in_flight: int, rounds: int, output: str) -> dict[str, Any]:
     """The pipeline with the quality checks off and on, alternating, ``rounds`` times each."""
     runs: dict[str, list[int]] = {"off": [], "on": []}
+    cpu: dict[str, list[int]] = {"off": [], "on": []}
     translate = output == "reversed"
     for round_number in range(rounds):
         for label, checks in (("off", False), ("on", True)):
-            rate = bench_dragoman(urls, jobs, max_in_flight, quality_checks=checks, translate=translate)["jobs_per_s"]
+            result = bench_dragoman(urls, jobs, max_in_flight, quality_checks=checks, translate=translate)
+            rate, worker_cpu = result["jobs_per_s"], result["worker_cpu_us_per_job"]
             runs[label].append(rate)
-            print(f"round {round_number + 1}: checks {label:<3} {rate:,} jobs/s", flush=True)
+            cpu[label].append(worker_cpu)
+            print(
+                f"round {round_number + 1}: checks {label:<3} {rate:,} jobs/s, worker CPU {worker_cpu} us/job",
+                flush=True,
+            )
     medians = {label: sorted(rates)[len(rates) // 2] for label, rates in runs.items()}
+    cpu_medians = {label: sorted(values)[len(values) // 2] for label, values in cpu.items()}
     return {
         "jobs": jobs,
         "output": output,
         "runs": runs,
         "median": medians,
+        "worker_cpu_us_per_job": cpu,
+        "worker_cpu_us_per_job_median": cpu_medians,
         "on_vs_off": round(medians["on"] / medians["off"], 3),
     }
 

@@ -60,6 +60,7 @@ def settings(service_urls: ServiceUrls, tmp_path: Path) -> Settings:
         metrics_port=0,
         metrics_host="127.0.0.1",
         memory_enabled=False,  # see DRAGOMAN_MEMORY_ENABLED above
+        quality_check_processes=0,  # inline: a spawned check process costs 1-2 s (tests/worker/test_quality_pool.py)
     )
 
 

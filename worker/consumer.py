@@ -51,7 +51,8 @@ from worker.language_detection import LanguageDetector
 from worker.memory import TranslationMemory
 from worker.metrics import WorkerMetrics
 from worker.profiles.base import Sampling
-from worker.quality_check import check_translation
+from worker.quality_check import CheckInput, check_texts
+from worker.quality_pool import QualityCheckPool
 from worker.results import DeadLetter, JobResult, storable_text
 from worker.translator import RETRY_SAMPLING, Translation, Translator
 from worker.writer import ResultWriter
@@ -87,6 +88,14 @@ class StreamConsumer:
             )
         self._language_check: LanguageDetector | None = self._detector if self._checks else None
         self._metrics = metrics if metrics is not None else WorkerMetrics()
+        self.quality_pool: QualityCheckPool | None = None
+        if self._checks and settings.quality_check_processes > 0:
+            self.quality_pool = QualityCheckPool(
+                settings.quality_check_processes,
+                settings.detection_min_confidence,
+                language_check=True,
+                on_error=self._metrics.record_quality_check_errors,
+            )
         self._keys = served_keys(settings)
         self._redis = redis
         self._translator = translator
@@ -174,6 +183,9 @@ class StreamConsumer:
         A detector that cannot load leaves the ``wrong_language`` check out, with a warning; the other checks run.
         """
         if self._language_check is None:
+            return
+        if self.quality_pool is not None:
+            await self.start_quality_checks()
             return
         try:
             await self._language_check.ready()
@@ -445,7 +457,9 @@ class StreamConsumer:
             hit = recalled.get(spec.job_id)
             if hit is not None:
                 done = Translation(hit.translation, 0, 0, "stop", pieces=0)
-                flags = self._quality(job, done)  # re-checked: the memory stores text only, and the checks are cheap
+                flags = await self._quality(
+                    job, done
+                )  # re-checked: the memory stores text only, and the checks are cheap
                 await self._finish(
                     self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags)
                 )
@@ -561,7 +575,7 @@ class StreamConsumer:
                 )
                 attempt += 1
                 continue
-            flags = self._quality(work, translation)
+            flags = await self._quality(work, translation)
             if flags and not shared and translation.finish_reason != "abort" and self._retry_on.intersection(flags):
                 translation, flags, attempt = await self._retry_flagged(spec, work, attempt, translation, flags)
             if translation.finish_reason == "abort" or spec.job_id in self._cancelled:
@@ -605,7 +619,7 @@ class StreamConsumer:
             return first, first_flags, attempt + 1
         if second.finish_reason == "abort":
             return second, first_flags, attempt + 1
-        second_flags = self._quality(work, second) or {}
+        second_flags = await self._quality(work, second) or {}
         first_rank = (len(chosen.intersection(first_flags)), len(first_flags))
         better = (len(chosen.intersection(second_flags)), len(second_flags)) < first_rank
         self._metrics.record_quality_retry(better=better)
@@ -627,11 +641,20 @@ class StreamConsumer:
         sampling = self._translator.profile.sampling
         return sampling if sampling.temperature > 0 else RETRY_SAMPLING
 
-    def _quality(self, work: JobSpec, translation: Translation) -> QualityFlags | None:
-        """The quality flags of a translation job's output; ``None`` for a raw-prompt job or with the checks off."""
+    async def _quality(self, work: JobSpec, translation: Translation) -> QualityFlags | None:
+        """The quality flags of a translation job's output; ``None`` for a raw-prompt job, with the checks off,
+        or when the check process failed. Checked in :attr:`quality_pool`'s children, or inline without one."""
         if not self._checks or work.generation is not None:
             return None
-        flags = check_translation(work, translation.text, self._language_check)
+        item = CheckInput(
+            work.text, translation.text, work.source_lang, work.target_lang, work.glossary, work.inline_tags
+        )
+        if self.quality_pool is not None:
+            flags = await self.quality_pool.check(item)
+        else:
+            flags = check_texts(item, self._language_check)
+        if flags is None:
+            return None
         return {flag: storable_text(evidence) or "" for flag, evidence in flags.items()} if flags else flags
 
     async def _translate(self, work: JobSpec, request_id: str) -> tuple[Translation, bool]:
@@ -731,6 +754,16 @@ class StreamConsumer:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         return len(pending)
+
+    async def start_quality_checks(self) -> None:
+        """Spawn the quality check processes and let them load the detector (idempotent)."""
+        if self.quality_pool is not None and not self.quality_pool.started:
+            await self.quality_pool.start()
+
+    async def close_quality_checks(self) -> None:
+        """Shut the quality check processes down (after :meth:`drain`: no job waits for a check any more)."""
+        if self.quality_pool is not None:
+            await self.quality_pool.close()
 
 
 _MAX_REASON_CHARS = 2000

@@ -304,6 +304,11 @@ class WorkerMetrics:
         )
         for flag in FLAG_NAMES:
             self.quality_flags.labels(flag)
+        self.quality_check_errors = Counter(
+            "dragoman_quality_check_errors",
+            "Translations left unchecked (flags null) because their quality check process died or the check raised",
+            registry=r,
+        )
         self.quality_retries = Counter(
             "dragoman_quality_retries",
             "Translations retried once because of a DRAGOMAN_RETRY_ON_FLAGS flag, by outcome: better (the retry "
@@ -480,6 +485,10 @@ class WorkerMetrics:
             self.quality_checked.inc(checked)
         for flag, count in flagged.items():
             self.quality_flags.labels(flag).inc(count)
+
+    def record_quality_check_errors(self, count: int) -> None:
+        """Count translations whose quality check could not run."""
+        self.quality_check_errors.inc(count)
 
     def record_quality_retry(self, *, better: bool) -> None:
         """Count one quality retry and whether its translation was kept."""

@@ -9,8 +9,10 @@ signal is weak (short texts, names, numbers or code only). :func:`check_translat
 Cost: the language detector is most of it (py3langid, a state machine in Python over the bytes of
 the first :data:`DETECTION_SAMPLE_CHARS` characters: about three quarters of the check's CPU time);
 the rest are string passes and counters, linear in the text, each skipped when the characters it
-looks for are absent. bench/RESULTS.md ("Issue 34: what the quality checks cost the pipeline") has
-the numbers.
+looks for are absent; about 0.3 ms of CPU per job in all. The worker runs it off its event loop, in
+the child processes of :class:`worker.quality_pool.QualityCheckPool` (``DRAGOMAN_QUALITY_CHECK_PROCESSES``,
+batched, :class:`CheckInput` is what travels), so the core that feeds the engine does not pay it.
+bench/RESULTS.md ("Issue 34: what the quality checks cost the pipeline") has the numbers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from contract.controls import glossary_misses
 from contract.inline_tags import has_tags, strip_tags, tag_problem
@@ -91,7 +93,26 @@ class LanguageGuesser(Protocol):
 
 def check_translation(spec: JobSpec, translation: str, detector: LanguageGuesser | None) -> QualityFlags:
     """Every check on one finished translation job; ``detector`` ``None`` leaves ``wrong_language`` out."""
-    source, source_lang, target_lang = spec.text, spec.source_lang, spec.target_lang
+    return check_texts(
+        CheckInput(spec.text, translation, spec.source_lang, spec.target_lang, spec.glossary, spec.inline_tags),
+        detector,
+    )
+
+
+class CheckInput(NamedTuple):
+    """What the checks read of a job and its output: small and picklable, sent as is to a check process."""
+
+    source: str
+    translation: str
+    source_lang: str
+    target_lang: str
+    glossary: dict[str, str]
+    inline_tags: bool
+
+
+def check_texts(item: CheckInput, detector: LanguageGuesser | None) -> QualityFlags:
+    """Every check on one source and its translation; ``detector`` ``None`` leaves ``wrong_language`` out."""
+    source, translation, source_lang, target_lang = item.source, item.translation, item.source_lang, item.target_lang
     found: dict[QualityFlag, str | None] = {
         QualityFlag.WRONG_LANGUAGE: (
             wrong_language(translation, target_lang, detector) if detector is not None else None
@@ -100,8 +121,8 @@ def check_translation(spec: JobSpec, translation: str, detector: LanguageGuesser
         QualityFlag.LENGTH_RATIO: length_ratio(source, translation, source_lang, target_lang),
         QualityFlag.NUMBERS: numbers(source, translation),
         QualityFlag.PLACEHOLDERS: placeholders(source, translation),
-        QualityFlag.TAGS: tags(source, translation, inline_tags=spec.inline_tags),
-        QualityFlag.GLOSSARY: glossary(spec.glossary, source, translation),
+        QualityFlag.TAGS: tags(source, translation, inline_tags=item.inline_tags),
+        QualityFlag.GLOSSARY: glossary(item.glossary, source, translation),
         QualityFlag.REPETITION: repetition(source, translation),
     }
     return {flag.value: evidence for flag, evidence in found.items() if evidence is not None}

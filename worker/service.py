@@ -135,6 +135,7 @@ class Worker:
         self._heartbeat = asyncio.create_task(self._beat(), name="dragoman-heartbeat")
         self._writer = asyncio.create_task(self.writer.run(), name="dragoman-writer")
         self._listener = asyncio.create_task(self.consumer.listen_for_cancels(), name="dragoman-cancels")
+        await self.consumer.start_quality_checks()  # spawned and warm before the first job is read
         self._reader = asyncio.create_task(self.consumer.run(), name="dragoman-reader")
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         self._remembering = asyncio.create_task(self.memory.run(), name="dragoman-memory")
@@ -241,6 +242,7 @@ class Worker:
         await _cancel(self._reader)  # still waiting for a free slot: nothing read is lost
         await _cancel(self._housekeeping)
         unfinished = await self.consumer.drain(grace)
+        await self.consumer.close_quality_checks()
         if unfinished:
             log.warning("%d jobs did not finish within %.0fs; left un-acked for another worker", unfinished, grace)
         if self._writer is not None and not self._writer.done():
