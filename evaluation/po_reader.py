@@ -14,12 +14,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, unquote
 from evaluation.segments import EvaluationInputError, Segment
 from evaluation.text_files import read_text_file
 
-_KEYWORD = re.compile(r"(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)[ \t]+(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
-_CONTINUATION = re.compile(r"(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _LANGUAGE = re.compile(r"^Language:[ \t]*([^\s\\]+)", re.MULTILINE)
 
 
@@ -52,7 +50,7 @@ def read_po(path: Path) -> list[Segment]:
             if line.startswith("#,") and "fuzzy" in (flag.strip() for flag in line[2:].split(",")):
                 entry.fuzzy = True
             continue  # obsolete entries (#~) are comments too: never read
-        keyword = _KEYWORD.match(line)
+        keyword = KEYWORD.match(line)
         if keyword is not None:
             name, index, quoted = keyword.groups()
             key = "msgstr" + index if index is not None else name
@@ -62,7 +60,7 @@ def read_po(path: Path) -> list[Segment]:
             entry.current = key
             entry.strings[key] = [_unquote(quoted, path, number)]
             continue
-        continuation = _CONTINUATION.match(line)
+        continuation = CONTINUATION.match(line)
         if continuation is None or entry.current is None:
             raise EvaluationInputError(
                 f"{path}:{number}: not a gettext catalogue line (a comment, a keyword with a quoted string, "
@@ -91,19 +89,8 @@ def _close(entry: _Entry, entries: list[_Entry], path: Path) -> _Entry:
 
 
 def _unquote(quoted: str, path: Path, number: int) -> str:
-    """The text of a PO string literal (``"a\\"b"`` -> ``a"b``)."""
-    out: list[str] = []
-    inner = quoted[1:-1]
-    index = 0
-    while index < len(inner):
-        char = inner[index]
-        if char == "\\" and index + 1 < len(inner):
-            escaped = inner[index + 1]
-            if escaped not in _ESCAPES:
-                raise EvaluationInputError(f"{path}:{number}: unknown escape \\{escaped} in a gettext string")
-            out.append(_ESCAPES[escaped])
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
+    """The text of a PO string literal, an unknown escape an error naming the file and line."""
+    try:
+        return unquote(quoted)
+    except PoStringError as exc:
+        raise EvaluationInputError(f"{path}:{number}: {exc}") from None

@@ -16,17 +16,15 @@ from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
 from contract.placeholders import PLACEHOLDER
+from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, unquote
 from orchestrator.segmenting.inline_block import segment_of
 from orchestrator.segmenting.parts import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-_KEYWORD = re.compile(r"(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)[ \t]+(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
-_CONTINUATION = re.compile(r"[ \t]*(\"(?:[^\"\\]|\\.)*\")[ \t]*$")
 # Placeholders (contract.placeholders, the grammar the quality check uses too) and inline HTML tags.
 _PLACEHOLDER = re.compile(PLACEHOLDER.pattern + r"|</?[a-zA-Z][^<>]*>")
 _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 
 
 def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
@@ -46,7 +44,7 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
             entry = _Entry() if not stripped else entry
             skeleton.literal(line)
             continue
-        keyword = _KEYWORD.match(stripped)
+        keyword = KEYWORD.match(stripped)
         if keyword is not None:
             name, index, quoted = keyword.group(1), keyword.group(2), keyword.group(3)
             if name in ("msgctxt", "msgid") and entry.seen_msgstr:
@@ -66,7 +64,7 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
                 entry.values[name] = [_unquote(quoted, number)]
             skeleton.literal(line)
             continue
-        continuation = _CONTINUATION.match(body)
+        continuation = CONTINUATION.match(body)
         if continuation is None or entry.current is None:
             raise InvalidJobError(
                 f"this is not a gettext catalogue: line {number} is not a comment, a keyword with a quoted "
@@ -80,7 +78,7 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
 def _continuation_lines(lines: list[str], after: int) -> int:
     """How many quoted continuation lines follow line number ``after`` (1-based)."""
     count = 0
-    while after + count < len(lines) and _CONTINUATION.match(lines[after + count].rstrip("\r\n")):
+    while after + count < len(lines) and CONTINUATION.match(lines[after + count].rstrip("\r\n")):
         count += 1
     return count
 
@@ -137,19 +135,8 @@ def _placeholder_code(match: re.Match[str]) -> Code:
 
 
 def _unquote(quoted: str, number: int) -> str:
-    """The text of a PO string literal (``"a\\"b"`` -> ``a"b``)."""
-    out: list[str] = []
-    inner = quoted[1:-1]
-    index = 0
-    while index < len(inner):
-        char = inner[index]
-        if char == "\\" and index + 1 < len(inner):
-            escaped = inner[index + 1]
-            if escaped not in _ESCAPES:
-                raise InvalidJobError(f"line {number}: unknown escape \\{escaped} in a gettext string")
-            out.append(_ESCAPES[escaped])
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
+    """The text of a PO string literal, an unknown escape an error naming the line."""
+    try:
+        return unquote(quoted)
+    except PoStringError as exc:
+        raise InvalidJobError(f"line {number}: {exc}") from None
