@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import httpx
 import pytest
 from openai.types import Batch
 
-from contract.ids import job_id_for
 from contract.settings import Settings
-from storage import JobRowWriter, RowRecord
+from storage import RowRecord
 from tests.api.conftest import KeyMaker, bearer
 from tests.api.test_openai_batches import create_over_http, translation_line
+from tests.flagged_rows import flagged_row, write_rows
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,40 +27,13 @@ FLAGS: list[dict[str, str]] = [
 ]
 
 
-def _row(run_id: str, n: int, flags: dict[str, str], *, custom_id: str) -> RowRecord:
+def _row(run_id: str, n: int, flags: dict[str, str] | None, *, custom_id: str) -> RowRecord:
     """Line ``n`` of the run, succeeded with ``flags``, as the worker's upsert writes it."""
-    now = time.time()
-    return RowRecord(
-        id=job_id_for(run_id, n),
-        status="succeeded",
-        source_lang="en",
-        target_lang="fr",
-        source_text=f"Line {n}.",
-        translated_text=f"Ligne {n}.",
-        error=None,
-        attempts=1,
-        model="m",
-        prompt_tokens=3,
-        output_tokens=3,
-        created_at=now - 1,
-        started_at=now - 1,
-        finished_at=now,
-        metadata={"custom_id": custom_id},
-        run_id=run_id,
-        document_id=None,
-        sequence=n,
-        tenant="acme",
-        quality_flags=flags,
-    )
+    return flagged_row(run_id, n, flags, run_id=run_id, metadata={"custom_id": custom_id}, tenant="acme")
 
 
 async def _write(settings: Settings, records: list[RowRecord]) -> None:
-    assert settings.database_url is not None
-    writer = JobRowWriter(settings.database_url)
-    try:
-        await writer.write_rows(records)
-    finally:
-        await writer.close()
+    await write_rows(settings.database_url, records)
 
 
 async def _finished_run(http: httpx.AsyncClient, key: str, settings: Settings) -> str:

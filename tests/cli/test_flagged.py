@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from typing import Any
 
@@ -13,10 +12,9 @@ import pytest
 
 from cli.bulk import _print_flag_report, document_progress_text, format_flags, format_progress
 from cli.main import EXIT_BAD_INPUT, EXIT_OK, main
-from contract.ids import job_id_for
 from contract.progress import RunCounts, progress
 from contract.settings import Settings
-from storage import JobRowWriter, RowRecord
+from tests.flagged_rows import flagged_row, write_rows
 
 FLAGS: list[dict[str, str] | None] = [
     {"numbers": "source number 42 missing"},
@@ -38,41 +36,10 @@ def _finished_run(settings: Settings, pg: Any) -> str:
         "VALUES (%s, 'running', 'en', 'fr', %s, 'flags')",
         (run_id, len(FLAGS)),
     )
-    now = time.time()
     records = [
-        RowRecord(
-            id=job_id_for(run_id, n),
-            status="succeeded",
-            source_lang="en",
-            target_lang="fr",
-            source_text=f"Line {n}.",
-            translated_text=f"Ligne {n}.",
-            error=None,
-            attempts=1,
-            model="m",
-            prompt_tokens=3,
-            output_tokens=3,
-            created_at=now - 1,
-            started_at=now - 1,
-            finished_at=now,
-            metadata={"custom_id": f"c{n}"},
-            run_id=run_id,
-            document_id=None,
-            sequence=n,
-            quality_flags=flags,
-        )
-        for n, flags in enumerate(FLAGS)
+        flagged_row(run_id, n, flags, run_id=run_id, metadata={"custom_id": f"c{n}"}) for n, flags in enumerate(FLAGS)
     ]
-
-    async def write() -> None:
-        assert settings.database_url is not None
-        writer = JobRowWriter(settings.database_url)
-        try:
-            await writer.write_rows(records)
-        finally:
-            await writer.close()
-
-    asyncio.run(write())
+    asyncio.run(write_rows(settings.database_url, records))
     return run_id
 
 

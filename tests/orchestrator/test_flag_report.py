@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
-from contract.ids import job_id_for
 from contract.settings import Settings
 from orchestrator.segmenting.report import DocumentReport
 from orchestrator.segmenting.skeleton import Segment
 from producer.client import Client
-from storage import JobRowWriter, RowRecord
+from tests.flagged_rows import flagged_row, write_rows
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 
 pytestmark = pytest.mark.timeout(120)
@@ -25,41 +23,8 @@ def _env(settings_env: Settings) -> None:
 
 def _finish_segments(settings: Settings, document_id: str, flags: list[dict[str, str] | None]) -> None:
     """The document's segments finished by the worker's upsert, each with its quality flags."""
-    now = time.time()
-    records = [
-        RowRecord(
-            id=job_id_for(document_id, n),
-            status="succeeded",
-            source_lang="en",
-            target_lang="fr",
-            source_text=f"Line {n}.",
-            translated_text=f"Ligne {n}.",
-            error=None,
-            attempts=1,
-            model="m",
-            prompt_tokens=3,
-            output_tokens=3,
-            created_at=now - 1,
-            started_at=now - 1,
-            finished_at=now,
-            metadata={},
-            run_id=None,
-            document_id=document_id,
-            sequence=n,
-            quality_flags=flagged,
-        )
-        for n, flagged in enumerate(flags)
-    ]
-
-    async def write() -> None:
-        assert settings.database_url is not None
-        writer = JobRowWriter(settings.database_url)
-        try:
-            await writer.write_rows(records)
-        finally:
-            await writer.close()
-
-    asyncio.run(write())
+    records = [flagged_row(document_id, n, flagged, document_id=document_id) for n, flagged in enumerate(flags)]
+    asyncio.run(write_rows(settings.database_url, records))
 
 
 def test_the_report_lists_flagged_segments_with_their_evidence(client: Client, settings: Settings) -> None:

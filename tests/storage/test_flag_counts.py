@@ -3,7 +3,6 @@ written by the worker's upsert (``RowRecord.quality_flags``)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +13,7 @@ from contract.flag_filter import ANY_FLAG, parse_flag_filter
 from contract.ids import job_id_for
 from contract.services import ServiceUrls
 from storage import AsyncBatchStore, AsyncConnectionPool, GroupStore, JobRowWriter, RowRecord
+from tests.flagged_rows import flagged_row
 
 FLAGS: list[dict[str, str] | None] = [
     {},  # 0: checked, clean
@@ -33,28 +33,7 @@ async def writer(service_urls: ServiceUrls) -> AsyncIterator[JobRowWriter]:
 
 
 def _record(run_id: str, sequence: int, flags: dict[str, str] | None, status: str = "succeeded") -> RowRecord:
-    now = time.time()
-    return RowRecord(
-        id=job_id_for(run_id, sequence),
-        status=status,
-        source_lang="en",
-        target_lang="fr",
-        source_text=f"line {sequence}",
-        translated_text=f"ligne {sequence}" if status == "succeeded" else None,
-        error=None if status == "succeeded" else "boom",
-        attempts=1,
-        model="m",
-        prompt_tokens=3,
-        output_tokens=4,
-        created_at=now - 2,
-        started_at=now - 1,
-        finished_at=now,
-        metadata={"custom_id": f"c-{sequence}"},
-        run_id=run_id,
-        document_id=None,
-        sequence=sequence,
-        quality_flags=flags,
-    )
+    return flagged_row(run_id, sequence, flags, status=status, run_id=run_id, metadata={"custom_id": f"c-{sequence}"})
 
 
 async def _flagged_run(groups: GroupStore, writer: JobRowWriter) -> str:
