@@ -450,19 +450,14 @@ class StreamConsumer:
                 error = f"source_lang 'auto': language detection failed on this worker ({_first_line(exc)})"
                 await self._finish(self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=error))
         recalled = await self._memory.recall(list(work.values())) if self._memory is not None else {}
+        hits: list[tuple[str, JobSpec, JobSpec, int, Translation]] = []
         for entry_id, spec, attempts in runnable:
             job = work.get(spec.job_id)
             if job is None:
                 continue
             hit = recalled.get(spec.job_id)
             if hit is not None:
-                done = Translation(hit.translation, 0, 0, "stop", pieces=0)
-                flags = await self._quality(
-                    job, done
-                )  # re-checked: the memory stores text only, and the checks are cheap
-                await self._finish(
-                    self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags)
-                )
+                hits.append((entry_id, spec, job, attempts, Translation(hit.translation, 0, 0, "stop", pieces=0)))
                 continue
             previous = self._entries.get(spec.job_id)  # the same job twice in one read: counted once
             if previous is not None:
@@ -472,6 +467,12 @@ class StreamConsumer:
             self._tasks[spec.job_id] = asyncio.create_task(
                 self._run_job(entry_id, spec, job, attempts, now), name=f"job-{spec.job_id}"
             )
+        if hits:  # re-checked (the memory stores text only), all at once: one batch for the check process
+            checked = await asyncio.gather(*(self._quality(job, done) for _, _, job, _, done in hits))
+            for (entry_id, spec, job, attempts, done), flags in zip(hits, checked, strict=True):
+                await self._finish(
+                    self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags)
+                )
 
     async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
         """Run the start script for the whole read in one call; return what it found for each job."""
