@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from cli.main import main
 from contract.settings import Settings
 from producer.client import Client
+from tests.child_env import child_env
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -26,19 +26,6 @@ PAIRS = [
 ]
 
 
-def _env(settings: Settings) -> dict[str, str]:
-    assert settings.redis_url and settings.database_url
-    return {
-        **os.environ,
-        "DRAGOMAN_REDIS_URL": settings.redis_url,
-        "DRAGOMAN_DATABASE_URL": settings.database_url,
-        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
-        "DRAGOMAN_DATA_DIR": str(settings.data_dir),
-        "DRAGOMAN_METRICS_PORT": "0",
-        "DRAGOMAN_READ_BLOCK_MS": "50",
-    }
-
-
 def _start(settings: Settings, log: Path, *names: str) -> subprocess.Popen[bytes]:
     flags = [arg for name in names for arg in ("--served-model-name", name)]
     with open(log, "w") as out:
@@ -46,7 +33,7 @@ def _start(settings: Settings, log: Path, *names: str) -> subprocess.Popen[bytes
             [sys.executable, "-m", "cli.main", "worker", "--engine", "echo", *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=_env(settings),
+            env=child_env(settings),
         )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pytest
 from contract.schemas import JobStatus
 from contract.settings import Settings
 from producer.client import Client
+from tests.child_env import child_env
 from worker.deterministic_engine import ECHO_MARK, ChunkTokenizer
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,27 +24,13 @@ WITHOUT_VLLM = (
 )
 
 
-def _env(settings: Settings, **extra: str) -> dict[str, str]:
-    assert settings.redis_url and settings.database_url
-    return {
-        **os.environ,
-        "DRAGOMAN_REDIS_URL": settings.redis_url,
-        "DRAGOMAN_DATABASE_URL": settings.database_url,
-        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
-        "DRAGOMAN_DATA_DIR": str(settings.data_dir),
-        "DRAGOMAN_METRICS_PORT": "0",
-        "DRAGOMAN_READ_BLOCK_MS": "50",
-        **extra,
-    }
-
-
 def _worker(settings: Settings, log: Path, *flags: str, **env: str) -> subprocess.Popen[bytes]:
     with open(log, "w") as out:
         return subprocess.Popen(
             [sys.executable, "-c", WITHOUT_VLLM, "worker", *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=_env(settings, **env),
+            env=child_env(settings, **env),
         )
 
 
@@ -102,7 +88,7 @@ def test_echo_engine_from_the_environment(settings: Settings, client: Client, tm
 def test_echo_refuses_model_flags(settings: Settings, tmp_path: Path, flags: list[str], refused: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_VLLM, "worker", "--engine", "echo", *flags],
-        env=_env(settings),
+        env=child_env(settings),
         capture_output=True,
         text=True,
         timeout=60,
@@ -114,7 +100,7 @@ def test_echo_refuses_model_flags(settings: Settings, tmp_path: Path, flags: lis
 def test_echo_delay_needs_the_echo_engine(settings: Settings) -> None:
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_VLLM, "worker", "--engine", "vllm", "--echo-delay-ms", "5"],
-        env=_env(settings),
+        env=child_env(settings),
         capture_output=True,
         text=True,
         timeout=60,
