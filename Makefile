@@ -8,7 +8,7 @@ STAMP := $(VENV)/.dragoman-installed
 # pytest workers for the fast suite; the engine tests run after it, on their own.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-e2e docs reference install clean bench-enqueue compose-env
+.PHONY: demo test test-fast test-e2e docs reference install browser clean bench-enqueue compose-env
 
 install: $(STAMP)
 
@@ -20,10 +20,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip uninstall --quiet --yes torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $(STAMP)
 
+# The web console's browser test drives Debian's Chromium through its ChromeDriver (`make test` installs
+# both when they are missing; installing needs root, as on the CI machine, or run the apt-get line once).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+		(echo "cannot install chromium and chromium-driver: run 'apt-get install chromium chromium-driver' as root" >&2; exit 1)
+
 demo: $(STAMP)
 	$(BIN)/dragoman demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -31,7 +38,7 @@ test: $(STAMP)
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 	$(BIN)/pytest -m e2e
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) browser
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 
 test-e2e: $(STAMP)

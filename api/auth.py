@@ -24,11 +24,7 @@ class Caller:
 
 
 async def authenticate(request: Request, api: Annotated[ApiServices, Depends(services)]) -> Caller:
-    """The request's :class:`Caller`; 401 without a valid, unrevoked key, 429 past the key's rate.
-
-    The key is looked up by its SHA-256 (kept for half a minute, :mod:`api.key_cache`); a revoked
-    key is refused at once by every server, through the marker its revocation leaves in Redis.
-    """
+    """The request's :class:`Caller` from ``Authorization: Bearer <key>``; 401 without a valid key, 429 past rate."""
     header = request.headers.get("authorization")
     if not header:
         raise ApiError(401, "missing_api_key", "send an API key: `Authorization: Bearer <key>`", _CHALLENGE)
@@ -36,6 +32,17 @@ async def authenticate(request: Request, api: Annotated[ApiServices, Depends(ser
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise ApiError(401, "invalid_api_key", "the Authorization header must be `Bearer <key>`", _CHALLENGE)
+    return await caller_for_key(api, token)
+
+
+async def caller_for_key(api: ApiServices, token: str) -> Caller:
+    """The :class:`Caller` an API key's secret names, however the request carried it; 401 / 429 as ``ApiError``.
+
+    Every door (native Bearer, DeepL's ``DeepL-Auth-Key``, LibreTranslate's ``api_key`` field) ends
+    here, so a key is checked, rate limited and revoked the same way whichever protocol it came by.
+    The key is looked up by its SHA-256 (kept for half a minute, :mod:`api.key_cache`); a revoked
+    key is refused at once by every server, through the marker its revocation leaves in Redis.
+    """
     key = await api.api_keys.find(token)
     if key is None:
         raise ApiError(401, "invalid_api_key", "this API key is not valid (unknown or revoked)", _CHALLENGE)

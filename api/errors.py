@@ -145,6 +145,12 @@ def _queued_limit_response(request: Request, exc: TooManyQueuedJobsError) -> JSO
 OPENAI_PREFIXES = ("/v1/files", "/v1/batches", "/v1/models")
 """Routes whose errors take OpenAI's shape."""
 
+DEEPL_PREFIX = "/v2/"
+"""The DeepL-compatible routes: errors are DeepL's ``{"message": ...}`` (its SDK reads that field)."""
+
+LIBRETRANSLATE_PATHS = frozenset({"/translate", "/languages", "/detect", "/translate_file", "/frontend/settings"})
+"""The LibreTranslate-compatible routes: errors are LibreTranslate's ``{"error": ...}``."""
+
 _OPENAI_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -172,13 +178,18 @@ def error_response(
     request: Request | None = None,
     param: str | None = None,
 ) -> JSONResponse:
-    """The JSON error body every failure uses (OpenAI's shape on the OpenAI routes of ``request``).
+    """The JSON error body every failure uses: the door's own shape on OpenAI's, DeepL's and LibreTranslate's routes.
 
     A message quoting the request's own bad text (a lone surrogate) is escaped: it must be encodable.
     """
     message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    path = request.url.path if request is not None else ""
+    if path.startswith(DEEPL_PREFIX):
+        return JSONResponse({"message": message, "code": code}, status_code=status, headers=headers)
+    if path in LIBRETRANSLATE_PATHS:
+        return JSONResponse({"error": message, "code": code}, status_code=status, headers=headers)
     error: dict[str, Any] = {"code": code, "message": message}
-    if request is not None and request.url.path.startswith(OPENAI_PREFIXES):
+    if request is not None and path.startswith(OPENAI_PREFIXES):
         kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
         error = {"message": message, "type": kind, "param": param, "code": code}
     return JSONResponse({"error": error}, status_code=status, headers=headers)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Response, status
 
-from api.auth import Caller, CallerDep
+from api.auth import CallerDep
 from api.errors import ApiError
 from api.schemas import ErrorBody, JobAccepted, JobRequest, JobsAccepted, JobView
 from api.services import ApiServices, services
+from api.text_translation import submit_admitted
 from contract.errors import JobTimeoutError
 from contract.schemas import JobStatus, TranslationRequest
-from producer.requests import Prepared, prepare, prepare_many
+from producer.requests import prepare, prepare_many
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -57,9 +57,9 @@ async def submit_jobs(
             raise ApiError(422, "too_many_jobs", f"{len(body):,} jobs in one request, over the limit of {limit:,}")
         requests = [TranslationRequest(**item.model_dump()) for item in body]
         prepared = prepare_many(client.settings, requests, tenant=caller.tenant)
-        return JobsAccepted(ids=await _submit_admitted(api, caller, prepared))
+        return JobsAccepted(ids=await submit_admitted(api, caller, prepared))
     one = prepare(client.settings, TranslationRequest(**body.model_dump()), tenant=caller.tenant)
-    (job_id,) = await _submit_admitted(api, caller, [one])
+    (job_id,) = await submit_admitted(api, caller, [one])
     if wait:
         try:
             job = await client.wait(job_id, timeout=min(wait, api.settings.api_max_wait_seconds), tenant=caller.tenant)
@@ -75,24 +75,6 @@ async def submit_jobs(
         response.status_code = status.HTTP_200_OK
         return JobView.of(job)
     return JobAccepted(id=job_id, status=job.status)
-
-
-async def _submit_admitted(api: ApiServices, caller: Caller, prepared: list[Prepared]) -> list[str]:
-    """Queue validated jobs once the tenant's limit admits them (atomically: their ids are reserved); their ids.
-
-    What was reserved and not queued (a failure, an idempotency key that named an earlier job) is given back.
-    """
-    reservation = await api.queued.admit_jobs(caller.tenant, caller.max_queued_jobs, prepared)
-    try:
-        ids = await api.client.submitter.write(prepared)
-    except Exception:
-        with contextlib.suppress(Exception):  # what the release cannot give back ages out
-            await reservation.release()
-        raise
-    unused = [spec.job_id for (spec, _), job_id in zip(prepared, ids, strict=True) if job_id != spec.job_id]
-    if unused:
-        await reservation.release(unused)
-    return ids
 
 
 @router.get("/{job_id}", response_model=JobView, responses=_ERRORS)

@@ -1,0 +1,67 @@
+"""Translate texts and answer with the translations: what the DeepL and LibreTranslate doors (and the console) do.
+
+The native door queues and answers with ids; DeepL's and LibreTranslate's protocols answer one request
+with its translations. Both go through the same admission (the key's limit of unfinished jobs) and the
+same submitter as ``POST /v1/jobs``, on the interactive lane, and wait for every job of the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+from api.auth import Caller
+from api.errors import ApiError
+from api.services import ApiServices
+from contract.errors import JobTimeoutError
+from contract.schemas import Job, TranslationRequest
+from producer.requests import Prepared, prepare_many
+
+
+async def submit_admitted(api: ApiServices, caller: Caller, prepared: list[Prepared]) -> list[str]:
+    """Queue validated jobs once the tenant's limit admits them (atomically: their ids are reserved); their ids.
+
+    What was reserved and not queued (a failure, an idempotency key that named an earlier job) is given back.
+    """
+    reservation = await api.queued.admit_jobs(caller.tenant, caller.max_queued_jobs, prepared)
+    try:
+        ids = await api.client.submitter.write(prepared)
+    except Exception:
+        with contextlib.suppress(Exception):  # what the release cannot give back ages out
+            await reservation.release()
+        raise
+    unused = [spec.job_id for (spec, _), job_id in zip(prepared, ids, strict=True) if job_id != spec.job_id]
+    if unused:
+        await reservation.release(unused)
+    return ids
+
+
+async def translate_texts(
+    api: ApiServices, caller: Caller, requests: Sequence[TranslationRequest], *, wait_s: float | None = None
+) -> list[Job]:
+    """Queue ``requests`` as one tenant's jobs and return them finished, in order (succeeded or failed).
+
+    Every request is validated before anything is queued (one bad item refuses all, naming its index);
+    more than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` texts is a 413. Waits at most ``wait_s`` seconds
+    (default ``DRAGOMAN_API_MAX_WAIT_SECONDS``); past it the jobs still queued are cancelled and the
+    answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read).
+    """
+    limit = api.settings.api_max_jobs_per_request
+    if len(requests) > limit:
+        raise ApiError(413, "too_many_texts", f"{len(requests):,} texts in one request, over the limit of {limit:,}")
+    prepared = prepare_many(api.settings, requests, tenant=caller.tenant)
+    ids = await submit_admitted(api, caller, prepared)
+    limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
+    try:
+        async with asyncio.timeout(limit_s):
+            return list(await asyncio.gather(*(api.client.wait(i, timeout=limit_s, tenant=caller.tenant) for i in ids)))
+    except (TimeoutError, JobTimeoutError):
+        with contextlib.suppress(Exception):
+            await api.client.cancel_many(ids)
+        raise ApiError(
+            504,
+            "translation_timeout",
+            f"the {len(ids):,} texts were not all translated within {limit_s:g}s (is a worker running?); "
+            "the unfinished ones were cancelled",
+        ) from None
