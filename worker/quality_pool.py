@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from contract.quality import QualityFlags
-from worker.language_detection import LanguageDetector
+from contract.language_detection import LanguageDetector
 from worker.quality_check import CheckInput, check_texts
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract.errors import LanguageNotDetectedError
-from worker.language_detection import LanguageDetector
+from contract.language_detection import LanguageDetector
 
 
 @pytest.fixture(scope="module")
