@@ -10,6 +10,8 @@ document): it runs on this thread while the upload waits in another.
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,6 +27,7 @@ from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
 pytestmark = pytest.mark.timeout(180)
+ROOT = Path(__file__).resolve().parents[2]
 
 ENGLISH = "The weather is lovely today, so we are going for a long walk in the park."
 GERMAN = "Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen mit dem Zug nach Berlin."
@@ -220,3 +223,25 @@ async def test_translate_file_refusals(http: httpx.AsyncClient, tenant_key: KeyM
     assert bad_key.status_code == 403
     not_utf8 = await http.post("/translate_file", files={"file": ("a.txt", b"\xff\xfe")}, data=form)
     assert not_utf8.status_code == 400 and "error" in not_utf8.json()
+
+
+def guide_example() -> str:
+    """The Python block of the LibreTranslate guide (docs/guides/libretranslate-api.md)."""
+    text = (ROOT / "docs" / "guides" / "libretranslate-api.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+    assert match, "docs/guides/libretranslate-api.md lost its example"
+    return match.group(1)
+
+
+async def test_the_guide_example_runs_as_written(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = guide_example()
+    assert '"http://127.0.0.1:8000/"' in source and 'api_key="dgm_..."' in source
+    source = source.replace("http://127.0.0.1:8000", api_url).replace('"dgm_..."', repr(tenant_key("guide")))
+    async with start_worker(shouting()):
+        await asyncio.to_thread(exec, compile(source, "libretranslate-api.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "HELLO, WORLD."
+    assert printed[1].startswith("[{'confidence': ") and "'language': 'de'}" in printed[1]
+    assert printed[2].startswith("[{'code': 'ace', 'name': 'Acehnese', 'targets': ['af', ")
