@@ -153,7 +153,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     auto = normalize_source_language(source) == "auto"
     if auto and jobs:
         await _DETECTOR.ready()
-    for index, job in zip(wanted, jobs, strict=True):
+    for index, sent, job in zip(wanted, requests, jobs, strict=True):
         if job.status != JobStatus.SUCCEEDED or job.translation is None:
             where = f" (q item {index})" if batch else ""
             raise ApiError(500, "translation_failed", f"Cannot translate text{where}: {job.error or job.status}")
@@ -161,8 +161,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         translated[index] = page.restore(job.translation) if page is not None else job.translation
         if auto:
             language = job.detected_source_lang
-            sent = requests[wanted.index(index)].text
-            detected[index] = {"confidence": _confidence(sent, language), "language": language}
+            detected[index] = {"confidence": _confidence(sent.text, language), "language": language}
     answer: dict[str, Any] = {"translatedText": translated if batch else translated[0]}
     if auto:
         answer["detectedLanguage"] = detected if batch else detected[0]
