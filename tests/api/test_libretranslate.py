@@ -62,19 +62,21 @@ async def test_the_libretranslatepy_client_translates_detects_and_lists_language
 
 
 async def test_weblates_requests(api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory) -> None:
-    """What weblate/machinery/libretranslate.py sends: a form POST with api_key, and a GET /languages with no key."""
+    """What weblate/machinery/libretranslate.py sends: GET /languages with no key; each string as a form POST with
+    api_key (Weblate 4), or a batch of strings as one JSON list (Weblate 5's BatchMachineTranslation)."""
     key = tenant_key("weblate")
     headers = {"User-Agent": "Weblate/5.0", "Accept": "application/json"}
     async with httpx.AsyncClient(base_url=f"{api_url}/", headers=headers, timeout=30) as http:
         codes = [x["code"] for x in (await http.get("languages")).json()]
         assert {"en", "de", "zh", "pt"} <= set(codes)
         async with start_worker(shouting()):
-            response = await http.post(
-                "translate",
-                data={"api_key": key, "q": "Hello %s, you have {count} messages", "source": "en", "target": "de"},
-            )
+            form = {"api_key": key, "q": "Hello %s, you have {count} messages", "source": "en", "target": "de"}
+            response = await http.post("translate", data=form)
+            batch = {"api_key": key, "q": ["Open file", "Save as…", "Quit"], "source": "en", "target": "zh"}
+            listed = await http.post("translate", json=batch)
         assert response.status_code == 200, response.text
         assert response.json() == {"translatedText": "HELLO %S, YOU HAVE {COUNT} MESSAGES"}
+        assert listed.json() == {"translatedText": ["OPEN FILE", "SAVE AS…", "QUIT"]}
 
 
 async def test_a_list_auto_source_and_html_keep_order_detection_and_tags(
