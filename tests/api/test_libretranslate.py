@@ -74,9 +74,11 @@ async def test_weblates_requests(api_url: str, tenant_key: KeyMaker, start_worke
             response = await http.post("translate", data=form)
             batch = {"api_key": key, "q": ["Open file", "Save as…", "Quit"], "source": "en", "target": "zh"}
             listed = await http.post("translate", json=batch)
+            crlf = await http.post("translate", data={**form, "q": "Line one\r\nline two"})
         assert response.status_code == 200, response.text
         assert response.json() == {"translatedText": "HELLO %S, YOU HAVE {COUNT} MESSAGES"}
         assert listed.json() == {"translatedText": ["OPEN FILE", "SAVE AS…", "QUIT"]}
+        assert crlf.json() == {"translatedText": "LINE ONE\nLINE TWO"}  # a form's CRLF read as LF, as LibreTranslate
 
 
 async def test_a_list_auto_source_and_html_keep_order_detection_and_tags(
