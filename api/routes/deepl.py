@@ -321,7 +321,8 @@ async def glossary_language_pairs(deepl: DeepLRequestDep) -> GlossaryLanguagePai
 # Languages and usage -------------------------------------------------------------------------
 
 
-@router.api_route("/languages", methods=["GET", "POST"], response_model=list[LanguageBody], responses=_ERRORS)
+@router.get("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages")
+@router.post("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages_post")
 async def languages(deepl: DeepLRequestDep) -> list[LanguageBody]:
     """DeepL's languages: ``type=source`` (the default) or ``type=target`` (with ``supports_formality``).
 
@@ -338,7 +339,8 @@ async def languages(deepl: DeepLRequestDep) -> list[LanguageBody]:
     ]
 
 
-@router.api_route("/usage", methods=["GET", "POST"], response_model=UsageBody, responses=_ERRORS)
+@router.get("/usage", response_model=UsageBody, responses=_ERRORS, operation_id="deepl_usage")
+@router.post("/usage", response_model=UsageBody, responses=_ERRORS, operation_id="deepl_usage_post")
 async def usage(request: Request, deepl: DeepLRequestDep) -> UsageBody:
     """The tenant's source characters this calendar month (UTC; every finished job, as ``GET /v1/usage``
     counts them) and a ``character_limit`` no tenant reaches (dragoman has no quota)."""

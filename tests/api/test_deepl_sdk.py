@@ -8,7 +8,10 @@ reached the job. The SDK is synchronous: the tests are plain functions.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +29,7 @@ from contract.settings import Settings
 from contract.sync_bridge import LoopThread
 from storage import ApiKeyStore, AsyncConnectionPool
 from tests.api.conftest import uvicorn_serving
+from tests.docs.examples import ROOT, blocks
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_MARKDOWN
 from tests.worker.conftest import identity_worker
@@ -255,3 +259,68 @@ def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:
         assert refused.status_code == 403 and "not valid" in refused.json()["message"]
         missing = http.get("/v2/usage")
         assert missing.status_code == 403 and missing.json()["code"] == "missing_api_key"
+
+
+def test_weblate_s_deepl_backend_request_shapes(door: Door) -> None:
+    """What weblate/machinery/deepl.py sends: query-string languages, JSON translate with its <x id=".."/> marks."""
+    headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
+    with httpx.Client(base_url=f"{door.url}/v2/", headers=headers, timeout=30) as http:
+        targets = http.get("languages", params={"type": "target"}).json()
+        assert {"language": "DE", "name": "German", "supports_formality": True} in targets
+        assert "EN" in {item["language"] for item in http.get("languages", params={"type": "source"}).json()}
+        texts = ['Hello <x id="0"></x> world', 'Open the <x id="7"></x> file']
+        params = {
+            "text": texts,
+            "source_lang": "EN",
+            "target_lang": "DE",
+            "formality": "default",
+            "tag_handling": "xml",
+            "ignore_tags": ["x"],
+        }
+        translated = http.post("translate", json=params)
+        assert translated.status_code == 200, translated.text
+        assert [item["text"] for item in translated.json()["translations"]] == texts
+        entries = "cat\tKatze\ndog\tHund"
+        glossary = {"name": "weblate:1", "source_lang": "EN", "target_lang": "DE", "entries": entries}
+        created = http.post("glossaries", json={**glossary, "entries_format": "tsv"})
+        assert created.status_code == 201, created.text
+        listed = http.get("glossaries").json()["glossaries"]
+        assert [(g["name"], g["source_lang"], g["target_lang"]) for g in listed] == [("weblate:1", "en", "de")]
+        pairs = http.get("glossary-language-pairs").json()["supported_languages"]
+        assert {"source_lang": "en", "target_lang": "de"} in pairs
+        assert http.delete(f"glossaries/{created.json()['glossary_id']}").status_code == 204
+        assert http.delete(f"glossaries/{created.json()['glossary_id']}").status_code == 404
+
+
+def test_the_guide_s_sdk_example_runs(door: Door, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/guides/deepl-api.md's Python example, run as written but for its key and server URL."""
+    (example,) = [block for block in blocks(ROOT / "docs/guides/deepl-api.md") if block.kind == "python"]
+    code = example.code.replace("<dragoman key>", door.key()).replace("http://127.0.0.1:8000", door.url)
+    (tmp_path / "guide.md").write_text("# Guide\n\nRead *this* first.\n")
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(code, str(example.where), "exec"), {})
+        except BaseException as exc:  # reported on the test's thread
+            failure.append(exc)
+
+    # The document's split and assembly are the orchestrator's: it runs here while the example waits.
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while thread.is_alive():
+        assert time.monotonic() < deadline, "the example did not finish"
+        run_orchestrator()
+        time.sleep(0.1)
+    assert not failure, failure
+    assert (tmp_path / "guide.de.md").read_text() == "# Guide\n\nRead *this* first.\n"
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "The weather is lovely today, so we walk to the park. [formal] EN"
+    assert lines[1] == "Usage this billing period:"
+    counted, limit = re.fullmatch(r"Characters: (\d+) of (\d+)", lines[2]).groups()  # type: ignore[union-attr]
+    texts = "The weather is lovely today, so we walk to the park." + "Open the dashboard."
+    assert int(counted) >= len(texts) and int(limit) == 1_000_000_000_000  # and the document's segments
