@@ -15,9 +15,13 @@ import unicodedata
 
 from contract.controls import MAX_GLOSSARY_TERMS, MAX_TERM_CHARS
 from contract.errors import InvalidGlossaryError, shown
+from producer.groups import storable
 
 ENTRIES_FORMATS = ("tsv", "csv")
 """The ``entries_format`` values a glossary is created with."""
+
+MAX_GLOSSARY_NAME_CHARS = 1_024
+"""Longest glossary name."""
 
 MAX_GLOSSARY_ENTRIES = 10_000
 """Most entries one stored glossary may hold (a translation carries only the terms found in its text)."""
@@ -25,6 +29,17 @@ MAX_GLOSSARY_ENTRIES = 10_000
 
 class GlossaryEntriesError(InvalidGlossaryError):
     """Glossary entries that cannot be stored: the message names the line and what is wrong with it."""
+
+
+def glossary_name(name: str) -> str:
+    """``name`` if a glossary may be called so: not blank, at most :data:`MAX_GLOSSARY_NAME_CHARS`, storable."""
+    if not name.strip():
+        raise GlossaryEntriesError("Parameter 'name' must not be empty")
+    if len(name) > MAX_GLOSSARY_NAME_CHARS:
+        raise GlossaryEntriesError(
+            f"the glossary name is {len(name):,} characters; at most {MAX_GLOSSARY_NAME_CHARS:,}"
+        )
+    return storable(name, "the glossary name") or name
 
 
 def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:

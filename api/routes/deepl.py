@@ -15,7 +15,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
-from api.deepl_glossary_entries import parse_entries, terms_in, to_tsv
+from api.deepl_glossary_entries import glossary_name, parse_entries, terms_in, to_tsv
 from api.deepl_languages import (
     SOURCE_LANGUAGES,
     TARGET_LANGUAGES,
@@ -254,7 +254,7 @@ async def create_glossary(request: Request, deepl: DeepLRequestDep) -> GlossaryB
     """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
     (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line."""
     try:
-        name = deepl.text("name", required=True) or ""
+        name = glossary_name(deepl.text("name", required=True) or "")
         source_lang = base_language(to_bcp47(deepl.text("source_lang", required=True), "source_lang"))
         target_lang = base_language(to_bcp47(deepl.text("target_lang", required=True), "target_lang"))
         entries_format = deepl.text("entries_format") or "tsv"

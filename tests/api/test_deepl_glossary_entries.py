@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from api.deepl_glossary_entries import GlossaryEntriesError, parse_entries, terms_in, to_tsv
+from api.deepl_glossary_entries import GlossaryEntriesError, glossary_name, parse_entries, terms_in, to_tsv
 from contract.controls import MAX_GLOSSARY_TERMS
+from contract.errors import InvalidJobError
 
 
 def test_tsv_entries_are_trimmed_kept_in_order_and_blank_lines_skipped() -> None:
@@ -52,3 +53,13 @@ def test_past_the_per_job_limit_the_longest_terms_are_kept() -> None:
     kept = terms_in(entries, text)
     assert len(kept) == MAX_GLOSSARY_TERMS
     assert min(len(term) for term in kept) >= max(len(s) for s, _ in entries if s not in kept)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("  ", "must not be empty"), ("x" * 1025, "1,025 characters"), ("a\x00b", "NUL character")],
+)
+def test_a_glossary_name_must_be_storable(name: str, message: str) -> None:
+    with pytest.raises(InvalidJobError, match=message):
+        glossary_name(name)
+    assert glossary_name("Product terms (DE)") == "Product terms (DE)"

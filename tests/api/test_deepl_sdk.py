@@ -324,3 +324,24 @@ def test_the_guide_s_sdk_example_runs(door: Door, tmp_path: Path, monkeypatch: p
     counted, limit = re.fullmatch(r"Characters: (\d+) of (\d+)", lines[2]).groups()  # type: ignore[union-attr]
     texts = "The weather is lovely today, so we walk to the park." + "Open the dashboard."
     assert int(counted) >= len(texts) and int(limit) == 1_000_000_000_000  # and the document's segments
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"target_lang": "DE"}, "Parameter 'text' not specified."),
+        ({"text": ["a"]}, "Parameter 'target_lang' not specified."),
+        ({"text": ["a"], "target_lang": "DE", "formality": "very"}, "Value for 'formality' not supported"),
+        ({"text": ["a"], "target_lang": "DE", "tag_handling": "json"}, "Value for 'tag_handling' not supported"),
+        ({"text": ["a"], "target_lang": "DE", "glossary_id": "g"}, "'source_lang' is required when using a glossary"),
+        ({"text": ["a", ""], "source_lang": "EN", "target_lang": "DE"}, "item 1: text is empty"),
+        ({"text": [1], "target_lang": "DE"}, "Parameter 'text' must be a string or a list of strings."),
+    ],
+)
+def test_bad_translate_requests_are_400_with_deepl_s_error_shape(
+    door: Door, body: dict[str, object], message: str
+) -> None:
+    headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
+    answer = httpx.post(f"{door.url}/v2/translate", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 400, answer.text
+    assert message in answer.json()["message"] and set(answer.json()) == {"message", "code"}
