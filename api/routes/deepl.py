@@ -49,6 +49,7 @@ from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import JobStatus, TranslationRequest
 from storage import Glossary, GlossaryStore
 from storage.usage import UsageStore
+from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(prefix="/v2", tags=["deepl"])
@@ -142,6 +143,10 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         jobs = await translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
+    except TooManyQueuedJobsError as exc:
+        if exc.retry_after is not None:
+            raise  # 429 with Retry-After: DeepL's SDKs wait and retry
+        raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
     translations = []
     for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
         if job.status is not JobStatus.SUCCEEDED or job.translation is None:

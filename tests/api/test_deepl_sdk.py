@@ -345,3 +345,10 @@ def test_bad_translate_requests_are_400_with_deepl_s_error_shape(
     answer = httpx.post(f"{door.url}/v2/translate", json=body, headers=headers, timeout=30)
     assert answer.status_code == 400, answer.text
     assert message in answer.json()["message"] and set(answer.json()) == {"message", "code"}
+
+
+def test_the_key_s_queued_job_limit_is_a_bad_request_not_a_422(door: Door) -> None:
+    tenant = f"deepl-{uuid.uuid4().hex[:8]}"
+    key = door.loop.run(door.keys.create(f"{tenant}-{door.key_prefix}", tenant=tenant, max_queued_jobs=2))[1]
+    with pytest.raises(deepl.DeepLException, match=r"Bad request.*limit"):
+        door.translator(key).translate_text(["one", "two", "three"], source_lang="EN", target_lang="DE")
