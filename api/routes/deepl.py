@@ -46,7 +46,7 @@ from api.text_translation import translate_texts
 from contract.controls import AUTO_LANGUAGE
 from contract.documents import BINARY_FORMATS, SUFFIXES, decode_document, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
-from contract.schemas import JobStatus, TranslationRequest
+from contract.schemas import Job, JobStatus, TranslationRequest
 from storage import Glossary, GlossaryStore
 from storage.usage import UsageStore
 from tenancy.queued_limit import TooManyQueuedJobsError
@@ -100,6 +100,26 @@ async def _glossary_for(request: Request, deepl: DeepLRequest, source_lang: str,
     return glossary
 
 
+def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
+    """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
+
+    400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer.
+    """
+    translations = []
+    for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
+        if job.status is not JobStatus.SUCCEEDED or job.translation is None:
+            raise ApiError(400, "translation_failed", f"text {index} was not translated: {job.error or job.status}")
+        detected = job.detected_source_lang or job.source_lang or AUTO_LANGUAGE
+        translations.append(
+            TextTranslation(
+                detected_source_language=to_deepl(detected),
+                text=restore(job.translation, item.markup),
+                billed_characters=len(text),
+            )
+        )
+    return translations
+
+
 @router.post("/translate", response_model=TranslateResponse, responses=_ERRORS)
 async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
     """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
@@ -147,20 +167,7 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         if exc.retry_after is not None:
             raise  # 429 with Retry-After: DeepL's SDKs wait and retry
         raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
-    translations = []
-    for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
-        if job.status is not JobStatus.SUCCEEDED or job.translation is None:
-            # 400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer.
-            raise ApiError(400, "translation_failed", f"text {index} was not translated: {job.error or job.status}")
-        detected = job.detected_source_lang or job.source_lang or source_lang
-        translations.append(
-            TextTranslation(
-                detected_source_language=to_deepl(detected),
-                text=restore(job.translation, item.markup),
-                billed_characters=len(text),
-            )
-        )
-    return TranslateResponse(translations=translations)
+    return TranslateResponse(translations=_translations(jobs, tagged, texts))
 
 
 # Documents -----------------------------------------------------------------------------------
