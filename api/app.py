@@ -15,13 +15,13 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, documents, events, files, health, jobs, libretranslate, models, runs
+from api.routes import batches, deepl, documents, events, files, health, jobs, libretranslate, models, runs
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, GlossaryStore, PostgresFileStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
@@ -41,6 +41,10 @@ their errors are OpenAI's shape. `/translate`, `/languages`, `/detect` and `/tra
 LibreTranslate's API (key as `api_key` in the body, or Bearer; errors `{"error": ...}`).
 `/v1/models` (OpenAI's shape too) lists the models a job may name
 (`model`), with their aliases, routing rules and live workers.
+
+`/v2/...` is DeepL's API v2 (`DeepL-Auth-Key <key>`; point the `deepl` SDK's `server_url` here) and
+`/translate`, `/languages`, `/detect`, `/translate_file` are LibreTranslate's (`api_key` in the body):
+the tools translators use (Weblate, CAT tools) can use dragoman as either. `/` is the web console.
 """
 
 
@@ -103,6 +107,7 @@ def create_app(settings: Settings) -> FastAPI:
             readiness=readiness,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
+        app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
         sweeper.start()
         try:
@@ -125,6 +130,7 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/runs": settings.max_file_bytes,
         "/v1/documents": settings.max_document_chars * 4,
         "/translate_file": settings.max_document_chars * 4 + 64 * 1024,  # LibreTranslate's multipart upload
+        "/v2/document": settings.max_document_chars * 4 + 64 * 1024,  # DeepL's multipart document upload
     }
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
     app.add_middleware(InputCheck, raw_body_paths=uploads)
@@ -144,4 +150,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(models.router)
     app.include_router(usage_routes.router)
     app.include_router(libretranslate.router)
+    app.include_router(deepl.router)
     return app

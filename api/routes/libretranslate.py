@@ -164,7 +164,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         for i in wanted
     ]
     try:
-        jobs = await translate_texts(api, caller, requests, inline_tags=html) if requests else []
+        jobs = await translate_texts(api, caller, requests, inline_tags=[html] * len(requests)) if requests else []
     except InvalidJobError as exc:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     translated = list(texts)
