@@ -95,16 +95,19 @@ class TenantHistory:
         """The request that submits the tenant's failed or cancelled job ``job_id`` again (``live``: the job as a
         lookup answers it, already checked to be the tenant's).
 
-        :class:`NotRetryableError` for a queued, running or succeeded job, or a run's or document's
-        (retry its run or document); :class:`JobNotFoundError` if the job has no row yet.
+        :class:`NotRetryableError` for a queued, running or succeeded job, a run's or document's (retry
+        its run or document), or one cancelled while queued that no worker has recorded yet.
         """
         if live.status not in RETRYABLE_JOB:
             raise NotRetryableError(
                 f"job {job_id} is {live.status.value}; only a failed or cancelled job can be retried"
             )
         found = await self._store.job_to_retry(tenant, job_id)
-        if found is None:
-            raise JobNotFoundError(f"job {job_id} has no stored row yet; retry in a moment")
+        if found is None:  # cancelled while queued: its row is written when a worker reaches its queue entry
+            raise NotRetryableError(
+                f"job {job_id} is {live.status.value} but not recorded yet: a worker records it when it reaches the "
+                "job in its queue; retry then"
+            )
         job, controls = found
         if job.run_id is not None or job.document_id is not None:
             kind, group = ("run", job.run_id) if job.run_id is not None else ("document", job.document_id)
