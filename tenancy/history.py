@@ -53,19 +53,16 @@ class Page:
 class TenantHistory:
     """Reads a tenant's history and builds its retries; every call names the tenant."""
 
-    def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys, store: HistoryStore, state_ttl: int) -> None:
+    def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys, store: HistoryStore) -> None:
         self._redis = redis_client
         self._keys = keys
         self._store = store
-        self._state_ttl = state_ttl
 
     async def jobs(self, tenant: str, before: PageCursor | None, limit: int) -> Page:
         """A page of the tenant's stand-alone jobs (finished, queued and running), newest first."""
         rows = await self._store.standalone_jobs(tenant, before, limit + 1)
         max_score = None if before is None else (before.created_us + 1) / 1e6
-        unfinished = await unfinished_standalone(
-            self._redis, self._keys, tenant, max_score, limit + 1 + TIE_ROOM, self._state_ttl
-        )
+        unfinished = await unfinished_standalone(self._redis, self._keys, tenant, max_score, limit + 1 + TIE_ROOM)
         states = await read_states(self._redis, self._keys, [job_id for job_id, _ in unfinished])
         merged: dict[str, tuple[tuple[int, str], Job]] = {}
         for job in rows:
