@@ -106,9 +106,16 @@ class TenantHistory:
                 "job in its queue; retry then"
             )
         job, controls = found
-        if job.run_id is not None or job.document_id is not None:
-            kind, group = ("run", job.run_id) if job.run_id is not None else ("document", job.document_id)
-            raise NotRetryableError(f"job {job_id} is part of {kind} {group}; retry the {kind} instead")
+        if job.document_id is not None:
+            raise NotRetryableError(
+                f"job {job_id} is a segment of document {job.document_id}; retry the document instead "
+                f"(POST /v1/documents/{job.document_id}/retry)"
+            )
+        if job.run_id is not None:
+            raise NotRetryableError(
+                f"job {job_id} is a line of run {job.run_id}; a run's jobs are not retried one by one: "
+                "submit its failed lines (GET /v1/runs/{id}/results) as a new run"
+            )
         if job.status not in RETRYABLE_JOB:
             raise NotRetryableError(
                 f"job {job_id} is {job.status.value}; only a failed or cancelled job can be retried"
