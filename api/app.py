@@ -15,15 +15,17 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, deepl, documents, events, files, health, jobs, libretranslate, models, runs
+from api.routes import batches, deepl, documents, events, files, health, history, jobs, libretranslate, models, runs
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
 from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, GlossaryStore, PostgresFileStore
+from storage.history import HistoryStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
+from tenancy.history import TenantHistory
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
 
@@ -108,6 +110,8 @@ def create_app(settings: Settings) -> FastAPI:
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
         app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
+        # GET /v1/jobs, /v1/runs, /v1/documents and the retries (the web console's history)
+        app.state.history = TenantHistory(client.redis, client.keys, HistoryStore(pool))
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
         sweeper.start()
         try:
@@ -151,4 +155,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(usage_routes.router)
     app.include_router(libretranslate.router)
     app.include_router(deepl.router)
+    app.include_router(history.router)
     return app

@@ -21,6 +21,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   optionally scoped to one tenant of the HTTP API).
 - ``glossaries``: the ``glossaries`` table (:class:`GlossaryStore`): a tenant's stored term lists,
   created whole, used by id on the DeepL-compatible door.
+- ``history``: a tenant's stand-alone jobs, runs and documents newest first, a keyset page at a time
+  (:class:`~storage.history.HistoryStore`, the opaque cursor), and what retries read back. Import it directly.
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's recall of
   a whole read and its stores, the age and size limits, ``dragoman memory stats|purge``.
 - ``health``: :func:`ping`, a one-off check (``dragoman check``, through the sync bridge), and
