@@ -55,7 +55,7 @@ async def translate_texts(
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
     try:
         async with asyncio.timeout(limit_s):
-            return list(await asyncio.gather(*(api.client.wait(i, timeout=limit_s, tenant=caller.tenant) for i in ids)))
+            return await api.client.wait_many(ids, timeout=limit_s, tenant=caller.tenant)
     except (TimeoutError, JobTimeoutError):
         with contextlib.suppress(Exception):
             await api.client.cancel_many(ids)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
@@ -11,3 +13,12 @@ async def read_state(client: aioredis.Redis, keys: RedisKeys, job_id: str) -> di
     """The job's state record (status, languages, times, tenant...); empty if it has none (unknown or expired)."""
     state: dict[str, str] = await client.hgetall(keys.state(job_id))  # type: ignore[assignment]
     return state
+
+
+async def read_states(client: aioredis.Redis, keys: RedisKeys, job_ids: Sequence[str]) -> list[dict[str, str]]:
+    """The state records of many jobs in one pipelined round trip, in ``job_ids``' order (empty for none)."""
+    async with client.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hgetall(keys.state(job_id))
+        states: list[dict[str, str]] = await pipe.execute()
+    return states
