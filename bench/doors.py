@@ -16,7 +16,9 @@ concurrent keep-alive connections, timed from the first request to the last tran
 - DeepL: ``POST /v2/translate`` ``{"text": [...], "source_lang": "EN", "target_lang": "FR"}`` with
   ``Authorization: DeepL-Auth-Key K``, answered with the translations;
 - LibreTranslate: ``POST /translate`` ``{"q": [...], "source": "en", "target": "fr", "api_key": K}``,
-  answered with ``translatedText`` as a list.
+  answered with ``translatedText`` as a list;
+- native-submit (for reference, not a door's whole answer): the native lists alone, timed until the last
+  ``202``: what queueing costs without waiting for a translation (the worker drains them meanwhile).
 
 Every answer is checked (the deterministic engine echoes: each translation is its sentence). After an
 untimed warm-up of each door, ``--rounds`` rounds run the doors in a rotating order (each door first in
@@ -51,7 +53,9 @@ WORDS_FILE = Path(__file__).parent / "samples" / "english-words.txt"
 SEED = 35
 NATIVE_POLL_SECONDS = 0.05
 """How long a native client waits before reading a job that was not final again."""
-DOORS = ("native", "deepl", "libretranslate")
+DOORS = ("native", "deepl", "libretranslate", "native-submit")
+BASES = ("native", "native-submit")
+"""What the DeepL and LibreTranslate doors are compared with: the native door, and its intake alone."""
 
 
 def sentences(count: int, seed: int = SEED) -> list[str]:
@@ -102,6 +106,14 @@ async def native(call: DoorCall, texts: list[str]) -> list[str]:
     return translations
 
 
+async def native_submit(call: DoorCall, texts: list[str]) -> None:
+    """``POST /v1/jobs`` with the list, and nothing more (no translation is read: the door's intake alone)."""
+    headers = {"Authorization": f"Bearer {call.key}"}
+    body = [{"text": text, "source_lang": "en", "target_lang": "fr"} for text in texts]
+    ids = (await call.post("/v1/jobs", body, headers))["ids"]
+    assert len(ids) == len(texts), f"{len(ids)} ids for {len(texts)} jobs"
+
+
 async def deepl(call: DoorCall, texts: list[str]) -> list[str]:
     """DeepL API v2: ``POST /v2/translate`` with the list; the translations it answers with."""
     headers = {"Authorization": f"DeepL-Auth-Key {call.key}"}
@@ -115,10 +127,11 @@ async def libretranslate(call: DoorCall, texts: list[str]) -> list[str]:
     return list(answer["translatedText"])
 
 
-DOOR_CLIENTS: dict[str, Callable[[DoorCall, list[str]], Awaitable[list[str]]]] = {
+DOOR_CLIENTS: dict[str, Callable[[DoorCall, list[str]], Awaitable[list[str] | None]]] = {
     "native": native,
     "deepl": deepl,
     "libretranslate": libretranslate,
+    "native-submit": native_submit,
 }
 
 
@@ -129,7 +142,7 @@ async def through_door(
     the translate requests and the HTTP requests it took. Raises if a translation is not its sentence."""
     lists = [texts[n : n + per_request] for n in range(0, len(texts), per_request)]
     pending = iter(enumerate(lists))
-    answers: list[list[str]] = [[] for _ in lists]
+    answers: list[list[str] | None] = [None for _ in lists]
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as session:
@@ -142,8 +155,8 @@ async def through_door(
         start = time.perf_counter()
         await asyncio.gather(*(client() for _ in range(clients)))
         seconds = time.perf_counter() - start
-    got = [translation for answer in answers for translation in answer]
-    if got != texts:
+    got = [translation for answer in answers for translation in answer or ()]
+    if door != "native-submit" and got != texts:
         wrong = sum(1 for a, b in zip(got, texts, strict=False) if a != b) + abs(len(got) - len(texts))
         raise SystemExit(f"the {door} door answered {wrong} of {len(texts)} texts with something else than their echo")
     return {"seconds": seconds, "requests": len(lists), "http_requests": call.http_requests}
@@ -182,10 +195,11 @@ def measure(base: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
             "translate_requests": requests,
             "http_requests": rounds[0][door]["http_requests"],
         }
-    ratios = {
-        f"{door}_vs_native": round(statistics.median(r["native"]["seconds"] / r[door]["seconds"] for r in rounds), 3)
+    ratios = {  # jobs/s against the base's, each round's own, their median
+        f"{door}_vs_{base}": round(statistics.median(r[base]["seconds"] / r[door]["seconds"] for r in rounds), 3)
+        for base in BASES
         for door in doors
-        if door != "native" and "native" in doors
+        if base in doors and door not in BASES
     }
     for r in rounds:
         for door in doors:
