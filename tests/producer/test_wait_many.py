@@ -14,6 +14,7 @@ from contract.errors import JobNotFoundError, JobTimeoutError
 from contract.schemas import JobStatus
 from contract.settings import Settings
 from producer.async_client import AsyncClient
+from producer.client import Client
 from tests.worker.conftest import WorkerFactory, start_worker
 from worker.deterministic_engine import DeterministicEngine
 
@@ -125,3 +126,9 @@ async def test_without_completion_events_the_wait_polls_and_still_finishes(
 
 async def test_an_empty_list_is_answered_at_once(async_client: AsyncClient) -> None:
     assert await async_client.wait_many([], timeout=5) == []
+
+
+def test_the_synchronous_client_waits_for_many_the_same_way(client: Client) -> None:
+    ids = client.submit_many(_texts(2))
+    with pytest.raises(JobTimeoutError, match=r"2 of 2 jobs are still unfinished after 0.2s \(2 queued\)"):
+        client.wait_many(ids, timeout=0.2)
