@@ -15,13 +15,13 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, documents, events, files, health, jobs, models, runs
+from api.routes import batches, deepl, documents, events, files, health, jobs, models, runs
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, GlossaryStore, PostgresFileStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
 from tenancy.queued_limit import QueuedJobLimit
@@ -101,6 +101,7 @@ def create_app(settings: Settings) -> FastAPI:
             readiness=readiness,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
+        app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
         sweeper.start()
         try:
@@ -122,6 +123,7 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/files": settings.max_file_bytes + 64 * 1024,
         "/v1/runs": settings.max_file_bytes,
         "/v1/documents": settings.max_document_chars * 4,
+        "/v2/document": settings.max_document_chars * 4 + 64 * 1024,  # DeepL's multipart document upload
     }
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
     app.add_middleware(InputCheck, raw_body_paths=uploads)
@@ -140,4 +142,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(batches.router)
     app.include_router(models.router)
     app.include_router(usage_routes.router)
+    app.include_router(deepl.router)
     return app

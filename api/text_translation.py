@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 
+import msgspec
+
 from api.auth import Caller
 from api.errors import ApiError
 from api.services import ApiServices
@@ -38,7 +40,12 @@ async def submit_admitted(api: ApiServices, caller: Caller, prepared: list[Prepa
 
 
 async def translate_texts(
-    api: ApiServices, caller: Caller, requests: Sequence[TranslationRequest], *, wait_s: float | None = None
+    api: ApiServices,
+    caller: Caller,
+    requests: Sequence[TranslationRequest],
+    *,
+    wait_s: float | None = None,
+    inline_tags: Sequence[bool] = (),
 ) -> list[Job]:
     """Queue ``requests`` as one tenant's jobs and return them finished, in order (succeeded or failed).
 
@@ -46,11 +53,18 @@ async def translate_texts(
     more than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` texts is a 413. Waits at most ``wait_s`` seconds
     (default ``DRAGOMAN_API_MAX_WAIT_SECONDS``); past it the jobs still queued are cancelled and the
     answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read).
+    ``inline_tags`` (one flag per request, or empty for none): the texts whose markup was swapped for
+    placeholder tags (:mod:`contract.inline_tags`), which the worker must keep, as in a document's segments.
     """
     limit = api.settings.api_max_jobs_per_request
     if len(requests) > limit:
         raise ApiError(413, "too_many_texts", f"{len(requests):,} texts in one request, over the limit of {limit:,}")
     prepared = prepare_many(api.settings, requests, tenant=caller.tenant)
+    if inline_tags:
+        prepared = [
+            (msgspec.structs.replace(spec, inline_tags=True), key) if tagged else (spec, key)
+            for (spec, key), tagged in zip(prepared, inline_tags, strict=True)
+        ]
     ids = await submit_admitted(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
     try:

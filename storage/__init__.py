@@ -19,6 +19,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping; lookups
   optionally scoped to one tenant of the HTTP API).
+- ``glossaries``: the ``glossaries`` table (:class:`GlossaryStore`): a tenant's stored term lists,
+  created whole, used by id on the DeepL-compatible door.
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's recall of
   a whole read and its stores, the age and size limits, ``dragoman memory stats|purge``.
 - ``health``: :func:`ping`, a one-off check (``dragoman check``, through the sync bridge), and
@@ -53,6 +55,7 @@ from storage.files import (
     iter_lines,
     numbered_lines,
 )
+from storage.glossaries import Glossary, GlossaryInfo, GlossaryStore
 from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping
 from storage.jobs import (
     FinalRow,
@@ -83,6 +86,9 @@ __all__ = [
     "FileTooLargeError",
     "FileWriter",
     "FinalRow",
+    "Glossary",
+    "GlossaryInfo",
+    "GlossaryStore",
     "GroupStore",
     "JobRowWriter",
     "JobRows",

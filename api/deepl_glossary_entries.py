@@ -1,0 +1,115 @@
+"""DeepL's glossary entry formats: TSV and CSV in, TSV out, every bad line named.
+
+``tsv``: one ``source<TAB>target`` entry a line. ``csv``: ``source,target`` (RFC 4180 quoting), with
+DeepL's optional third and fourth columns (the entry's source and target language) accepted and
+ignored. Blank lines are skipped. A line without two terms, a term with a tab or control character,
+an empty term, a term longer than :data:`~contract.controls.MAX_TERM_CHARS` or a source term given
+twice is a :class:`GlossaryEntriesError` naming its line; the terms are trimmed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import unicodedata
+
+from contract.controls import MAX_GLOSSARY_TERMS, MAX_TERM_CHARS
+from contract.errors import InvalidGlossaryError, shown
+from producer.groups import storable
+
+ENTRIES_FORMATS = ("tsv", "csv")
+"""The ``entries_format`` values a glossary is created with."""
+
+MAX_GLOSSARY_NAME_CHARS = 1_024
+"""Longest glossary name."""
+
+MAX_GLOSSARY_ENTRIES = 10_000
+"""Most entries one stored glossary may hold (a translation carries only the terms found in its text)."""
+
+
+class GlossaryEntriesError(InvalidGlossaryError):
+    """Glossary entries that cannot be stored: the message names the line and what is wrong with it."""
+
+
+def glossary_name(name: str) -> str:
+    """``name`` if a glossary may be called so: not blank, at most :data:`MAX_GLOSSARY_NAME_CHARS`, storable."""
+    if not name.strip():
+        raise GlossaryEntriesError("Parameter 'name' must not be empty")
+    if len(name) > MAX_GLOSSARY_NAME_CHARS:
+        raise GlossaryEntriesError(
+            f"the glossary name is {len(name):,} characters; at most {MAX_GLOSSARY_NAME_CHARS:,}"
+        )
+    return storable(name, "the glossary name") or name
+
+
+def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
+    """The ``(source, target)`` entries of ``text`` in ``entries_format`` (``tsv`` or ``csv``), in order.
+
+    Raises :class:`GlossaryEntriesError` naming the first bad line, or for no entry at all.
+    """
+    if entries_format not in ENTRIES_FORMATS:
+        raise GlossaryEntriesError(
+            f"Value for 'entries_format' not supported: {shown(entries_format)}; use {' or '.join(ENTRIES_FORMATS)}"
+        )
+    lines = text.splitlines()
+    rows = (
+        [line.split("\t") for line in lines]
+        if entries_format == "tsv"
+        else [next(csv.reader(io.StringIO(line)), []) for line in lines]
+    )
+    entries: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for number, (line, fields) in enumerate(zip(lines, rows, strict=True), start=1):
+        if not line.strip():
+            continue
+        source, target = _terms(number, fields, entries_format)
+        if source in seen:
+            raise GlossaryEntriesError(f"line {number}: source term {shown(source)} is given twice")
+        seen.add(source)
+        entries.append((source, target))
+    if not entries:
+        raise GlossaryEntriesError("the glossary has no entries; give at least one line of source and target term")
+    if len(entries) > MAX_GLOSSARY_ENTRIES:
+        raise GlossaryEntriesError(
+            f"the glossary has {len(entries):,} entries; at most {MAX_GLOSSARY_ENTRIES:,} are allowed"
+        )
+    return entries
+
+
+def _terms(number: int, fields: list[str], entries_format: str) -> tuple[str, str]:
+    """The trimmed source and target term of line ``number``'s fields; a named error otherwise."""
+    if entries_format == "tsv" and len(fields) > 2:
+        raise GlossaryEntriesError(f"line {number}: a term contains a tab; a TSV line is source<TAB>target")
+    if len(fields) < 2 or (entries_format == "csv" and len(fields) not in (2, 4)):
+        separator = "a tab" if entries_format == "tsv" else "a comma"
+        raise GlossaryEntriesError(f"line {number}: expected a source and a target term separated by {separator}")
+    source, target = fields[0].strip(), fields[1].strip()
+    for side, term in (("source", source), ("target", target)):
+        if not term:
+            raise GlossaryEntriesError(f"line {number}: the {side} term is empty")
+        if len(term) > MAX_TERM_CHARS:
+            raise GlossaryEntriesError(
+                f"line {number}: the {side} term is {len(term):,} characters; at most {MAX_TERM_CHARS} are allowed"
+            )
+        if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in term):
+            raise GlossaryEntriesError(f"line {number}: the {side} term {shown(term)} contains a control character")
+    return source, target
+
+
+def to_tsv(entries: list[tuple[str, str]]) -> str:
+    """The entries as DeepL answers them: ``source<TAB>target`` lines."""
+    return "\n".join(f"{source}\t{target}" for source, target in entries)
+
+
+def terms_in(entries: list[tuple[str, str]], text: str) -> dict[str, str]:
+    """The entries whose source term occurs in ``text`` (ignoring case): the glossary one job carries.
+
+    A stored glossary may hold thousands of terms; a job carries at most
+    :data:`~contract.controls.MAX_GLOSSARY_TERMS`, and only those in its text matter to its prompt
+    (past that many found, the longest are kept: a longer term is the more specific one).
+    """
+    folded = unicodedata.normalize("NFC", text).casefold()
+    found = [(s, t) for s, t in entries if unicodedata.normalize("NFC", s).casefold() in folded]
+    if len(found) > MAX_GLOSSARY_TERMS:
+        found = sorted(found, key=lambda entry: -len(entry[0]))[:MAX_GLOSSARY_TERMS]
+    return dict(found)

@@ -1,0 +1,159 @@
+"""A DeepL API v2 request: its key (however DeepL clients send it) and its fields (JSON, form or query).
+
+DeepL's clients send ``Authorization: DeepL-Auth-Key <key>`` (the SDKs, Weblate); older ones send the
+key as an ``auth_key`` form or query field. ``Bearer <key>`` works too. Every form ends in
+:func:`api.auth.caller_for_key`, so the key is checked, rate limited and revoked as on the native
+door; a key that is missing or not valid is answered 403, as DeepL answers (its SDKs raise
+``AuthorizationException`` for it).
+
+The fields come from a JSON object body (the SDKs' ``/v2/translate`` and glossaries), a form body
+(urlencoded or multipart: the SDKs' ``/v2/document`` upload, older clients everywhere, and even
+``GET /v2/languages``, whose ``type`` the Python SDK sends as a form body), then the query string.
+A repeated form field (``text=a&text=b``) is a list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from starlette.datastructures import UploadFile
+
+from api.auth import Caller, caller_for_key
+from api.errors import ApiError
+from api.services import ApiServices, services
+
+_KEY_SCHEMES = ("deepl-auth-key", "bearer")
+
+
+@dataclass(frozen=True, slots=True)
+class DeepLRequest:
+    """Who called (the key's tenant) and the request's fields, by name."""
+
+    caller: Caller
+    fields: dict[str, Any]
+    key_secret: str  # the API key as sent: document keys are derived from it, never shown
+
+    def text(self, name: str, *, required: bool = False) -> str | None:
+        """Field ``name`` as one string (``None`` if absent, or a 400 naming it when ``required``)."""
+        value = self.fields.get(name)
+        if isinstance(value, list):
+            value = value[0] if len(value) == 1 else value
+        if value is None or value == "":
+            if required:
+                raise ApiError(400, "missing_parameter", f"Parameter '{name}' not specified.")
+            return None
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if not isinstance(value, str | int | float):
+            raise ApiError(400, "invalid_parameter", f"Parameter '{name}' must be a string.")
+        return str(value)
+
+    def texts(self, name: str) -> list[str]:
+        """Field ``name`` as a list of strings: a JSON list, a repeated form field, or one value."""
+        value = self.fields.get(name)
+        if value is None:
+            return []
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(item, str) for item in items):
+            raise ApiError(400, "invalid_parameter", f"Parameter '{name}' must be a string or a list of strings.")
+        return list(items)
+
+    def names(self, name: str) -> frozenset[str]:
+        """Field ``name`` as a set of tag names: a list, or comma-separated values."""
+        return frozenset(part.strip() for item in self.texts(name) for part in item.split(",") if part.strip())
+
+    def file(self, name: str) -> UploadFile:
+        """The uploaded file of multipart field ``name``; a 400 naming it when there is none."""
+        value = self.fields.get(name)
+        if isinstance(value, list):
+            value = value[0]
+        if not isinstance(value, UploadFile):
+            raise ApiError(400, "missing_parameter", f"Parameter '{name}' not specified (a multipart file upload).")
+        return value
+
+
+async def _fields(request: Request) -> dict[str, Any]:
+    """The request's fields: the body's (JSON object or form), then the query string's for names not in it."""
+    fields: dict[str, Any] = {}
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == "application/json":
+        body = await request.body()
+        if body.strip():
+            try:
+                parsed = json.loads(body)
+            except ValueError as exc:
+                raise ApiError(400, "invalid_json", f"the request body is not valid JSON: {exc}") from None
+            if not isinstance(parsed, dict):
+                raise ApiError(400, "invalid_json", "the request body must be a JSON object")
+            fields.update(parsed)
+    elif media in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        form = await request.form()
+        for name in form:
+            values = form.getlist(name)
+            fields[name] = values if len(values) > 1 else values[0]
+    for name in request.query_params:
+        if name not in fields:
+            query_values = request.query_params.getlist(name)
+            fields[name] = query_values if len(query_values) > 1 else query_values[0]
+    return fields
+
+
+def _key_from_header(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() not in _KEY_SCHEMES or not token.strip():
+        message = "the Authorization header must be `DeepL-Auth-Key <key>` or `Bearer <key>`"
+        raise ApiError(403, "invalid_api_key", message)
+    return token.strip()
+
+
+async def deepl_request(request: Request, api: Annotated[ApiServices, Depends(services)]) -> DeepLRequest:
+    """The :class:`DeepLRequest`: the key checked (403 missing or not valid, 429 past its rate), the fields read."""
+    fields = await _fields(request)
+    token = _key_from_header(request)
+    if token is None:
+        sent = fields.pop("auth_key", None)
+        token = sent if isinstance(sent, str) and sent.strip() else None
+    else:
+        fields.pop("auth_key", None)
+    if token is None:
+        raise ApiError(403, "missing_api_key", "send an API key: `Authorization: DeepL-Auth-Key <key>`")
+    try:
+        caller = await caller_for_key(api, token)
+    except ApiError as exc:
+        if exc.status == 401:  # DeepL answers 403 for a key it does not know
+            raise ApiError(403, exc.code, exc.message) from None
+        raise
+    return DeepLRequest(caller, fields, token)
+
+
+DeepLRequestDep = Annotated[DeepLRequest, Depends(deepl_request)]
+"""A route parameter of this type requires a valid key and carries the request's fields."""
+
+
+def document_key(key_secret: str, document_id: str) -> str:
+    """The ``document_key`` of a document uploaded with the API key ``key_secret``: an HMAC of its id.
+
+    Keyed by the API key's own secret (through its SHA-256), so nothing is stored, no other key can
+    forge it, and it tells nothing about the API key.
+    """
+    secret = hashlib.sha256(key_secret.encode()).digest()
+    return hmac.new(secret, document_id.encode(), hashlib.sha256).hexdigest().upper()
+
+
+def check_document_key(request: DeepLRequest, document_id: str) -> None:
+    """Refuse (400) a ``document_key`` that is missing or not this document's, for this API key."""
+    sent = request.text("document_key", required=True) or ""
+    if not hmac.compare_digest(sent.upper(), document_key(request.key_secret, document_id)):
+        raise ApiError(
+            400,
+            "invalid_document_key",
+            f"document_key does not match document {document_id} (it is bound to the API key that uploaded it)",
+        )

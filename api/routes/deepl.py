@@ -1,0 +1,362 @@
+"""The DeepL API v2-compatible door: translate, documents, glossaries, languages and usage.
+
+Point a DeepL client (the ``deepl`` SDKs, Weblate's DeepL backend) at this server with a dragoman
+API key as its auth key. Texts go through :func:`api.text_translation.translate_texts`, the same
+admission and submitter as ``POST /v1/jobs``, on the interactive lane; documents through the
+tenant's documents (:class:`tenancy.tenant_groups.TenantGroups`), as ``/v1/documents``. What maps
+and what does not: docs/guides/deepl-api.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import PurePath
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response, status
+
+from api.deepl_glossary_entries import glossary_name, parse_entries, terms_in, to_tsv
+from api.deepl_languages import (
+    SOURCE_LANGUAGES,
+    TARGET_LANGUAGES,
+    base_language,
+    to_bcp47,
+    to_deepl,
+    to_formality,
+)
+from api.deepl_request import DeepLRequest, DeepLRequestDep, check_document_key, document_key
+from api.deepl_schemas import (
+    DeepLErrorBody,
+    DocumentHandleBody,
+    DocumentStatusBody,
+    GlossaryBody,
+    GlossaryLanguagePair,
+    GlossaryLanguagePairs,
+    GlossaryList,
+    LanguageBody,
+    TextTranslation,
+    TranslateResponse,
+    UsageBody,
+)
+from api.deepl_tags import TAG_HANDLINGS, TaggedText, restore, to_placeholders
+from api.errors import ApiError
+from api.routes.documents import MEDIA_TYPES
+from api.services import ApiServices, services
+from api.text_translation import translate_texts
+from contract.controls import AUTO_LANGUAGE
+from contract.documents import BINARY_FORMATS, SUFFIXES, decode_document, encode_document
+from contract.errors import InvalidJobError, RunNotFinishedError
+from contract.schemas import Job, JobStatus, TranslationRequest
+from storage import Glossary, GlossaryStore
+from storage.usage import UsageStore
+from tenancy.queued_limit import TooManyQueuedJobsError
+from tenancy.tenant_groups import DocumentNotAssembledError
+
+router = APIRouter(prefix="/v2", tags=["deepl"])
+ServicesDep = Annotated[ApiServices, Depends(services)]
+
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": DeepLErrorBody} for code in (400, 403, 404, 413, 429, 500, 503, 504)
+}
+_DOCUMENT_STATUS = {
+    "splitting": "queued",
+    "submitting": "queued",
+    "running": "translating",
+    "finishing": "translating",
+    "completed": "done",
+    "failed": "error",
+    "cancelled": "error",
+}
+
+
+def _glossaries(request: Request) -> GlossaryStore:
+    store: GlossaryStore = request.app.state.glossaries
+    return store
+
+
+def _bad_request(exc: InvalidJobError) -> ApiError:
+    """DeepL answers a request it cannot take with 400 (its SDKs: ``DeepLException``, "Bad request")."""
+    return ApiError(400, "bad_request", str(exc))
+
+
+async def _glossary_for(request: Request, deepl: DeepLRequest, source_lang: str, target_lang: str) -> Glossary | None:
+    """The glossary ``glossary_id`` names, checked against the pair; ``None`` without one."""
+    glossary_id = deepl.text("glossary_id")
+    if glossary_id is None:
+        return None
+    if source_lang == AUTO_LANGUAGE:
+        raise ApiError(400, "missing_parameter", "Parameter 'source_lang' is required when using a glossary.")
+    glossary = await _glossaries(request).get(deepl.caller.tenant, glossary_id)
+    if glossary is None:
+        raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
+    info = glossary.info
+    if (info.source_lang, info.target_lang) != (base_language(source_lang), base_language(target_lang)):
+        raise ApiError(
+            400,
+            "glossary_language_mismatch",
+            f"glossary {glossary_id} is for {info.source_lang.upper()} -> {info.target_lang.upper()}, "
+            f"not {to_deepl(source_lang)} -> {to_deepl(target_lang)}",
+        )
+    return glossary
+
+
+def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
+    """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
+
+    400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer.
+    """
+    translations = []
+    for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
+        if job.status is not JobStatus.SUCCEEDED or job.translation is None:
+            raise ApiError(400, "translation_failed", f"text {index} was not translated: {job.error or job.status}")
+        detected = job.detected_source_lang or job.source_lang or AUTO_LANGUAGE
+        translations.append(
+            TextTranslation(
+                detected_source_language=to_deepl(detected),
+                text=restore(job.translation, item.markup),
+                billed_characters=len(text),
+            )
+        )
+    return translations
+
+
+@router.post("/translate", response_model=TranslateResponse, responses=_ERRORS)
+async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
+    """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
+
+    ``source_lang`` absent: detected (``detected_source_language``). ``formality``: ``more``/``prefer_more``
+    ask for a formal register, ``less``/``prefer_less`` an informal one. ``context`` is passed as the
+    job's context; ``glossary_id`` the tenant's stored glossary (its pair must match; the terms found
+    in each text travel with its job). ``tag_handling`` ``xml``/``html``: the markup is kept byte for
+    byte (``ignore_tags`` elements untranslated). ``preserve_formatting``, ``split_sentences``,
+    ``model_type`` and DeepL's other tag options are accepted and have no effect. A text the worker
+    could not translate (after its own retries; an undetectable language, say) is a 400 with its reason.
+    """
+    texts = deepl.texts("text")
+    if not texts:
+        raise ApiError(400, "missing_parameter", "Parameter 'text' not specified.")
+    try:
+        target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
+        source = deepl.text("source_lang")
+        source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
+        formality = to_formality(deepl.text("formality"))
+    except InvalidJobError as exc:
+        raise _bad_request(exc) from None
+    glossary = await _glossary_for(request, deepl, source_lang, target_lang)
+    tag_handling = deepl.text("tag_handling")
+    if tag_handling is not None and tag_handling not in TAG_HANDLINGS:
+        raise ApiError(400, "bad_request", f"Value for 'tag_handling' not supported: {tag_handling!r}; use xml or html")
+    ignore_tags = deepl.names("ignore_tags")
+    tagged = [to_placeholders(text, tag_handling, ignore_tags) if tag_handling else TaggedText(text) for text in texts]
+    requests = [
+        TranslationRequest(
+            text=item.text,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            glossary=(terms_in(glossary.entries, text) or None) if glossary else None,
+            context=deepl.text("context"),
+            formality=formality.value if formality else None,
+        )
+        for item, text in zip(tagged, texts, strict=True)
+    ]
+    try:
+        jobs = await translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+    except InvalidJobError as exc:
+        raise _bad_request(exc) from None
+    except TooManyQueuedJobsError as exc:
+        if exc.retry_after is not None:
+            raise  # 429 with Retry-After: DeepL's SDKs wait and retry
+        raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
+    return TranslateResponse(translations=_translations(jobs, tagged, texts))
+
+
+# Documents -----------------------------------------------------------------------------------
+
+
+@router.post("/document", response_model=DocumentHandleBody, responses=_ERRORS)
+async def upload_document(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentHandleBody:
+    """Upload a document (multipart ``file``, any format ``/v1/documents`` takes) to translate into ``target_lang``.
+
+    ``source_lang`` is required (documents are not detected). ``formality`` ``prefer_more``/``prefer_less``
+    and ``default`` are accepted and have no effect on documents; ``more``/``less``, ``glossary_id`` and
+    an ``output_format`` other than the input's are refused (400): dragoman's documents carry none.
+    """
+    upload = deepl.file("file")
+    suffix = PurePath(upload.filename or "").suffix.lower()
+    fmt = SUFFIXES.get(suffix)
+    if fmt is None:
+        known = ", ".join(sorted(SUFFIXES))
+        message = f"cannot translate a {suffix or 'suffix-less'} file; send one of {known}"
+        raise ApiError(400, "unsupported_format", message)
+    output_format = deepl.text("output_format")
+    if output_format is not None and SUFFIXES.get("." + output_format.lower().lstrip(".")) != fmt:
+        message = f"output_format {output_format!r} is not supported: a document comes back as {suffix}"
+        raise ApiError(400, "bad_request", message)
+    if deepl.text("glossary_id") is not None:
+        message = "glossary_id is not supported for documents on this server; use /v2/translate"
+        raise ApiError(400, "bad_request", message)
+    try:
+        target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
+        source = deepl.text("source_lang")
+        if source is None:
+            raise InvalidJobError("Parameter 'source_lang' is required for documents on this server")
+        source_lang = to_bcp47(source, "source_lang")
+        formality = deepl.text("formality")
+        if formality is not None and formality.lower() in ("more", "less"):
+            wanted = formality.lower()
+            raise InvalidJobError(f"formality {formality!r} is not supported for documents; use prefer_{wanted}")
+        text = encode_document(fmt, await upload.read())
+        document_id = await api.groups.submit_document(
+            deepl.caller.tenant,
+            text,
+            fmt,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            name=upload.filename,
+            callback_url=None,
+            max_segment_chars=None,
+            max_queued_jobs=deepl.caller.max_queued_jobs,
+        )
+    except InvalidJobError as exc:
+        raise _bad_request(exc) from None
+    return DocumentHandleBody(document_id=document_id, document_key=document_key(deepl.key_secret, document_id))
+
+
+@router.post("/document/{document_id}", response_model=DocumentStatusBody, responses=_ERRORS)
+async def document_status(document_id: str, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentStatusBody:
+    """Where the document stands: ``queued``, ``translating`` (with ``seconds_remaining``), ``done`` or ``error``.
+
+    ``document_key`` must be the one its upload answered (400 otherwise).
+    """
+    check_document_key(deepl, document_id)
+    progress = await api.groups.progress(deepl.caller.tenant, "document", document_id)
+    state = _DOCUMENT_STATUS.get(progress.status, "translating")
+    left = int(progress.seconds_left) if state == "translating" and progress.seconds_left is not None else None
+    error = None
+    if state == "error":
+        error = progress.error or f"the document was {progress.status}"
+    return DocumentStatusBody(document_id=document_id, status=state, seconds_remaining=left, error_message=error)
+
+
+@router.post(
+    "/document/{document_id}/result",
+    response_class=Response,
+    responses={200: {"content": {m: {} for m in MEDIA_TYPES.values()}, "description": "the translation"}, **_ERRORS},
+)
+async def document_result(document_id: str, deepl: DeepLRequestDep, api: ServicesDep) -> Response:
+    """The translated document, in its format; 503 until it is done (DeepL's "document not ready")."""
+    check_document_key(deepl, document_id)
+    try:
+        fmt, result = await api.groups.document_result(deepl.caller.tenant, document_id)
+    except RunNotFinishedError as exc:
+        raise ApiError(503, "document_not_ready", str(exc), {"Retry-After": "1"}) from None
+    except DocumentNotAssembledError as exc:
+        raise ApiError(400, "document_not_assembled", str(exc)) from None
+    media_type = MEDIA_TYPES.get(fmt, "text/plain")
+    if fmt in BINARY_FORMATS:
+        return Response(decode_document(fmt, result.text), media_type=media_type)
+    return Response(result.text, media_type=f"{media_type}; charset=utf-8")
+
+
+# Glossaries ----------------------------------------------------------------------------------
+
+
+@router.post("/glossaries", status_code=status.HTTP_201_CREATED, response_model=GlossaryBody, responses=_ERRORS)
+async def create_glossary(request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
+    """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
+    (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line."""
+    try:
+        name = glossary_name(deepl.text("name", required=True) or "")
+        source_lang = base_language(to_bcp47(deepl.text("source_lang", required=True), "source_lang"))
+        target_lang = base_language(to_bcp47(deepl.text("target_lang", required=True), "target_lang"))
+        entries_format = deepl.text("entries_format") or "tsv"
+        entries = parse_entries(deepl.text("entries", required=True) or "", entries_format)
+    except InvalidJobError as exc:
+        raise _bad_request(exc) from None
+    info = await _glossaries(request).create(deepl.caller.tenant, name, source_lang, target_lang, entries)
+    return GlossaryBody.of(info)
+
+
+@router.get("/glossaries", response_model=GlossaryList, responses=_ERRORS)
+async def list_glossaries(request: Request, deepl: DeepLRequestDep) -> GlossaryList:
+    """The tenant's glossaries, oldest first."""
+    infos = await _glossaries(request).list(deepl.caller.tenant)
+    return GlossaryList(glossaries=[GlossaryBody.of(info) for info in infos])
+
+
+async def _one_glossary(request: Request, deepl: DeepLRequest, glossary_id: str) -> Glossary:
+    glossary = await _glossaries(request).get(deepl.caller.tenant, glossary_id)
+    if glossary is None:
+        raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
+    return glossary
+
+
+@router.get("/glossaries/{glossary_id}", response_model=GlossaryBody, responses=_ERRORS)
+async def get_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
+    """One of the tenant's glossaries; 404 if unknown or another tenant's."""
+    return GlossaryBody.of((await _one_glossary(request, deepl, glossary_id)).info)
+
+
+@router.get(
+    "/glossaries/{glossary_id}/entries",
+    response_class=Response,
+    responses={200: {"content": {"text/tab-separated-values": {}}, "description": "the entries"}, **_ERRORS},
+)
+async def glossary_entries(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> Response:
+    """The glossary's entries as TSV, ``source<TAB>target`` a line, in the order they were given."""
+    glossary = await _one_glossary(request, deepl, glossary_id)
+    return Response(to_tsv(glossary.entries), media_type="text/tab-separated-values; charset=utf-8")
+
+
+@router.delete("/glossaries/{glossary_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_ERRORS)
+async def delete_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> Response:
+    """Delete one of the tenant's glossaries; 404 if unknown or another tenant's."""
+    if not await _glossaries(request).delete(deepl.caller.tenant, glossary_id):
+        raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/glossary-language-pairs", response_model=GlossaryLanguagePairs, responses=_ERRORS)
+async def glossary_language_pairs(deepl: DeepLRequestDep) -> GlossaryLanguagePairs:
+    """Every pair of two different languages of ``/v2/languages`` (lower case, as DeepL answers)."""
+    codes = [language.code.lower() for language in SOURCE_LANGUAGES]
+    return GlossaryLanguagePairs(
+        supported_languages=[
+            GlossaryLanguagePair(source_lang=source, target_lang=target)
+            for source in codes
+            for target in codes
+            if source != target
+        ]
+    )
+
+
+# Languages and usage -------------------------------------------------------------------------
+
+
+@router.get("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages")
+@router.post("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages_post")
+async def languages(deepl: DeepLRequestDep) -> list[LanguageBody]:
+    """DeepL's languages: ``type=source`` (the default) or ``type=target`` (with ``supports_formality``).
+
+    dragoman takes any BCP-47 language; this is the list DeepL clients show their users.
+    """
+    kind = deepl.text("type") or "source"
+    if kind not in ("source", "target"):
+        raise ApiError(400, "bad_request", f"Value for 'type' not supported: {kind!r}; use source or target")
+    if kind == "source":
+        return [LanguageBody(language=language.code, name=language.name) for language in SOURCE_LANGUAGES]
+    return [
+        LanguageBody(language=language.code, name=language.name, supports_formality=language.supports_formality)
+        for language in TARGET_LANGUAGES
+    ]
+
+
+@router.get("/usage", response_model=UsageBody, responses=_ERRORS, operation_id="deepl_usage")
+@router.post("/usage", response_model=UsageBody, responses=_ERRORS, operation_id="deepl_usage_post")
+async def usage(request: Request, deepl: DeepLRequestDep) -> UsageBody:
+    """The tenant's source characters this calendar month (UTC; every finished job, as ``GET /v1/usage``
+    counts them) and a ``character_limit`` no tenant reaches (dragoman has no quota)."""
+    store: UsageStore = request.app.state.usage
+    today = dt.datetime.now(dt.UTC).date()
+    rows = await store.usage(today.replace(day=1), today, tenant=deepl.caller.tenant, group_by=())
+    return UsageBody(character_count=sum(row.characters for row in rows))

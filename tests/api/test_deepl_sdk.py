@@ -1,0 +1,354 @@
+"""The DeepL-compatible door driven by the official ``deepl`` SDK, unchanged, against a real server and worker.
+
+One server (uvicorn in a thread) and one worker (deterministic engine, on a loop thread of its own) serve
+the whole module; each test has a tenant of its own. The worker's profile echoes the text and shows the
+controls its job carried (``[formal]``, ``[glossary cat=Katze]``, ``[context]``), so a test sees what
+reached the job. The SDK is synchronous: the tests are plain functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import deepl
+import httpx
+import pytest
+
+from api import create_app
+from contract.schemas import JobSpec
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from contract.sync_bridge import LoopThread
+from storage import ApiKeyStore, AsyncConnectionPool
+from tests.api.conftest import uvicorn_serving
+from tests.docs.examples import ROOT, blocks
+from tests.orchestrator.test_runs_and_documents import run_orchestrator
+from tests.orchestrator.test_segmenting import TRICKY_MARKDOWN
+from tests.worker.conftest import identity_worker
+from worker.deterministic_engine import DeterministicEngine
+from worker.profiles import IdentityProfile
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class ControlsShownProfile(IdentityProfile):
+    """The identity profile, with the controls a job carried appended to its text (and so to its translation)."""
+
+    def build_prompt(self, spec: JobSpec) -> str:
+        """The text, then ``[formal]``/``[informal]``, ``[glossary a=b;...]`` and ``[context]`` (a text's own)."""
+        shown = [spec.text]
+        if spec.formality is not None:
+            shown.append(f"[{spec.formality.value}]")
+        if spec.glossary:
+            shown.append("[glossary " + ";".join(f"{s}={t}" for s, t in sorted(spec.glossary.items())) + "]")
+        if spec.context is not None and spec.document_id is None:  # a document's segments carry the preceding text
+            shown.append("[context]")
+        return " ".join(shown)
+
+
+@dataclass(frozen=True)
+class Door:
+    """The served API and a way to make keys of fresh tenants."""
+
+    url: str
+    loop: LoopThread
+    keys: ApiKeyStore
+    key_prefix: str
+
+    def key(self) -> str:
+        """A key of a tenant of its own."""
+        tenant = f"deepl-{uuid.uuid4().hex[:8]}"
+        return self.loop.run(self.keys.create(f"{tenant}-{self.key_prefix}", tenant=tenant))[1]
+
+    def translator(self, key: str | None = None) -> deepl.Translator:
+        """The official SDK on this server."""
+        return deepl.Translator(key or self.key(), server_url=self.url)
+
+
+@pytest.fixture(scope="module")
+def door(service_urls: ServiceUrls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
+    """The API and a worker for the module, and the environment the orchestrator's RQ tasks read."""
+    settings = Settings(
+        redis_url=service_urls.redis_url,
+        database_url=service_urls.database_url,
+        data_dir=tmp_path_factory.mktemp("deepl") / "data",
+        key_prefix=f"test-{uuid.uuid4().hex[:10]}",
+        writer_flush_ms=2,
+        read_block_ms=50,
+        metrics_port=0,
+        metrics_host="127.0.0.1",
+        memory_enabled=False,
+        quality_check_processes=0,
+    )
+    loop = LoopThread("deepl-test")
+    pool = AsyncConnectionPool(service_urls.database_url, max_connections=1)
+    engine = DeterministicEngine()
+    worker = identity_worker(settings, service_urls, engine, profile=ControlsShownProfile(engine.tokenizer))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DRAGOMAN_REDIS_URL", service_urls.redis_url)
+        env.setenv("DRAGOMAN_DATABASE_URL", service_urls.database_url)
+        env.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
+        env.setenv("DRAGOMAN_DATA_DIR", str(settings.data_dir))
+        env.setenv("DRAGOMAN_MEMORY_ENABLED", "false")
+        loop.run(worker.start())
+        try:
+            with uvicorn_serving(create_app(settings)) as url:
+                yield Door(url, loop, ApiKeyStore(pool), settings.key_prefix)
+        finally:
+            loop.run(worker.stop(grace_seconds=5))
+            loop.run(pool.close())
+            loop.close()
+
+
+def test_a_text_and_a_list(door: Door) -> None:
+    translator = door.translator()
+    one = translator.translate_text("Hello, how are you today?", target_lang="DE")
+    assert isinstance(one, deepl.TextResult)
+    assert one.text == "Hello, how are you today?"  # the echo engine: the translation is the text
+    assert one.detected_source_lang == "EN" and one.billed_characters == 25
+
+    many = translator.translate_text(["first", "second", "third"], source_lang="EN", target_lang="PT-BR")
+    assert isinstance(many, list)
+    assert [r.text for r in many] == ["first", "second", "third"]
+    assert {r.detected_source_lang for r in many} == {"EN"}
+
+
+def test_formality_and_context_reach_the_job(door: Door) -> None:
+    translator = door.translator()
+    formal = translator.translate_text("Hi", source_lang="EN", target_lang="DE", formality="more")
+    informal = translator.translate_text(
+        "Hi", source_lang="EN", target_lang="FR", formality=deepl.Formality.PREFER_LESS
+    )
+    plain = translator.translate_text("Hi", source_lang="EN", target_lang="FR", formality="default", context="a chat")
+    assert isinstance(formal, deepl.TextResult) and formal.text == "Hi [formal]"
+    assert isinstance(informal, deepl.TextResult) and informal.text == "Hi [informal]"
+    assert isinstance(plain, deepl.TextResult) and plain.text == "Hi [context]"
+
+
+def test_a_glossary_is_created_used_read_and_deleted(door: Door) -> None:
+    translator = door.translator()
+    glossary = translator.create_glossary("animals", "EN", "DE", {"cat": "Katze", "dog": "Hund", "bird": "Vogel"})
+    assert (glossary.name, glossary.source_lang, glossary.target_lang) == ("animals", "EN", "DE")
+    assert glossary.entry_count == 3 and glossary.ready
+    assert translator.get_glossary(glossary.glossary_id).glossary_id == glossary.glossary_id
+    assert [g.glossary_id for g in translator.list_glossaries()] == [glossary.glossary_id]
+    assert translator.get_glossary_entries(glossary) == {"cat": "Katze", "dog": "Hund", "bird": "Vogel"}
+    pairs = {(pair.source_lang, pair.target_lang) for pair in translator.get_glossary_languages()}
+    assert ("en", "de") in pairs and ("de", "en") in pairs and ("en", "en") not in pairs
+
+    # Only the terms in the text travel with its job; EN-US matches the glossary's EN.
+    used = translator.translate_text_with_glossary("My cat and my dog.", glossary, target_lang="DE")
+    assert isinstance(used, deepl.TextResult) and used.text == "My cat and my dog. [glossary cat=Katze;dog=Hund]"
+    by_id = translator.translate_text("A bird", source_lang="EN", target_lang="DE", glossary=glossary.glossary_id)
+    assert isinstance(by_id, deepl.TextResult) and by_id.text == "A bird [glossary bird=Vogel]"
+    with pytest.raises(deepl.DeepLException, match="is for EN -> DE, not EN -> FR"):
+        translator.translate_text("A cat", source_lang="EN", target_lang="FR", glossary=glossary.glossary_id)
+    with pytest.raises(deepl.GlossaryNotFoundException):  # another tenant's glossary is nobody's
+        door.translator().get_glossary(glossary.glossary_id)
+
+    translator.delete_glossary(glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator.get_glossary(glossary.glossary_id)
+    assert translator.list_glossaries() == []
+
+
+def test_bad_glossary_entries_are_refused_naming_the_line(door: Door) -> None:
+    translator = door.translator()
+    with pytest.raises(deepl.DeepLException, match="line 3: source term 'cat' is given twice"):
+        translator.create_glossary_from_csv("dup", "EN", "DE", "cat,Katze\ndog,Hund\ncat,Kater\n")
+    assert translator.list_glossaries() == []
+
+
+def test_html_and_xml_tags_come_back_intact(door: Door) -> None:
+    translator = door.translator()
+    html = '<p>Click <a href="/docs?a=1&amp;b=2">here</a> to <b>open</b> it.<br>Now <code>x</code>.</p>'
+    result = translator.translate_text(html, source_lang="EN", target_lang="DE", tag_handling="html")
+    assert isinstance(result, deepl.TextResult) and result.text == html
+    xml = "<doc><title>Report</title><keep>do not touch</keep> and <t/> more</doc>"
+    kept = translator.translate_text(
+        xml, source_lang="EN", target_lang="DE", tag_handling="xml", ignore_tags=["keep"], formality="more"
+    )
+    assert isinstance(kept, deepl.TextResult) and kept.text == xml.replace("</doc>", "</doc> [formal]")
+
+
+def test_a_document_round_trips_with_its_structure(door: Door, tmp_path: Path) -> None:
+    translator = door.translator()
+    handle = translator.translate_document_upload(
+        TRICKY_MARKDOWN.encode(), filename="guide.md", source_lang="EN", target_lang="DE"
+    )
+    assert handle.document_id and handle.document_key
+    with pytest.raises(deepl.DeepLException, match="document_key does not match"):
+        translator.translate_document_get_status(deepl.DocumentHandle(handle.document_id, "0" * 64))
+    with pytest.raises(deepl.DeepLException, match="document_key does not match"):  # bound to the uploading key
+        door.translator().translate_document_get_status(handle)
+
+    deadline = time.monotonic() + 60
+    status = translator.translate_document_get_status(handle)
+    assert status.status.value in ("queued", "translating", "done")
+    while not status.done:
+        assert status.ok and time.monotonic() < deadline, status
+        run_orchestrator()
+        time.sleep(0.1)
+        status = translator.translate_document_get_status(handle)
+    out = io.BytesIO()
+    translator.translate_document_download(handle, out)
+    assert out.getvalue().decode() == TRICKY_MARKDOWN  # the echo engine: the structure and the text, unchanged
+
+
+def test_a_document_without_a_source_language_is_refused(door: Door) -> None:
+    with pytest.raises(deepl.DeepLException, match="source_lang' is required for documents"):
+        door.translator().translate_document_upload(b"# Hi\n", filename="a.md", target_lang="DE")
+
+
+def test_usage_counts_this_month_s_characters(door: Door) -> None:
+    translator = door.translator()
+    assert translator.get_usage().character.count == 0
+    translator.translate_text(["Hello there", "friend"], source_lang="EN", target_lang="DE")
+    usage = translator.get_usage()
+    assert usage.character.count == 17 and usage.character.limit == 1_000_000_000_000
+    assert not usage.any_limit_reached
+
+
+def test_languages(door: Door) -> None:
+    translator = door.translator()
+    sources = {language.code: language for language in translator.get_source_languages()}
+    targets = {language.code: language for language in translator.get_target_languages()}
+    assert sources["EN"].name == "English" and "EN-US" not in sources
+    assert targets["EN-US"].supports_formality is False and targets["DE"].supports_formality is True
+    assert {"PT-BR", "ZH-HANS", "ZH-HANT"} <= set(targets)
+
+
+def test_a_bad_key_is_an_authorization_error(door: Door) -> None:
+    with pytest.raises(deepl.AuthorizationException, match="this API key is not valid"):
+        door.translator("not-a-key").get_usage()
+
+
+def test_a_bad_target_is_refused_with_dragoman_s_message(door: Door) -> None:
+    with pytest.raises(deepl.DeepLException, match=r"Bad request.*'target_lang' not supported.*unknown language code"):
+        door.translator().translate_text("Hello", target_lang="XX")
+
+
+def test_a_text_whose_language_cannot_be_detected_is_a_bad_request(door: Door) -> None:
+    with pytest.raises(deepl.DeepLException, match=r"Bad request.*text 0 was not translated.*source_lang"):
+        door.translator().translate_text("zq", target_lang="DE")
+
+
+def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:
+    key = door.key()
+    with httpx.Client(base_url=door.url, timeout=30) as http:
+        bearer = http.post(
+            "/v2/translate",
+            json={"text": ["Hi"], "target_lang": "DE", "source_lang": "EN"},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert bearer.status_code == 200 and bearer.json()["translations"][0]["text"] == "Hi", bearer.text
+        form = http.post(
+            "/v2/translate", data={"auth_key": key, "text": ["a", "b"], "source_lang": "EN", "target_lang": "DE"}
+        )
+        assert form.status_code == 200, form.text
+        assert [t["text"] for t in form.json()["translations"]] == ["a", "b"]
+        refused = http.post("/v2/translate", data={"auth_key": "nope", "text": "a", "target_lang": "DE"})
+        assert refused.status_code == 403 and "not valid" in refused.json()["message"]
+        missing = http.get("/v2/usage")
+        assert missing.status_code == 403 and missing.json()["code"] == "missing_api_key"
+
+
+def test_weblate_s_deepl_backend_request_shapes(door: Door) -> None:
+    """What weblate/machinery/deepl.py sends: query-string languages, JSON translate with its <x id=".."/> marks."""
+    headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
+    with httpx.Client(base_url=f"{door.url}/v2/", headers=headers, timeout=30) as http:
+        targets = http.get("languages", params={"type": "target"}).json()
+        assert {"language": "DE", "name": "German", "supports_formality": True} in targets
+        assert "EN" in {item["language"] for item in http.get("languages", params={"type": "source"}).json()}
+        texts = ['Hello <x id="0"></x> world', 'Open the <x id="7"></x> file']
+        params = {
+            "text": texts,
+            "source_lang": "EN",
+            "target_lang": "DE",
+            "formality": "default",
+            "tag_handling": "xml",
+            "ignore_tags": ["x"],
+        }
+        translated = http.post("translate", json=params)
+        assert translated.status_code == 200, translated.text
+        assert [item["text"] for item in translated.json()["translations"]] == texts
+        entries = "cat\tKatze\ndog\tHund"
+        glossary = {"name": "weblate:1", "source_lang": "EN", "target_lang": "DE", "entries": entries}
+        created = http.post("glossaries", json={**glossary, "entries_format": "tsv"})
+        assert created.status_code == 201, created.text
+        listed = http.get("glossaries").json()["glossaries"]
+        assert [(g["name"], g["source_lang"], g["target_lang"]) for g in listed] == [("weblate:1", "en", "de")]
+        pairs = http.get("glossary-language-pairs").json()["supported_languages"]
+        assert {"source_lang": "en", "target_lang": "de"} in pairs
+        assert http.delete(f"glossaries/{created.json()['glossary_id']}").status_code == 204
+        assert http.delete(f"glossaries/{created.json()['glossary_id']}").status_code == 404
+
+
+def test_the_guide_s_sdk_example_runs(door: Door, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/guides/deepl-api.md's Python example, run as written but for its key and server URL."""
+    (example,) = [block for block in blocks(ROOT / "docs/guides/deepl-api.md") if block.kind == "python"]
+    code = example.code.replace("<dragoman key>", door.key()).replace("http://127.0.0.1:8000", door.url)
+    (tmp_path / "guide.md").write_text("# Guide\n\nRead *this* first.\n")
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(code, str(example.where), "exec"), {})
+        except BaseException as exc:  # reported on the test's thread
+            failure.append(exc)
+
+    # The document's split and assembly are the orchestrator's: it runs here while the example waits.
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while thread.is_alive():
+        assert time.monotonic() < deadline, "the example did not finish"
+        run_orchestrator()
+        time.sleep(0.1)
+    assert not failure, failure
+    assert (tmp_path / "guide.de.md").read_text() == "# Guide\n\nRead *this* first.\n"
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "The weather is lovely today, so we walk to the park. [formal] EN"
+    assert lines[1] == "Usage this billing period:"
+    counted, limit = re.fullmatch(r"Characters: (\d+) of (\d+)", lines[2]).groups()  # type: ignore[union-attr]
+    texts = "The weather is lovely today, so we walk to the park." + "Open the dashboard."
+    assert int(counted) >= len(texts) and int(limit) == 1_000_000_000_000  # and the document's segments
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"target_lang": "DE"}, "Parameter 'text' not specified."),
+        ({"text": ["a"]}, "Parameter 'target_lang' not specified."),
+        ({"text": ["a"], "target_lang": "DE", "formality": "very"}, "Value for 'formality' not supported"),
+        ({"text": ["a"], "target_lang": "DE", "tag_handling": "json"}, "Value for 'tag_handling' not supported"),
+        ({"text": ["a"], "target_lang": "DE", "glossary_id": "g"}, "'source_lang' is required when using a glossary"),
+        ({"text": ["a", ""], "source_lang": "EN", "target_lang": "DE"}, "item 1: text is empty"),
+        ({"text": [1], "target_lang": "DE"}, "Parameter 'text' must be a string or a list of strings."),
+    ],
+)
+def test_bad_translate_requests_are_400_with_deepl_s_error_shape(
+    door: Door, body: dict[str, object], message: str
+) -> None:
+    headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
+    answer = httpx.post(f"{door.url}/v2/translate", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 400, answer.text
+    assert message in answer.json()["message"] and set(answer.json()) == {"message", "code"}
+
+
+def test_the_key_s_queued_job_limit_is_a_bad_request_not_a_422(door: Door) -> None:
+    tenant = f"deepl-{uuid.uuid4().hex[:8]}"
+    key = door.loop.run(door.keys.create(f"{tenant}-{door.key_prefix}", tenant=tenant, max_queued_jobs=2))[1]
+    with pytest.raises(deepl.DeepLException, match=r"Bad request.*limit"):
+        door.translator(key).translate_text(["one", "two", "three"], source_lang="EN", target_lang="DE")
