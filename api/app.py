@@ -15,7 +15,7 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, deepl, documents, events, files, health, jobs, models, runs
+from api.routes import batches, deepl, documents, events, files, health, jobs, libretranslate, models, runs
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
@@ -37,7 +37,9 @@ Every route but `/healthz` needs `Authorization: Bearer <key>` (`dragoman api-ke
 Errors are `{"error": {"code": ..., "message": ...}}`.
 
 `/v1/files` and `/v1/batches` are OpenAI's Batch API (point the `openai` SDK at `<this server>/v1`);
-their errors are OpenAI's shape. `/v1/models` (OpenAI's shape too) lists the models a job may name
+their errors are OpenAI's shape. `/translate`, `/languages`, `/detect` and `/translate_file` are
+LibreTranslate's API (key as `api_key` in the body, or Bearer; errors `{"error": ...}`).
+`/v1/models` (OpenAI's shape too) lists the models a job may name
 (`model`), with their aliases, routing rules and live workers.
 """
 
@@ -124,6 +126,7 @@ def create_app(settings: Settings) -> FastAPI:
         "/v1/runs": settings.max_file_bytes,
         "/v1/documents": settings.max_document_chars * 4,
         "/v2/document": settings.max_document_chars * 4 + 64 * 1024,  # DeepL's multipart document upload
+        "/translate_file": settings.max_document_chars * 4 + 64 * 1024,  # LibreTranslate's multipart upload
     }
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
     app.add_middleware(InputCheck, raw_body_paths=uploads)
@@ -143,4 +146,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(models.router)
     app.include_router(usage_routes.router)
     app.include_router(deepl.router)
+    app.include_router(libretranslate.router)
     return app

@@ -151,6 +151,9 @@ DEEPL_PREFIX = "/v2/"
 LIBRETRANSLATE_PATHS = frozenset({"/translate", "/languages", "/detect", "/translate_file", "/frontend/settings"})
 """The LibreTranslate-compatible routes: errors are LibreTranslate's ``{"error": ...}``."""
 
+LIBRETRANSLATE_PREFIXES = ("/download_file/",)
+"""LibreTranslate-compatible routes with a path parameter (a translated file's name): the same error shape."""
+
 _OPENAI_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -186,7 +189,7 @@ def error_response(
     path = request.url.path if request is not None else ""
     if path.startswith(DEEPL_PREFIX):
         return JSONResponse({"message": message, "code": code}, status_code=status, headers=headers)
-    if path in LIBRETRANSLATE_PATHS:
+    if path in LIBRETRANSLATE_PATHS or path.startswith(LIBRETRANSLATE_PREFIXES):
         return JSONResponse({"error": message, "code": code}, status_code=status, headers=headers)
     error: dict[str, Any] = {"code": code, "message": message}
     if request is not None and path.startswith(OPENAI_PREFIXES):

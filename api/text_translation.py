@@ -45,7 +45,7 @@ async def translate_texts(
     requests: Sequence[TranslationRequest],
     *,
     wait_s: float | None = None,
-    inline_tags: Sequence[bool] = (),
+    inline_tags: bool | Sequence[bool] = (),
 ) -> list[Job]:
     """Queue ``requests`` as one tenant's jobs and return them finished, in order (succeeded or failed).
 
@@ -53,17 +53,19 @@ async def translate_texts(
     more than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` texts is a 413. Waits at most ``wait_s`` seconds
     (default ``DRAGOMAN_API_MAX_WAIT_SECONDS``); past it the jobs still queued are cancelled and the
     answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read).
-    ``inline_tags`` (one flag per request, or empty for none): the texts whose markup was swapped for
-    placeholder tags (:mod:`contract.inline_tags`), which the worker must keep, as in a document's segments.
+    ``inline_tags``: the texts carry placeholder tags (:mod:`contract.inline_tags`) the translations must
+    keep, as a document's segments do (the worker checks them, retries, else translates between them):
+    ``True`` for every text, or one flag per request (empty: none).
     """
     limit = api.settings.api_max_jobs_per_request
     if len(requests) > limit:
         raise ApiError(413, "too_many_texts", f"{len(requests):,} texts in one request, over the limit of {limit:,}")
     prepared = prepare_many(api.settings, requests, tenant=caller.tenant)
-    if inline_tags:
+    tagged = [inline_tags] * len(prepared) if isinstance(inline_tags, bool) else list(inline_tags)
+    if any(tagged):
         prepared = [
-            (msgspec.structs.replace(spec, inline_tags=True), key) if tagged else (spec, key)
-            for (spec, key), tagged in zip(prepared, inline_tags, strict=True)
+            (msgspec.structs.replace(spec, inline_tags=True), key) if flag else (spec, key)
+            for (spec, key), flag in zip(prepared, tagged, strict=True)
         ]
     ids = await submit_admitted(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s

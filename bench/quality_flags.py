@@ -22,9 +22,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from contract.language_detection import LanguageDetector
 from contract.quality import FLAG_NAMES
 from contract.schemas import JobSpec
-from worker.language_detection import LanguageDetector
 from worker.quality_check import check_translation
 
 PACKAGES = ("coreutils", "apt", "dpkg", "grep", "bash", "tar", "wget", "sed", "findutils", "diffutils")

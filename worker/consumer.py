@@ -42,12 +42,12 @@ from contract.errors import (
     TruncatedTranslationError,
     UnrunnableJobError,
 )
+from contract.language_detection import LanguageDetector
 from contract.quality import QualityFlags
 from contract.schemas import JobSpec, JobStatus, Lane
 from contract.settings import Settings
 from contract.wire import decode_job_entry, read_job_id
 from worker.lanes import LanePolicy, lane_policy
-from worker.language_detection import LanguageDetector
 from worker.memory import TranslationMemory
 from worker.metrics import WorkerMetrics
 from worker.profiles.base import Sampling

@@ -84,7 +84,7 @@ _HTML_ELEMENTS = frozenset(
 
 
 class LanguageGuesser(Protocol):
-    """What the check needs of :class:`worker.language_detection.LanguageDetector`."""
+    """What the check needs of :class:`contract.language_detection.LanguageDetector`."""
 
     def guess(self, text: str) -> tuple[str | None, float]:
         """The most probable language of ``text`` and its probability."""

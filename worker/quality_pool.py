@@ -19,8 +19,8 @@ import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
+from contract.language_detection import LanguageDetector
 from contract.quality import QualityFlags
-from worker.language_detection import LanguageDetector
 from worker.quality_check import CheckInput, check_texts
 
 log = logging.getLogger(__name__)

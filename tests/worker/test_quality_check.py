@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from contract.language_detection import LanguageDetector
 from contract.schemas import JobSpec
-from worker.language_detection import LanguageDetector
 from worker.quality_check import (
     check_translation,
     glossary,

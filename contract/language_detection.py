@@ -1,4 +1,4 @@
-"""Source-language detection for jobs sent with ``source_lang = "auto"``.
+"""Language identification: the source of jobs sent with ``source_lang = "auto"``, and LibreTranslate's ``/detect``.
 
 py3langid (a NumPy port of langid.py: 97 languages, its model inside the wheel, no download)
 classifies a text in well under a millisecond, so it runs inline; loading the model takes most of
@@ -72,6 +72,35 @@ class LanguageDetector:
             return normalize_language(code), float(probability)
         except UnsupportedLanguageError:
             return None, float(probability)
+
+    def ranked(self, text: str, limit: int = 3) -> list[tuple[str, float]]:
+        """The ``limit`` most probable languages of ``text``, most probable first, as (canonical code, probability).
+
+        Labels that name no language (``zxx``) are skipped; the same code twice (py3langid has two
+        ``sr`` and two ``uz`` labels) is kept once, at its higher probability.
+        """
+        identifier = self._identifier if self._identifier is not None else self._load()
+        found: dict[str, float] = {}
+        for code, probability in identifier.rank(text[:_SAMPLE_CHARS]):
+            try:
+                language = normalize_language(code)
+            except UnsupportedLanguageError:
+                continue
+            found.setdefault(language, float(probability))
+            if len(found) == limit:
+                break
+        return list(found.items())
+
+    def languages(self) -> list[str]:
+        """Every language the model tells apart, as canonical codes, sorted (``zxx`` and duplicates left out)."""
+        identifier = self._identifier if self._identifier is not None else self._load()
+        codes = set()
+        for code in identifier.nb_classes:
+            try:
+                codes.add(normalize_language(str(code)))
+            except UnsupportedLanguageError:
+                continue
+        return sorted(codes)
 
     def detect(self, text: str) -> str:
         """The canonical code of ``text``'s language ("fr", "zh"...); loads the model if :meth:`ready` did not."""

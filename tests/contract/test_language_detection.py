@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract.errors import LanguageNotDetectedError
-from worker.language_detection import LanguageDetector
+from contract.language_detection import LanguageDetector
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +47,16 @@ def test_a_stricter_threshold_still_takes_a_clear_lead(detector: LanguageDetecto
     assert strict.detect("The cat sleeps.") == "en"
     with pytest.raises(LanguageNotDetectedError, match="needs 99%"):
         strict.detect("Buenos días")
+
+
+def test_ranked_gives_the_likeliest_languages_once_each(detector: LanguageDetector) -> None:
+    ranked = detector.ranked("Guten Morgen, wie geht es Ihnen heute? Wir fahren mit dem Zug nach Berlin.", limit=3)
+    assert ranked[0][0] == "de" and ranked[0][1] > 0.9
+    assert len(ranked) == 3 and len({code for code, _ in ranked}) == 3
+    assert [p for _, p in ranked] == sorted((p for _, p in ranked), reverse=True)
+
+
+def test_languages_are_canonical_codes_without_non_languages(detector: LanguageDetector) -> None:
+    languages = detector.languages()
+    assert {"en", "fr", "de", "zh", "ja", "fil"} <= set(languages)  # py3langid's "tl" is canonical "fil"
+    assert "zxx" not in languages and "tl" not in languages and languages == sorted(set(languages))

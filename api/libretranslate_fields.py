@@ -1,0 +1,77 @@
+"""A LibreTranslate request's fields and its caller: the body is JSON or a form, the key rides in it.
+
+LibreTranslate reads every field (``q``, ``source``, ``target``, ``format``, ``api_key``...) from a
+JSON object or from a form (URL-encoded or multipart), with the query string as a fallback (Flask's
+``request.values``); its clients use all three (Weblate and ``libretranslatepy`` send forms, even on
+``GET /languages``). The key is ``api_key`` in those fields, or dragoman's ``Authorization: Bearer``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Request
+from starlette.datastructures import UploadFile
+
+from api.auth import Caller, caller_for_key
+from api.errors import ApiError
+from api.services import ApiServices
+
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+async def request_fields(request: Request) -> dict[str, Any]:
+    """The request's fields: the query string, overlaid by a JSON object's or a form's (a repeated form field: a list).
+
+    A JSON body that is not an object is LibreTranslate's ``400 Invalid JSON format``.
+    """
+    fields: dict[str, Any] = dict(request.query_params)
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == "application/json":
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            raise ApiError(400, "invalid_json", "Invalid JSON format: the body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "invalid_json", "Invalid JSON format: the body must be a JSON object")
+        fields.update(body)
+    elif media in _FORMS:
+        form = await request.form()
+        for name in form:
+            values = form.getlist(name)
+            fields[name] = values[0] if len(values) == 1 else values
+    return fields
+
+
+async def libretranslate_caller(request: Request, api: ApiServices, fields: dict[str, Any]) -> Caller:
+    """The caller named by ``api_key`` (or ``Authorization: Bearer``), checked and rate limited like every door's.
+
+    No key is LibreTranslate's ``400`` (its "get an API key" answer), a key dragoman does not know
+    is its ``403 Invalid API key``; past the key's rate it is ``429``.
+    """
+    key = fields.get("api_key")
+    if not isinstance(key, str) or not key.strip():
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        key = token.strip() if scheme.lower() == "bearer" else ""
+    if not key:
+        raise ApiError(
+            400,
+            "missing_api_key",
+            "Please contact the server operator to get an API key: send it as api_key (or Authorization: Bearer)",
+        )
+    try:
+        return await caller_for_key(api, key.strip())
+    except ApiError as exc:
+        if exc.status == 401:
+            raise ApiError(403, "invalid_api_key", f"Invalid API key: {exc.message}") from None
+        raise
+
+
+def text_field(fields: dict[str, Any], name: str) -> str:
+    """A required text field; LibreTranslate's ``400 Invalid request: missing <name> parameter`` if absent or empty."""
+    value = fields.get(name)
+    if isinstance(value, UploadFile) or not isinstance(value, str) or not value:
+        raise ApiError(400, "missing_parameter", f"Invalid request: missing {name} parameter")
+    return value

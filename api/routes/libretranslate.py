@@ -1,0 +1,297 @@
+"""LibreTranslate's API on dragoman: ``/translate``, ``/languages``, ``/detect``, ``/translate_file``, downloads.
+
+Point a LibreTranslate client (Weblate's LibreTranslate backend, ``libretranslatepy``, the
+LibreTranslate web UI's calls) at ``dragoman api`` with a dragoman API key as its ``api_key``.
+Texts go through the same admission, lanes and workers as ``POST /v1/jobs``
+(:func:`api.text_translation.translate_texts`); files are dragoman documents. Errors are
+LibreTranslate's ``{"error": "..."}`` (:mod:`api.errors`).
+
+``GET /languages`` and ``GET /frontend/settings`` need no key, as in LibreTranslate (Weblate asks for
+the languages without one); they say nothing about any tenant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from functools import lru_cache
+from pathlib import PurePath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from starlette.datastructures import UploadFile
+
+from api.errors import ApiError, dragoman_error_status
+from api.libretranslate_fields import libretranslate_caller, request_fields, text_field
+from api.libretranslate_html import TaggedHtml, tag_html
+from api.routes.documents import MEDIA_TYPES
+from api.services import ApiServices, services
+from api.text_translation import translate_texts
+from contract.documents import BINARY_FORMATS, FORMATS, SUFFIXES, decode_document, encode_document
+from contract.errors import InvalidJobError, RunNotFinishedError
+from contract.ids import canonical_uuid
+from contract.language_detection import LanguageDetector
+from contract.languages import language_name, normalize_language
+from contract.schemas import JobStatus, TranslationRequest, normalize_source_language
+from producer.groups import DocumentResult
+from tenancy.tenant_groups import DocumentNotAssembledError
+
+router = APIRouter(tags=["libretranslate"])
+ServicesDep = Annotated[ApiServices, Depends(services)]
+
+_DETECTOR = LanguageDetector()  # py3langid's model, loaded once per process on the first /detect or /languages
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_FIRST_POLL_S = 0.1
+_LONGEST_POLL_S = 1.0
+
+
+@lru_cache(maxsize=1)
+def _languages() -> list[dict[str, Any]]:
+    """LibreTranslate's language list: every language dragoman's detector knows, each a target of every other."""
+    codes = _DETECTOR.languages()
+    return [
+        {"code": code, "name": language_name(code), "targets": [other for other in codes if other != code]}
+        for code in codes
+    ]
+
+
+@router.get("/languages")
+async def languages() -> list[dict[str, Any]]:
+    """``[{code, name, targets}]``: the languages py3langid tells apart (the ones ``source: auto`` can find).
+
+    dragoman's models translate between any of them; ``/translate`` also takes any other BCP-47 code
+    the deployment's model knows (``pt-BR``, ``zh-Hant``), which this finite list cannot spell out.
+    """
+    await _DETECTOR.ready()
+    return _languages()
+
+
+@router.get("/frontend/settings")
+async def frontend_settings(api: ServicesDep) -> dict[str, Any]:
+    """The settings LibreTranslate's web UI reads: character limit, key required, file formats."""
+    return {
+        "charLimit": api.settings.max_text_chars,
+        "frontendTimeout": int(api.settings.api_max_wait_seconds * 1000),
+        "apiKeys": True,
+        "keyRequired": True,
+        "suggestions": False,
+        "filesTranslation": True,
+        "supportedFilesFormat": sorted(SUFFIXES),
+        "language": {"source": {"code": "auto", "name": "Auto Detect"}, "target": {"code": "en", "name": "English"}},
+    }
+
+
+def _checked_languages(source: str, target: str) -> None:
+    """LibreTranslate's ``400 <code> is not supported`` for a source or target dragoman cannot read as a language."""
+    for name, code, check in (("source", source, normalize_source_language), ("target", target, normalize_language)):
+        try:
+            check(code)
+        except InvalidJobError as exc:
+            raise ApiError(400, "unsupported_language", f"{code} is not supported ({name}): {exc}") from None
+
+
+def _texts(fields: dict[str, Any]) -> tuple[list[str], bool]:
+    """``q`` as a list of texts, and whether it came as a list (the answer then is one too)."""
+    q = fields.get("q")
+    batch = isinstance(q, list)
+    items: list[Any] = q if isinstance(q, list) else [q]
+    texts = [text for text in items if isinstance(text, str)]
+    if not q or len(texts) != len(items):
+        raise ApiError(400, "missing_parameter", "Invalid request: missing q parameter (a string or a list of strings)")
+    return texts, batch
+
+
+def _alternatives(fields: dict[str, Any]) -> int:
+    """``alternatives``: how many alternative translations were asked for (dragoman answers none)."""
+    try:
+        return max(0, int(fields.get("alternatives") or 0))
+    except (TypeError, ValueError):
+        raise ApiError(400, "invalid_parameter", "Invalid request: alternatives parameter is not a number") from None
+
+
+def _confidence(text: str, language: str | None) -> float:
+    """The detector's probability of ``language`` for ``text``, in percent as LibreTranslate gives it (0: unranked)."""
+    if language is None:
+        return 0.0
+    ranked = dict(_DETECTOR.ranked(text, limit=5))
+    return round(ranked.get(language, 0.0) * 100, 1)
+
+
+async def _detected_languages(
+    count: int, wanted: list[int], sent: list[TranslationRequest], languages: list[str | None]
+) -> list[dict[str, Any]]:
+    """LibreTranslate's ``detectedLanguage`` of each of ``count`` texts: what the worker detected, with the
+    detector's confidence in it; a blank text (no job) is LibreTranslate's ``en`` at 0.
+
+    The confidences take about 0.15 ms a text: a thread's work for a list of a thousand, not the event loop's.
+    """
+    await _DETECTOR.ready()
+
+    def confidences() -> list[float]:
+        return [_confidence(request.text, language) for request, language in zip(sent, languages, strict=True)]
+
+    detected: list[dict[str, Any]] = [{"confidence": 0.0, "language": "en"} for _ in range(count)]
+    for index, language, confidence in zip(wanted, languages, await asyncio.to_thread(confidences), strict=True):
+        detected[index] = {"confidence": confidence, "language": language}
+    return detected
+
+
+@router.post("/translate")
+async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
+    """Translate ``q`` (a string, or a list answered as a list in order) from ``source`` (or ``auto``) into ``target``.
+
+    ``format: html`` keeps the markup: the model sees placeholder tags, and the tags come back where
+    the translation put them. A blank text comes back as it was (no job). ``alternatives`` are
+    answered as empty lists: a dragoman job has one translation.
+    """
+    fields = await request_fields(request)
+    caller = await libretranslate_caller(request, api, fields)
+    texts, batch = _texts(fields)
+    source, target = text_field(fields, "source"), text_field(fields, "target")
+    text_format = fields.get("format") or "text"
+    if text_format not in ("text", "html"):
+        raise ApiError(400, "unsupported_format", f"{text_format} format is not supported (use text or html)")
+    alternatives = _alternatives(fields)
+    _checked_languages(source, target)
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        texts = [text.replace("\r\n", "\n") for text in texts]  # a form's CRLF line ends, as LibreTranslate does
+    html = text_format == "html"
+    tagged: list[TaggedHtml | None] = [tag_html(text) if html else None for text in texts]
+    wanted = [i for i, text in enumerate(texts) if text.strip()]
+    requests = [
+        TranslationRequest(text=(tagged[i] or TaggedHtml(texts[i], {})).text, source_lang=source, target_lang=target)
+        for i in wanted
+    ]
+    try:
+        jobs = await translate_texts(api, caller, requests, inline_tags=html) if requests else []
+    except InvalidJobError as exc:
+        raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
+    translated = list(texts)
+    for index, job in zip(wanted, jobs, strict=True):
+        if job.status != JobStatus.SUCCEEDED or job.translation is None:
+            where = f" (q item {index})" if batch else ""
+            raise ApiError(500, "translation_failed", f"Cannot translate text{where}: {job.error or job.status}")
+        page = tagged[index]
+        translated[index] = page.restore(job.translation) if page is not None else job.translation
+    answer: dict[str, Any] = {"translatedText": translated if batch else translated[0]}
+    if normalize_source_language(source) == "auto":
+        detected = await _detected_languages(len(texts), wanted, requests, [job.detected_source_lang for job in jobs])
+        answer["detectedLanguage"] = detected if batch else detected[0]
+    if alternatives:
+        answer["alternatives"] = [[] for _ in texts] if batch else []
+    return answer
+
+
+@router.post("/detect")
+async def detect(request: Request, api: ServicesDep) -> list[dict[str, Any]]:
+    """``[{confidence, language}]``: the three likeliest languages of ``q``, confidence in percent (py3langid)."""
+    fields = await request_fields(request)
+    await libretranslate_caller(request, api, fields)
+    texts, _ = _texts(fields)
+    text = "\n".join(texts)
+    if not text.strip():
+        raise ApiError(400, "missing_parameter", "Invalid request: missing q parameter")
+    await _DETECTOR.ready()
+    return [{"confidence": round(p * 100, 1), "language": code} for code, p in _DETECTOR.ranked(text, limit=3)]
+
+
+def _upload_format(upload: UploadFile) -> tuple[str, str]:
+    """The uploaded file's format (from its suffix) and a name safe to put in a URL."""
+    name = PurePath(upload.filename or "").name
+    fmt = SUFFIXES.get(PurePath(name).suffix.lower())
+    if not name or fmt is None:
+        raise ApiError(
+            400,
+            "unsupported_format",
+            f"Invalid request: file format not supported ({name or 'no file name'}); dragoman translates "
+            f"{', '.join(sorted(SUFFIXES))}",
+        )
+    return fmt, _SAFE_NAME.sub("_", name)
+
+
+async def _assembled(api: ServicesDep, tenant: str, document_id: str) -> DocumentResult:
+    """The document once assembled, polled for at most ``DRAGOMAN_API_MAX_WAIT_SECONDS``; its failure as an ApiError."""
+    limit_s = api.settings.api_max_wait_seconds
+    deadline = time.monotonic() + limit_s
+    pause = _FIRST_POLL_S
+    while True:
+        try:
+            _, result = await api.groups.document_result(tenant, document_id)
+            return result
+        except RunNotFinishedError:
+            if time.monotonic() >= deadline:
+                raise ApiError(
+                    504,
+                    "translation_timeout",
+                    f"the file was not translated within {limit_s:g}s (is a worker running?); it goes on as "
+                    f"dragoman document {document_id} (GET /v1/documents/{document_id})",
+                ) from None
+        except DocumentNotAssembledError as exc:
+            progress = await api.groups.progress(tenant, "document", document_id)
+            raise ApiError(400, "document_failed", f"Cannot translate file: {progress.error or exc}") from None
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _LONGEST_POLL_S)
+
+
+@router.post("/translate_file")
+async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
+    """Translate an uploaded ``file`` (multipart; a format dragoman's documents take) from ``source`` into ``target``.
+
+    Waits for the document (at most ``DRAGOMAN_API_MAX_WAIT_SECONDS``) and answers
+    ``{translatedFileUrl}``: ``/download_file/<document id>.<file name>``, fetched with the same key.
+    A segment that failed makes the answer an error (the file would hold untranslated text).
+    """
+    fields = await request_fields(request)
+    caller = await libretranslate_caller(request, api, fields)
+    upload = fields.get("file")
+    if not isinstance(upload, UploadFile):
+        raise ApiError(400, "missing_parameter", "Invalid request: missing file parameter (a multipart file)")
+    source, target = text_field(fields, "source"), text_field(fields, "target")
+    _checked_languages(source, target)
+    fmt, name = _upload_format(upload)
+    data = await upload.read()
+    if not data:
+        raise ApiError(400, "empty_file", "Invalid request: empty file")
+    try:
+        document_id = await api.groups.submit_document(
+            caller.tenant,
+            encode_document(fmt, data),
+            fmt,
+            source_lang=source,
+            target_lang=target,
+            name=name,
+            callback_url=None,
+            max_segment_chars=None,
+            max_queued_jobs=caller.max_queued_jobs,
+        )
+    except InvalidJobError as exc:
+        raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
+    result = await _assembled(api, caller.tenant, document_id)
+    if result.failed_segments:
+        first = result.failed_segments[0]
+        raise ApiError(
+            500,
+            "segments_failed",
+            f"Cannot translate file: {len(result.failed_segments)} of its segments failed (the first: "
+            f"{first.get('error', first)}); dragoman document {document_id} holds them untranslated",
+        )
+    return {"translatedFileUrl": str(request.url_for("download_file", name=f"{document_id}.{name}"))}
+
+
+@router.get("/download_file/{name}", name="download_file", response_class=Response)
+async def download_file(name: str, request: Request, api: ServicesDep) -> Response:
+    """A file ``/translate_file`` translated, to the key of the tenant that sent it (Bearer, or ``api_key``)."""
+    fields = await request_fields(request)
+    caller = await libretranslate_caller(request, api, fields)
+    document_id, _, filename = name.partition(".")
+    document_id = canonical_uuid(document_id) or ""
+    if not document_id or not filename:
+        raise ApiError(400, "invalid_filename", "Invalid filename: use the translatedFileUrl /translate_file answered")
+    _, result = await api.groups.document_result(caller.tenant, document_id)
+    fmt = result.format if result.format in FORMATS else "txt"
+    media_type = MEDIA_TYPES.get(fmt, "text/plain")
+    disposition = {"Content-Disposition": f'attachment; filename="{_SAFE_NAME.sub("_", filename)}"'}
+    if fmt in BINARY_FORMATS:
+        return Response(decode_document(fmt, result.text), media_type=media_type, headers=disposition)
+    return Response(result.text, media_type=f"{media_type}; charset=utf-8", headers=disposition)

@@ -1,0 +1,251 @@
+"""LibreTranslate's API on dragoman: the ``libretranslatepy`` client and Weblate's requests, against a real server.
+
+The app runs under uvicorn in a thread; a worker on the deterministic engine runs on the test's
+loop and "translates" into capitals, keeping placeholder tags, so a translation differs from its
+source and markup that came back intact shows. The client is synchronous: its calls go through
+``asyncio.to_thread``. ``/translate_file`` needs the orchestrator too (it splits and assembles the
+document): it runs on this thread while the upload waits in another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from libretranslatepy import LibreTranslateAPI  # type: ignore[import-untyped]  # no stubs, no py.typed
+
+from contract.inline_tags import Tag
+from contract.inline_tags import tokens as tag_tokens
+from contract.settings import Settings
+from tests.api.conftest import KeyMaker, bearer
+from tests.orchestrator.test_runs_and_documents import run_orchestrator
+from tests.worker.conftest import WorkerFactory
+from worker.deterministic_engine import DeterministicEngine
+
+pytestmark = pytest.mark.timeout(180)
+ROOT = Path(__file__).resolve().parents[2]
+
+ENGLISH = "The weather is lovely today, so we are going for a long walk in the park."
+GERMAN = "Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen mit dem Zug nach Berlin."
+
+
+def _shout(text: str, request: Any) -> str:
+    """The "translation": capitals, the placeholder tags kept as they are."""
+    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tag_tokens(text))
+
+
+def shouting() -> DeterministicEngine:
+    """An engine whose translation is the text in capitals (tags kept)."""
+    return DeterministicEngine(rewrite=_shout)
+
+
+async def test_the_libretranslatepy_client_translates_detects_and_lists_languages(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    client = LibreTranslateAPI(api_url, api_key=tenant_key("acme"))
+    async with start_worker(shouting()):
+        translated = await asyncio.to_thread(client.translate, "Hello, world.", "en", "fr")
+    assert translated == "HELLO, WORLD."
+
+    detected = await asyncio.to_thread(client.detect, "Bonjour tout le monde, comment allez-vous aujourd'hui ?")
+    assert detected[0]["language"] == "fr" and 50 < detected[0]["confidence"] <= 100
+    assert len(detected) <= 3 and all(set(d) == {"confidence", "language"} for d in detected)
+
+    languages = await asyncio.to_thread(client.languages)
+    french = next(language for language in languages if language["code"] == "fr")
+    assert french["name"] == "French" and "de" in french["targets"] and "fr" not in french["targets"]
+    assert len(languages) > 100
+
+
+async def test_weblates_requests(api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory) -> None:
+    """What weblate/machinery/libretranslate.py sends: GET /languages with no key; each string as a form POST with
+    api_key (Weblate 4), or a batch of strings as one JSON list (Weblate 5's BatchMachineTranslation)."""
+    key = tenant_key("weblate")
+    headers = {"User-Agent": "Weblate/5.0", "Accept": "application/json"}
+    async with httpx.AsyncClient(base_url=f"{api_url}/", headers=headers, timeout=30) as http:
+        codes = [x["code"] for x in (await http.get("languages")).json()]
+        assert {"en", "de", "zh", "pt"} <= set(codes)
+        async with start_worker(shouting()):
+            form = {"api_key": key, "q": "Hello %s, you have {count} messages", "source": "en", "target": "de"}
+            response = await http.post("translate", data=form)
+            batch = {"api_key": key, "q": ["Open file", "Save as…", "Quit"], "source": "en", "target": "zh"}
+            listed = await http.post("translate", json=batch)
+            crlf = await http.post("translate", data={**form, "q": "Line one\r\nline two"})
+        assert response.status_code == 200, response.text
+        assert response.json() == {"translatedText": "HELLO %S, YOU HAVE {COUNT} MESSAGES"}
+        assert listed.json() == {"translatedText": ["OPEN FILE", "SAVE AS…", "QUIT"]}
+        assert crlf.json() == {"translatedText": "LINE ONE\nLINE TWO"}  # a form's CRLF read as LF, as LibreTranslate
+
+
+async def test_a_list_auto_source_and_html_keep_order_detection_and_tags(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    page = (
+        '<p>Please read <a href="https://example.com/guide?a=1&amp;b=2">the whole guide</a> before you begin.<br>'
+        "Then <b>start</b> the installation of the program.</p>"
+    )
+    body = {
+        "q": [f"<i>{ENGLISH}</i>", "  ", GERMAN, page],
+        "source": "auto",
+        "target": "fr",
+        "format": "html",
+        "alternatives": 2,
+        "api_key": key,
+    }
+    async with start_worker(shouting()), httpx.AsyncClient(timeout=30) as http:
+        response = await http.post(f"{api_url}/translate", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["translatedText"] == [
+        f"<i>{ENGLISH.upper()}</i>",
+        "  ",  # a blank text comes back as it was
+        GERMAN.upper(),
+        '<p>PLEASE READ <a href="https://example.com/guide?a=1&amp;b=2">THE WHOLE GUIDE</a> BEFORE YOU BEGIN.<br>'
+        "THEN <b>START</b> THE INSTALLATION OF THE PROGRAM.</p>",
+    ]
+    languages = [d["language"] for d in answer["detectedLanguage"]]
+    assert languages == ["en", "en", "de", "en"]  # the blank one: LibreTranslate's "en" at 0
+    assert answer["detectedLanguage"][0]["confidence"] > 50 and answer["detectedLanguage"][1]["confidence"] == 0
+    assert answer["alternatives"] == [[], [], [], []]
+
+
+async def test_one_text_with_a_source_answers_a_string_without_detection(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    body = {"q": "Fine <b>bold</b> text", "source": "en", "target": "es", "format": "html"}
+    async with start_worker(shouting()), httpx.AsyncClient(timeout=30) as http:
+        response = await http.post(f"{api_url}/translate", json=body, headers=bearer(tenant_key("acme")))
+    assert response.json() == {"translatedText": "FINE <b>BOLD</b> TEXT"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"q": "Hi", "source": "en", "target": "fr"}, 400, "API key"),
+        ({"q": "Hi", "source": "en", "target": "fr", "api_key": "not-a-key"}, 403, "Invalid API key"),
+        ({"q": "", "source": "en", "target": "fr", "api_key": "KEY"}, 400, "missing q parameter"),
+        ({"q": [], "source": "en", "target": "fr", "api_key": "KEY"}, 400, "missing q parameter"),
+        ({"q": "Hi", "source": "en", "api_key": "KEY"}, 400, "missing target parameter"),
+        ({"q": "Hi", "source": "en", "target": "zz-qq-123456789", "api_key": "KEY"}, 400, "zz-qq-123456789"),
+        ({"q": "Hi", "source": "klingonish", "target": "fr", "api_key": "KEY"}, 400, "klingonish"),
+        ({"q": "Hi", "source": "en", "target": "fr", "format": "pdf", "api_key": "KEY"}, 400, "pdf format"),
+        ({"q": "Hi", "source": "en", "target": "fr", "alternatives": "x", "api_key": "KEY"}, 400, "alternatives"),
+    ],
+)
+async def test_translate_errors_are_libretranslates_shape(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, body: dict[str, Any], status: int, says: str
+) -> None:
+    key = tenant_key("acme")
+    filled = {name: (key if value == "KEY" else value) for name, value in body.items()}
+    response = await http.post("/translate", json=filled)
+    assert response.status_code == status, response.text
+    assert says in response.json()["error"]
+
+
+async def test_detect_takes_a_form_or_a_bearer_key(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
+    key = tenant_key("acme")
+    by_form = await http.post("/detect", data={"q": GERMAN, "api_key": key})
+    by_bearer = await http.post("/detect", json={"q": GERMAN}, headers=bearer(key))
+    assert by_form.json() == by_bearer.json() and by_form.json()[0]["language"] == "de"
+    assert (await http.post("/detect", data={"q": GERMAN})).status_code == 400
+    assert "missing q" in (await http.post("/detect", data={"q": " ", "api_key": key})).json()["error"]
+    bad_json = await http.post("/detect", content=b"[1, 2]", headers={"Content-Type": "application/json"})
+    assert bad_json.status_code == 400 and "Invalid JSON format" in bad_json.json()["error"]
+    settings = (await http.get("/frontend/settings")).json()
+    assert settings["keyRequired"] is True and ".md" in settings["supportedFilesFormat"]
+
+
+MARKDOWN = """# Getting started
+
+Install the *tool* first, then run it.
+
+- One item here.
+- Another **item** there.
+
+| Name | Value |
+| ---- | ----- |
+| Size | Large |
+"""
+
+
+async def _with_orchestrator(call: Any) -> Any:
+    """Run ``call`` in a thread while the orchestrator runs on this one (RQ's worker needs the main thread)."""
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    while not task.done():
+        run_orchestrator()
+        await asyncio.sleep(0.2)
+    return task.result()
+
+
+@pytest.mark.usefixtures("settings_env")
+async def test_translate_file_and_download_round_trip(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory, settings: Settings
+) -> None:
+    key = tenant_key("acme")
+
+    def upload() -> httpx.Response:
+        files = {"file": ("guide.md", MARKDOWN.encode(), "text/markdown")}
+        return httpx.post(
+            f"{api_url}/translate_file", files=files, data={"source": "en", "target": "fr", "api_key": key}, timeout=90
+        )
+
+    async with start_worker(shouting()):
+        response = await _with_orchestrator(upload)
+    assert response.status_code == 200, response.text
+    url = response.json()["translatedFileUrl"]
+    assert url.startswith(f"{api_url}/download_file/") and url.endswith(".guide.md")
+    async with httpx.AsyncClient(timeout=30) as http:
+        download = await http.get(url, headers=bearer(key))
+        assert download.status_code == 200, download.text
+        assert download.text == MARKDOWN.upper()  # Markdown's structure kept, its prose "translated"
+        assert download.headers["content-type"].startswith("text/markdown")
+        assert 'filename="guide.md"' in download.headers["content-disposition"]
+        by_form_key = await http.request("GET", url, data={"api_key": key})
+        assert by_form_key.status_code == 200
+        other = await http.get(url, headers=bearer(tenant_key("globex")))
+        assert other.status_code == 404 and "error" in other.json()
+        assert (await http.get(url)).status_code == 400
+        garbled = await http.get(f"{api_url}/download_file/nothing.md", headers=bearer(key))
+        assert garbled.status_code == 400 and "Invalid filename" in garbled.json()["error"]
+
+
+async def test_translate_file_refusals(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
+    key = tenant_key("acme")
+    form = {"source": "en", "target": "fr", "api_key": key}
+    pdf = await http.post("/translate_file", files={"file": ("a.pdf", b"%PDF-1.4")}, data=form)
+    assert pdf.status_code == 400 and "file format not supported" in pdf.json()["error"]
+    empty = await http.post("/translate_file", files={"file": ("a.md", b"")}, data=form)
+    assert empty.status_code == 400 and "empty file" in empty.json()["error"]
+    missing = await http.post("/translate_file", data=form)
+    assert missing.status_code == 400 and "missing file" in missing.json()["error"]
+    bad_key = await http.post("/translate_file", files={"file": ("a.md", b"Hi")}, data={**form, "api_key": "nope"})
+    assert bad_key.status_code == 403
+    not_utf8 = await http.post("/translate_file", files={"file": ("a.txt", b"\xff\xfe")}, data=form)
+    assert not_utf8.status_code == 400 and "error" in not_utf8.json()
+
+
+def guide_example() -> str:
+    """The Python block of the LibreTranslate guide (docs/guides/libretranslate-api.md)."""
+    text = (ROOT / "docs" / "guides" / "libretranslate-api.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+    assert match, "docs/guides/libretranslate-api.md lost its example"
+    return match.group(1)
+
+
+async def test_the_guide_example_runs_as_written(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = guide_example()
+    assert '"http://127.0.0.1:8000/"' in source and 'api_key="dgm_..."' in source
+    source = source.replace("http://127.0.0.1:8000", api_url).replace('"dgm_..."', repr(tenant_key("guide")))
+    async with start_worker(shouting()):
+        await asyncio.to_thread(exec, compile(source, "libretranslate-api.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "HELLO, WORLD."
+    assert printed[1].startswith("[{'confidence': ") and "'language': 'de'}" in printed[1]
+    assert printed[2].startswith("[{'code': 'ace', 'name': 'Acehnese', 'targets': ['af', ")
