@@ -1,6 +1,7 @@
 """The doors side by side: the same sentences through the native, DeepL and LibreTranslate APIs (zero-cost engine).
 
     python -m bench.doors [--sentences 1000] [--per-request 50] [--clients 4] [--rounds 6]
+                          [--doors native,deepl,libretranslate,native-submit] [--api-checkout DIR]
                           [--out bench/out/doors.json]
 
 One run, one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL / DRAGOMAN_DATABASE_URL), one real
@@ -217,7 +218,7 @@ def run(urls: ServiceUrls, args: argparse.Namespace, log_dir: Path) -> dict[str,
         memory_enabled=False,
     )
     key = api_key(settings, f"bench-{uuid.uuid4().hex[:8]}")
-    with api_process(settings, log_dir / "api.log") as base, worker_process(settings):
+    with api_process(settings, log_dir / "api.log", checkout=args.api_checkout) as base, worker_process(settings):
         return measure(base, key, args)
 
 
@@ -230,6 +231,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=6, help="rounds, the doors' order rotating")
     parser.add_argument(
         "--doors", type=_doors, default=DOORS, help=f"comma-separated, of {', '.join(DOORS)} (default: all)"
+    )
+    parser.add_argument(
+        "--api-checkout",
+        type=Path,
+        default=None,
+        help="run dragoman api from this source tree (another commit's, for a before/after); the worker is this one's",
     )
     parser.add_argument("--out", type=Path, default=Path("bench/out/doors.json"))
     return parser.parse_args(argv)
