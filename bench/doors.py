@@ -9,7 +9,8 @@ One run, one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL / DRAGOMAN_DAT
 (translation memory off, so that no door is served from the memory an earlier one filled). The
 ``--sentences`` sentences (drawn with a fixed seed from bench/samples/english-words.txt, 4-24 words)
 go through each door as lists of ``--per-request`` texts (DeepL's own limit is 50), over ``--clients``
-concurrent keep-alive connections, timed from the first request to the last translation in hand:
+concurrent keep-alive connections, timed from the first request to the last translation in hand (and
+the CPU the API process spent meanwhile, per job: the door's own cost, apart from the worker's):
 
 - native: ``POST /v1/jobs`` with a list answers ``202`` and the ids (``?wait=`` is for one job only),
   so a native client then reads each id with ``GET /v1/jobs/{id}``, in order, reading one that is not
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -168,8 +170,33 @@ def rotations(doors: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [doors[start:] + doors[:start] for start in range(len(doors))]
 
 
+def api_cpu_seconds(base: str) -> Callable[[], float]:
+    """A reading of the CPU seconds (user and system) the ``dragoman api`` process serving ``base`` has used.
+
+    What a door costs the API process itself, apart from the worker and the clients sharing the machine
+    (Linux: ``/proc``; the process is found by its command line's port).
+    """
+    wanted = ["cli.main", "api", "--port", base.rsplit(":", 1)[1]]
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            args = cmdline.read_bytes().decode(errors="replace").split("\0")
+            if any(args[n : n + len(wanted)] == wanted for n in range(len(args))):
+                found.append(cmdline.parent / "stat")
+    if len(found) != 1:
+        raise SystemExit(f"found {len(found)} dragoman api processes serving {base}, not one")
+    stat, ticks = found[0], os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = stat.read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    return read
+
+
 def measure(base: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
     """The warm-up, then ``args.rounds`` rounds of every door; each round's figures and the medians."""
+    api_cpu = api_cpu_seconds(base)
     texts, doors = sentences(args.sentences), tuple(args.doors)
     orders = rotations(doors)
     for door in doors:  # untimed: connections, the finish waiter, the API's first requests of each route
@@ -179,9 +206,11 @@ def measure(base: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
     rounds: list[dict[str, Any]] = []
     for number in range(args.rounds):
         order = orders[number % len(orders)]
-        measured = {
-            door: asyncio.run(through_door(base, key, door, texts, args.per_request, args.clients)) for door in order
-        }
+        measured: dict[str, dict[str, Any]] = {}
+        for door in order:
+            cpu_before = api_cpu()
+            measured[door] = asyncio.run(through_door(base, key, door, texts, args.per_request, args.clients))
+            measured[door]["api_cpu_seconds"] = api_cpu() - cpu_before
         rounds.append({"order": list(order), **measured})
         line = ", ".join(f"{door} {measured[door]['seconds']:.2f} s" for door in doors)
         print(f"round {number + 1} ({', '.join(order)}): {line}", flush=True)
@@ -194,6 +223,9 @@ def measure(base: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
             "requests_per_s": round(requests / seconds, 1),
             "jobs_per_s": round(len(texts) / seconds),
             "translate_requests": requests,
+            "api_cpu_ms_per_job": round(
+                statistics.median(r[door]["api_cpu_seconds"] for r in rounds) * 1000 / len(texts), 3
+            ),
             "http_requests": rounds[0][door]["http_requests"],
         }
     ratios = {  # jobs/s against the base's, each round's own, their median
@@ -205,6 +237,7 @@ def measure(base: str, key: str, args: argparse.Namespace) -> dict[str, Any]:
     for r in rounds:
         for door in doors:
             r[door]["seconds"] = round(r[door]["seconds"], 3)
+            r[door]["api_cpu_seconds"] = round(r[door]["api_cpu_seconds"], 3)
     return {"sentences": len(texts), "per_request": args.per_request, "clients": args.clients, "rounds": rounds,
             "doors": summary, "ratios": ratios}  # fmt: skip
 
@@ -266,7 +299,8 @@ def main() -> None:
     for door, figures in result["doors"].items():
         print(
             f"  {door:<15} {figures['seconds']:>7.2f} s {figures['requests_per_s']:>8.1f} requests/s "
-            f"{figures['jobs_per_s']:>7,} jobs/s ({figures['http_requests']:,} HTTP requests)"
+            f"{figures['jobs_per_s']:>7,} jobs/s {figures['api_cpu_ms_per_job']:>6.3f} API CPU ms/job "
+            f"({figures['http_requests']:,} HTTP requests)"
         )
     print(f"ratios (jobs/s against native's, median of the rounds'): {result['ratios']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
