@@ -176,7 +176,7 @@ def api_cpu_seconds(base: str) -> Callable[[], float]:
     What a door costs the API process itself, apart from the worker and the clients sharing the machine
     (Linux: ``/proc``; the process is found by its command line's port).
     """
-    wanted = ["cli.main", "api", "--port", base.rsplit(":", 1)[1]]
+    wanted = ["api", "--port", base.rsplit(":", 1)[1]]  # bench.api.api_process's command line
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(OSError):
