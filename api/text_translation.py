@@ -62,14 +62,14 @@ async def translate_texts(
     prepared = prepare_many(api.settings, requests, tenant=caller.tenant)
     if inline_tags:
         prepared = [
-            (msgspec.structs.replace(spec, inline_tags=True), key) if tagged else (spec, key)
-            for (spec, key), tagged in zip(prepared, inline_tags, strict=True)
+            (msgspec.structs.replace(spec, inline_tags=True), key) if flag else (spec, key)
+            for (spec, key), flag in zip(prepared, inline_tags, strict=True)
         ]
     ids = await submit_admitted(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
     try:
         async with asyncio.timeout(limit_s):
-            return list(await asyncio.gather(*(api.client.wait(i, timeout=limit_s, tenant=caller.tenant) for i in ids)))
+            return await api.client.wait_many(ids, timeout=limit_s, tenant=caller.tenant)
     except (TimeoutError, JobTimeoutError):
         with contextlib.suppress(Exception):
             await api.client.cancel_many(ids)

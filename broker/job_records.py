@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
@@ -13,8 +15,8 @@ async def read_state(client: aioredis.Redis, keys: RedisKeys, job_id: str) -> di
     return state
 
 
-async def read_states(client: aioredis.Redis, keys: RedisKeys, job_ids: list[str]) -> list[dict[str, str]]:
-    """The state records of ``job_ids``, in order (empty for those that have none), in one pipelined round trip."""
+async def read_states(client: aioredis.Redis, keys: RedisKeys, job_ids: Sequence[str]) -> list[dict[str, str]]:
+    """The state records of many jobs in one pipelined round trip, in ``job_ids``' order (empty for none)."""
     if not job_ids:
         return []
     async with client.pipeline(transaction=False) as pipe:

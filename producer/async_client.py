@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from typing_extensions import Unpack
 
-from broker.job_records import read_state
+from broker.job_records import read_state, read_states
 from broker.keys import RedisKeys
 from broker.orchestration import open_rq_connection
 from broker.redis_client import open_redis
@@ -47,6 +48,16 @@ from storage import AsyncConnectionPool, GroupStore, JobStore
 
 _MAX_POLL_INTERVAL_S = 0.5  # what wait's polling backs off to while completion events cannot be received
 _SAFETY_POLL_S = 1.0  # wait's status read while events arrive: a missed one costs at most this
+
+
+def _unfinished_message(unfinished: Sequence[Job], total: int, timeout: float) -> str:
+    """Why a wait timed out (what the unfinished jobs still are), with the hint a user can act on."""
+    hint = "is a worker running (`dragoman worker`)?"
+    if total == 1:
+        return f"job {unfinished[0].id} is still {unfinished[0].status.value} after {timeout:g}s; {hint}"
+    statuses = Counter(job.status.value for job in unfinished)
+    counted = ", ".join(f"{count:,} {status}" for status, count in sorted(statuses.items()))
+    return f"{len(unfinished):,} of {total:,} jobs are still unfinished after {timeout:g}s ({counted}); {hint}"
 
 
 class AsyncClient:
@@ -192,27 +203,79 @@ class AsyncClient:
         second as a safety net; polled every ``poll_interval`` seconds, backing off to 0.5 s, while
         events cannot be received. Raises :class:`JobTimeoutError` after ``timeout`` seconds.
         """
+        (job,) = await self.wait_many([job_id], timeout, poll_interval, tenant=tenant)
+        return job
+
+    async def wait_many(
+        self,
+        job_ids: Sequence[str],
+        timeout: float = 60.0,  # noqa: ASYNC109 (the synchronous Client's signature)
+        poll_interval: float = 0.05,
+        *,
+        tenant: str | None = None,
+    ) -> list[Job]:
+        """Wait (without blocking the loop) until every job is succeeded, failed or cancelled; them, in order.
+
+        One watch over the whole set (one completion-event subscription per client, not one waiter per
+        job): a completion event wakes it, and it reads the jobs published since, their state records
+        pipelined in one round trip and the finished ones' rows in one statement. Every unfinished job
+        is read the same way on the first pass (one that finished before the watch began is not
+        missed) and every second as a safety net; polled every ``poll_interval`` seconds, backing off
+        to 0.5 s, while events cannot be received. Raises :class:`JobNotFoundError` for an unknown id
+        (or another tenant's) and :class:`JobTimeoutError` after ``timeout`` seconds.
+        """
+        ids = [parse_job_id(job_id) for job_id in job_ids]
+        unfinished = set(ids)
+        if not unfinished:
+            return []
+        latest: dict[str, Job] = {}  # each job as last read (final once it is)
         deadline = time.monotonic() + timeout
         backoff = Backoff(poll_interval, max(poll_interval, _MAX_POLL_INTERVAL_S))
-        async with self._finishes.watch(parse_job_id(job_id), ready_within=min(timeout, 0.25)) as finished:
+        async with self._finishes.watch(unfinished, ready_within=min(timeout, 0.25)) as watch:
+            watch.take()  # before each read: an event published after it wakes the wait below
+            to_read = sorted(unfinished)
+            next_full_read = time.monotonic() + _SAFETY_POLL_S
             while True:
-                finished.clear()  # before the read: an event after it wakes the wait below
-                job = await self.get(job_id, tenant=tenant)
-                if job.status.is_final:
-                    return job
-                remaining = deadline - time.monotonic()
+                for job in await self._read_jobs(to_read, tenant):
+                    latest[job.id] = job
+                    if job.status.is_final:
+                        unfinished.discard(job.id)
+                if not unfinished:
+                    return [latest[job_id] for job_id in ids]
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:
-                    raise JobTimeoutError(
-                        f"job {job.id} is still {job.status.value} after {timeout:g}s; "
-                        "is a worker running (`dragoman worker`)?"
-                    )
-                if self._finishes.listening:  # the completion event wakes us; this read is the safety net
-                    delay = min(remaining, _SAFETY_POLL_S)
+                    still = [latest[job_id] for job_id in sorted(unfinished)]
+                    raise JobTimeoutError(_unfinished_message(still, len(latest), timeout))
+                if self._finishes.listening:  # completion events wake us; a full read each second is the safety net
+                    delay = min(remaining, max(0.0, next_full_read - now))
                 else:
                     delay = backoff.next_delay(limit=remaining)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
-                        await finished.wait()
+                        await watch.wait()
+                published = watch.take() & unfinished
+                if published and self._finishes.listening and time.monotonic() < next_full_read:
+                    to_read = sorted(published)  # only what was published finished since the last read
+                else:
+                    to_read = sorted(unfinished)
+                    next_full_read = time.monotonic() + _SAFETY_POLL_S
+
+    async def _read_jobs(self, job_ids: Sequence[str], tenant: str | None) -> list[Job]:
+        """``job_ids``' jobs, read as :meth:`get` reads them (without ``waiting_for``) but many at a time.
+
+        The state records in one pipelined round trip; the rows of every job not queued or running in
+        one statement. Raises :class:`JobNotFoundError` for an unknown id or another tenant's job.
+        """
+        if not job_ids:
+            return []
+        states = await read_states(self.redis, self.keys, job_ids)
+        settled_ids = [job_id for job_id, state in zip(job_ids, states, strict=True) if live_job(job_id, state) is None]
+        rows = await self._store.get_many(settled_ids)
+        return [
+            check_tenant(live_job(job_id, state) or settled_job(job_id, state, rows.get(job_id)), tenant)
+            for job_id, state in zip(job_ids, states, strict=True)
+        ]
 
     # Cancelling ------------------------------------------------------------------------------
 

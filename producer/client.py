@@ -119,6 +119,10 @@ class Client:
         """Block until the job is final, and return it; :class:`JobTimeoutError` after ``timeout`` seconds."""
         return self.run(self.core.wait(job_id, timeout, poll_interval))
 
+    def wait_many(self, job_ids: Sequence[str], timeout: float = 60.0, poll_interval: float = 0.05) -> list[Job]:
+        """Block until every job is final, and return them in order (one watch for all of them)."""
+        return self.run(self.core.wait_many(job_ids, timeout, poll_interval))
+
     def cancel(self, job_id: str) -> Job:
         """Cancel a job and return its state."""
         return self.run(self.core.cancel(job_id))

@@ -1,7 +1,9 @@
-"""Waking the callers of ``wait`` when their job's completion event arrives, instead of at their next poll.
+"""Waking the callers of ``wait`` when one of their jobs' completion events arrives, instead of at their next poll.
 
-One subscription to the events channel per client, held only while somebody waits (and a few
-seconds after, so a burst of ``?wait=`` requests does not subscribe and unsubscribe each time).
+A caller watches a set of jobs (one, or a request's thousand) with one watch: one event to wait on and
+the ids whose completion was published since it last looked, so it reads only those. One subscription
+to the events channel per client, held only while somebody waits (and a few seconds after, so a burst
+of ``?wait=`` requests does not subscribe and unsubscribe each time).
 An event only wakes a caller, who then reads the job's status: a message missed while the
 subscription was down costs at most the caller's safety poll, never a wrong answer.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -26,8 +28,36 @@ IDLE_SECONDS = 5.0
 """How long the subscription stays once nobody waits."""
 
 
+class FinishWatch:
+    """One caller's watch over a set of jobs: woken when any of them is published as finished.
+
+    :meth:`wait` returns once an event came since the last :meth:`take`; :meth:`take` hands over the
+    ids published since (and re-arms the wait). Taking before a status read means an event published
+    after the read wakes the next wait.
+    """
+
+    def __init__(self) -> None:
+        self._woken = asyncio.Event()
+        self._published: set[str] = set()
+
+    def notice(self, job_id: str) -> None:
+        """Record ``job_id``'s completion event and wake the caller (the listener calls it)."""
+        self._published.add(job_id)
+        self._woken.set()
+
+    def take(self) -> set[str]:
+        """The ids published since the last take, forgotten here; the next :meth:`wait` waits for a new one."""
+        self._woken.clear()
+        published, self._published = self._published, set()
+        return published
+
+    async def wait(self) -> None:
+        """Until a watched job's completion is published (at once if one was since the last :meth:`take`)."""
+        await self._woken.wait()
+
+
 class FinishWaiter:
-    """Events (``asyncio.Event``) set when a watched job's completion event is published.
+    """Watches (:class:`FinishWatch`) noticed when a watched job's completion event is published.
 
     Owned by :class:`~producer.AsyncClient`, which closes it; the listening task is started by
     the first :meth:`watch` and ends by itself once nobody has waited for :data:`IDLE_SECONDS`.
@@ -36,7 +66,7 @@ class FinishWaiter:
     def __init__(self, redis: aioredis.Redis, keys: RedisKeys) -> None:
         self._redis = redis
         self._keys = keys
-        self._watchers: dict[str, set[asyncio.Event]] = {}
+        self._watchers: dict[str, set[FinishWatch]] = {}
         self._subscribed = asyncio.Event()
         self._attempted = asyncio.Event()  # the listener has tried to subscribe, and succeeded or not
         self._task: asyncio.Task[None] | None = None
@@ -47,15 +77,18 @@ class FinishWaiter:
         return self._subscribed.is_set()
 
     @contextlib.asynccontextmanager
-    async def watch(self, job_id: str, ready_within: float) -> AsyncIterator[asyncio.Event]:
-        """An event set when ``job_id``'s completion is published, for the duration of the block.
+    async def watch(self, job_ids: Iterable[str], ready_within: float) -> AsyncIterator[FinishWatch]:
+        """A watch noticed when any of ``job_ids``' completions is published, for the duration of the block.
 
-        Waits up to ``ready_within`` seconds for a new listener's first try to subscribe, so that a
-        status read inside the block cannot miss an event published after it; a listener that
-        could not subscribe costs the caller no wait (it polls).
+        One watch for the whole set (a request's thousand jobs cost one watch, not a thousand). Waits up
+        to ``ready_within`` seconds for a new listener's first try to subscribe, so that a status read
+        inside the block cannot miss an event published after it; a listener that could not subscribe
+        costs the caller no wait (it polls).
         """
-        event = asyncio.Event()
-        self._watchers.setdefault(job_id, set()).add(event)
+        watch = FinishWatch()
+        watched = set(job_ids)
+        for job_id in watched:
+            self._watchers.setdefault(job_id, set()).add(watch)
         if self._task is None or self._task.done():
             self._attempted.clear()
             self._task = asyncio.create_task(self._listen(), name="dragoman-finish-waiter")
@@ -63,13 +96,14 @@ class FinishWaiter:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(ready_within):
                     await self._attempted.wait()
-            yield event
+            yield watch
         finally:
-            events = self._watchers.get(job_id)
-            if events is not None:
-                events.discard(event)
-                if not events:
-                    del self._watchers[job_id]
+            for job_id in watched:
+                watches = self._watchers.get(job_id)
+                if watches is not None:
+                    watches.discard(watch)
+                    if not watches:
+                        del self._watchers[job_id]
 
     async def close(self) -> None:
         """Stop listening (the waiting callers fall back to polling)."""
@@ -106,8 +140,8 @@ class FinishWaiter:
         while True:
             job_id = await notices.next_job_id(timeout=0.5)
             if job_id is not None:
-                for event in self._watchers.get(job_id, ()):
-                    event.set()
+                for watch in self._watchers.get(job_id, ()):
+                    watch.notice(job_id)
             if self._watchers:
                 idle_since = None
             elif idle_since is None:

@@ -395,6 +395,7 @@ def _str_or_none(value: uuid.UUID | str | None) -> str | None:
 
 
 _GET_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
+_GET_MANY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ANY(%s::uuid[])"
 
 
 class JobStore:
@@ -412,3 +413,16 @@ class JobStore:
             cursor = await conn.execute(_GET_SQL, (job_id,))
             row = await cursor.fetchone()
         return None if row is None else row_to_job(row)
+
+    async def get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        """The final rows of those of ``job_ids`` that have one, by id, in one statement (a waiter of many jobs).
+
+        Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
+        """
+        if not job_ids:
+            return {}
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_GET_MANY_SQL, (list(job_ids),))
+            rows = await cursor.fetchall()
+        jobs = (row_to_job(row) for row in rows)
+        return {job.id: job for job in jobs}

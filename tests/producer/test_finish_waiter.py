@@ -25,7 +25,7 @@ async def test_the_watched_jobs_event_wakes_its_watcher_and_no_other_message_doe
     keys = RedisKeys.from_settings(settings)
     waiter = FinishWaiter(async_redis, keys)
     try:
-        async with waiter.watch("job-a", ready_within=5) as finished:
+        async with waiter.watch(["job-a"], ready_within=5) as finished:
             assert waiter.listening
             await async_redis.publish(keys.events_channel, _event("job-b"))
             await async_redis.publish(keys.events_channel, "not an event")
@@ -46,13 +46,35 @@ async def test_the_subscription_ends_once_nobody_waits(
     keys = RedisKeys.from_settings(settings)
     waiter = FinishWaiter(async_redis, keys)
     try:
-        async with waiter.watch("job-a", ready_within=5):
+        async with waiter.watch(["job-a"], ready_within=5):
             assert waiter.listening
         async with asyncio.timeout(5):
             while waiter.listening:
                 await asyncio.sleep(0.05)
         assert await async_redis.pubsub_numsub(keys.events_channel) == [(keys.events_channel, 0)]
-        async with waiter.watch("job-b", ready_within=5):  # and a later watcher subscribes again
+        async with waiter.watch(["job-b"], ready_within=5):  # and a later watcher subscribes again
             assert waiter.listening
+    finally:
+        await waiter.close()
+
+
+async def test_one_watch_over_many_jobs_hands_over_the_ids_published_since_it_last_looked(
+    settings: Settings, async_redis: aioredis.Redis
+) -> None:
+    keys = RedisKeys.from_settings(settings)
+    waiter = FinishWaiter(async_redis, keys)
+    try:
+        async with waiter.watch(["job-a", "job-b", "job-c"], ready_within=5) as watch:
+            for job_id in ("job-a", "job-x", "job-c"):
+                await async_redis.publish(keys.events_channel, _event(job_id))
+            collected: set[str] = set()
+            async with asyncio.timeout(5):
+                while collected != {"job-a", "job-c"}:
+                    await watch.wait()
+                    collected |= watch.take()
+            with pytest.raises(TimeoutError):  # taken: the next wait waits for a new event
+                async with asyncio.timeout(0.3):
+                    await watch.wait()
+        assert waiter._watchers == {}  # the block's end forgets every id it watched
     finally:
         await waiter.close()
