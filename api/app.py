@@ -15,7 +15,7 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, documents, events, files, health, jobs, models, runs
+from api.routes import batches, console, documents, events, files, health, jobs, models, runs
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
@@ -140,4 +140,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(batches.router)
     app.include_router(models.router)
     app.include_router(usage_routes.router)
+    app.include_router(console.router)  # the web console at /
     return app
