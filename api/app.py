@@ -15,15 +15,17 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, console, documents, events, files, health, jobs, models, runs
+from api.routes import batches, console, documents, events, files, health, history, jobs, models, runs
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
 from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, PostgresFileStore
+from storage.history import HistoryStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
+from tenancy.history import TenantHistory
 from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
 
@@ -101,6 +103,8 @@ def create_app(settings: Settings) -> FastAPI:
             readiness=readiness,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
+        # GET /v1/jobs, /v1/runs, /v1/documents and the retries (the web console's history)
+        app.state.history = TenantHistory(client.redis, client.keys, HistoryStore(pool), settings.state_ttl_seconds)
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
         sweeper.start()
         try:
@@ -140,5 +144,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(batches.router)
     app.include_router(models.router)
     app.include_router(usage_routes.router)
+    app.include_router(history.router)
     app.include_router(console.router)  # the web console at /
     return app

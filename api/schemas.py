@@ -272,3 +272,30 @@ class DocumentView(GroupView):
         "its own (fell_back, with a source excerpt); failed: how many segments did not translate; flagged: the "
         "segments whose quality checks found something, each with its flags and their evidence",
     )
+
+
+class JobPage(BaseModel):
+    """A page of the tenant's stand-alone jobs, newest first (``GET /v1/jobs``)."""
+
+    data: list[JobView]
+    next: str | None = Field(description="the before= of the next (older) page; null on the last page")
+
+
+class GroupPage(BaseModel):
+    """A page of the tenant's runs, newest first (``GET /v1/runs``)."""
+
+    data: list[GroupView]
+    next: str | None = Field(description="the before= of the next (older) page; null on the last page")
+
+
+class DocumentSummary(GroupView):
+    """A document in the tenant's history: its progress, its label (``name``: the filename) and format."""
+
+    format: str
+
+
+class DocumentPage(BaseModel):
+    """A page of the tenant's documents, newest first (``GET /v1/documents``)."""
+
+    data: list[DocumentSummary]
+    next: str | None = Field(description="the before= of the next (older) page; null on the last page")

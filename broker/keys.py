@@ -16,6 +16,7 @@ first ``}`` after it is hashed. With the default prefix the layout is:
 ``{dragoman}:idem:<key>``              an idempotency key -> the job id it created
 ``{dragoman}:tenant:<t>:idem:<key>``   the same, in a tenant's namespace
 ``{dragoman}:tenant:<t>:queued``       a tenant's unfinished jobs (sorted set)
+``{dragoman}:tenant:<t>:standalone``   a tenant's recent stand-alone jobs, until seen finished (sorted set)
 ``{dragoman}:group:<id>``              a run's or document's hash (``kind``, ``id``, ``total``)
 ``{dragoman}:group:<id>:done``         its jobs with a final row (set)
 ``{dragoman}:events``                  the events stream
@@ -191,6 +192,16 @@ class RedisKeys:
         Written by SUBMIT and REQUEUE, emptied by FINISH: each is given the set's name in KEYS.
         """
         return f"{self.tag}:tenant:{tenant}:queued"
+
+    def tenant_standalone(self, tenant: str) -> str:
+        """Sorted set of a tenant's stand-alone jobs submitted lately (scored by created_at) (tagged).
+
+        The job history (``GET /v1/jobs``) lists a job from PostgreSQL once it has a row, which it gets
+        when it finishes; this set is how it finds the tenant's queued and running ones. The
+        submitter adds each stand-alone job of a tenant (``broker/standalone_jobs.py``); members that
+        are no longer in :meth:`tenant_queued` are pruned there, so it holds about the unfinished ones.
+        """
+        return f"{self.tag}:tenant:{tenant}:standalone"
 
     def tenant_reservations(self, tenant: str) -> str:
         """Hash of a tenant's reservations: token -> jobs admitted but not yet in its set, and a deadline (tagged).

@@ -21,6 +21,7 @@ from broker.group_records import forget_group
 from broker.redis_client import open_redis
 from contract.errors import DragomanError, InvalidJobError
 from contract.ids import job_id_for
+from contract.job_controls import segment_context
 from contract.orchestration import WEBHOOK
 from contract.schemas import build_job_spec
 from contract.sync_bridge import run_sync
@@ -96,9 +97,11 @@ async def _submit_segments(
 ) -> None:
     """Queue one job per segment, as the document's tenant's (its owner sees them, its limit counts them).
 
-    Each carries the text before it as context (``DRAGOMAN_DOCUMENT_CONTEXT_CHARS``), and a
-    segment with inline markup asks the worker to keep its placeholder tags.
+    Each carries the text before it as context (``DRAGOMAN_DOCUMENT_CONTEXT_CHARS``), after the
+    document's own context if it has one, the document's glossary and formality, and a segment
+    with inline markup asks the worker to keep its placeholder tags.
     """
+    controls = document.controls or {}
     async with AsyncClient(ctx.settings, redis_url=ctx.redis_url, database_url=ctx.database_url) as client:
         await client.submitter.register_group(document_id, "document", len(segments))
         specs = [
@@ -111,11 +114,15 @@ async def _submit_segments(
                     max_chars=ctx.settings.max_text_chars,
                     metadata={"segment": i},
                     model=document.model,
+                    glossary=controls.get("glossary"),
+                    formality=controls.get("formality"),
                 ),
                 document_id=document_id,
                 sequence=i,
                 tenant=document.tenant,
-                context=preceding_text(segments, i, ctx.settings.document_context_chars),
+                context=segment_context(
+                    controls.get("context"), preceding_text(segments, i, ctx.settings.document_context_chars)
+                ),
                 inline_tags=bool(segment.codes),
             )
             for i, segment in enumerate(segments)

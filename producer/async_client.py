@@ -314,10 +314,14 @@ class AsyncClient:
         retranslate: bool = False,
         tenant: str | None = None,
         model: str | None = None,
+        glossary: Mapping[str, str] | None = None,
+        context: str | None = None,
+        formality: str | None = None,
     ) -> str:
         """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
 
         ``model``: the served model its segments go to (without it the deployment's routes choose).
+        ``glossary``, ``context`` and ``formality``: every segment job's, as :meth:`submit` takes them.
 
         ``text`` is the file's text, or for a ``.docx`` its bytes as base64
         (``contract.documents.encode_document``). ``retranslate``: a ``.po`` or XLIFF file's entries
@@ -334,6 +338,9 @@ class AsyncClient:
             retranslate=retranslate,
             tenant=tenant,
             model=model,
+            glossary=glossary,
+            context=context,
+            formality=formality,
         )
 
     async def get_document(self, document_id: str, *, tenant: str | None = None) -> GroupProgress:

@@ -189,10 +189,14 @@ class Client:
         max_segment_chars: int | None = None,
         retranslate: bool = False,
         model: str | None = None,
+        glossary: Mapping[str, str] | None = None,
+        context: str | None = None,
+        formality: str | None = None,
     ) -> str:
         """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
 
         ``model``: the served model its segments go to (without it the deployment's routes choose).
+        ``glossary``, ``context`` and ``formality``: every segment job's, as :meth:`submit` takes them.
         """
         return self.run(
             self.core.submit_document(
@@ -205,6 +209,9 @@ class Client:
                 max_segment_chars=max_segment_chars,
                 retranslate=retranslate,
                 model=model,
+                glossary=glossary,
+                context=context,
+                formality=formality,
             )
         )
 

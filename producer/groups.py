@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from contract.errors import (
 )
 from contract.flag_filter import FlagFilter
 from contract.ids import canonical_uuid, job_id_for
+from contract.job_controls import document_controls
 from contract.languages import normalize_language
 from contract.model_names import validate_model_name
 from contract.orchestration import FINISH, SPLIT, OrchestratorTask
@@ -258,8 +259,14 @@ class Groups:
         tenant: str | None = None,
         admit: Callable[[], Awaitable[None]] | None = None,
         model: str | None = None,
+        glossary: Mapping[str, str] | None = None,
+        context: str | None = None,
+        formality: str | None = None,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
+
+        ``glossary``, ``context`` and ``formality`` (the job controls, checked as a job's are) go to every
+        segment job: the segment's own preceding text is added after ``context``.
 
         ``model``: the served model of its segments (None: the deployment's routes choose); one
         nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`) before anything is stored.
@@ -269,6 +276,7 @@ class Groups:
         """
         limit = check_document(text, fmt, self.settings, max_segment_chars)
         check_callback(callback_url, self.settings)
+        controls = document_controls(None if glossary is None else dict(glossary), context, formality)
         if model is not None:
             await self.check_models([validate_model_name(model)])
         if admit is not None:
@@ -277,7 +285,7 @@ class Groups:
         document_id = str(uuid.uuid4())
         label = storable(name, "the document's name")
         await self._store.create_document(
-            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model
+            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model, controls
         )
         await self._orchestrate(SPLIT, document_id)
         return document_id

@@ -8,6 +8,7 @@ only code that knows each script's KEYS and ARGV.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
@@ -17,10 +18,13 @@ import redis.asyncio as aioredis
 from broker.group_records import register_group
 from broker.keys import RedisKeys
 from broker.scripts import CancelOutcome, CancelScript, SubmitScript
+from broker.standalone_jobs import note_standalone
 from contract.errors import SubmitInterruptedError
 from contract.schemas import JobSpec
 from contract.settings import Settings
 from producer.model_routing import ModelResolver
+
+log = logging.getLogger(__name__)
 
 
 class JobSubmitter:
@@ -73,7 +77,24 @@ class JobSubmitter:
                 if not ids:
                     raise  # no earlier chunk was queued: the error as Redis gave it
                 raise _interrupted(exc, ids, len(prepared), min(chunk, len(prepared) - start)) from exc
+        await self._note_standalone(specs, ids)
         return ids
+
+    async def _note_standalone(self, specs: Sequence[JobSpec], ids: Sequence[str]) -> None:
+        """Add the tenants' new stand-alone jobs to their history's set of unfinished ones (``broker/standalone_jobs``).
+
+        The jobs are queued already: a Redis error here is logged, not raised (the job then shows in
+        ``GET /v1/jobs`` only once it has finished), so the caller is never told a queued job failed.
+        """
+        noted = [
+            (spec.tenant, spec.job_id, spec.created_at)
+            for spec, job_id in zip(specs, ids, strict=True)
+            if spec.tenant is not None and spec.run_id is None and spec.document_id is None and job_id == spec.job_id
+        ]
+        try:
+            await note_standalone(self.redis, self.keys, noted, self.settings.state_ttl_seconds)
+        except redis.RedisError as exc:
+            log.warning("could not note %d stand-alone jobs for the history: %s", len(noted), exc)
 
     async def submit_specs(self, specs: Sequence[JobSpec], *, only_new: bool = False) -> int:
         """Enqueue already validated jobs (ids and group fields set by the caller) in chunks; return how many.

@@ -44,7 +44,7 @@ WITH u AS MATERIALIZED (
               output_tokens int, created_at float8, started_at float8, finished_at float8,
               metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
               finish_reason text, pieces int, detected_source_lang text, glossary_misses jsonb,
-              from_memory boolean, inline_tags text, quality_flags jsonb)
+              from_memory boolean, inline_tags text, quality_flags jsonb, controls jsonb)
 ),
 prior AS (
     SELECT j.id, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
@@ -57,12 +57,12 @@ INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
                   pieces, detected_source_lang, glossary_misses, from_memory, inline_tags,
-                  quality_flags)
+                  quality_flags, controls)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces, u.detected_source_lang,
-       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags, u.quality_flags
+       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags, u.quality_flags, u.controls
 FROM u
 ON CONFLICT (id) DO UPDATE SET
     status = EXCLUDED.status,
@@ -150,6 +150,7 @@ class RowRecord(msgspec.Struct, omit_defaults=True):
     from_memory: bool = False
     inline_tags: str | None = None  # a tagged document segment's outcome: kept, retried, fallback
     quality_flags: dict[str, str] | None = None  # None: not checked (contract.quality)
+    controls: dict[str, Any] | None = None  # a stand-alone job's options, for its retry (job_controls)
 
 
 class FinalRow(NamedTuple):

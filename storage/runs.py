@@ -91,7 +91,8 @@ CREATE_RUN_SQL = (
 )
 CREATE_DOCUMENT_SQL = (
     "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
-    "max_segment_chars, tenant, retranslate, model) VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "max_segment_chars, tenant, retranslate, model, controls) "
+    "VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 RUN_SUBMITTED_SQL = (
     "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
@@ -158,6 +159,7 @@ class LockedDocument:
     tenant: str | None = None  # the API key's tenant that submitted it (its jobs are the tenant's)
     retranslate: bool = False  # translate a catalogue's translated entries too
     model: str | None = None  # the served model its segments go to (None: the deployment's routes choose)
+    controls: dict[str, Any] | None = None  # glossary, context, formality for every segment (None: none)
 
 
 class RunSubmission(NamedTuple):
@@ -321,8 +323,10 @@ class GroupStore:
         retranslate: bool = False,
         tenant: str | None = None,
         model: str | None = None,
+        controls: dict[str, Any] | None = None,
     ) -> None:
-        """Record a document waiting to be split, as ``tenant``'s if given, for ``model`` if it names one."""
+        """Record a document waiting to be split, as ``tenant``'s if given, for ``model`` if it names one, with the
+        ``controls`` (glossary, context, formality) its segment jobs carry."""
         await self._execute(
             CREATE_DOCUMENT_SQL,
             (
@@ -337,6 +341,7 @@ class GroupStore:
                 tenant,
                 retranslate,
                 model,
+                None if controls is None else json.dumps(controls),
             ),
         )
 
@@ -414,7 +419,7 @@ class GroupStore:
         async with self._transaction():
             row = await self._one(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-                "cancel_requested, tenant, retranslate, model FROM documents WHERE id = %s FOR UPDATE",
+                "cancel_requested, tenant, retranslate, model, controls FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
             )
             yield None if row is None else LockedDocument(*row)

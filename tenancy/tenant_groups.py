@@ -191,9 +191,13 @@ class TenantGroups:
         max_queued_jobs: int,
         retranslate: bool = False,
         model: str | None = None,
+        glossary: dict[str, str] | None = None,
+        context: str | None = None,
+        formality: str | None = None,
     ) -> str:
         """Store the document and ask the orchestrator to split and queue it; its id (``model``: its segments'
-        served model, None: the routes choose).
+        served model, None: the routes choose). ``glossary``, ``context`` and ``formality`` are given to
+        every segment job (checked here, before anything is stored).
 
         Its number of jobs is known only once it is split, so it is refused (``TooManyQueuedJobsError``)
         only when the tenant is at ``max_queued_jobs`` already.
@@ -214,6 +218,9 @@ class TenantGroups:
             tenant=tenant,
             admit=admit,
             model=model,
+            glossary=glossary,
+            context=context,
+            formality=formality,
         )
 
     async def document_result(self, tenant: str, document_id: str) -> tuple[str, DocumentResult]:

@@ -28,6 +28,7 @@ from broker.acknowledge import acknowledge_writer_batch
 from broker.keys import served_keys
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
+from contract.job_controls import job_controls
 from contract.schemas import JobStatus, Lane, lane_of
 from contract.settings import Settings
 from contract.wire import JobEvent, encode_job_entry
@@ -433,6 +434,7 @@ def _records(rows: list[JobResult], failed: list[DeadLetter]) -> list[RowRecord]
             r.from_memory,
             r.inline_tags,
             r.quality_flags,
+            job_controls(s),
         )
         for r in rows
         for s in (r.spec,)

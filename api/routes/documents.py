@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePath
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
@@ -11,6 +12,7 @@ from api.auth import CallerDep
 from api.errors import ApiError
 from api.schemas import DocumentView, ErrorBody, GroupView
 from api.services import ApiServices, services
+from contract.controls import MAX_CONTEXT_CHARS
 from contract.documents import BINARY_FORMATS, FORMATS, SUFFIXES, decode_document, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from tenancy.tenant_groups import DocumentNotAssembledError
@@ -89,6 +91,25 @@ async def submit_document(
     model: Annotated[
         str | None, Query(description="the served model its segments go to (GET /v1/models); none: the routes choose")
     ] = None,
+    formality: Annotated[
+        Literal["formal", "informal", "default"] | None,
+        Query(description="register of every segment's translation, where the model's profile supports it"),
+    ] = None,
+    context: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_CONTEXT_CHARS,
+            description="text every segment's model sees but does not translate (what the document is, its audience); "
+            "each segment also sees the text before it",
+        ),
+    ] = None,
+    glossary: Annotated[
+        str | None,
+        Query(
+            description="a JSON object of source term -> target term every segment must use, "
+            'e.g. {"invoice": "Rechnung"} (at most 200 terms; URL-encoded)'
+        ),
+    ] = None,
 ) -> GroupView:
     """Queue a document: ``202`` with it, ``splitting`` until the orchestrator has cut it into jobs.
 
@@ -96,8 +117,11 @@ async def submit_document(
     ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters, a ``.docx`` counted as its base64).
     Its structure (Markdown, HTML tags, blank lines) comes back unchanged around the translated text.
     A ``model`` nobody serves is ``404 model_not_found``, nothing stored.
+    ``formality``, ``context`` and ``glossary`` are the job controls of ``POST /v1/jobs``, given to every
+    segment job (the body is the file itself, so the glossary travels in the query, as JSON).
     """
     fmt = _format(request, format, filename)
+    terms = _glossary(glossary)
     raw = await request.body()
     try:
         text = encode_document(fmt, raw)  # a .docx is kept as base64 text
@@ -115,8 +139,30 @@ async def submit_document(
         max_queued_jobs=caller.max_queued_jobs,
         retranslate=retranslate,
         model=model,
+        glossary=terms,
+        context=context,
+        formality=formality,
     )
     return GroupView.of(await api.groups.progress(caller.tenant, "document", document_id))
+
+
+def _glossary(text: str | None) -> dict[str, str] | None:
+    """``glossary=``'s JSON object (checked term by term later, as a job's); ``422 invalid_glossary`` if not one."""
+    if text is None or not text.strip():
+        return None
+    try:
+        terms = json.loads(text)
+    except ValueError as exc:
+        raise ApiError(
+            422, "invalid_glossary", f"glossary must be a JSON object of source -> target terms: {exc}"
+        ) from None
+    if not isinstance(terms, dict):
+        raise ApiError(
+            422,
+            "invalid_glossary",
+            f"glossary must be a JSON object of source -> target terms, got {type(terms).__name__}",
+        )
+    return terms
 
 
 @router.get("/{document_id}", response_model=DocumentView, responses=_ERRORS)

@@ -1,0 +1,208 @@
+"""Retries: ``POST /v1/jobs/{id}/retry`` and ``POST /v1/documents/{id}/retry`` (worker, RQ tasks, Redis, PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from contract.settings import Settings
+from storage import AsyncConnectionPool
+from storage.history import HistoryStore
+from tests.api.conftest import KeyMaker, bearer
+from tests.api.test_runs_and_documents import until
+from tests.worker.conftest import WorkerFactory
+from worker.deterministic_engine import DeterministicEngine
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(autouse=True)
+def _env(settings_env: Settings) -> None:
+    """The RQ tasks read their settings from the environment, as in the rq-worker process."""
+
+
+def _boom(text: str) -> bool:
+    return "boom" in text
+
+
+async def _final(http: httpx.AsyncClient, key: str, job_id: str) -> dict[str, Any]:
+    for _ in range(300):
+        job: dict[str, Any] = (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            return job
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"job {job_id} not final in time")
+
+
+async def test_a_failed_job_is_retried_as_a_new_job_with_its_text_languages_and_controls(
+    http: httpx.AsyncClient, make_key: KeyMaker, tenant_key: KeyMaker, start_worker: WorkerFactory, settings: Settings
+) -> None:
+    tenant = f"acme-{uuid.uuid4().hex[:8]}"
+    key, other = make_key(tenant), tenant_key("globex")
+    body = {
+        "text": "This goes boom.",
+        "source_lang": "en",
+        "target_lang": "de",
+        "metadata": {"ticket": 7},
+        "glossary": {"boom": "Knall"},
+        "context": "A comic strip.",
+        "formality": "formal",
+        "lane": "bulk",
+        "memory": False,
+    }
+    job_id = (await http.post("/v1/jobs", json=body, headers=bearer(key))).json()["id"]
+    assert (await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))).json()["error"]["code"] == "not_retryable"
+    async with start_worker(DeterministicEngine(fail_if=_boom)):
+        assert (await _final(http, key, job_id))["status"] == "failed"
+        assert (await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(other))).status_code == 404
+        response = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+        assert response.status_code == 202, response.text
+        new_id = response.json()["id"]
+        assert new_id != job_id and response.json()["status"] == "queued"
+        retried = await _final(http, key, new_id)
+    assert retried["status"] == "failed" and retried["source_lang"] == "en" and retried["target_lang"] == "de"
+    assert settings.database_url
+    pool = AsyncConnectionPool(settings.database_url, max_connections=1)
+    try:
+        found = await HistoryStore(pool).job_to_retry(tenant, new_id)
+    finally:
+        await pool.close()
+    assert found is not None
+    job, controls = found
+    assert job.text == "This goes boom." and job.metadata == {"ticket": 7}
+    assert controls == {
+        "glossary": {"boom": "Knall"},
+        "context": "A comic strip.",
+        "formality": "formal",
+        "memory": False,
+        "lane": "bulk",
+    }
+
+
+async def test_succeeded_queued_and_unknown_jobs_are_not_retried(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    job_id = (
+        await http.post(
+            "/v1/jobs", json={"text": "Fine.", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
+        )
+    ).json()["id"]
+    queued = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+    assert queued.status_code == 409 and "queued" in queued.json()["error"]["message"]
+    async with start_worker(DeterministicEngine()):
+        assert (await _final(http, key, job_id))["status"] == "succeeded"
+    done = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+    assert done.status_code == 409 and done.json()["error"]["code"] == "not_retryable"
+    assert (
+        await http.post("/v1/jobs/00000000-0000-4000-8000-000000000000/retry", headers=bearer(key))
+    ).status_code == 404
+    assert (await http.post("/v1/jobs/nonsense/retry", headers=bearer(key))).status_code == 404
+
+
+async def test_a_cancelled_job_is_retried_once_a_worker_recorded_it(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    job_id = (
+        await http.post(
+            "/v1/jobs", json={"text": "Later.", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
+        )
+    ).json()["id"]
+    assert (await http.post(f"/v1/jobs/{job_id}/cancel", headers=bearer(key))).json()["status"] == "cancelled"
+    early = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+    assert early.status_code == 409 and "worker" in early.json()["error"]["message"]
+    async with start_worker(DeterministicEngine()):
+        for _ in range(100):
+            response = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+            if response.status_code == 202:
+                break
+            await asyncio.sleep(0.1)
+        assert response.status_code == 202, response.text
+        retried = await _final(http, key, response.json()["id"])
+    assert retried["status"] == "succeeded" and retried["translation"]
+
+
+async def test_a_retry_waits_its_turn_in_the_keys_limit(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme", max_queued_jobs=1)
+    job_id = (
+        await http.post(
+            "/v1/jobs", json={"text": "boom", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
+        )
+    ).json()["id"]
+    async with start_worker(DeterministicEngine(fail_if=_boom)):
+        assert (await _final(http, key, job_id))["status"] == "failed"
+    blocker = await http.post(
+        "/v1/jobs", json={"text": "Wait.", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
+    )
+    assert blocker.status_code == 202
+    refused = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_queued_jobs"
+
+
+async def test_a_document_with_failed_segments_is_retried_from_its_source_and_options(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key, other = tenant_key("acme"), tenant_key("globex")
+    source = b"# Title\n\nThis goes boom.\n\nAll fine here.\n"
+    response = await http.post(
+        "/v1/documents?source_lang=en&target_lang=fr&filename=notes.md&formality=informal&context=A+blog",
+        content=source,
+        headers=bearer(key),
+    )
+    assert response.status_code == 202, response.text
+    first = response.json()["id"]
+    running = await http.post(f"/v1/documents/{first}/retry", headers=bearer(key))
+    assert running.status_code == 409 and running.json()["error"]["code"] == "not_retryable"
+
+    async def assembled(document_id: str) -> bool:
+        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
+        return bool(view["status"] in ("completed", "failed", "cancelled"))
+
+    async with start_worker(DeterministicEngine(fail_if=_boom)):
+        await until(lambda: assembled(first))
+        view = (await http.get(f"/v1/documents/{first}", headers=bearer(key))).json()
+        assert view["counts"]["failed"] == 1 and view["failed_segments"]
+        assert (await http.post(f"/v1/documents/{first}/retry", headers=bearer(other))).status_code == 404
+        response = await http.post(f"/v1/documents/{first}/retry", headers=bearer(key))
+        assert response.status_code == 202, response.text
+        second = response.json()
+        assert second["id"] != first and second["kind"] == "document" and second["name"] == "notes.md"
+        await until(lambda: assembled(second["id"]))
+    content = await http.get(f"/v1/documents/{second['id']}/content", headers=bearer(key))
+    assert content.status_code == 200 and content.text.startswith("# ")
+    listed = (await http.get("/v1/documents", headers=bearer(key))).json()["data"]
+    assert [doc["id"] for doc in listed] == [second["id"], first]
+
+
+async def test_a_cancelled_document_is_retried_and_a_clean_one_is_not(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    first = (
+        await http.post(
+            "/v1/documents?source_lang=en&target_lang=fr&format=txt", content=b"Hello.\n", headers=bearer(key)
+        )
+    ).json()["id"]
+    assert (await http.post(f"/v1/documents/{first}/cancel", headers=bearer(key))).status_code == 200
+
+    async def final(document_id: str) -> bool:
+        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
+        return bool(view["status"] in ("completed", "failed", "cancelled"))
+
+    await until(lambda: final(first))
+    response = await http.post(f"/v1/documents/{first}/retry", headers=bearer(key))
+    assert response.status_code == 202, response.text
+    second = response.json()["id"]
+    async with start_worker(DeterministicEngine()):
+        await until(lambda: final(second))
+    assert (await http.get(f"/v1/documents/{second}", headers=bearer(key))).json()["status"] == "completed"
+    clean = await http.post(f"/v1/documents/{second}/retry", headers=bearer(key))
+    assert clean.status_code == 409 and "no failed segments" in clean.json()["error"]["message"]
+    assert (await http.post("/v1/documents/nonsense/retry", headers=bearer(key))).status_code == 404
