@@ -314,6 +314,7 @@ async function refreshUpload(item) {
     if (item.status === "completed" && !item.result) {
       await fetchResult(item);
       loadUsage();
+      loadHistory(true);
     }
   } catch (error) {
     if (handleAuth(error)) return;
@@ -393,13 +394,15 @@ function renderUploads() {
       actions.append(
         element("button", {
           type: "button",
+          class: "cancel",
           text: "Cancel",
           "aria-label": `Cancel ${item.label}`,
           onclick: () => cancelItem(`${item.kind}s`, item.id, refreshActive),
         }),
       );
     }
-    const detail = `${counts.succeeded}/${counts.total} segments done` +
+    const unit = item.kind === "run" ? "lines" : "segments";
+    const detail = `${counts.succeeded}/${counts.total} ${unit} done` +
       (counts.failed ? `, ${counts.failed} failed` : "") + (item.error ? ` — ${item.error}` : "");
     list.append(
       element(
@@ -484,21 +487,24 @@ function historyRow(kind, row) {
   const active = kind === "jobs" ? ACTIVE_JOB.has(row.status) : kind === "batches" ? ACTIVE_BATCH.has(row.status) : ACTIVE_GROUP.has(row.status);
   const label = row.name ?? row.id;
   if (active && row.status !== "cancelling") {
-    actions.append(element("button", { type: "button", text: "Cancel", "aria-label": `Cancel ${label}`, onclick: () => cancelItem(kind, row.id, reload) }));
+    actions.append(element("button", { type: "button", class: "cancel", text: "Cancel", "aria-label": `Cancel ${label}`, onclick: () => cancelItem(kind, row.id, reload) }));
   }
   const retryable = (kind === "jobs" || kind === "documents") && server.retry &&
     (row.status === "failed" || row.status === "cancelled" || (kind === "documents" && row.counts?.failed > 0));
   if (retryable) {
-    actions.append(element("button", { type: "button", text: "Retry", "aria-label": `Retry ${label}`, onclick: () => retry(kind, row.id) }));
+    actions.append(element("button", { type: "button", class: "retry", text: "Retry", "aria-label": `Retry ${label}`, onclick: () => retry(kind, row.id) }));
   }
   if (row.status === "completed" && (kind === "documents" || kind === "runs")) {
     const item = {
       id: row.id,
       kind: kind.slice(0, -1),
-      fileName: kind === "runs" ? `${stemOf(row.name ?? row.id)}.results.jsonl` : row.name ?? `${row.id}.${row.format ?? "txt"}`,
+      fileName: kind === "runs"
+        ? `${stemOf(row.name ?? row.id)}.results.jsonl`
+        : `${stemOf(row.name ?? row.id)}.translated.${row.format || suffixOf(row.name ?? "") || "txt"}`,
     };
     actions.append(element("button", {
       type: "button",
+      class: "download",
       text: "Download",
       "aria-label": `Download ${label}`,
       onclick: async () => {
@@ -517,7 +523,7 @@ function historyRow(kind, row) {
   const title = kind === "jobs" ? (row.translation ?? row.id) : label;
   return element(
     "li",
-    { "data-id": row.id },
+    { "data-id": row.id, "data-status": row.status },
     element("span", { class: "name" }, `${title} `, badge(row.status)),
     element("span", { class: "meta", text: meta }),
     actions,

@@ -8,13 +8,16 @@ in the URL and signing out forgets it. ``DRAGOMAN_CONSOLE_SCREENSHOTS=<dir>`` ke
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from api import create_app
@@ -83,15 +86,23 @@ def _env(settings_env: Settings) -> None:
 
 
 @pytest.fixture
-def worker(start_worker: WorkerFactory) -> Iterator[None]:
-    """A deterministic-engine worker (translation == text) on a loop thread: this test's thread drives the browser."""
+def worker(start_worker: WorkerFactory) -> Iterator[Callable[[], None]]:
+    """``worker()`` starts a deterministic-engine worker (translation == text) on a loop thread (this test's
+    thread drives the browser); it stops after the test."""
     loop = LoopThread("console-worker")
     running = start_worker(DeterministicEngine())
-    loop.run(running.__aenter__())
+    started = False
+
+    def start() -> None:
+        nonlocal started
+        loop.run(running.__aenter__())
+        started = True
+
     try:
-        yield
+        yield start
     finally:
-        loop.run(running.__aexit__(None, None, None))
+        if started:
+            loop.run(running.__aexit__(None, None, None))
         loop.close()
 
 
@@ -107,6 +118,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         options.add_argument(argument)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     options.add_experimental_option(
         "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
     )
@@ -133,8 +145,19 @@ def wait_for(
         time.sleep(0.1)
 
 
+def sign_in(browser: Any, key: str) -> None:
+    """Sign in with ``key`` through the page's form."""
+    from selenium.webdriver.common.by import By
+
+    field = browser.find_element(By.ID, "api-key")
+    field.clear()
+    field.send_keys(key)
+    browser.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
+    wait_for(lambda: browser.find_element(By.ID, "workspace").is_displayed(), "the signed-in workspace")
+
+
 def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
-    settings: Settings, tenant_key: KeyMaker, worker: None, browser: Any, tmp_path: Path
+    settings: Settings, tenant_key: KeyMaker, worker: Callable[[], None], browser: Any, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
 
@@ -146,6 +169,9 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
     markdown.write_text(SOURCE)
     unsupported = tmp_path / "notes.xyz"
     unsupported.write_text("Hello.")
+    run = tmp_path / "strings.jsonl"
+    run.write_text("".join(json.dumps({"custom_id": f"s{i}", "text": f"String {i}."}) + "\n" for i in range(3)))
+    worker()
     with uvicorn_serving(create_app(settings)) as url:
         browser.get(url + "/")
         # A wrong key shows the API's own error and does not get in.
@@ -154,11 +180,7 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         wait_for(lambda: "not valid" in text_of("sign-in-error"), "the wrong key's error")
         assert not browser.find_element(By.ID, "workspace").is_displayed()
 
-        field = browser.find_element(By.ID, "api-key")
-        field.clear()
-        field.send_keys(key)
-        browser.find_element(By.CSS_SELECTOR, "#sign-in-form button[type=submit]").click()
-        wait_for(lambda: browser.find_element(By.ID, "workspace").is_displayed(), "the signed-in workspace")
+        sign_in(browser, key)
         assert browser.execute_script("return sessionStorage.getItem('dragoman.apiKey')") == key
 
         # A text, on the interactive lane: the identity engine gives it back.
@@ -172,34 +194,110 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         wait_for(lambda: "cannot tell the document's format" in text_of("files-error"), "the unsupported file's error")
         assert "notes.xyz → fr" in text_of("files-error")
 
-        browser.find_element(By.ID, "file-input").send_keys(str(markdown))
+        # A document and a JSONL run in one go.
+        browser.find_element(By.ID, "file-input").send_keys(f"{markdown}\n{run}")
         browser.find_element(By.CSS_SELECTOR, "#files-form button[type=submit]").click()
-        item = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li"), "the upload in the list")[0]
-        assert "release-notes.md → fr" in item.text
-        wait_for(
-            lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=completed] button.download"),
-            "the document completed, with its download",
-            within=60,
-            between=run_orchestrator,  # the orchestrator splits and assembles it (RQ's worker, on this thread)
-        )
-        assert text_of("files-error") == ""
-        progress = browser.find_element(By.CSS_SELECTOR, "#uploads li progress")
-        assert progress.get_attribute("value") == "100"
+        items = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li")[1:], "both uploads listed")
+        assert "strings.jsonl → fr" in items[0].text
+        stream_states: set[str] = set()
 
-        browser.find_element(By.CSS_SELECTOR, "#uploads li button.download").click()
+        def completed() -> list[Any]:
+            stream_states.add(text_of("stream-state"))
+            return browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=completed] button.download")[1:]
+
+        # The orchestrator splits and assembles it (RQ's worker, on this thread); the page follows the events.
+        wait_for(completed, "both completed, with their downloads", within=60, between=run_orchestrator)
+        assert "Progress: live." in stream_states, stream_states
+        assert text_of("files-error") == ""
+        for progress in browser.find_elements(By.CSS_SELECTOR, "#uploads li progress"):
+            assert progress.get_attribute("value") == "100"
+
+        (document,) = [li for li in browser.find_elements(By.CSS_SELECTOR, "#uploads li") if "release-notes" in li.text]
+        document.find_element(By.CSS_SELECTOR, "button.download").click()
         downloaded = tmp_path / "downloads" / "release-notes.fr.md"
         wait_for(downloaded.exists, "the downloaded file")
         translated = downloaded.read_text()
         assert structure(translated) == structure(SOURCE) and len(structure(SOURCE)) > 10
         assert translated == SOURCE  # the identity engine: the text itself comes back, in its structure
 
+        browser.find_element(By.ID, "download-all").click()
+        archive = tmp_path / "downloads" / "dragoman-translations.zip"
+        wait_for(archive.exists, "the zip of every result")
+        with zipfile.ZipFile(archive) as zipped:
+            assert zipped.read("release-notes.fr.md").decode() == translated
+            results = [json.loads(line) for line in zipped.read("strings.fr.results.jsonl").splitlines()]
+        assert [(r["custom_id"], r["translation"]) for r in results] == [(f"s{i}", f"String {i}.") for i in range(3)]
+
         assert key not in browser.current_url and "key" not in browser.current_url
+        # Nothing the policy blocked, no script error (the 401 and 415 answers are logged as failed loads).
+        problems = [
+            entry["message"]
+            for entry in browser.get_log("browser")
+            if entry["level"] == "SEVERE" and "Failed to load resource" not in entry["message"]
+        ]
+        assert problems == []
         _screenshots(browser)
 
         browser.find_element(By.ID, "sign-out").click()
         wait_for(lambda: browser.find_element(By.ID, "sign-in").is_displayed(), "the sign-in form again")
         assert browser.execute_script("return sessionStorage.getItem('dragoman.apiKey')") is None
         assert browser.find_elements(By.CSS_SELECTOR, "#uploads li") == []
+
+
+def test_history_cancel_and_retry(
+    settings: Settings, tenant_key: KeyMaker, worker: Callable[[], None], browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    key = tenant_key("console")
+    draft = tmp_path / "draft.md"
+    draft.write_text(SOURCE)
+    with uvicorn_serving(create_app(settings)) as url:
+        # No worker yet: a job cancelled while queued, for the history to retry.
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
+            job = http.post("/v1/jobs", json={"text": "Hello history.", "source_lang": "en", "target_lang": "fr"})
+            assert http.post(f"/v1/jobs/{job.json()['id']}/cancel").json()["status"] == "cancelled"
+        browser.get(url + "/")
+        sign_in(browser, key)
+
+        # An upload cancelled from the list while it waits to be split.
+        browser.find_element(By.ID, "file-input").send_keys(str(draft))
+        browser.find_element(By.CSS_SELECTOR, "#files-form button[type=submit]").click()
+        cancel = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li button.cancel"), "a cancel button")
+        cancel[0].click()
+        wait_for(
+            lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=cancelled]"),
+            "the upload cancelled",
+            between=run_orchestrator,
+        )
+        worker()
+
+        def rows(status: str, contains: str) -> list[Any]:
+            found = browser.find_elements(By.CSS_SELECTOR, f"#history-list li[data-status={status}]")
+            return [row for row in found if contains in row.text]
+
+        def refresh() -> None:
+            run_orchestrator()
+            browser.find_element(By.ID, "history-refresh").click()
+
+        # Jobs: the cancelled one, retried as a new job that the worker translates.
+        browser.find_element(By.ID, "tab-jobs").click()
+        cancelled = wait_for(lambda: rows("cancelled", job.json()["id"]), "the cancelled job listed")
+        cancelled[0].find_element(By.CSS_SELECTOR, "button.retry").click()
+        wait_for(lambda: rows("succeeded", "Hello history."), "the retried job translated", between=refresh)
+
+        # Documents (keys move between tabs with the arrows): the cancelled draft, retried, completed, downloaded.
+        browser.find_element(By.ID, "tab-jobs").send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+        assert browser.find_element(By.ID, "tab-documents").get_attribute("aria-selected") == "true"
+        wait_for(lambda: rows("cancelled", "draft.md"), "the cancelled draft listed")[0].find_element(
+            By.CSS_SELECTOR, "button.retry"
+        ).click()
+        done = wait_for(lambda: rows("completed", "draft.md"), "the retried draft", within=60, between=refresh)
+        done[0].find_element(By.CSS_SELECTOR, "button.download").click()
+        downloaded = tmp_path / "downloads" / "draft.translated.md"
+        wait_for(downloaded.exists, "the history's download")
+        assert structure(downloaded.read_text()) == structure(SOURCE)
 
 
 def _screenshots(browser: Any) -> None:
