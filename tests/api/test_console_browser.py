@@ -203,7 +203,8 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
 
         def completed() -> list[Any]:
             stream_states.add(text_of("stream-state"))
-            return browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=completed] button.download")[1:]
+            found: list[Any] = browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=completed] .download")
+            return found[1:]
 
         # The orchestrator splits and assembles it (RQ's worker, on this thread); the page follows the events.
         wait_for(completed, "both completed, with their downloads", within=60, between=run_orchestrator)
@@ -264,7 +265,7 @@ def test_history_cancel_and_retry(
         # An upload cancelled from the list while it waits to be split.
         browser.find_element(By.ID, "file-input").send_keys(str(draft))
         browser.find_element(By.CSS_SELECTOR, "#files-form button[type=submit]").click()
-        cancel = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li button.cancel"), "a cancel button")
+        cancel = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li button.cancel"), "its cancel")
         cancel[0].click()
         wait_for(
             lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=cancelled]"),
