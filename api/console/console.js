@@ -19,6 +19,7 @@ const uploads = new Map();
 let stopEvents = null;
 let followedIds = "";
 let pollTimer = null;
+let pollDue = 0;
 
 // ---------------------------------------------------------------- small DOM makers
 
@@ -133,9 +134,10 @@ function signOut() {
   stopEvents = null;
   followedIds = "";
   clearTimeout(pollTimer);
+  pollTimer = null;
   uploads.clear();
   renderUploads();
-  for (const id of ["translate-output", "translate-status", "history-list", "stream-state"]) $(id).textContent = "";
+  for (const id of ["translate-output", "translate-status", "history-list", "stream-state", "upload-announcer"]) $(id).textContent = "";
   $("usage-table").tBodies[0].textContent = "";
   $("usage-table").tFoot.textContent = "";
   showSignedIn(false);
@@ -355,9 +357,17 @@ function followUploads() {
   if (ids) scheduleRefresh(POLL_MS);
 }
 
+/** Refresh the unfinished uploads within `delay` ms (an earlier refresh already due is kept, so a
+ * steady flow of events cannot keep pushing it back). */
 function scheduleRefresh(delay) {
+  const due = Date.now() + delay;
+  if (pollTimer !== null && pollDue <= due) return;
   clearTimeout(pollTimer);
-  pollTimer = setTimeout(refreshActive, delay);
+  pollDue = due;
+  pollTimer = setTimeout(() => {
+    pollTimer = null;
+    refreshActive();
+  }, delay);
 }
 
 async function cancelItem(kind, id, after) {
@@ -373,10 +383,19 @@ function alertError(error) {
   showError("history-error", error);
 }
 
+/** Redraw the uploads list, keeping the keyboard focus on the same button, and announce each status
+ * change once (the list itself is not a live region: it is redrawn on every refresh). */
 function renderUploads() {
   const list = $("uploads");
+  const focused = list.contains(document.activeElement) ? document.activeElement : null;
+  const focusKey = focused ? [focused.closest("li")?.dataset.id, focused.className] : null;
+  const changes = [];
   list.textContent = "";
   for (const item of uploads.values()) {
+    if (item.announced !== item.status) {
+      changes.push(`${item.label}: ${item.status}`);
+      item.announced = item.status;
+    }
     const counts = item.counts ?? { total: 0, succeeded: 0, failed: 0, pending: 0, percent: 0 };
     const actions = element("div", { class: "actions" });
     if (item.result) {
@@ -416,6 +435,12 @@ function renderUploads() {
     );
   }
   $("download-all").disabled = ![...uploads.values()].some((item) => item.result);
+  if (focusKey) {
+    const again = [...list.querySelectorAll("li")].find((li) => li.dataset.id === focusKey[0]);
+    const button = again?.querySelector(`button.${focusKey[1] || "download"}`) ?? again?.querySelector("button");
+    (button ?? $("uploads-title")).focus();
+  }
+  if (changes.length) $("upload-announcer").textContent = changes.join(". ");
 }
 
 async function downloadAll() {
