@@ -370,17 +370,16 @@ function scheduleRefresh(delay) {
   }, delay);
 }
 
-async function cancelItem(kind, id, after) {
+async function cancelItem(kind, id, after, errorId) {
   try {
     await call("POST", `/v1/${kind}/${id}/cancel`);
   } catch (error) {
-    if (!handleAuth(error)) alertError(error);
+    if (handleAuth(error)) return;
+    await after();
+    showError(errorId, error);
+    return;
   }
   after();
-}
-
-function alertError(error) {
-  showError("history-error", error);
 }
 
 /** Redraw the uploads list, keeping the keyboard focus on the same button, and announce each status
@@ -416,7 +415,7 @@ function renderUploads() {
           class: "cancel",
           text: "Cancel",
           "aria-label": `Cancel ${item.label}`,
-          onclick: () => cancelItem(`${item.kind}s`, item.id, refreshActive),
+          onclick: () => cancelItem(`${item.kind}s`, item.id, refreshActive, "files-error"),
         }),
       );
     }
@@ -472,22 +471,21 @@ function watchDrops() {
 
 // ---------------------------------------------------------------- history
 
-const history = { kind: "documents", next: null };
+const history = { kind: "documents", next: null, loading: 0 };
 
 function historyRequest(kind, cursor) {
   if (kind === "batches") return ["/v1/batches", { limit: 20, after: cursor }];
   return [`/v1/${kind}`, { limit: 20, before: cursor }];
 }
 
+/** Load the selected kind's newest page (`fresh`) or the next older one; the list is replaced in one
+ * go when the page arrives, and only the latest of overlapping loads is shown. */
 async function loadHistory(fresh) {
   const kind = history.kind;
+  const load = ++history.loading;
   showError("history-error", null);
-  $("history-note").textContent = "";
-  if (fresh) {
-    $("history-list").textContent = "";
-    history.next = null;
-  }
   if (kind !== "batches" && !server.historyLists) {
+    $("history-list").textContent = "";
     $("history-note").textContent =
       "This server does not list jobs, runs and documents yet; this session's uploads are above.";
     $("history-more").hidden = true;
@@ -496,13 +494,15 @@ async function loadHistory(fresh) {
   try {
     const [path, query] = historyRequest(kind, fresh ? null : history.next);
     const page = await callJson("GET", path, { query });
-    const rows = page.data ?? [];
+    if (load !== history.loading) return;
+    const rows = (page.data ?? []).map((row) => historyRow(kind, row));
     history.next = kind === "batches" ? (page.has_more ? page.last_id : null) : page.next ?? null;
-    for (const row of rows) $("history-list").append(historyRow(kind, row));
-    if (fresh && !rows.length) $("history-note").textContent = `No ${kind} yet.`;
+    if (fresh) $("history-list").replaceChildren(...rows);
+    else $("history-list").append(...rows);
+    $("history-note").textContent = fresh && !rows.length ? `No ${kind} yet.` : "";
     $("history-more").hidden = !history.next;
   } catch (error) {
-    if (!handleAuth(error)) showError("history-error", error);
+    if (load === history.loading && !handleAuth(error)) showError("history-error", error);
   }
 }
 
@@ -512,7 +512,7 @@ function historyRow(kind, row) {
   const active = kind === "jobs" ? ACTIVE_JOB.has(row.status) : kind === "batches" ? ACTIVE_BATCH.has(row.status) : ACTIVE_GROUP.has(row.status);
   const label = row.name ?? row.id;
   if (active && row.status !== "cancelling") {
-    actions.append(element("button", { type: "button", class: "cancel", text: "Cancel", "aria-label": `Cancel ${label}`, onclick: () => cancelItem(kind, row.id, reload) }));
+    actions.append(element("button", { type: "button", class: "cancel", text: "Cancel", "aria-label": `Cancel ${label}`, onclick: () => cancelItem(kind, row.id, reload, "history-error") }));
   }
   const retryable = (kind === "jobs" || kind === "documents") && server.retry &&
     (row.status === "failed" || row.status === "cancelled" || (kind === "documents" && row.counts?.failed > 0));
@@ -559,7 +559,10 @@ async function retry(kind, id) {
   try {
     await call("POST", `/v1/${kind}/${id}/retry`);
   } catch (error) {
-    if (!handleAuth(error)) showError("history-error", error);
+    if (handleAuth(error)) return;
+    await loadHistory(true);
+    showError("history-error", error);
+    return;
   }
   loadHistory(true);
 }

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import time
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ import pytest
 from api import create_app
 from contract.settings import Settings
 from contract.sync_bridge import LoopThread
+from storage import AsyncConnectionPool
+from storage.history import HistoryStore
 from tests.api.conftest import KeyMaker, uvicorn_serving
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.worker.conftest import WorkerFactory
@@ -230,6 +233,15 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         assert [(r["custom_id"], r["translation"]) for r in results] == [(f"s{i}", f"String {i}.") for i in range(3)]
 
         assert key not in browser.current_url and "key" not in browser.current_url
+        # Every form control has a label; on a phone-sized screen nothing runs off the side.
+        unlabelled = browser.execute_script(
+            "return [...document.querySelectorAll('input, select, textarea')]"
+            ".filter((e) => !e.labels.length && !e.getAttribute('aria-label')).map((e) => e.id)"
+        )
+        assert unlabelled == []
+        browser.set_window_size(390, 844)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        browser.set_window_size(1280, 1000)
         # Nothing the policy blocked, no script error (the 401 and 415 answers are logged as failed loads).
         problems = [
             entry["message"]
@@ -245,28 +257,75 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         assert browser.find_elements(By.CSS_SELECTOR, "#uploads li") == []
 
 
+@pytest.fixture
+def job_recorded(settings: Settings) -> Iterator[Callable[[str, str], bool]]:
+    """``job_recorded(tenant, job_id)``: whether a worker has written the job's row (a job cancelled while
+    queued is retryable from then on)."""
+    assert settings.database_url
+    loop = LoopThread("console-history")
+    pool = AsyncConnectionPool(settings.database_url, max_connections=1)
+    try:
+        yield lambda tenant, job_id: loop.run(HistoryStore(pool).job_to_retry(tenant, job_id)) is not None
+    finally:
+        loop.run(pool.close())
+        loop.close()
+
+
+_ROW_SCRIPT = """
+const [status, text, button] = arguments;
+const row = [...document.querySelectorAll(`#history-list li[data-status=${status}]`)]
+    .find((li) => li.textContent.includes(text));
+if (row && button) row.querySelector(button).click();
+return Boolean(row);
+"""
+"""Find the history's row of a status that shows a text (and click one of its buttons) in one step: the
+list is redrawn on every refresh, so an element found in one call may be gone in the next."""
+
+
 def test_history_cancel_and_retry(
-    settings: Settings, tenant_key: KeyMaker, worker: Callable[[], None], browser: Any, tmp_path: Path
+    settings: Settings,
+    make_key: KeyMaker,
+    worker: Callable[[], None],
+    job_recorded: Callable[[str, str], bool],
+    browser: Any,
+    tmp_path: Path,
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
 
-    key = tenant_key("console")
+    tenant = f"console-{uuid.uuid4().hex[:8]}"
+    key = make_key(tenant)
     draft = tmp_path / "draft.md"
     draft.write_text(SOURCE)
+
+    def row(status: str, text: str, click: str | None = None) -> bool:
+        return bool(browser.execute_script(_ROW_SCRIPT, status, text, click))
+
+    def refresh() -> None:
+        run_orchestrator()
+        browser.find_element(By.ID, "history-refresh").click()
+
     with uvicorn_serving(create_app(settings)) as url:
         # No worker yet: a job cancelled while queued, for the history to retry.
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
-            job = http.post("/v1/jobs", json={"text": "Hello history.", "source_lang": "en", "target_lang": "fr"})
-            assert http.post(f"/v1/jobs/{job.json()['id']}/cancel").json()["status"] == "cancelled"
+            submitted = http.post("/v1/jobs", json={"text": "Hello history.", "source_lang": "en", "target_lang": "fr"})
+            job_id = submitted.json()["id"]
+            assert http.post(f"/v1/jobs/{job_id}/cancel").json()["status"] == "cancelled"
         browser.get(url + "/")
         sign_in(browser, key)
 
-        # An upload cancelled from the list while it waits to be split.
+        # An upload with the document options (this server takes them), cancelled from the list while it
+        # waits to be split.
+        browser.find_element(By.CSS_SELECTOR, "#files-form summary").click()
+        assert browser.find_element(By.ID, "document-options").is_enabled()
+        Select(browser.find_element(By.ID, "file-formality")).select_by_value("formal")
+        browser.find_element(By.ID, "file-context").send_keys("Release notes of a command-line tool.")
+        browser.find_element(By.ID, "file-glossary").send_keys("release = version\nnotes = notes")
         browser.find_element(By.ID, "file-input").send_keys(str(draft))
         browser.find_element(By.CSS_SELECTOR, "#files-form button[type=submit]").click()
-        cancel = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li button.cancel"), "its cancel")
-        cancel[0].click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li button.cancel"), "its cancel")
+        browser.execute_script("document.querySelector('#uploads li button.cancel').click()")  # redrawn meanwhile
         wait_for(
             lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li[data-status=cancelled]"),
             "the upload cancelled",
@@ -274,28 +333,18 @@ def test_history_cancel_and_retry(
         )
         worker()
 
-        def rows(status: str, contains: str) -> list[Any]:
-            found = browser.find_elements(By.CSS_SELECTOR, f"#history-list li[data-status={status}]")
-            return [row for row in found if contains in row.text]
-
-        def refresh() -> None:
-            run_orchestrator()
-            browser.find_element(By.ID, "history-refresh").click()
-
         # Jobs: the cancelled one, retried as a new job that the worker translates.
+        wait_for(lambda: job_recorded(tenant, job_id), "the cancelled job's row")
         browser.find_element(By.ID, "tab-jobs").click()
-        cancelled = wait_for(lambda: rows("cancelled", job.json()["id"]), "the cancelled job listed")
-        cancelled[0].find_element(By.CSS_SELECTOR, "button.retry").click()
-        wait_for(lambda: rows("succeeded", "Hello history."), "the retried job translated", between=refresh)
+        wait_for(lambda: row("cancelled", job_id, "button.retry"), "the cancelled job listed, retried")
+        wait_for(lambda: row("succeeded", "Hello history."), "the retried job translated", between=refresh)
 
         # Documents (keys move between tabs with the arrows): the cancelled draft, retried, completed, downloaded.
         browser.find_element(By.ID, "tab-jobs").send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)
         assert browser.find_element(By.ID, "tab-documents").get_attribute("aria-selected") == "true"
-        wait_for(lambda: rows("cancelled", "draft.md"), "the cancelled draft listed")[0].find_element(
-            By.CSS_SELECTOR, "button.retry"
-        ).click()
-        done = wait_for(lambda: rows("completed", "draft.md"), "the retried draft", within=60, between=refresh)
-        done[0].find_element(By.CSS_SELECTOR, "button.download").click()
+        wait_for(lambda: row("cancelled", "draft.md", "button.retry"), "the cancelled draft listed, retried")
+        wait_for(lambda: row("completed", "draft.md"), "the retried draft completed", within=60, between=refresh)
+        row("completed", "draft.md", "button.download")
         downloaded = tmp_path / "downloads" / "draft.translated.md"
         wait_for(downloaded.exists, "the history's download")
         assert structure(downloaded.read_text()) == structure(SOURCE)
