@@ -137,7 +137,10 @@ function signOut() {
   pollTimer = null;
   uploads.clear();
   renderUploads();
-  for (const id of ["translate-output", "translate-status", "history-list", "stream-state", "upload-announcer"]) $(id).textContent = "";
+  const shown = ["translate-output", "translate-status", "history-list", "history-note", "stream-state", "upload-announcer"];
+  for (const id of [...shown, "translate-error", "files-error", "history-error", "usage-error"]) $(id).textContent = "";
+  $("translate-form").reset(); // the next person at this screen does not see this one's text
+  $("files-form").reset();
   $("usage-table").tBodies[0].textContent = "";
   $("usage-table").tFoot.textContent = "";
   showSignedIn(false);
@@ -146,7 +149,7 @@ function signOut() {
 
 /** Any answer 401 means the key is no longer good: back to the sign-in form, saying why. */
 function handleAuth(error) {
-  if (error instanceof ApiFailure && error.status === 401) {
+  if (error instanceof ApiFailure && error.status === 401 && storedKey()) {
     signOut();
     showError("sign-in-error", error);
     return true;
@@ -301,6 +304,7 @@ function viewState(view) {
 }
 
 function contentPath(item) {
+  if (item.kind === "batch") return `/v1/files/${item.outputFileId}/content`;
   return item.kind === "run" ? `/v1/runs/${item.id}/results` : `/v1/documents/${item.id}/content`;
 }
 
@@ -506,6 +510,14 @@ async function loadHistory(fresh) {
   }
 }
 
+/** The name a history row's result is saved under (the list does not say a document's target). */
+function historyFileName(kind, row) {
+  const stem = stemOf(row.name ?? row.id);
+  if (kind === "batches") return `${row.id}.output.jsonl`;
+  if (kind === "runs") return `${stem}.results.jsonl`;
+  return `${stem}.translated.${row.format || suffixOf(row.name ?? "") || "txt"}`;
+}
+
 function historyRow(kind, row) {
   const actions = element("div", { class: "actions" });
   const reload = () => loadHistory(true);
@@ -519,13 +531,12 @@ function historyRow(kind, row) {
   if (retryable) {
     actions.append(element("button", { type: "button", class: "retry", text: "Retry", "aria-label": `Retry ${label}`, onclick: () => retry(kind, row.id) }));
   }
-  if (row.status === "completed" && (kind === "documents" || kind === "runs")) {
+  if (row.status === "completed" && (kind === "documents" || kind === "runs" || row.output_file_id)) {
     const item = {
       id: row.id,
       kind: kind.slice(0, -1),
-      fileName: kind === "runs"
-        ? `${stemOf(row.name ?? row.id)}.results.jsonl`
-        : `${stemOf(row.name ?? row.id)}.translated.${row.format || suffixOf(row.name ?? "") || "txt"}`,
+      outputFileId: row.output_file_id,
+      fileName: historyFileName(kind, row),
     };
     actions.append(element("button", {
       type: "button",
