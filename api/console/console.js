@@ -242,17 +242,20 @@ async function uploadFiles(event) {
   const button = event.submitter ?? $("files-form").querySelector("button[type=submit]");
   button.disabled = true;
   const failures = [];
-  for (const file of files) {
-    for (const target of targets) {
-      try {
-        await uploadOne(file, source, target, options);
-      } catch (error) {
-        if (handleAuth(error)) return;
-        failures.push(`${file.name} → ${target}: ${error.message}`);
+  try {
+    for (const file of files) {
+      for (const target of targets) {
+        try {
+          await uploadOne(file, source, target, options);
+        } catch (error) {
+          if (handleAuth(error)) return;
+          failures.push(`${file.name} → ${target}: ${error.message}`);
+        }
       }
     }
+  } finally {
+    button.disabled = false;
   }
-  button.disabled = false;
   showError("files-error", failures.length ? failures.join("\n") : null);
   $("file-input").value = ""; // what failed is named in the error; what went up is in the list
   followUploads();
@@ -325,12 +328,19 @@ async function refreshUpload(item) {
   } catch (error) {
     if (handleAuth(error)) return;
     item.error = error.message;
+    if (item.status === "completed") item.fetchFailures = (item.fetchFailures ?? 0) + 1;
   }
 }
 
+/** Uploads still to follow: unfinished, or completed with a result not fetched yet (three tries). */
+function followed() {
+  return [...uploads.values()].filter(
+    (item) => ACTIVE_GROUP.has(item.status) || (item.status === "completed" && !item.result && (item.fetchFailures ?? 0) < 3),
+  );
+}
+
 async function refreshActive() {
-  const active = [...uploads.values()].filter((item) => ACTIVE_GROUP.has(item.status) || (item.status === "completed" && !item.result));
-  await Promise.all(active.map(refreshUpload));
+  await Promise.all(followed().map(refreshUpload));
   renderUploads();
   followUploads();
 }
@@ -338,8 +348,7 @@ async function refreshActive() {
 /** Follow the event stream for the unfinished uploads, with a poll as the fallback (a document's
  * own completion is the orchestrator's, not a job's event). */
 function followUploads() {
-  const active = [...uploads.values()].filter((item) => ACTIVE_GROUP.has(item.status) || (item.status === "completed" && !item.result));
-  const ids = active.map((item) => item.id).sort().join(",");
+  const ids = followed().map((item) => item.id).sort().join(",");
   if (ids !== followedIds) {
     if (stopEvents) stopEvents();
     stopEvents = null;
