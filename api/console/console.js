@@ -357,6 +357,8 @@ function followUploads() {
       stopEvents = followEvents({
         runIds: ids.split(","),
         onEvent: (name) => {
+          const state = $("stream-state");
+          state.dataset.events = String(Number(state.dataset.events ?? 0) + 1); // events seen (for tests)
           if (name === "job.finished" || name === "gap") scheduleRefresh(200);
         },
         onState: (state) => {

@@ -202,6 +202,7 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         browser.find_element(By.CSS_SELECTOR, "#files-form button[type=submit]").click()
         items = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#uploads li")[1:], "both uploads listed")
         assert "strings.jsonl → fr" in items[0].text
+        wait_for(lambda: text_of("stream-state") == "Progress: live.", "the event stream open")  # before the split
         stream_states: set[str] = set()
 
         def completed() -> list[Any]:
@@ -212,6 +213,8 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         # The orchestrator splits and assembles it (RQ's worker, on this thread); the page follows the events.
         wait_for(completed, "both completed, with their downloads", within=60, between=run_orchestrator)
         assert "Progress: live." in stream_states, stream_states
+        # The segments' job.finished events came through the stream (read with fetch: the key is a header).
+        assert int(browser.find_element(By.ID, "stream-state").get_attribute("data-events") or 0) >= 10
         assert text_of("files-error") == ""
         for progress in browser.find_elements(By.CSS_SELECTOR, "#uploads li progress"):
             assert progress.get_attribute("value") == "100"
