@@ -104,7 +104,7 @@ def create_app(settings: Settings) -> FastAPI:
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
         # GET /v1/jobs, /v1/runs, /v1/documents and the retries (the web console's history)
-        app.state.history = TenantHistory(client.redis, client.keys, HistoryStore(pool), settings.state_ttl_seconds)
+        app.state.history = TenantHistory(client.redis, client.keys, HistoryStore(pool))
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)
         sweeper.start()
         try:

@@ -2,12 +2,16 @@
 
 A job's row reaches PostgreSQL when it finishes (the worker's writer), so ``GET /v1/jobs`` reads its
 queued and running jobs from Redis: the submitter adds each stand-alone job of a tenant to the
-tenant's set (:meth:`~broker.keys.RedisKeys.tenant_standalone`, scored by ``created_at``), and the
-set is pruned to the members still in the tenant's unfinished-jobs set (SUBMIT adds a job there,
-FINISH removes it), with one ``ZINTERSTORE``: when it is read, and when a write finds it past
-:data:`PRUNE_ABOVE` members. So it holds about the tenant's unfinished stand-alone jobs (bounded by
-its key's limit of unfinished jobs), plus those finished since the last prune; it expires with the
-state records when the tenant submits nothing.
+tenant's set (:meth:`~broker.keys.RedisKeys.tenant_standalone`, scored by ``created_at``). A job is
+unfinished while it is in the tenant's unfinished-jobs set (SUBMIT adds it there, FINISH removes
+it). Finished members leave the stand-alone set two ways, each costing about one step per job:
+
+- a read (``unfinished_standalone.lua``) walks down from its cursor and removes those it passes;
+- a write that finds at least :data:`PRUNE_ABOVE` finished members, and at least as many finished
+  as unfinished, keeps only the unfinished (one ``ZINTERSTORE``, its work paid for by the members
+  it removes): a tenant that submits a lot and never lists holds a bounded set.
+
+The set expires with the state records when the tenant submits nothing.
 """
 
 from __future__ import annotations
@@ -18,16 +22,17 @@ from collections.abc import Sequence
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.scripts import UnfinishedStandaloneScript
 
 PRUNE_ABOVE = 1_000
-"""Members past which a write prunes the finished ones (a tenant that submits a lot and never lists)."""
+"""Finished members (at least: the set's size less the tenant's unfinished jobs) past which a write prunes."""
 
 
 async def note_standalone(
     client: aioredis.Redis, keys: RedisKeys, jobs: Sequence[tuple[str, str, float]], ttl_seconds: int
 ) -> None:
     """Add ``(tenant, job id, created_at)`` of just-queued stand-alone jobs to their tenants' sets (one round trip,
-    a second for a set that grew past :data:`PRUNE_ABOVE`)."""
+    a second for a set with many finished members)."""
     if not jobs:
         return
     by_tenant: dict[str, dict[str, float]] = defaultdict(dict)
@@ -39,10 +44,12 @@ async def note_standalone(
             pipe.zadd(key, members)
             pipe.expire(key, ttl_seconds)
             pipe.zcard(key)
+            pipe.zcard(keys.tenant_queued(tenant))
         replies = await pipe.execute()
-    sizes = replies[2::3]
-    for tenant, size in zip(by_tenant, sizes, strict=True):
-        if int(size) > PRUNE_ABOVE:
+    for index, tenant in enumerate(by_tenant):
+        noted, unfinished = int(replies[4 * index + 2]), int(replies[4 * index + 3])
+        finished_at_least = noted - unfinished  # the unfinished set also holds the tenant's runs' jobs
+        if finished_at_least > max(PRUNE_ABOVE, unfinished):
             await _prune(client, keys, tenant, ttl_seconds)
 
 
@@ -56,18 +63,8 @@ async def _prune(client: aioredis.Redis, keys: RedisKeys, tenant: str, ttl_secon
 
 
 async def unfinished_standalone(
-    client: aioredis.Redis, keys: RedisKeys, tenant: str, max_score: float | None, count: int, ttl_seconds: int
+    client: aioredis.Redis, keys: RedisKeys, tenant: str, max_score: float | None, count: int
 ) -> list[tuple[str, float]]:
     """The tenant's unfinished stand-alone jobs, newest first: ``(job id, created_at)``, at most ``count``, with
-    ``created_at`` at most ``max_score`` (``None``: any). Pruned first, in the same round trip."""
-    key = keys.tenant_standalone(tenant)
-    async with client.pipeline(transaction=True) as pipe:
-        pipe.zinterstore(key, {key: 1, keys.tenant_queued(tenant): 0}, aggregate="SUM")
-        pipe.expire(key, ttl_seconds)
-        pipe.zrevrangebyscore(key, "+inf" if max_score is None else repr(max_score), "-inf", 0, count, withscores=True)
-        replies = await pipe.execute()
-    return [(_text(member), float(score)) for member, score in replies[2]]
-
-
-def _text(member: bytes | str) -> str:
-    return member.decode() if isinstance(member, bytes) else member
+    ``created_at`` at most ``max_score`` (``None``: any); finished ones passed on the way are removed."""
+    return await UnfinishedStandaloneScript(keys).call(client, tenant, max_score, count)

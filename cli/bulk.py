@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from cli.glossary_option import parse_glossary_option
 from cli.help import EXAMPLE_ID, MODEL_HELP, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
@@ -134,6 +135,13 @@ def add_commands(sub: SubParsers) -> None:
     translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
     translate.add_argument("--format", choices=FORMATS, help="default: from the file's suffix")
     translate.add_argument("--model", help=MODEL_HELP)
+    translate.add_argument(
+        "--glossary",
+        help="JSON object of source term -> target term every segment must use, or @FILE holding one: "
+        '\'{"cat": "chat"}\'',
+    )
+    translate.add_argument("--context", help="what the document is (the model sees it with every segment)")
+    translate.add_argument("--formality", choices=["formal", "informal"], help="register, where the profile has one")
     translate.add_argument(
         "--retranslate",
         action="store_true",
@@ -297,6 +305,9 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             max_segment_chars=args.max_segment_chars,
             retranslate=args.retranslate,
             model=args.model,
+            glossary=parse_glossary_option(args.glossary),
+            context=args.context,
+            formality=args.formality,
         )
         print(f"document {document_id}", file=sys.stderr)
         try:

@@ -17,6 +17,7 @@ import redis
 from cli.api import add_commands as add_api_commands
 from cli.bulk import add_commands as add_bulk_commands
 from cli.evaluate import add_commands as add_evaluate_commands
+from cli.glossary_option import parse_glossary_option
 from cli.help import EXAMPLE_ID, MODEL_HELP, HelpFormatter, add_command, choices, examples
 from cli.memory import add_commands as add_memory_commands
 from cli.orchestrator import add_commands as add_orchestrator_commands
@@ -54,7 +55,7 @@ def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
             args.target,
             metadata=metadata,
             idempotency_key=args.idempotency_key,
-            glossary=_parse_glossary(args.glossary),
+            glossary=parse_glossary_option(args.glossary),
             context=args.context,
             formality=args.formality,
             memory=not args.no_memory,
@@ -71,23 +72,6 @@ def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"job {job.id} {job.status.value}: {job.error or ''}".rstrip(), file=sys.stderr)
     return EXIT_OK if job.status is JobStatus.SUCCEEDED else EXIT_ERROR
-
-
-def _parse_glossary(raw: str | None) -> dict[str, str] | None:
-    """``--glossary``: a JSON object, or ``@FILE`` holding one."""
-    if raw is None:
-        return None
-    if raw.startswith("@"):
-        try:
-            with open(raw[1:], encoding="utf-8") as file:
-                raw = file.read()
-        except OSError as exc:
-            raise InvalidJobError(f"--glossary {raw}: cannot read the file ({exc.strerror})") from None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidJobError(f'--glossary must be a JSON object such as \'{{"cat": "chat"}}\': {exc}') from None
-    return value  # type: ignore[no-any-return]  # checked by the client (InvalidGlossaryError)
 
 
 def _parse_metadata(raw: str | None) -> dict[str, object] | None:

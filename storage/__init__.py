@@ -19,6 +19,8 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping; lookups
   optionally scoped to one tenant of the HTTP API).
+- ``history``: a tenant's stand-alone jobs, runs and documents newest first, a keyset page at a time
+  (:class:`~storage.history.HistoryStore`, the opaque cursor), and what retries read back. Import it directly.
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's recall of
   a whole read and its stores, the age and size limits, ``dragoman memory stats|purge``.
 - ``health``: :func:`ping`, a one-off check (``dragoman check``, through the sync bridge), and

@@ -307,6 +307,7 @@ def storable_failure(record: RowRecord, error: str, *, bare: bool = False) -> Ro
         tenant=record.tenant if isinstance(record.tenant, str) and TENANT_PATTERN.fullmatch(record.tenant) else None,
         finish_reason=_text(record.finish_reason)[:100] or None,
         pieces=record.pieces if isinstance(record.pieces, int) and 0 <= record.pieces <= _INT_MAX else None,
+        controls=record.controls if isinstance(record.controls, dict) else None,  # for its retry
     )
 
 

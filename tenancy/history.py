@@ -53,19 +53,16 @@ class Page:
 class TenantHistory:
     """Reads a tenant's history and builds its retries; every call names the tenant."""
 
-    def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys, store: HistoryStore, state_ttl: int) -> None:
+    def __init__(self, redis_client: aioredis.Redis, keys: RedisKeys, store: HistoryStore) -> None:
         self._redis = redis_client
         self._keys = keys
         self._store = store
-        self._state_ttl = state_ttl
 
     async def jobs(self, tenant: str, before: PageCursor | None, limit: int) -> Page:
         """A page of the tenant's stand-alone jobs (finished, queued and running), newest first."""
         rows = await self._store.standalone_jobs(tenant, before, limit + 1)
         max_score = None if before is None else (before.created_us + 1) / 1e6
-        unfinished = await unfinished_standalone(
-            self._redis, self._keys, tenant, max_score, limit + 1 + TIE_ROOM, self._state_ttl
-        )
+        unfinished = await unfinished_standalone(self._redis, self._keys, tenant, max_score, limit + 1 + TIE_ROOM)
         states = await read_states(self._redis, self._keys, [job_id for job_id, _ in unfinished])
         merged: dict[str, tuple[tuple[int, str], Job]] = {}
         for job in rows:
@@ -109,9 +106,16 @@ class TenantHistory:
                 "job in its queue; retry then"
             )
         job, controls = found
-        if job.run_id is not None or job.document_id is not None:
-            kind, group = ("run", job.run_id) if job.run_id is not None else ("document", job.document_id)
-            raise NotRetryableError(f"job {job_id} is part of {kind} {group}; retry the {kind} instead")
+        if job.document_id is not None:
+            raise NotRetryableError(
+                f"job {job_id} is a segment of document {job.document_id}; retry the document instead "
+                f"(POST /v1/documents/{job.document_id}/retry)"
+            )
+        if job.run_id is not None:
+            raise NotRetryableError(
+                f"job {job_id} is a line of run {job.run_id}; a run's jobs are not retried one by one: "
+                "submit its failed lines (GET /v1/runs/{id}/results) as a new run"
+            )
         if job.status not in RETRYABLE_JOB:
             raise NotRetryableError(
                 f"job {job_id} is {job.status.value}; only a failed or cancelled job can be retried"

@@ -13,6 +13,8 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 - ``overdue.lua``     :class:`OverdueScript`    a lane's undelivered entries that have waited long enough
 - ``reserve.lua``     :class:`ReserveScript`    a tenant's queued-job allowance, admitted exactly
 - ``refill.lua``      :class:`RefillScript`     tenants' staged entries into their lane, by deficit round robin
+- ``unfinished_standalone.lua`` :class:`UnfinishedStandaloneScript` a tenant's queued and running stand-alone
+  jobs, newest first (the job history), dropping finished ones from its set as it passes them
 """
 
 from broker.scripts.cancel import CancelOutcome, CancelScript
@@ -25,6 +27,7 @@ from broker.scripts.requeue import RequeueScript
 from broker.scripts.reserve import Admission, ReserveScript
 from broker.scripts.start import MISSING, StartOutcome, StartScript
 from broker.scripts.submit import SubmitScript
+from broker.scripts.unfinished_standalone import UnfinishedStandaloneScript
 
 __all__ = [
     "MISSING",
@@ -45,4 +48,5 @@ __all__ = [
     "StartOutcome",
     "StartScript",
     "SubmitScript",
+    "UnfinishedStandaloneScript",
 ]

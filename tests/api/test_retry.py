@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from contract.ids import job_id_for
 from contract.settings import Settings
 from storage import AsyncConnectionPool
 from storage.history import HistoryStore
@@ -206,3 +207,20 @@ async def test_a_cancelled_document_is_retried_and_a_clean_one_is_not(
     clean = await http.post(f"/v1/documents/{second}/retry", headers=bearer(key))
     assert clean.status_code == 409 and "no failed segments" in clean.json()["error"]["message"]
     assert (await http.post("/v1/documents/nonsense/retry", headers=bearer(key))).status_code == 404
+
+
+async def test_a_failed_job_of_a_run_is_not_retried_on_its_own(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    run = await http.post(
+        "/v1/runs?source_lang=en&target_lang=fr",
+        content=b'{"custom_id": "a", "text": "It goes boom."}\n',
+        headers={**bearer(key), "Content-Type": "application/x-ndjson"},
+    )
+    assert run.status_code == 202, run.text
+    job_id = job_id_for(run.json()["id"], 0)
+    async with start_worker(DeterministicEngine(fail_if=_boom)):
+        assert (await _final(http, key, job_id))["status"] == "failed"
+    response = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+    assert response.status_code == 409 and "a line of run" in response.json()["error"]["message"]

@@ -28,6 +28,7 @@ from broker.scripts import (
     ReserveScript,
     StartScript,
     SubmitScript,
+    UnfinishedStandaloneScript,
 )
 from contract.schemas import JobSpec, JobStatus, Lane
 from contract.settings import Settings
@@ -86,6 +87,7 @@ CASES: dict[type, Callable[[], Layout]] = {
     CountAfterScript: lambda: CountAfterScript().layout(KEYS.bulk_jobs_stream, "1-0", 100),
     OverdueScript: lambda: OverdueScript().layout(KEYS.jobs_stream, KEYS.consumer_group, 2.0, 100),
     ReserveScript: lambda: _reserve(),
+    UnfinishedStandaloneScript: lambda: UnfinishedStandaloneScript(KEYS).layout("globex", 1_700_000_000.5, 21),
 }
 
 # Pub/Sub channels are not keys (Cluster sends a PUBLISH to every node): the scripts that publish

@@ -27,6 +27,7 @@ from broker.scripts import (
     StartOutcome,
     StartScript,
     SubmitScript,
+    UnfinishedStandaloneScript,
     cancel,
     count_after,
     finish,
@@ -732,3 +733,27 @@ async def test_refill_moves_staged_entries_into_the_lane_by_turns_exactly_once(
     assert not raw_redis.exists(keys.staging(lane, "acme"), keys.staging(lane, "globex"), keys.rotation(lane))
     again = await RefillScript(keys, quantum=1).call(async_redis, lane, 10, ["acme", "globex"])
     assert again.moved == 0 and raw_redis.xlen(lane) == 5
+
+
+# UNFINISHED_STANDALONE ------------------------------------------------------------------------
+
+
+async def test_unfinished_standalone_walks_down_keeping_unfinished_jobs_and_dropping_finished_ones(
+    async_redis: aioredis.Redis, keys: RedisKeys
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    standalone, queued = keys.tenant_standalone(tenant), keys.tenant_queued(tenant)
+    await async_redis.zadd(standalone, {f"job-{n}": 1_900_000_000 + n + 0.000001 for n in range(8)})
+    await async_redis.zadd(queued, {f"job-{n}": 1.0 for n in (1, 2, 6)} | {"run-job": 1.0})
+    script = UnfinishedStandaloneScript(keys)
+    assert await script.call(async_redis, tenant, None, 2) == [
+        ("job-6", 1_900_000_006.000001),  # scores come back exact
+        ("job-2", 1_900_000_002.000001),
+    ]
+    assert await async_redis.zrange(standalone, 0, -1) == ["job-0", "job-1", "job-2", "job-6"]  # 3-5, 7 passed
+    assert await script.call(async_redis, tenant, 1_900_000_002.000001, 5) == [
+        ("job-2", 1_900_000_002.000001),
+        ("job-1", 1_900_000_001.000001),
+    ]
+    assert await async_redis.zrange(standalone, 0, -1) == ["job-1", "job-2", "job-6"]
+    assert await script.call(async_redis, f"nobody-{uuid.uuid4().hex[:8]}", None, 5) == []

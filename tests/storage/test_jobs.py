@@ -163,5 +163,11 @@ async def test_a_value_that_cannot_be_stored_is_a_typed_error_and_its_storable_f
     assert job.translation is None and job.source_lang == "en"
 
 
+def test_a_storable_failure_keeps_the_jobs_controls_for_its_retry() -> None:
+    controls = {"glossary": {"cat": "chat"}, "formality": "formal"}
+    assert storable_failure(_record(controls=controls), "failed").controls == controls
+    assert storable_failure(_record(controls=controls), "failed", bare=True).controls is None
+
+
 async def test_an_unknown_job_has_no_row(jobs: JobStore) -> None:
     assert await jobs.get(str(uuid.uuid4())) is None
