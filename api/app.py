@@ -15,7 +15,20 @@ from api.input_check import InputCheck
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
-from api.routes import batches, deepl, documents, events, files, health, history, jobs, libretranslate, models, runs
+from api.routes import (
+    batches,
+    console,
+    deepl,
+    documents,
+    events,
+    files,
+    health,
+    history,
+    jobs,
+    libretranslate,
+    models,
+    runs,
+)
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from contract.errors import ConfigurationError
@@ -156,4 +169,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(libretranslate.router)
     app.include_router(deepl.router)
     app.include_router(history.router)
+    app.include_router(console.router)  # the web console at /
     return app
