@@ -109,7 +109,19 @@ def terms_in(entries: list[tuple[str, str]], text: str) -> dict[str, str]:
     (past that many found, the longest are kept: a longer term is the more specific one).
     """
     folded = unicodedata.normalize("NFC", text).casefold()
-    found = [(s, t) for s, t in entries if unicodedata.normalize("NFC", s).casefold() in folded]
+    return _capped([(s, t) for s, t in entries if unicodedata.normalize("NFC", s).casefold() in folded])
+
+
+def document_terms(entries: list[tuple[str, str]], text: str | None) -> dict[str, str]:
+    """The glossary every segment job of a document carries: the terms found in its ``text``.
+
+    ``text`` None (a binary format such as ``.docx``, not searchable before it is split): every term,
+    the longest first past :data:`~contract.controls.MAX_GLOSSARY_TERMS`.
+    """
+    return terms_in(entries, text) if text is not None else _capped(list(entries))
+
+
+def _capped(found: list[tuple[str, str]]) -> dict[str, str]:
     if len(found) > MAX_GLOSSARY_TERMS:
         found = sorted(found, key=lambda entry: -len(entry[0]))[:MAX_GLOSSARY_TERMS]
     return dict(found)

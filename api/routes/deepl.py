@@ -15,7 +15,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
-from api.deepl_glossary_entries import glossary_name, parse_entries, terms_in, to_tsv
+from api.deepl_glossary_entries import document_terms, glossary_name, parse_entries, terms_in, to_tsv
 from api.deepl_languages import (
     SOURCE_LANGUAGES,
     TARGET_LANGUAGES,
@@ -177,9 +177,9 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
 async def upload_document(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentHandleBody:
     """Upload a document (multipart ``file``, any format ``/v1/documents`` takes) to translate into ``target_lang``.
 
-    ``source_lang`` is required (documents are not detected). ``formality`` ``prefer_more``/``prefer_less``
-    and ``default`` are accepted and have no effect on documents; ``more``/``less``, ``glossary_id`` and
-    an ``output_format`` other than the input's are refused (400): dragoman's documents carry none.
+    ``source_lang`` is required (documents are not detected). ``formality`` and ``glossary_id`` (the terms
+    found in the document) reach every segment job, as on ``/v2/translate``; an ``output_format`` other
+    than the input's is refused (400).
     """
     upload = deepl.file("file")
     suffix = PurePath(upload.filename or "").suffix.lower()
@@ -192,20 +192,19 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     if output_format is not None and SUFFIXES.get("." + output_format.lower().lstrip(".")) != fmt:
         message = f"output_format {output_format!r} is not supported: a document comes back as {suffix}"
         raise ApiError(400, "bad_request", message)
-    if deepl.text("glossary_id") is not None:
-        message = "glossary_id is not supported for documents on this server; use /v2/translate"
-        raise ApiError(400, "bad_request", message)
     try:
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
         if source is None:
             raise InvalidJobError("Parameter 'source_lang' is required for documents on this server")
         source_lang = to_bcp47(source, "source_lang")
-        formality = deepl.text("formality")
-        if formality is not None and formality.lower() in ("more", "less"):
-            wanted = formality.lower()
-            raise InvalidJobError(f"formality {formality!r} is not supported for documents; use prefer_{wanted}")
+        formality = to_formality(deepl.text("formality"))
+    except InvalidJobError as exc:
+        raise _bad_request(exc) from None
+    glossary = await _glossary_for(request, deepl, source_lang, target_lang)
+    try:
         text = encode_document(fmt, await upload.read())
+        searchable = None if fmt in BINARY_FORMATS else text
         document_id = await api.groups.submit_document(
             deepl.caller.tenant,
             text,
@@ -216,6 +215,9 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
             callback_url=None,
             max_segment_chars=None,
             max_queued_jobs=deepl.caller.max_queued_jobs,
+            glossary=(document_terms(glossary.entries, searchable) or None) if glossary else None,
+            context=deepl.text("context"),
+            formality=formality.value if formality else None,
         )
     except InvalidJobError as exc:
         raise _bad_request(exc) from None

@@ -203,6 +203,31 @@ def test_a_document_round_trips_with_its_structure(door: Door, tmp_path: Path) -
     assert out.getvalue().decode() == TRICKY_MARKDOWN  # the echo engine: the structure and the text, unchanged
 
 
+def test_a_document_s_segments_carry_its_formality_and_glossary(door: Door) -> None:
+    translator = door.translator()
+    glossary = translator.create_glossary("pets", "EN", "DE", {"cat": "Katze", "bird": "Vogel"})
+    handle = translator.translate_document_upload(
+        b"# My cat\n\nThe cat sleeps.\n",
+        filename="pets.md",
+        source_lang="EN",
+        target_lang="DE",
+        formality="more",
+        glossary=glossary,
+    )
+    deadline = time.monotonic() + 60
+    while not (status := translator.translate_document_get_status(handle)).done:
+        assert status.ok and time.monotonic() < deadline, status
+        run_orchestrator()
+        time.sleep(0.1)
+    out = io.BytesIO()
+    translator.translate_document_download(handle, out)
+    lines = out.getvalue().decode().splitlines()
+    # Only the terms the document holds travel (no "bird"); every segment is formal.
+    assert lines[0].startswith("# My cat [") and lines[2].startswith("The cat sleeps. ["), lines
+    for line in (lines[0], lines[2]):
+        assert "formal" in line and "informal" not in line and "cat=Katze" in line and "Vogel" not in line, lines
+
+
 def test_a_document_without_a_source_language_is_refused(door: Door) -> None:
     with pytest.raises(deepl.DeepLException, match="source_lang' is required for documents"):
         door.translator().translate_document_upload(b"# Hi\n", filename="a.md", target_lang="DE")
