@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import uuid
 from typing import Any
 
 import httpx
 import pytest
 
+from api import create_app
 from contract.ids import job_id_for
 from contract.settings import Settings
 from storage import AsyncConnectionPool
 from storage.history import HistoryStore
-from tests.api.conftest import KeyMaker, bearer
+from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 from tests.api.test_runs_and_documents import until
+from tests.docs.examples import ROOT, blocks
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -224,3 +228,39 @@ async def test_a_failed_job_of_a_run_is_not_retried_on_its_own(
         assert (await _final(http, key, job_id))["status"] == "failed"
     response = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
     assert response.status_code == 409 and "a line of run" in response.json()["error"]["message"]
+
+
+async def test_the_http_guide_s_history_and_retry_example_runs_as_written(
+    settings: Settings, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """docs/guides/http-api.md's history block, run with curl and jq against a served API: the list, two retries."""
+    (block,) = [b for b in blocks(ROOT / "docs/guides/http-api.md") if "/retry" in b.code]
+    key = tenant_key("acme")
+    with uvicorn_serving(create_app(settings)) as url:
+        async with httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=30) as http:
+            failed = (
+                await http.post("/v1/jobs", json={"text": "It goes boom.", "source_lang": "en", "target_lang": "fr"})
+            ).json()["id"]
+            document = (
+                await http.post("/v1/documents?source_lang=en&target_lang=fr&format=txt", content=b"Hello.\n")
+            ).json()["id"]
+            assert (await http.post(f"/v1/documents/{document}/cancel")).status_code == 200
+
+            async def cancelled() -> bool:
+                return bool((await http.get(f"/v1/documents/{document}")).json()["status"] == "cancelled")
+
+            await until(cancelled)
+            async with start_worker(DeterministicEngine(fail_if=_boom)):
+                assert (await _final(http, key, failed))["status"] == "failed"
+            env = {**os.environ, "AUTH": f"Authorization: Bearer {key}", "API": url, "JOB": failed, "DOC": document}
+            shell = await asyncio.create_subprocess_exec(
+                "bash", "-euo", "pipefail", "-c", block.code, env=env, stdout=asyncio.subprocess.PIPE
+            )
+            out, _ = await shell.communicate()
+    assert shell.returncode == 0, out
+    text = out.decode()
+    assert f'{{\n  "id": "{failed}",\n  "status": "failed"\n}}\nnull\n' in text, text  # the list, by jq
+    job = re.search(r'\{"id":"([0-9a-f-]+)","status":"queued"\}', text)  # curl's answers, on one line
+    retried_document = re.search(r'\{"id":"([0-9a-f-]+)","kind":"document","status":"splitting"', text)
+    assert job and retried_document, text  # the two retries
+    assert not {failed, document} & {job[1], retried_document[1]}
