@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
@@ -22,6 +23,9 @@ from contract.settings import Settings
 from producer.client import Client
 from storage import libpq_url, upgrade_database
 from storage.embedded import EmbeddedServices
+
+if TYPE_CHECKING:
+    from worker.vllm_engine import VllmEngine
 
 # Tests count engine requests and reuse texts across tests in one database, which the translation
 # memory would serve; every process they start inherits this. The memory's own tests turn it on.
@@ -50,10 +54,15 @@ def service_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceUr
 @pytest.fixture
 def settings(service_urls: ServiceUrls, tmp_path: Path) -> Settings:
     """Settings pointing at the test servers, with a key prefix of this test's own."""
+    return settings_for(service_urls, tmp_path / "data")
+
+
+def settings_for(service_urls: ServiceUrls, data_dir: Path) -> Settings:
+    """What ``settings`` gives a test, for a fixture wider than one test (a new key prefix each call)."""
     return Settings(
         redis_url=service_urls.redis_url,
         database_url=service_urls.database_url,
-        data_dir=tmp_path / "data",
+        data_dir=data_dir,
         key_prefix=f"test-{uuid.uuid4().hex[:10]}",
         writer_flush_ms=2,
         read_block_ms=50,
@@ -106,3 +115,33 @@ def pg(service_urls: ServiceUrls) -> Iterator[object]:
 
     with psycopg.connect(libpq_url(service_urls.database_url), autocommit=True) as conn:
         yield conn
+
+
+DEFAULT_ENGINE_ARGS = ("--max-num-seqs=16", "--max-model-len=1024")
+"""The shared real engine's vLLM arguments: a small context, enough sequences for a document's segments."""
+
+
+@pytest.fixture(scope="session")
+def default_engine() -> Iterator[VllmEngine]:
+    """The real vLLM CPU engine on the default model, started once for every e2e test that runs in-process.
+
+    Starting it costs one to several minutes on a shared 2-core machine, so the e2e tests share it. vLLM's
+    ``AsyncLLM`` serves the event loop that first used it: a test using it runs on the session's loop
+    (``pytest.mark.asyncio(loop_scope="session")``), and so does any async fixture built on it.
+    """
+    from worker.model import prepare_default_model
+    from worker.vllm_engine import VllmEngine
+
+    engine = VllmEngine.start(prepare_default_model(Settings().model_cache_dir), list(DEFAULT_ENGINE_ARGS))
+    yield engine
+    engine.shutdown()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests on the shared real engine last, together: it is stopped at the session's end, and the
+    e2e tests that start ``dragoman worker`` processes should not share the machine with an idle engine."""
+    uses_engine = [item for item in items if "default_engine" in getattr(item, "fixturenames", ())]
+    if uses_engine:
+        last = {id(item) for item in uses_engine}
+        items[:] = [item for item in items if id(item) not in last] + uses_engine

@@ -7,7 +7,6 @@ and a completions batch with sampling go through the official SDK, a real server
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,22 +22,14 @@ from tests.api.test_openai_batches import (
     translation_line,
 )
 from tests.worker.conftest import default_model_worker
-from worker.model import prepare_default_model
 from worker.vllm_engine import VllmEngine
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[VllmEngine]:
-    """The real engine on the default model."""
-    engine = VllmEngine.start(prepare_default_model(Settings().model_cache_dir), ["--max-num-seqs=8"])
-    yield engine
-    engine.shutdown()
+# The session's loop: the shared real engine (``default_engine``, tests/conftest.py) serves the loop that first used it.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900), pytest.mark.asyncio(loop_scope="session")]
 
 
 async def test_translation_and_completion_batches_on_the_real_engine(
-    engine: VllmEngine,
+    default_engine: VllmEngine,
     api_url: str,
     make_key: KeyMaker,
     settings: Settings,
@@ -65,7 +56,7 @@ async def test_translation_and_completion_batches_on_the_real_engine(
         batch = await call(client.batches.create, input_file_id=uploaded.id, endpoint=endpoint, completion_window="24h")
         assert batch.status == "in_progress", batch.errors
         ids.append(batch.id)
-    worker = default_model_worker(settings, service_urls, engine, max_in_flight=8)
+    worker = default_model_worker(settings, service_urls, default_engine, max_in_flight=8)
     await worker.start()
     try:
         done = [await poll(client, batch_id, {"completed", "failed"}, within=600) for batch_id in ids]

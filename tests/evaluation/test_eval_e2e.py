@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cli.main import main
+from contract.services import ServiceUrls
 from contract.settings import Settings
-from producer.client import Client
+from tests.worker.conftest import default_model_worker
+from worker.vllm_engine import VllmEngine
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-
-SMALL_ENGINE = ("--engines", "1", "--max-num-seqs", "4", "--max-model-len", "512", "--kv-cache-memory-bytes", "256M")
+# The session's loop: the shared real engine (``default_engine``, tests/conftest.py) serves the loop that first used it.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900), pytest.mark.asyncio(loop_scope="session")]
 
 CATALOGUE = r"""msgid ""
 msgstr ""
@@ -43,31 +40,25 @@ msgstr "Merci beaucoup."
 """
 
 
-def test_eval_scores_the_default_model_on_the_cpu_engine(
-    settings_env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+async def test_eval_scores_the_default_model_on_the_cpu_engine(
+    default_engine: VllmEngine,
+    settings_env: Settings,
+    service_urls: ServiceUrls,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     catalogue = tmp_path / "fr.po"
     catalogue.write_text(CATALOGUE, encoding="utf-8")
-    log = tmp_path / "worker.log"
-    with open(log, "w") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "worker", *SMALL_ENGINE],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "DRAGOMAN_METRICS_PORT": "0"},
-        )
+    # A worker on the shared engine (a `dragoman worker` process's own engine start is what
+    # tests/worker/test_worker_command.py pays for); eval finds it live by its heartbeat, as it would a process.
+    worker = default_model_worker(settings_env, service_urls, default_engine, max_in_flight=8)
+    await worker.start()
     try:
-        with Client(settings_env) as client:
-            deadline = time.monotonic() + 600  # a loaded shared machine: the engine took 10 min to start here
-            while not client.run(client.core.models.is_live(settings_env.default_model)):
-                assert worker.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, "the worker did not start"
-                time.sleep(1)
         report_file = tmp_path / "report.json"
-        assert main(["eval", str(catalogue), "--from", "en", "--json-out", str(report_file), "--timeout", "300"]) == 0
+        argv = ["eval", str(catalogue), "--from", "en", "--json-out", str(report_file), "--timeout", "300"]
+        assert await asyncio.to_thread(main, argv) == 0  # off the loop: the worker runs on it
     finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
+        await worker.stop(grace_seconds=30)
     text = capsys.readouterr().out
     assert "dragoman eval: 4 segments" in text and "en->fr" in text
     assert "chrF++: nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:" in text

@@ -13,40 +13,75 @@ import json
 import re
 import xml.etree.ElementTree as ElementTree
 import zipfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from contract.documents import encode_document
 from contract.services import ServiceUrls
-from contract.settings import Settings
 from producer.client import Client
+from tests.conftest import settings_for
 from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12, make_docx
 from tests.orchestrator.test_runs_and_documents import orchestrate_until
 from tests.worker.conftest import default_model_worker
-from worker.model import prepare_default_model
 from worker.vllm_engine import VllmEngine
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 HTML = '<html lang="en"><body><p>Click <a href="/docs">the guide</a> to <b>start</b> today.</p></body></html>'
 MARKDOWN = "# Getting started\n\nRun `dragoman translate` to translate this file.\n"
 
+DOCUMENTS = {
+    "html": HTML,
+    "md": MARKDOWN,
+    "srt": SRT,
+    "vtt": VTT,
+    "po": PO,
+    "json": JSON,
+    "xliff": XLIFF_12,
+    "docx": encode_document("docx", make_docx()),
+}
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[VllmEngine]:
-    """The real engine on the default model."""
-    engine = VllmEngine.start(
-        prepare_default_model(Settings().model_cache_dir), ["--max-num-seqs=16", "--max-model-len=1024"]
-    )
-    yield engine
-    engine.shutdown()
+
+@dataclass(frozen=True)
+class DocumentRun:
+    """The documents of ``DOCUMENTS``, translated: their ids and a client on their deployment."""
+
+    client: Client
+    ids: dict[str, str]
+    """Format -> document id."""
 
 
-@pytest.fixture(autouse=True)
-def _env(settings_env: Settings) -> None:
-    """The orchestrator's tasks read their settings from the environment."""
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def documents(
+    default_engine: VllmEngine, service_urls: ServiceUrls, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[DocumentRun]:
+    """Every document of ``DOCUMENTS`` submitted at once and translated by one worker on the shared engine.
+
+    Together, their segments fill the engine's batch instead of each document paying its own worker and
+    its own tail of single sequences; each test below then checks one format's outcome.
+    """
+    settings = settings_for(service_urls, tmp_path_factory.mktemp("documents") / "data")
+    assert settings.redis_url and settings.database_url
+    with pytest.MonkeyPatch.context() as env, Client(settings) as client:
+        # The orchestrator's tasks read their settings from the environment, as in the rq-worker process.
+        env.setenv("DRAGOMAN_REDIS_URL", settings.redis_url)
+        env.setenv("DRAGOMAN_DATABASE_URL", settings.database_url)
+        env.setenv("DRAGOMAN_KEY_PREFIX", settings.key_prefix)
+        env.setenv("DRAGOMAN_DATA_DIR", str(settings.data_dir))
+        ids = {fmt: client.submit_document(source, fmt, "en", "fr") for fmt, source in DOCUMENTS.items()}
+        worker = default_model_worker(settings, service_urls, default_engine, max_in_flight=16)
+        await worker.start()
+        try:
+            await orchestrate_until(
+                lambda: all(client.get_document(i).status in ("completed", "failed") for i in ids.values()), 900
+            )
+        finally:
+            await worker.stop(grace_seconds=30)
+        yield DocumentRun(client, ids)
 
 
 def _kept(fmt: str, out: str) -> None:
@@ -78,36 +113,10 @@ def _kept(fmt: str, out: str) -> None:
         assert "{count, plural, =0 {" in data["files"] and "{folder}" in data["files"]
 
 
-@pytest.mark.parametrize(
-    ("fmt", "source"),
-    [
-        ("html", HTML),
-        ("md", MARKDOWN),
-        ("srt", SRT),
-        ("vtt", VTT),
-        ("po", PO),
-        ("json", JSON),
-        ("xliff", XLIFF_12),
-        ("docx", encode_document("docx", make_docx())),
-    ],
-)
-async def test_a_document_comes_back_translated_with_its_structure(
-    engine: VllmEngine,
-    settings: Settings,
-    service_urls: ServiceUrls,
-    client: Client,
-    pg: Any,
-    fmt: str,
-    source: str,
-) -> None:
-    document_id = client.submit_document(source, fmt, "en", "fr")
-    worker = default_model_worker(settings, service_urls, engine, max_in_flight=16)
-    await worker.start()
-    try:
-        await orchestrate_until(lambda: client.get_document(document_id).status in ("completed", "failed"), 600)
-    finally:
-        await worker.stop(grace_seconds=30)
-    result = client.document_result(document_id)
+@pytest.mark.parametrize("fmt", list(DOCUMENTS))
+def test_a_document_comes_back_translated_with_its_structure(documents: DocumentRun, pg: Any, fmt: str) -> None:
+    source, document_id = DOCUMENTS[fmt], documents.ids[fmt]
+    result = documents.client.document_result(document_id)
     assert result.status == "completed" and result.failed_segments == []
     rows = pg.execute(
         "SELECT source_text, translated_text, output_tokens FROM jobs WHERE document_id = %s", (document_id,)

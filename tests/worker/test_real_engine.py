@@ -9,7 +9,6 @@ import asyncio
 import json
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,18 +32,15 @@ from .conftest import default_model_worker, wait_all
 from .long_text_sample import FIVE_PARAGRAPHS
 from .workload import varied_texts
 
-# One event loop for the module: vLLM's AsyncLLM serves the loop that first used it, and the
-# engine below is shared by every test here.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(loop_scope="module")]
+# The session's event loop: vLLM's AsyncLLM serves the loop that first used it, and the engine is
+# shared by every e2e test that runs one in-process (``default_engine``, tests/conftest.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200), pytest.mark.asyncio(loop_scope="session")]
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[VllmEngine]:
-    """The real engine on the default model, with a small context so one test can overflow it."""
-    model_path = prepare_default_model(Settings().model_cache_dir)
-    engine = VllmEngine.start(model_path, ["--max-num-seqs=16", "--max-model-len=1024"])
-    yield engine
-    engine.shutdown()
+@pytest.fixture
+def engine(default_engine: VllmEngine) -> VllmEngine:
+    """The shared real engine on the default model (``--max-model-len=1024``: a long text is cut into pieces)."""
+    return default_engine
 
 
 async def test_twenty_varied_jobs(

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -15,24 +13,16 @@ import redis
 from contract.errors import ModelNotFoundError
 from contract.models import ModelRoute
 from contract.schemas import JobStatus, TranslationRequest
+from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer import Client
+from tests.child_env import child_env
+from worker.vllm_engine import VllmEngine
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+from .conftest import default_model_worker, wait_all
 
-SMALL_ENGINE = ("--max-num-seqs", "4", "--max-model-len", "512", "--kv-cache-memory-bytes", "256M")
-"""Two engines share this 24 GB machine with the suite."""
-
-
-def _worker(env: dict[str, str], log: Path, *names: str) -> subprocess.Popen[bytes]:
-    flags = [arg for name in names for arg in ("--served-model-name", name)]
-    with open(log, "w") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "worker", *flags, *SMALL_ENGINE, "--engines", "1"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
+# The session's loop: the shared real engine (``default_engine``, tests/conftest.py) serves the loop that first used it.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900), pytest.mark.asyncio(loop_scope="session")]
 
 
 def _served(raw_redis: redis.Redis, settings: Settings) -> set[str]:
@@ -40,28 +30,22 @@ def _served(raw_redis: redis.Redis, settings: Settings) -> set[str]:
     return {str(models) for models in beats if models}
 
 
-def test_each_job_is_answered_by_the_model_it_named_or_was_routed_to(
-    settings: Settings, raw_redis: redis.Redis, tmp_path: Path
+async def test_each_job_is_answered_by_the_model_it_named_or_was_routed_to(
+    default_engine: VllmEngine, settings: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis
 ) -> None:
-    assert settings.redis_url and settings.database_url
+    """Two workers, each with its own ``served_model_names``, on the shared engine (one engine start, not two:
+    the ``--served-model-name`` flag of a ``dragoman worker`` process is tests/cli/test_eval_command.py's)."""
     routed = settings.model_copy(update={"model_routes": [ModelRoute(target="de", model="beta")]})
-    env = {
-        **os.environ,
-        "DRAGOMAN_REDIS_URL": settings.redis_url,
-        "DRAGOMAN_DATABASE_URL": settings.database_url,
-        "DRAGOMAN_KEY_PREFIX": settings.key_prefix,
-        "DRAGOMAN_DATA_DIR": str(settings.data_dir),
-        "DRAGOMAN_METRICS_PORT": "0",
-        "DRAGOMAN_MEMORY_ENABLED": "false",
-    }
-    alpha = _worker(env, tmp_path / "alpha.log", "alpha")
-    beta = _worker(env, tmp_path / "beta.log", "beta", "b")
+    alpha = default_model_worker(
+        settings.model_copy(update={"served_model_names": ["alpha"]}), service_urls, default_engine, max_in_flight=8
+    )
+    beta = default_model_worker(
+        settings.model_copy(update={"served_model_names": ["beta", "b"]}), service_urls, default_engine, max_in_flight=8
+    )
+    await alpha.start()
+    await beta.start()
     try:
-        deadline = time.monotonic() + 600
-        while _served(raw_redis, settings) != {"alpha", "beta b"}:
-            assert alpha.poll() is None and beta.poll() is None, "a worker exited; see its log"
-            assert time.monotonic() < deadline, "the two workers did not start"
-            time.sleep(1)
+        assert _served(raw_redis, settings) == {"alpha", "beta b"}
         with Client(routed) as client:
             named = client.submit_many(
                 TranslationRequest(f"Sentence {i} is about the weather.", "en", "fr", model=name)
@@ -70,21 +54,20 @@ def test_each_job_is_answered_by_the_model_it_named_or_was_routed_to(
             german = client.submit("The train leaves at noon.", "en", "de")  # routed to beta
             with pytest.raises(ModelNotFoundError):
                 client.submit("Hello.", "en", "fr", model="gamma")
-            jobs = [client.wait(job_id, timeout=600) for job_id in [*named, german]]
+            jobs = await wait_all(client, [*named, german], within=600)
         assert [job.status for job in jobs] == [JobStatus.SUCCEEDED] * 5, [job.error for job in jobs]
         assert [job.model for job in jobs] == ["alpha", "beta", "alpha", "beta", "beta"]
         assert all(job.translation and not job.translation.startswith("[echo]") for job in jobs)
-        stats = subprocess.run(
-            [sys.executable, "-m", "cli.main", "stats", "--json"], env=env, capture_output=True, text=True, timeout=60
+        stats = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "cli.main", "stats", "--json"],
+            env=child_env(settings),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert stats.returncode == 0, stats.stderr
         assert set(json.loads(stats.stdout)["models"]) == {"default", "alpha", "beta"}
     finally:
-        for worker in (alpha, beta):
-            worker.terminate()
-        for worker in (alpha, beta):
-            try:
-                worker.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+        await beta.stop(grace_seconds=30)
+        await alpha.stop(grace_seconds=30)
