@@ -40,11 +40,11 @@ from api.deepl_schemas import (
 )
 from api.deepl_tags import TAG_HANDLINGS, TaggedText, restore, to_placeholders
 from api.errors import ApiError
-from api.routes.documents import MEDIA_TYPES
+from api.routes.documents import MEDIA_TYPES, translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
 from contract.controls import AUTO_LANGUAGE
-from contract.documents import BINARY_FORMATS, SUFFIXES, decode_document, encode_document
+from contract.documents import BINARY_FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, TranslationRequest
 from storage import Glossary, GlossaryStore
@@ -254,10 +254,7 @@ async def document_result(document_id: str, deepl: DeepLRequestDep, api: Service
         raise ApiError(503, "document_not_ready", str(exc), {"Retry-After": "1"}) from None
     except DocumentNotAssembledError as exc:
         raise ApiError(400, "document_not_assembled", str(exc)) from None
-    media_type = MEDIA_TYPES.get(fmt, "text/plain")
-    if fmt in BINARY_FORMATS:
-        return Response(decode_document(fmt, result.text), media_type=media_type)
-    return Response(result.text, media_type=f"{media_type}; charset=utf-8")
+    return translated_document_response(fmt, result.text)
 
 
 # Glossaries ----------------------------------------------------------------------------------

@@ -189,10 +189,15 @@ async def document_content(document_id: str, caller: CallerDep, api: ServicesDep
     Segments that failed are kept in the source language (``GET /v1/documents/{id}`` lists them).
     """
     fmt, result = await api.groups.document_result(caller.tenant, document_id)
+    return translated_document_response(fmt, result.text)
+
+
+def translated_document_response(fmt: str, text: str, headers: dict[str, str] | None = None) -> Response:
+    """An assembled document as every door answers it: its bytes (a ``.docx`` decoded) with its format's type."""
     media_type = MEDIA_TYPES.get(fmt, "text/plain")
     if fmt in BINARY_FORMATS:
-        return Response(decode_document(fmt, result.text), media_type=media_type)
-    return Response(result.text, media_type=f"{media_type}; charset=utf-8")
+        return Response(decode_document(fmt, text), media_type=media_type, headers=headers)
+    return Response(text, media_type=f"{media_type}; charset=utf-8", headers=headers)
 
 
 @router.post("/{document_id}/cancel", response_model=GroupView, responses=_ERRORS)

@@ -25,10 +25,10 @@ from starlette.datastructures import UploadFile
 from api.errors import ApiError, dragoman_error_status
 from api.libretranslate_fields import libretranslate_caller, request_fields, text_field
 from api.libretranslate_html import TaggedHtml, tag_html
-from api.routes.documents import MEDIA_TYPES
+from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
-from contract.documents import BINARY_FORMATS, FORMATS, SUFFIXES, decode_document, encode_document
+from contract.documents import FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.ids import canonical_uuid
 from contract.language_detection import LanguageDetector
@@ -290,8 +290,5 @@ async def download_file(name: str, request: Request, api: ServicesDep) -> Respon
         raise ApiError(400, "invalid_filename", "Invalid filename: use the translatedFileUrl /translate_file answered")
     _, result = await api.groups.document_result(caller.tenant, document_id)
     fmt = result.format if result.format in FORMATS else "txt"
-    media_type = MEDIA_TYPES.get(fmt, "text/plain")
     disposition = {"Content-Disposition": f'attachment; filename="{_SAFE_NAME.sub("_", filename)}"'}
-    if fmt in BINARY_FORMATS:
-        return Response(decode_document(fmt, result.text), media_type=media_type, headers=disposition)
-    return Response(result.text, media_type=f"{media_type}; charset=utf-8", headers=disposition)
+    return translated_document_response(fmt, result.text, disposition)
