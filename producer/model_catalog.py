@@ -21,7 +21,7 @@ from broker.heartbeats import model_has_live_worker, read_heartbeats
 from broker.keys import RedisKeys
 from contract.errors import ModelNotFoundError
 from contract.models import ModelRoute
-from contract.schemas import Job, JobStatus
+from contract.schemas import Job, JobStatus, Lane
 from producer.model_routing import ModelResolver
 
 LIVE_MODEL_TTL_S = 1.0
@@ -119,6 +119,21 @@ class ModelCatalog:
             if served.id == model:
                 return served
         raise ModelNotFoundError(f"model {name!r} is not served here (GET /v1/models lists them)")
+
+    async def controls_for(self, source_lang: str, target_lang: str, lane: Lane) -> frozenset[str] | None:
+        """The controls (``glossary``, ``context``, ``formality``) the model a job of this pair and lane goes to
+        can apply, as its live workers' heartbeats report them; None while no live worker reports them.
+
+        A door uses it to honour a *preferred* control only where it can (DeepL's ``prefer_more``) and to refuse a
+        required one before queuing a job that would fail. Scans the heartbeats: not for a per-job hot path.
+        """
+        model = await self._resolver.resolve(self._resolver.router.route(source_lang, target_lang, lane))
+        for served in await self.models():
+            if served.id == model:
+                # "" is an answer (a profile that applies no control), so not served.reported()'s "none reported"
+                reported = next((w.fields["controls"] for w in served.workers if "controls" in w.fields), None)
+                return None if reported is None else frozenset(filter(None, reported.split(",")))
+        return None
 
     async def is_live(self, model: str) -> bool:
         """Whether a live worker reads ``model``'s lanes, asked at most every :data:`LIVE_MODEL_TTL_S`."""

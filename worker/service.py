@@ -69,7 +69,11 @@ class Worker:
     ) -> None:
         self.settings = settings
         self.served_names = served_names(settings.served_model_names, settings.default_model)
-        self._served = {"profile": profile.identity, "model_path": str(model_path or engine.model_name)}  # /v1/models
+        self._served = {  # /v1/models; "controls": what the doors may ask of this model (DeepL's formality)
+            "profile": profile.identity,
+            "model_path": str(model_path or engine.model_name),
+            "controls": ",".join(sorted(control.value for control in profile.supports)),
+        }
         self.keys = served_keys(settings)
         self.engine_plan = engine_plan  # the engine's settings and where each came from (its heartbeat's ``engine``)
         self.metrics = metrics if metrics is not None else WorkerMetrics()

@@ -43,10 +43,10 @@ from api.errors import ApiError
 from api.routes.documents import MEDIA_TYPES, translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
-from contract.controls import AUTO_LANGUAGE
+from contract.controls import AUTO_LANGUAGE, Control, Formality
 from contract.documents import BINARY_FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
-from contract.schemas import Job, JobStatus, TranslationRequest
+from contract.schemas import Job, JobStatus, Lane, TranslationRequest
 from storage import Glossary, GlossaryStore
 from storage.usage import UsageStore
 from tenancy.queued_limit import TooManyQueuedJobsError
@@ -100,6 +100,33 @@ async def _glossary_for(request: Request, deepl: DeepLRequest, source_lang: str,
     return glossary
 
 
+async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str, target_lang: str) -> Formality | None:
+    """DeepL's ``formality`` as the job's control, where the model the jobs go to can apply it.
+
+    ``prefer_more``/``prefer_less`` are dropped for a model whose workers report no formality control (DeepL
+    falls back the same way); ``more``/``less`` are refused at once (400, as DeepL refuses them for a
+    language without formality) rather than queued to fail. Unknown (no live worker yet): kept as asked.
+    """
+    value = deepl.text("formality")
+    try:
+        formality = to_formality(value)
+    except InvalidJobError as exc:
+        raise _bad_request(exc) from None
+    if formality is None:
+        return None
+    controls = await api.client.models.controls_for(source_lang, target_lang, Lane.INTERACTIVE)
+    if controls is None or Control.FORMALITY.value in controls:
+        return formality
+    if str(value).lower().startswith("prefer_"):
+        return None
+    raise ApiError(
+        400,
+        "formality_not_supported",
+        f"formality {value!r} is not supported by the model serving {to_deepl(target_lang)} here (it applies "
+        f"{', '.join(sorted(controls)) or 'no controls'}); use prefer_more/prefer_less, or leave formality out",
+    )
+
+
 def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
     """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
 
@@ -139,9 +166,9 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
         source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
-        formality = to_formality(deepl.text("formality"))
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
+    formality = await _formality_for(api, deepl, source_lang, target_lang)
     glossary = await _glossary_for(request, deepl, source_lang, target_lang)
     tag_handling = deepl.text("tag_handling")
     if tag_handling is not None and tag_handling not in TAG_HANDLINGS:
@@ -198,9 +225,9 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
         if source is None:
             raise InvalidJobError("Parameter 'source_lang' is required for documents on this server")
         source_lang = to_bcp47(source, "source_lang")
-        formality = to_formality(deepl.text("formality"))
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
+    formality = await _formality_for(api, deepl, source_lang, target_lang)
     glossary = await _glossary_for(request, deepl, source_lang, target_lang)
     try:
         text = encode_document(fmt, await upload.read())

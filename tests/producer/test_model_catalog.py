@@ -89,3 +89,21 @@ async def test_the_catalog_lists_configured_registered_and_live_models(
     assert models[0].created == 1_795_392_000 and models[0].reported("profile") == "instruct:1"
     assert models[2].routes == (ModelRoute(source="zh*", model="small"),) and models[1].created == 0
     assert (await catalog.model("large")).id == "big"
+
+
+async def test_the_controls_a_pair_s_model_applies_come_from_its_workers_heartbeats(
+    routed: Settings, client: aioredis.Redis, raw_redis: redis.Redis
+) -> None:
+    keys = RedisKeys.from_settings(routed)
+    catalog = ModelCatalog(client, keys, ModelResolver(client, keys, routed))
+    default = routed.default_model
+    assert await catalog.controls_for("en", "de", Lane.INTERACTIVE) is None  # no live worker: unknown
+    _join(raw_redis, keys, default, "w-default")
+    assert await catalog.controls_for("en", "de", Lane.INTERACTIVE) is None  # a worker that reports none
+    raw_redis.hset(keys.worker("w-default"), "controls", "context,glossary")
+    _join(raw_redis, keys, "small", "w-small")
+    raw_redis.hset(keys.worker("w-small"), "controls", "context,formality,glossary")
+    assert await catalog.controls_for("en", "de", Lane.INTERACTIVE) == {"context", "glossary"}
+    assert await catalog.controls_for("zh", "de", Lane.BULK) == {"context", "formality", "glossary"}  # routed
+    raw_redis.hset(keys.worker("w-small"), "controls", "")
+    assert await catalog.controls_for("zh-Hans", "en", Lane.INTERACTIVE) == frozenset()
