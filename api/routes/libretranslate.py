@@ -35,6 +35,7 @@ from contract.language_detection import LanguageDetector
 from contract.languages import language_name, normalize_language
 from contract.schemas import JobStatus, TranslationRequest, normalize_source_language
 from producer.groups import DocumentResult
+from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(tags=["libretranslate"])
@@ -102,6 +103,14 @@ def _texts(fields: dict[str, Any]) -> tuple[list[str], bool]:
     return texts, batch
 
 
+def _never_admitted(exc: TooManyQueuedJobsError) -> Exception:
+    """The queued-job limit as LibreTranslate's clients know it: ``429`` (with ``Retry-After``) while the
+    tenant's jobs drain, ``400`` for a request larger than the key may ever queue (not dragoman's 422)."""
+    if exc.retry_after is not None:
+        return exc  # the app's handler answers 429 with Retry-After, in LibreTranslate's shape
+    return ApiError(400, "over_queued_job_limit", f"Invalid request: {exc}")
+
+
 def _alternatives(fields: dict[str, Any]) -> int:
     """``alternatives``: how many alternative translations were asked for (dragoman answers none)."""
     try:
@@ -167,6 +176,12 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         jobs = await translate_texts(api, caller, requests, inline_tags=[html] * len(requests)) if requests else []
     except InvalidJobError as exc:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
+    except TooManyQueuedJobsError as exc:
+        raise _never_admitted(exc) from None
+    except ApiError as exc:
+        if exc.status == 413:  # more texts than one request may carry: LibreTranslate's over-limit 400
+            raise ApiError(400, exc.code, f"Invalid request: {exc.message}") from None
+        raise
     translated = list(texts)
     for index, job in zip(wanted, jobs, strict=True):
         if job.status != JobStatus.SUCCEEDED or job.translation is None:
@@ -267,6 +282,8 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
         )
     except InvalidJobError as exc:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
+    except TooManyQueuedJobsError as exc:
+        raise _never_admitted(exc) from None
     result = await _assembled(api, caller.tenant, document_id)
     if result.failed_segments:
         first = result.failed_segments[0]

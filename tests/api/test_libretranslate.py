@@ -147,6 +147,18 @@ async def test_translate_errors_are_libretranslates_shape(
     assert says in response.json()["error"]
 
 
+async def test_more_texts_than_allowed_is_libretranslates_400_not_413_or_422(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, settings: Settings
+) -> None:
+    """LibreTranslate's clients know 400/403/429: a request over a limit it can never meet is its 400."""
+    key = tenant_key("many", max_queued_jobs=2)
+    over_queue = await http.post("/translate", json={"q": ["a", "b", "c"], "source": "en", "target": "de", "api_key": key})
+    assert over_queue.status_code == 400 and "queued" in over_queue.json()["error"]
+    texts = ["a"] * (settings.api_max_jobs_per_request + 1)
+    over_request = await http.post("/translate", json={"q": texts, "source": "en", "target": "de", "api_key": key})
+    assert over_request.status_code == 400 and "over the limit" in over_request.json()["error"]
+
+
 async def test_detect_takes_a_form_or_a_bearer_key(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
     key = tenant_key("acme")
     by_form = await http.post("/detect", data={"q": GERMAN, "api_key": key})
