@@ -290,11 +290,17 @@ async def document_result(document_id: str, deepl: DeepLRequestDep, api: Service
 @router.post("/glossaries", status_code=status.HTTP_201_CREATED, response_model=GlossaryBody, responses=_ERRORS)
 async def create_glossary(request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
     """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
-    (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line."""
+    (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line, and so is a pair of one language
+    (``/v2/glossary-language-pairs`` has none: no translation could use it)."""
     try:
         name = glossary_name(deepl.text("name", required=True) or "")
         source_lang = base_language(to_bcp47(deepl.text("source_lang", required=True), "source_lang"))
         target_lang = base_language(to_bcp47(deepl.text("target_lang", required=True), "target_lang"))
+        if source_lang == target_lang:
+            raise InvalidJobError(
+                f"a glossary translates between two languages; source_lang and target_lang are the same language "
+                f"({to_deepl(source_lang)}); see /v2/glossary-language-pairs"
+            )
         entries_format = deepl.text("entries_format") or "tsv"
         entries = parse_entries(deepl.text("entries", required=True) or "", entries_format)
     except InvalidJobError as exc:
