@@ -17,3 +17,12 @@ async def test_a_glossary_from_a_language_into_itself_is_refused(http: httpx.Asy
     response = await http.post("/v2/glossaries", json=body, headers=_deepl(tenant_key("gl")))
     assert response.status_code == 400, response.text
     assert "same language" in response.json()["message"]
+
+
+async def test_a_docx_that_is_not_a_zip_is_refused_at_upload(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
+    """Not a document id whose status turns to error later: the upload itself says what is wrong."""
+    fields = {"source_lang": "EN", "target_lang": "DE"}
+    files = {"file": ("letter.docx", b"plain text, not a Word file")}
+    response = await http.post("/v2/document", data=fields, files=files, headers=_deepl(tenant_key("docx")))
+    assert response.status_code == 400, response.text
+    assert "not a zip" in response.json()["message"]

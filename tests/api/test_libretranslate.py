@@ -159,6 +159,17 @@ async def test_more_texts_than_allowed_is_libretranslates_400_not_413_or_422(
     assert over_request.status_code == 400 and "over the limit" in over_request.json()["error"]
 
 
+async def test_translate_file_refuses_a_docx_that_is_not_a_zip_at_once(
+    http: httpx.AsyncClient, tenant_key: KeyMaker
+) -> None:
+    """A 400 at upload, not a wait for the orchestrator to find it (or a 504 with no worker running)."""
+    fields = {"source": "en", "target": "de", "api_key": tenant_key("docx")}
+    files = {"file": ("letter.docx", b"plain text, not a Word file")}
+    response = await http.post("/translate_file", data=fields, files=files)
+    assert response.status_code == 400, response.text
+    assert "not a zip" in response.json()["error"]
+
+
 async def test_detect_takes_a_form_or_a_bearer_key(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
     key = tenant_key("acme")
     by_form = await http.post("/detect", data={"q": GERMAN, "api_key": key})
