@@ -152,7 +152,9 @@ async def test_more_texts_than_allowed_is_libretranslates_400_not_413_or_422(
 ) -> None:
     """LibreTranslate's clients know 400/403/429: a request over a limit it can never meet is its 400."""
     key = tenant_key("many", max_queued_jobs=2)
-    over_queue = await http.post("/translate", json={"q": ["a", "b", "c"], "source": "en", "target": "de", "api_key": key})
+    over_queue = await http.post(
+        "/translate", json={"q": ["a", "b", "c"], "source": "en", "target": "de", "api_key": key}
+    )
     assert over_queue.status_code == 400 and "queued" in over_queue.json()["error"]
     texts = ["a"] * (settings.api_max_jobs_per_request + 1)
     over_request = await http.post("/translate", json={"q": texts, "source": "en", "target": "de", "api_key": key})
