@@ -13,6 +13,7 @@ the languages without one); they say nothing about any tenant.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from functools import lru_cache
@@ -256,7 +257,8 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
 
     Waits for the document (at most ``DRAGOMAN_API_MAX_WAIT_SECONDS``) and answers
     ``{translatedFileUrl}``: ``/download_file/<document id>.<file name>``, fetched with the same key.
-    A segment that failed makes the answer an error (the file would hold untranslated text).
+    A segment that failed makes the answer an error (the file would hold untranslated text). A request
+    cancelled while it waits (its client disconnected) cancels the document: its id was never answered.
     """
     fields = await request_fields(request)
     caller = await libretranslate_caller(request, api, fields)
@@ -285,7 +287,12 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     except TooManyQueuedJobsError as exc:
         raise _never_admitted(exc) from None
-    result = await _assembled(api, caller.tenant, document_id)
+    try:
+        result = await _assembled(api, caller.tenant, document_id)
+    except asyncio.CancelledError:  # the client went away before its translatedFileUrl: nobody can fetch it
+        with contextlib.suppress(Exception):
+            await asyncio.shield(api.groups.cancel(caller.tenant, "document", document_id))
+        raise
     if result.failed_segments:
         first = result.failed_segments[0]
         raise ApiError(

@@ -16,10 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from libretranslatepy import LibreTranslateAPI  # type: ignore[import-untyped]  # no stubs, no py.typed
 
+from api.services import ApiServices
 from contract.inline_tags import Tag
 from contract.inline_tags import tokens as tag_tokens
+from contract.progress import GroupProgress
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
@@ -170,6 +173,39 @@ async def test_translate_file_refuses_a_docx_that_is_not_a_zip_at_once(
     response = await http.post("/translate_file", data=fields, files=files)
     assert response.status_code == 400, response.text
     assert "not a zip" in response.json()["error"]
+
+
+async def test_translate_file_cancels_its_document_when_the_client_goes_away(
+    app: FastAPI, http: httpx.AsyncClient, tenant_key: KeyMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document's id was never answered: once the request's task is cancelled, nobody could fetch it."""
+    api: ApiServices = app.state.services
+    submitted: list[str] = []
+    submit = api.groups.submit_document
+
+    async def recording_submit(*args: Any, **kwargs: Any) -> str:
+        document_id = await submit(*args, **kwargs)
+        submitted.append(document_id)
+        return document_id
+
+    cancelled: list[str] = []
+    cancel = api.groups.cancel
+
+    async def recording_cancel(tenant: str, kind: str, group_id: str) -> GroupProgress:
+        cancelled.append(group_id)
+        return await cancel(tenant, kind, group_id)
+
+    monkeypatch.setattr(api.groups, "submit_document", recording_submit)
+    monkeypatch.setattr(api.groups, "cancel", recording_cancel)
+    key = tenant_key("gone")
+    fields = {"source": "en", "target": "de", "api_key": key}
+    upload = asyncio.create_task(http.post("/translate_file", data=fields, files={"file": ("a.txt", b"Hello there.")}))
+    while not submitted:
+        await asyncio.sleep(0.01)
+    upload.cancel()
+    await asyncio.gather(upload, return_exceptions=True)
+
+    assert cancelled == submitted  # requested: the orchestrator (not running here) finishes it when it splits
 
 
 async def test_detect_takes_a_form_or_a_bearer_key(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
