@@ -15,6 +15,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
+from api.client_disconnect import cancelled_on_disconnect
 from api.deepl_glossary_entries import document_terms, glossary_name, parse_entries, terms_in, to_tsv
 from api.deepl_languages import (
     SOURCE_LANGUAGES,
@@ -188,7 +189,8 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         for item, text in zip(tagged, texts, strict=True)
     ]
     try:
-        jobs = await translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+        waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+        jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
     except TooManyQueuedJobsError as exc:

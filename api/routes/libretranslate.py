@@ -23,6 +23,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from starlette.datastructures import UploadFile
 
+from api.client_disconnect import cancelled_on_disconnect
 from api.errors import ApiError, dragoman_error_status
 from api.libretranslate_fields import libretranslate_caller, request_fields, text_field
 from api.libretranslate_html import TaggedHtml, tag_html
@@ -175,7 +176,10 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         for i in wanted
     ]
     try:
-        jobs = await translate_texts(api, caller, requests, inline_tags=[html] * len(requests)) if requests else []
+        jobs = []
+        if requests:
+            waiting = translate_texts(api, caller, requests, inline_tags=[html] * len(requests))
+            jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     except TooManyQueuedJobsError as exc:
@@ -251,6 +255,17 @@ async def _assembled(api: ServicesDep, tenant: str, document_id: str) -> Documen
         pause = min(pause * 2, _LONGEST_POLL_S)
 
 
+async def _assembled_or_cancelled(api: ServicesDep, tenant: str, document_id: str) -> DocumentResult:
+    """:func:`_assembled`; the document cancelled if the wait is (its client went away before the
+    translatedFileUrl: nobody could fetch it)."""
+    try:
+        return await _assembled(api, tenant, document_id)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(api.groups.cancel(tenant, "document", document_id))
+        raise
+
+
 @router.post("/translate_file")
 async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     """Translate an uploaded ``file`` (multipart; a format dragoman's documents take) from ``source`` into ``target``.
@@ -287,12 +302,7 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     except TooManyQueuedJobsError as exc:
         raise _never_admitted(exc) from None
-    try:
-        result = await _assembled(api, caller.tenant, document_id)
-    except asyncio.CancelledError:  # the client went away before its translatedFileUrl: nobody can fetch it
-        with contextlib.suppress(Exception):
-            await asyncio.shield(api.groups.cancel(caller.tenant, "document", document_id))
-        raise
+    result = await cancelled_on_disconnect(request, _assembled_or_cancelled(api, caller.tenant, document_id))
     if result.failed_segments:
         first = result.failed_segments[0]
         raise ApiError(

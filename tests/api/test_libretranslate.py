@@ -10,7 +10,9 @@ document): it runs on this thread while the upload waits in another.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,8 @@ from contract.inline_tags import Tag
 from contract.inline_tags import tokens as tag_tokens
 from contract.progress import GroupProgress
 from contract.settings import Settings
-from tests.api.conftest import KeyMaker, bearer
+from producer.requests import Prepared
+from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -310,3 +313,41 @@ async def test_the_guide_example_runs_as_written(
     assert printed[0] == "HELLO, WORLD."
     assert printed[1].startswith("[{'confidence': ") and "'language': 'de'}" in printed[1]
     assert printed[2].startswith("[{'code': 'ace', 'name': 'Acehnese', 'targets': ['af', ")
+
+
+async def test_a_client_that_disconnects_mid_wait_has_its_jobs_cancelled(
+    app: FastAPI, tenant_key: KeyMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn does not cancel a request when its client goes: the door must notice, or the jobs run for nobody."""
+    key = tenant_key("hangup")
+    submitted: list[str] = []
+    with uvicorn_serving(app) as url:
+        api: ApiServices = app.state.services
+        write = api.client.submitter.write
+
+        async def recording_write(prepared: Sequence[Prepared], *, only_new: bool = False) -> list[str]:
+            ids = await write(prepared, only_new=only_new)
+            submitted.extend(ids)
+            return ids
+
+        monkeypatch.setattr(api.client.submitter, "write", recording_write)
+        host, port = url.removeprefix("http://").split(":")
+        body = json.dumps({"q": "Hello there.", "source": "en", "target": "de", "api_key": key}).encode()
+        head = f"POST /translate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        _, writer = await asyncio.open_connection(host, int(port))
+        writer.write(head.encode() + body)
+        await writer.drain()
+        for _ in range(300):
+            if submitted:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()  # the client gives up: no worker runs, the job would wait for one
+        await writer.wait_closed()
+        async with httpx.AsyncClient(base_url=url) as client:
+            for _ in range(100):
+                job = (await client.get(f"/v1/jobs/{submitted[0]}", headers=bearer(key))).json()
+                if job["status"] == "cancelled":
+                    break
+                await asyncio.sleep(0.02)
+    assert job["status"] == "cancelled"
