@@ -52,7 +52,8 @@ async def translate_texts(
     Every request is validated before anything is queued (one bad item refuses all, naming its index);
     more than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` texts is a 413. Waits at most ``wait_s`` seconds
     (default ``DRAGOMAN_API_MAX_WAIT_SECONDS``); past it the jobs still queued are cancelled and the
-    answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read).
+    answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read); a request
+    whose task is cancelled mid-wait (its client disconnected) cancels its jobs the same way.
     ``inline_tags`` (one flag per request, or empty for none): the texts whose markup was swapped for
     placeholder tags (:mod:`contract.inline_tags`), which the worker must keep, as in a document's segments.
     """
@@ -70,6 +71,9 @@ async def translate_texts(
     try:
         async with asyncio.timeout(limit_s):
             return await api.client.wait_many(ids, timeout=limit_s, tenant=caller.tenant)
+    except asyncio.CancelledError:  # the client went away: nobody will read these translations
+        await _cancel_shielded(api, ids)
+        raise
     except (TimeoutError, JobTimeoutError):
         with contextlib.suppress(Exception):
             await api.client.cancel_many(ids)
@@ -79,3 +83,9 @@ async def translate_texts(
             f"the {len(ids):,} texts were not all translated within {limit_s:g}s (is a worker running?); "
             "the unfinished ones were cancelled",
         ) from None
+
+
+async def _cancel_shielded(api: ApiServices, ids: list[str]) -> None:
+    """Cancel ``ids`` from a task being cancelled: shielded, so the cancellation does not cut the cancel short."""
+    with contextlib.suppress(Exception):
+        await asyncio.shield(api.client.cancel_many(ids))

@@ -15,6 +15,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
+from api.client_disconnect import cancelled_on_disconnect
 from api.deepl_glossary_entries import document_terms, glossary_name, parse_entries, terms_in, to_tsv
 from api.deepl_languages import (
     SOURCE_LANGUAGES,
@@ -43,8 +44,9 @@ from api.errors import ApiError
 from api.routes.documents import MEDIA_TYPES, translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
+from api.uploaded_document import stored_document
 from contract.controls import AUTO_LANGUAGE, Control, Formality
-from contract.documents import BINARY_FORMATS, SUFFIXES, encode_document
+from contract.documents import BINARY_FORMATS, SUFFIXES
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, Lane, TranslationRequest
 from storage import Glossary, GlossaryStore
@@ -187,7 +189,8 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         for item, text in zip(tagged, texts, strict=True)
     ]
     try:
-        jobs = await translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+        waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+        jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
     except TooManyQueuedJobsError as exc:
@@ -230,7 +233,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     formality = await _formality_for(api, deepl, source_lang, target_lang)
     glossary = await _glossary_for(request, deepl, source_lang, target_lang)
     try:
-        text = encode_document(fmt, await upload.read())
+        text = stored_document(fmt, await upload.read())
         searchable = None if fmt in BINARY_FORMATS else text
         document_id = await api.groups.submit_document(
             deepl.caller.tenant,
@@ -290,11 +293,17 @@ async def document_result(document_id: str, deepl: DeepLRequestDep, api: Service
 @router.post("/glossaries", status_code=status.HTTP_201_CREATED, response_model=GlossaryBody, responses=_ERRORS)
 async def create_glossary(request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
     """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
-    (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line."""
+    (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line, and so is a pair of one language
+    (``/v2/glossary-language-pairs`` has none: no translation could use it)."""
     try:
         name = glossary_name(deepl.text("name", required=True) or "")
         source_lang = base_language(to_bcp47(deepl.text("source_lang", required=True), "source_lang"))
         target_lang = base_language(to_bcp47(deepl.text("target_lang", required=True), "target_lang"))
+        if source_lang == target_lang:
+            raise InvalidJobError(
+                f"a glossary translates between two languages; source_lang and target_lang are the same language "
+                f"({to_deepl(source_lang)}); see /v2/glossary-language-pairs"
+            )
         entries_format = deepl.text("entries_format") or "tsv"
         entries = parse_entries(deepl.text("entries", required=True) or "", entries_format)
     except InvalidJobError as exc:

@@ -13,6 +13,7 @@ the languages without one); they say nothing about any tenant.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from functools import lru_cache
@@ -22,19 +23,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from starlette.datastructures import UploadFile
 
+from api.client_disconnect import cancelled_on_disconnect
 from api.errors import ApiError, dragoman_error_status
 from api.libretranslate_fields import libretranslate_caller, request_fields, text_field
 from api.libretranslate_html import TaggedHtml, tag_html
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
-from contract.documents import FORMATS, SUFFIXES, encode_document
+from api.uploaded_document import stored_document
+from contract.documents import FORMATS, SUFFIXES
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.ids import canonical_uuid
 from contract.language_detection import LanguageDetector
 from contract.languages import language_name, normalize_language
 from contract.schemas import JobStatus, TranslationRequest, normalize_source_language
 from producer.groups import DocumentResult
+from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(tags=["libretranslate"])
@@ -102,6 +106,14 @@ def _texts(fields: dict[str, Any]) -> tuple[list[str], bool]:
     return texts, batch
 
 
+def _never_admitted(exc: TooManyQueuedJobsError) -> Exception:
+    """The queued-job limit as LibreTranslate's clients know it: ``429`` (with ``Retry-After``) while the
+    tenant's jobs drain, ``400`` for a request larger than the key may ever queue (not dragoman's 422)."""
+    if exc.retry_after is not None:
+        return exc  # the app's handler answers 429 with Retry-After, in LibreTranslate's shape
+    return ApiError(400, "over_queued_job_limit", f"Invalid request: {exc}")
+
+
 def _alternatives(fields: dict[str, Any]) -> int:
     """``alternatives``: how many alternative translations were asked for (dragoman answers none)."""
     try:
@@ -164,9 +176,18 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         for i in wanted
     ]
     try:
-        jobs = await translate_texts(api, caller, requests, inline_tags=[html] * len(requests)) if requests else []
+        jobs = []
+        if requests:
+            waiting = translate_texts(api, caller, requests, inline_tags=[html] * len(requests))
+            jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
+    except TooManyQueuedJobsError as exc:
+        raise _never_admitted(exc) from None
+    except ApiError as exc:
+        if exc.status == 413:  # more texts than one request may carry: LibreTranslate's over-limit 400
+            raise ApiError(400, exc.code, f"Invalid request: {exc.message}") from None
+        raise
     translated = list(texts)
     for index, job in zip(wanted, jobs, strict=True):
         if job.status != JobStatus.SUCCEEDED or job.translation is None:
@@ -234,13 +255,25 @@ async def _assembled(api: ServicesDep, tenant: str, document_id: str) -> Documen
         pause = min(pause * 2, _LONGEST_POLL_S)
 
 
+async def _assembled_or_cancelled(api: ServicesDep, tenant: str, document_id: str) -> DocumentResult:
+    """:func:`_assembled`; the document cancelled if the wait is (its client went away before the
+    translatedFileUrl: nobody could fetch it)."""
+    try:
+        return await _assembled(api, tenant, document_id)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(api.groups.cancel(tenant, "document", document_id))
+        raise
+
+
 @router.post("/translate_file")
 async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     """Translate an uploaded ``file`` (multipart; a format dragoman's documents take) from ``source`` into ``target``.
 
     Waits for the document (at most ``DRAGOMAN_API_MAX_WAIT_SECONDS``) and answers
     ``{translatedFileUrl}``: ``/download_file/<document id>.<file name>``, fetched with the same key.
-    A segment that failed makes the answer an error (the file would hold untranslated text).
+    A segment that failed makes the answer an error (the file would hold untranslated text). A request
+    cancelled while it waits (its client disconnected) cancels the document: its id was never answered.
     """
     fields = await request_fields(request)
     caller = await libretranslate_caller(request, api, fields)
@@ -256,7 +289,7 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     try:
         document_id = await api.groups.submit_document(
             caller.tenant,
-            encode_document(fmt, data),
+            stored_document(fmt, data),
             fmt,
             source_lang=source,
             target_lang=target,
@@ -267,7 +300,9 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
         )
     except InvalidJobError as exc:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
-    result = await _assembled(api, caller.tenant, document_id)
+    except TooManyQueuedJobsError as exc:
+        raise _never_admitted(exc) from None
+    result = await cancelled_on_disconnect(request, _assembled_or_cancelled(api, caller.tenant, document_id))
     if result.failed_segments:
         first = result.failed_segments[0]
         raise ApiError(

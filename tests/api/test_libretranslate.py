@@ -10,18 +10,24 @@ document): it runs on this thread while the upload waits in another.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from libretranslatepy import LibreTranslateAPI  # type: ignore[import-untyped]  # no stubs, no py.typed
 
+from api.services import ApiServices
 from contract.inline_tags import Tag
 from contract.inline_tags import tokens as tag_tokens
+from contract.progress import GroupProgress
 from contract.settings import Settings
-from tests.api.conftest import KeyMaker, bearer
+from producer.requests import Prepared
+from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -147,6 +153,64 @@ async def test_translate_errors_are_libretranslates_shape(
     assert says in response.json()["error"]
 
 
+async def test_more_texts_than_allowed_is_libretranslates_400_not_413_or_422(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, settings: Settings
+) -> None:
+    """LibreTranslate's clients know 400/403/429: a request over a limit it can never meet is its 400."""
+    key = tenant_key("many", max_queued_jobs=2)
+    over_queue = await http.post(
+        "/translate", json={"q": ["a", "b", "c"], "source": "en", "target": "de", "api_key": key}
+    )
+    assert over_queue.status_code == 400 and "queued" in over_queue.json()["error"]
+    texts = ["a"] * (settings.api_max_jobs_per_request + 1)
+    over_request = await http.post("/translate", json={"q": texts, "source": "en", "target": "de", "api_key": key})
+    assert over_request.status_code == 400 and "over the limit" in over_request.json()["error"]
+
+
+async def test_translate_file_refuses_a_docx_that_is_not_a_zip_at_once(
+    http: httpx.AsyncClient, tenant_key: KeyMaker
+) -> None:
+    """A 400 at upload, not a wait for the orchestrator to find it (or a 504 with no worker running)."""
+    fields = {"source": "en", "target": "de", "api_key": tenant_key("docx")}
+    files = {"file": ("letter.docx", b"plain text, not a Word file")}
+    response = await http.post("/translate_file", data=fields, files=files)
+    assert response.status_code == 400, response.text
+    assert "not a zip" in response.json()["error"]
+
+
+async def test_translate_file_cancels_its_document_when_the_client_goes_away(
+    app: FastAPI, http: httpx.AsyncClient, tenant_key: KeyMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document's id was never answered: once the request's task is cancelled, nobody could fetch it."""
+    api: ApiServices = app.state.services
+    submitted: list[str] = []
+    submit = api.groups.submit_document
+
+    async def recording_submit(*args: Any, **kwargs: Any) -> str:
+        document_id = await submit(*args, **kwargs)
+        submitted.append(document_id)
+        return document_id
+
+    cancelled: list[str] = []
+    cancel = api.groups.cancel
+
+    async def recording_cancel(tenant: str, kind: str, group_id: str) -> GroupProgress:
+        cancelled.append(group_id)
+        return await cancel(tenant, kind, group_id)
+
+    monkeypatch.setattr(api.groups, "submit_document", recording_submit)
+    monkeypatch.setattr(api.groups, "cancel", recording_cancel)
+    key = tenant_key("gone")
+    fields = {"source": "en", "target": "de", "api_key": key}
+    upload = asyncio.create_task(http.post("/translate_file", data=fields, files={"file": ("a.txt", b"Hello there.")}))
+    while not submitted:
+        await asyncio.sleep(0.01)
+    upload.cancel()
+    await asyncio.gather(upload, return_exceptions=True)
+
+    assert cancelled == submitted  # requested: the orchestrator (not running here) finishes it when it splits
+
+
 async def test_detect_takes_a_form_or_a_bearer_key(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
     key = tenant_key("acme")
     by_form = await http.post("/detect", data={"q": GERMAN, "api_key": key})
@@ -249,3 +313,41 @@ async def test_the_guide_example_runs_as_written(
     assert printed[0] == "HELLO, WORLD."
     assert printed[1].startswith("[{'confidence': ") and "'language': 'de'}" in printed[1]
     assert printed[2].startswith("[{'code': 'ace', 'name': 'Acehnese', 'targets': ['af', ")
+
+
+async def test_a_client_that_disconnects_mid_wait_has_its_jobs_cancelled(
+    app: FastAPI, tenant_key: KeyMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn does not cancel a request when its client goes: the door must notice, or the jobs run for nobody."""
+    key = tenant_key("hangup")
+    submitted: list[str] = []
+    with uvicorn_serving(app) as url:
+        api: ApiServices = app.state.services
+        write = api.client.submitter.write
+
+        async def recording_write(prepared: Sequence[Prepared], *, only_new: bool = False) -> list[str]:
+            ids = await write(prepared, only_new=only_new)
+            submitted.extend(ids)
+            return ids
+
+        monkeypatch.setattr(api.client.submitter, "write", recording_write)
+        host, port = url.removeprefix("http://").split(":")
+        body = json.dumps({"q": "Hello there.", "source": "en", "target": "de", "api_key": key}).encode()
+        head = f"POST /translate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        _, writer = await asyncio.open_connection(host, int(port))
+        writer.write(head.encode() + body)
+        await writer.drain()
+        for _ in range(300):
+            if submitted:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()  # the client gives up: no worker runs, the job would wait for one
+        await writer.wait_closed()
+        async with httpx.AsyncClient(base_url=url) as client:
+            for _ in range(100):
+                job = (await client.get(f"/v1/jobs/{submitted[0]}", headers=bearer(key))).json()
+                if job["status"] == "cancelled":
+                    break
+                await asyncio.sleep(0.02)
+    assert job["status"] == "cancelled"
