@@ -2,7 +2,7 @@
 // documents and JSONL runs with live progress, download the results (one by one or as a zip),
 // browse the history and the usage. Everything goes through the native API (api.js).
 
-import { ApiFailure, call, callJson, followEvents, forgetKey, storeKey, storedKey } from "./api.js";
+import { ApiFailure, SignedOut, call, callJson, followEvents, forgetKey, storeKey, storedKey } from "./api.js";
 import { strToU8, zipSync } from "./vendor/fflate.js";
 
 const $ = (id) => document.getElementById(id);
@@ -147,8 +147,10 @@ function signOut() {
   $("api-key").focus();
 }
 
-/** Any answer 401 means the key is no longer good: back to the sign-in form, saying why. */
+/** Any answer 401 means the key is no longer good: back to the sign-in form, saying why. An answer that
+ * came after signing out (SignedOut) is dropped: true for both, the caller shows nothing. */
 function handleAuth(error) {
+  if (error instanceof SignedOut) return true;
   if (error instanceof ApiFailure && error.status === 401 && storedKey()) {
     signOut();
     showError("sign-in-error", error);

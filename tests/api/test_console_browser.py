@@ -353,6 +353,67 @@ def test_history_cancel_and_retry(
         assert structure(downloaded.read_text()) == structure(SOURCE)
 
 
+HOSTILE = '<img src=x onerror="window.pwned=1">'
+"""Markup where the page shows server data (a file name, a job's text, an error): it must show as text."""
+
+_DELAY_LISTS = """
+const real = window.fetch;
+window.fetch = async (url, options) => {
+  const answer = await real(url, options);
+  if (String(url).startsWith("/v1/jobs?")) await new Promise((resolve) => setTimeout(resolve, 800));
+  return answer;
+};
+"""
+"""Hold the job list's answers back 0.8 s, as a slow server would."""
+
+
+def test_hostile_server_data_is_text_a_late_answer_after_sign_out_is_dropped_and_a_401_signs_out(
+    settings: Settings, tenant_key: KeyMaker, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    key = tenant_key("console-hostile")
+    with uvicorn_serving(create_app(settings)) as url:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
+            document = http.post(
+                "/v1/documents",
+                params={"source_lang": "en", "target_lang": "fr", "filename": f"{HOSTILE}.md"},
+                content=b"# Title\n\nHello.\n",
+            )
+            assert document.status_code == 202, document.text
+            job = http.post("/v1/jobs", json={"text": HOSTILE, "source_lang": "en", "target_lang": "fr"})
+            assert job.status_code == 202, job.text
+        browser.get(url + "/")
+        sign_in(browser, key)
+
+        # The document's hostile name is listed as text: no element made of it, nothing run.
+        wait_for(lambda: HOSTILE in browser.find_element(By.ID, "history-list").text, "the hostile name listed")
+        assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
+        assert browser.execute_script("return window.pwned") is None
+        assert HOSTILE in browser.find_element(By.CSS_SELECTOR, "#history-list button.cancel").get_attribute(
+            "aria-label"
+        )
+
+        # A list still on its way when the person signs out is not drawn afterwards (for the next one).
+        browser.execute_script(_DELAY_LISTS)
+        browser.find_element(By.ID, "tab-jobs").click()
+        browser.find_element(By.ID, "sign-out").click()
+        time.sleep(1.2)
+        assert browser.find_element(By.ID, "history-list").get_attribute("childElementCount") == "0"
+        assert browser.find_element(By.ID, "history-note").get_attribute("textContent") == ""
+        assert browser.find_element(By.ID, "history-error").get_attribute("textContent") == ""
+
+        # A key revoked mid-session (here: replaced by a wrong one): the next answer's 401 signs out, saying why.
+        sign_in(browser, key)
+        browser.execute_script("sessionStorage.setItem('dragoman.apiKey', 'dg_revoked')")
+        browser.find_element(By.ID, "history-refresh").click()
+        wait_for(lambda: browser.find_element(By.ID, "sign-in").is_displayed(), "back to the sign-in form")
+        assert "not valid" in browser.find_element(By.ID, "sign-in-error").text
+        assert browser.execute_script("return sessionStorage.getItem('dragoman.apiKey')") is None
+        assert browser.execute_script("return localStorage.length") == 0
+        assert key not in browser.current_url
+
+
 def _screenshots(browser: Any) -> None:
     """Desktop and phone-sized (390x844) screenshots of the completed upload, into ``DRAGOMAN_CONSOLE_SCREENSHOTS``."""
     folder = os.environ.get("DRAGOMAN_CONSOLE_SCREENSHOTS")

@@ -203,3 +203,14 @@ async def test_a_forged_cursor_in_range_shows_only_the_callers_rows(
     response = await http.get(path, params={"before": far_future}, headers=bearer(key))
     assert response.status_code == 200, response.text
     assert response.json() == {"data": [], "next": None}
+
+
+async def test_every_queued_job_of_one_big_request_is_listed_once_however_many_pages(
+    http: httpx.AsyncClient, tenant_key: KeyMaker
+) -> None:
+    key = tenant_key("acme")
+    items = [{"text": f"Text {i}.", "source_lang": "en", "target_lang": "fr"} for i in range(150)]
+    response = await http.post("/v1/jobs", json=items, headers=bearer(key))
+    assert response.status_code == 202, response.text
+    listed = [job["id"] for page in await _pages(http, key, "/v1/jobs", 20) for job in page]
+    assert sorted(listed) == sorted(response.json()["ids"])
