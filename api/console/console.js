@@ -542,7 +542,7 @@ function historyRow(kind, row) {
   const retryable = (kind === "jobs" || kind === "documents") && server.retry &&
     (row.status === "failed" || row.status === "cancelled" || (kind === "documents" && row.counts?.failed > 0));
   if (retryable) {
-    actions.append(element("button", { type: "button", class: "retry", text: "Retry", "aria-label": `Retry ${label}`, onclick: () => retry(kind, row.id) }));
+    actions.append(element("button", { type: "button", class: "retry", text: "Retry", "aria-label": `Retry ${label}`, onclick: (event) => retry(kind, row.id, event.currentTarget) }));
   }
   if (row.status === "completed" && (kind === "documents" || kind === "runs" || row.output_file_id)) {
     const item = {
@@ -579,7 +579,10 @@ function historyRow(kind, row) {
   );
 }
 
-async function retry(kind, id) {
+/** Retry a job or document; its button is disabled at once, so a double click is one retry (a document's
+ * retry is a new document each time the server is asked). */
+async function retry(kind, id, button) {
+  button.disabled = true;
   try {
     await call("POST", `/v1/${kind}/${id}/retry`);
   } catch (error) {

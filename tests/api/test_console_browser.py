@@ -383,6 +383,13 @@ def test_hostile_server_data_is_text_a_late_answer_after_sign_out_is_dropped_and
             assert document.status_code == 202, document.text
             job = http.post("/v1/jobs", json={"text": HOSTILE, "source_lang": "en", "target_lang": "fr"})
             assert job.status_code == 202, job.text
+            document_id = document.json()["id"]
+            assert http.post(f"/v1/documents/{document_id}/cancel").status_code == 200
+            wait_for(
+                lambda: http.get(f"/v1/documents/{document_id}").json()["status"] == "cancelled",
+                "the document cancelled",
+                between=run_orchestrator,
+            )
         browser.get(url + "/")
         sign_in(browser, key)
 
@@ -390,9 +397,15 @@ def test_hostile_server_data_is_text_a_late_answer_after_sign_out_is_dropped_and
         wait_for(lambda: HOSTILE in browser.find_element(By.ID, "history-list").text, "the hostile name listed")
         assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
         assert browser.execute_script("return window.pwned") is None
-        assert HOSTILE in browser.find_element(By.CSS_SELECTOR, "#history-list button.cancel").get_attribute(
-            "aria-label"
-        )
+        retry = browser.find_element(By.CSS_SELECTOR, "#history-list li[data-status=cancelled] button.retry")
+        assert HOSTILE in retry.get_attribute("aria-label")
+
+        # A double click on Retry is one retry: one new document, not two.
+        browser.execute_script("arguments[0].click(); arguments[0].click();", retry)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
+            wait_for(lambda: len(http.get("/v1/documents").json()["data"]) > 1, "the retried document")
+            time.sleep(0.5)  # a second retry, had it been sent, has landed too
+            assert len(http.get("/v1/documents").json()["data"]) == 2
 
         # A list still on its way when the person signs out is not drawn afterwards (for the next one).
         browser.execute_script(_DELAY_LISTS)
