@@ -407,6 +407,16 @@ def test_hostile_server_data_is_text_a_late_answer_after_sign_out_is_dropped_and
             time.sleep(0.5)  # a second retry, had it been sent, has landed too
             assert len(http.get("/v1/documents").json()["data"]) == 2
 
+        # On a phone, the hostile rows run off no side and every button is a target of at least 24x24 px.
+        browser.set_window_size(390, 844)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        small = browser.execute_script(
+            "return [...document.querySelectorAll('button')].filter((b) => b.offsetParent)"
+            ".map((b) => b.getBoundingClientRect()).filter((r) => r.width < 24 || r.height < 24).length"
+        )
+        assert small == 0
+        browser.set_window_size(1280, 1000)
+
         # A list still on its way when the person signs out is not drawn afterwards (for the next one).
         browser.execute_script(_DELAY_LISTS)
         browser.find_element(By.ID, "tab-jobs").click()
