@@ -283,6 +283,8 @@ async def test_two_retries_of_one_job_at_once_queue_one_new_job_and_its_retry_an
         assert len(new_ids) == 1 and job_id not in new_ids  # a double click is one retry
         (new_id,) = new_ids
         assert (await _final(http, key, new_id))["status"] == "failed"
+        later = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))  # the first job asked again
+        assert later.status_code == 202 and later.json() == {"id": new_id, "status": "failed"}
         again = await http.post(f"/v1/jobs/{new_id}/retry", headers=bearer(key))  # a retry of the retry
         assert again.status_code == 202 and again.json()["id"] not in (job_id, new_id)
         await _final(http, key, again.json()["id"])
