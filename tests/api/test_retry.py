@@ -290,3 +290,11 @@ async def test_two_retries_of_one_job_at_once_queue_one_new_job_and_its_retry_an
         await _final(http, key, again.json()["id"])
     listed = [job["id"] for job in (await http.get("/v1/jobs", headers=bearer(key))).json()["data"]]
     assert listed == [again.json()["id"], new_id, job_id]
+
+
+@pytest.mark.parametrize("document_id", ["nonsense", "00000000-0000-4000-8000-000000000000", "' OR 1=1 --"])
+async def test_a_retry_of_an_unknown_or_malformed_document_is_a_404(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, document_id: str
+) -> None:
+    response = await http.post(f"/v1/documents/{document_id}/retry", headers=bearer(tenant_key("acme")))
+    assert response.status_code == 404, response.text
