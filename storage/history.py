@@ -29,6 +29,8 @@ from storage.runs import FLAG_COUNTS_SQL, KINDS, group_progress
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+MAX_CURSOR_US = (datetime(9999, 12, 31, tzinfo=UTC) - _EPOCH) // _MICROSECOND
+"""The latest ``created_at`` a cursor may name: past it, PostgreSQL's interval overflows (a forged cursor, a 500)."""
 
 
 class InvalidCursorError(DragomanError):
@@ -57,6 +59,10 @@ def decode_cursor(text: str) -> PageCursor:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
         created, _, ident = raw.partition(":")
+        # only plain digits in range: int() also takes "1_000", " 12" and "-5", and PostgreSQL refuses
+        # a huge one with "interval out of range" (a 500 rather than the 400 a forged cursor deserves)
+        if not (created.isascii() and created.isdigit()) or int(created) > MAX_CURSOR_US:
+            raise ValueError(created)
         return PageCursor(int(created), str(uuid.UUID(ident)))
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidCursorError(

@@ -34,6 +34,10 @@ from tenancy.tenant_groups import TenantGroups
 TIE_ROOM = 64
 """Extra unfinished jobs read past a page, for those created in the cursor's own microsecond."""
 
+RETRY_IDEMPOTENCY_PREFIX = "dragoman-retry:"
+"""The idempotency key of a job's retry is this and the job's id: two retries of one job (a double click, two
+tabs) queue one new job, and both answer its id; the key is the tenant's, kept ``DRAGOMAN_IDEMPOTENCY_TTL_SECONDS``."""
+
 RETRYABLE_JOB = frozenset({JobStatus.FAILED, JobStatus.CANCELLED})
 RETRYABLE_DOCUMENT = frozenset({"failed", "cancelled"})
 
@@ -131,6 +135,7 @@ class TenantHistory:
             formality=controls.get("formality"),
             memory=bool(controls.get("memory", True)),
             model=job.model,
+            idempotency_key=f"{RETRY_IDEMPOTENCY_PREFIX}{job_id}",
         )
 
     async def retry_document(self, tenant: str, document_id: str, groups: TenantGroups, max_queued_jobs: int) -> str:

@@ -28,6 +28,19 @@ export class ApiFailure extends Error {
   }
 }
 
+/** A request whose answer came after the tab signed out (or that was made signed out): its answer is dropped,
+ * so a slow list or translation of the last person at this screen is never drawn for the next. */
+export class SignedOut extends Error {
+  constructor() {
+    super("signed out");
+  }
+}
+
+/** Throw SignedOut unless the tab is still signed in with the key a request was sent with. */
+function stillSignedIn(used) {
+  if (used === null || storedKey() !== used) throw new SignedOut();
+}
+
 /** The error of a failed response, in whichever shape the API answered (native, OpenAI, DeepL...). */
 async function failureOf(response) {
   let message = `${response.status} ${response.statusText}`.trim();
@@ -65,7 +78,9 @@ export function apiUrl(path, query = {}) {
  * Resolves to the Response of a success; rejects with an ApiFailure otherwise.
  */
 export async function call(method, path, { json, body, contentType, query, signal, key } = {}) {
-  const headers = { Authorization: `Bearer ${key ?? storedKey() ?? ""}` };
+  const used = key ?? storedKey();
+  if (key === undefined) stillSignedIn(used);
+  const headers = { Authorization: `Bearer ${used}` };
   let payload = body;
   if (json !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -80,13 +95,17 @@ export async function call(method, path, { json, body, contentType, query, signa
     if (error.name === "AbortError") throw error;
     throw new ApiFailure(0, "network", `the server did not answer (${error.message})`);
   }
+  if (key === undefined) stillSignedIn(used);
   if (!response.ok) throw await failureOf(response);
   return response;
 }
 
-/** `call` for an answer that is JSON. */
+/** `call` for an answer that is JSON (dropped, as SignedOut, if the tab signed out while it was read). */
 export async function callJson(method, path, options = {}) {
-  return (await call(method, path, options)).json();
+  const used = options.key ?? storedKey();
+  const answer = await (await call(method, path, options)).json();
+  if (options.key === undefined) stillSignedIn(used);
+  return answer;
 }
 
 /**

@@ -2,7 +2,7 @@
 // documents and JSONL runs with live progress, download the results (one by one or as a zip),
 // browse the history and the usage. Everything goes through the native API (api.js).
 
-import { ApiFailure, call, callJson, followEvents, forgetKey, storeKey, storedKey } from "./api.js";
+import { ApiFailure, SignedOut, call, callJson, followEvents, forgetKey, storeKey, storedKey } from "./api.js";
 import { strToU8, zipSync } from "./vendor/fflate.js";
 
 const $ = (id) => document.getElementById(id);
@@ -147,8 +147,10 @@ function signOut() {
   $("api-key").focus();
 }
 
-/** Any answer 401 means the key is no longer good: back to the sign-in form, saying why. */
+/** Any answer 401 means the key is no longer good: back to the sign-in form, saying why. An answer that
+ * came after signing out (SignedOut) is dropped: true for both, the caller shows nothing. */
 function handleAuth(error) {
+  if (error instanceof SignedOut) return true;
   if (error instanceof ApiFailure && error.status === 401 && storedKey()) {
     signOut();
     showError("sign-in-error", error);
@@ -540,7 +542,7 @@ function historyRow(kind, row) {
   const retryable = (kind === "jobs" || kind === "documents") && server.retry &&
     (row.status === "failed" || row.status === "cancelled" || (kind === "documents" && row.counts?.failed > 0));
   if (retryable) {
-    actions.append(element("button", { type: "button", class: "retry", text: "Retry", "aria-label": `Retry ${label}`, onclick: () => retry(kind, row.id) }));
+    actions.append(element("button", { type: "button", class: "retry", text: "Retry", "aria-label": `Retry ${label}`, onclick: (event) => retry(kind, row.id, event.currentTarget) }));
   }
   if (row.status === "completed" && (kind === "documents" || kind === "runs" || row.output_file_id)) {
     const item = {
@@ -577,7 +579,10 @@ function historyRow(kind, row) {
   );
 }
 
-async function retry(kind, id) {
+/** Retry a job or document; its button is disabled at once, so a double click is one retry (a document's
+ * retry is a new document each time the server is asked). */
+async function retry(kind, id, button) {
+  button.disabled = true;
   try {
     await call("POST", `/v1/${kind}/${id}/retry`);
   } catch (error) {

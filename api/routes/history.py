@@ -106,6 +106,7 @@ async def retry_job(job_id: str, caller: CallerDep, api: ServicesDep, history: H
     The new job has the same text, languages, metadata and controls (glossary, context, formality,
     memory, lane) and goes to the model that handled the first (the routes choose if that one is no
     longer served). It counts against the key's limit of unfinished jobs like any job (``429``).
+    A job is retried once: asking again (a double click, two tabs) answers that retry's id and status.
     ``409 not_retryable`` for a queued, running or succeeded job, or one of a run or document.
     """
     job_id = parse_job_id(job_id)
@@ -121,7 +122,10 @@ async def retry_job(job_id: str, caller: CallerDep, api: ServicesDep, history: H
             raise
         unrouted = prepare(api.settings, dataclasses.replace(request, model=None), tenant=caller.tenant)
         (new_id,) = await submit_admitted(api, caller, [unrouted])
-    return JobAccepted(id=new_id, status=JobStatus.QUEUED)
+    # a job already retried answers its earlier retry (the idempotency key), which may have finished since
+    retried = await api.client.get(new_id, tenant=caller.tenant)
+    finished = retried.status not in (JobStatus.QUEUED, JobStatus.RUNNING)
+    return JobAccepted(id=new_id, status=retried.status if finished else JobStatus.QUEUED)
 
 
 @router.post(

@@ -353,6 +353,90 @@ def test_history_cancel_and_retry(
         assert structure(downloaded.read_text()) == structure(SOURCE)
 
 
+HOSTILE = '<img src=x onerror="window.pwned=1">'
+"""Markup where the page shows server data (a file name, a job's text, an error): it must show as text."""
+
+_DELAY_LISTS = """
+const real = window.fetch;
+window.fetch = async (url, options) => {
+  const answer = await real(url, options);
+  if (String(url).startsWith("/v1/jobs?")) await new Promise((resolve) => setTimeout(resolve, 800));
+  return answer;
+};
+"""
+"""Hold the job list's answers back 0.8 s, as a slow server would."""
+
+
+def test_hostile_server_data_is_text_a_late_answer_after_sign_out_is_dropped_and_a_401_signs_out(
+    settings: Settings, tenant_key: KeyMaker, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    key = tenant_key("console-hostile")
+    with uvicorn_serving(create_app(settings)) as url:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
+            document = http.post(
+                "/v1/documents",
+                params={"source_lang": "en", "target_lang": "fr", "filename": f"{HOSTILE}.md"},
+                content=b"# Title\n\nHello.\n",
+            )
+            assert document.status_code == 202, document.text
+            job = http.post("/v1/jobs", json={"text": HOSTILE, "source_lang": "en", "target_lang": "fr"})
+            assert job.status_code == 202, job.text
+            document_id = document.json()["id"]
+            assert http.post(f"/v1/documents/{document_id}/cancel").status_code == 200
+            wait_for(
+                lambda: http.get(f"/v1/documents/{document_id}").json()["status"] == "cancelled",
+                "the document cancelled",
+                between=run_orchestrator,
+            )
+        browser.get(url + "/")
+        sign_in(browser, key)
+
+        # The document's hostile name is listed as text: no element made of it, nothing run.
+        wait_for(lambda: HOSTILE in browser.find_element(By.ID, "history-list").text, "the hostile name listed")
+        assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
+        assert browser.execute_script("return window.pwned") is None
+        retry = browser.find_element(By.CSS_SELECTOR, "#history-list li[data-status=cancelled] button.retry")
+        assert HOSTILE in retry.get_attribute("aria-label")
+
+        # A double click on Retry is one retry: one new document, not two.
+        browser.execute_script("arguments[0].click(); arguments[0].click();", retry)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:
+            wait_for(lambda: len(http.get("/v1/documents").json()["data"]) > 1, "the retried document")
+            time.sleep(0.5)  # a second retry, had it been sent, has landed too
+            assert len(http.get("/v1/documents").json()["data"]) == 2
+
+        # On a phone, the hostile rows run off no side and every button is a target of at least 24x24 px.
+        browser.set_window_size(390, 844)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        small = browser.execute_script(
+            "return [...document.querySelectorAll('button')].filter((b) => b.offsetParent)"
+            ".map((b) => b.getBoundingClientRect()).filter((r) => r.width < 24 || r.height < 24).length"
+        )
+        assert small == 0
+        browser.set_window_size(1280, 1000)
+
+        # A list still on its way when the person signs out is not drawn afterwards (for the next one).
+        browser.execute_script(_DELAY_LISTS)
+        browser.find_element(By.ID, "tab-jobs").click()
+        browser.find_element(By.ID, "sign-out").click()
+        time.sleep(1.2)
+        assert browser.find_element(By.ID, "history-list").get_attribute("childElementCount") == "0"
+        assert browser.find_element(By.ID, "history-note").get_attribute("textContent") == ""
+        assert browser.find_element(By.ID, "history-error").get_attribute("textContent") == ""
+
+        # A key revoked mid-session (here: replaced by a wrong one): the next answer's 401 signs out, saying why.
+        sign_in(browser, key)
+        browser.execute_script("sessionStorage.setItem('dragoman.apiKey', 'dg_revoked')")
+        browser.find_element(By.ID, "history-refresh").click()
+        wait_for(lambda: browser.find_element(By.ID, "sign-in").is_displayed(), "back to the sign-in form")
+        assert "not valid" in browser.find_element(By.ID, "sign-in-error").text
+        assert browser.execute_script("return sessionStorage.getItem('dragoman.apiKey')") is None
+        assert browser.execute_script("return localStorage.length") == 0
+        assert key not in browser.current_url
+
+
 def _screenshots(browser: Any) -> None:
     """Desktop and phone-sized (390x844) screenshots of the completed upload, into ``DRAGOMAN_CONSOLE_SCREENSHOTS``."""
     folder = os.environ.get("DRAGOMAN_CONSOLE_SCREENSHOTS")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
@@ -172,3 +173,44 @@ async def test_the_default_page_is_twenty(http: httpx.AsyncClient, tenant_key: K
     rest = (await http.get("/v1/jobs", params={"before": first["next"]}, headers=bearer(key))).json()
     assert len(rest["data"]) == 3 and rest["next"] is None
     assert not {j["id"] for j in first["data"]} & {j["id"] for j in rest["data"]}
+
+
+def _forged(created: str, ident: str = "00000000-0000-0000-0000-000000000001") -> str:
+    """A cursor built by hand (base64 of ``created:id``), as an attacker would."""
+    return base64.urlsafe_b64encode(f"{created}:{ident}".encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/runs", "/v1/documents"])
+@pytest.mark.parametrize("created", ["9" * 60, "-" + "9" * 60, "1_000", " 12", "12e3"])
+async def test_a_forged_cursor_out_of_range_is_a_400_not_a_500(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, path: str, created: str
+) -> None:
+    key = tenant_key("acme")
+    response = await http.get(path, params={"before": _forged(created)}, headers=bearer(key))
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_cursor"
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/runs", "/v1/documents"])
+async def test_a_forged_cursor_in_range_shows_only_the_callers_rows(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, path: str
+) -> None:
+    key, other = tenant_key("acme"), tenant_key("globex")
+    await http.post(
+        "/v1/jobs", json={"text": "Theirs.", "source_lang": "en", "target_lang": "fr"}, headers=bearer(other)
+    )
+    far_future = _forged(str(4_000_000_000 * 1_000_000), "ffffffff-ffff-ffff-ffff-ffffffffffff")
+    response = await http.get(path, params={"before": far_future}, headers=bearer(key))
+    assert response.status_code == 200, response.text
+    assert response.json() == {"data": [], "next": None}
+
+
+async def test_every_queued_job_of_one_big_request_is_listed_once_however_many_pages(
+    http: httpx.AsyncClient, tenant_key: KeyMaker
+) -> None:
+    key = tenant_key("acme")
+    items = [{"text": f"Text {i}.", "source_lang": "en", "target_lang": "fr"} for i in range(150)]
+    response = await http.post("/v1/jobs", json=items, headers=bearer(key))
+    assert response.status_code == 202, response.text
+    listed = [job["id"] for page in await _pages(http, key, "/v1/jobs", 20) for job in page]
+    assert sorted(listed) == sorted(response.json()["ids"])

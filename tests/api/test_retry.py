@@ -264,3 +264,37 @@ async def test_the_http_guide_s_history_and_retry_example_runs_as_written(
     retried_document = re.search(r'\{"id":"([0-9a-f-]+)","kind":"document","status":"splitting"', text)
     assert job and retried_document, text  # the two retries
     assert not {failed, document} & {job[1], retried_document[1]}
+
+
+async def test_two_retries_of_one_job_at_once_queue_one_new_job_and_its_retry_another(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    job_id = (
+        await http.post(
+            "/v1/jobs", json={"text": "boom", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
+        )
+    ).json()["id"]
+    async with start_worker(DeterministicEngine(fail_if=_boom)):
+        assert (await _final(http, key, job_id))["status"] == "failed"
+        answers = await asyncio.gather(*(http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key)) for _ in range(5)))
+        assert [a.status_code for a in answers] == [202] * 5, [a.text for a in answers]
+        new_ids = {a.json()["id"] for a in answers}
+        assert len(new_ids) == 1 and job_id not in new_ids  # a double click is one retry
+        (new_id,) = new_ids
+        assert (await _final(http, key, new_id))["status"] == "failed"
+        later = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))  # the first job asked again
+        assert later.status_code == 202 and later.json() == {"id": new_id, "status": "failed"}
+        again = await http.post(f"/v1/jobs/{new_id}/retry", headers=bearer(key))  # a retry of the retry
+        assert again.status_code == 202 and again.json()["id"] not in (job_id, new_id)
+        await _final(http, key, again.json()["id"])
+    listed = [job["id"] for job in (await http.get("/v1/jobs", headers=bearer(key))).json()["data"]]
+    assert listed == [again.json()["id"], new_id, job_id]
+
+
+@pytest.mark.parametrize("document_id", ["nonsense", "00000000-0000-4000-8000-000000000000", "' OR 1=1 --"])
+async def test_a_retry_of_an_unknown_or_malformed_document_is_a_404(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, document_id: str
+) -> None:
+    response = await http.post(f"/v1/documents/{document_id}/retry", headers=bearer(tenant_key("acme")))
+    assert response.status_code == 404, response.text
