@@ -37,6 +37,7 @@ async def cancelled_on_disconnect(request: Request, work: Coroutine[Any, Any, T]
         await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         task.cancel()
+        await asyncio.wait({task})  # its own cancellation handling (its jobs cancelled) ends before this request
         raise
     finally:
         watch.cancel()

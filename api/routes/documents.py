@@ -193,7 +193,12 @@ async def document_content(document_id: str, caller: CallerDep, api: ServicesDep
 
 
 def translated_document_response(fmt: str, text: str, headers: dict[str, str] | None = None) -> Response:
-    """An assembled document as every door answers it: its bytes (a ``.docx`` decoded) with its format's type."""
+    """An assembled document as every door answers it: its bytes (a ``.docx`` decoded) with its format's type.
+
+    Served from the web console's origin: a translated HTML page must never run as that origin's page
+    (``sandbox``), nor be sniffed into one.
+    """
+    headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff", **(headers or {})}
     media_type = MEDIA_TYPES.get(fmt, "text/plain")
     if fmt in BINARY_FORMATS:
         return Response(decode_document(fmt, text), media_type=media_type, headers=headers)

@@ -255,17 +255,6 @@ async def _assembled(api: ServicesDep, tenant: str, document_id: str) -> Documen
         pause = min(pause * 2, _LONGEST_POLL_S)
 
 
-async def _assembled_or_cancelled(api: ServicesDep, tenant: str, document_id: str) -> DocumentResult:
-    """:func:`_assembled`; the document cancelled if the wait is (its client went away before the
-    translatedFileUrl: nobody could fetch it)."""
-    try:
-        return await _assembled(api, tenant, document_id)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(api.groups.cancel(tenant, "document", document_id))
-        raise
-
-
 @router.post("/translate_file")
 async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     """Translate an uploaded ``file`` (multipart; a format dragoman's documents take) from ``source`` into ``target``.
@@ -302,7 +291,14 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     except TooManyQueuedJobsError as exc:
         raise _never_admitted(exc) from None
-    result = await cancelled_on_disconnect(request, _assembled_or_cancelled(api, caller.tenant, document_id))
+    try:
+        result = await cancelled_on_disconnect(request, _assembled(api, caller.tenant, document_id))
+    except (asyncio.CancelledError, ApiError) as exc:
+        # Its client went away (or the request was cancelled) before the translatedFileUrl: nobody could fetch it.
+        if not isinstance(exc, ApiError) or exc.status == 499:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(api.groups.cancel(caller.tenant, "document", document_id))
+        raise
     if result.failed_segments:
         first = result.failed_segments[0]
         raise ApiError(

@@ -217,6 +217,9 @@ async def test_a_document_round_trips_with_its_structure(
     assert content.headers["content-type"].startswith(
         {"md": "text/markdown", "html": "text/html"}.get(view["format"], "text/plain")
     )
+    # A translated HTML page never runs as this origin's page (the console's): sandboxed, never sniffed.
+    assert content.headers["content-security-policy"] == "sandbox"
+    assert content.headers["x-content-type-options"] == "nosniff"
     # Its segments are the tenant's jobs: the owner looks them up (and the queued-job limit counted them).
     segment = await http.get(f"/v1/jobs/{job_id_for(document['id'], 0)}", headers=bearer(key))
     assert segment.status_code == 200 and segment.json()["status"] == "succeeded", segment.text
