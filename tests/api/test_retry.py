@@ -34,6 +34,15 @@ def _boom(text: str) -> bool:
     return "boom" in text
 
 
+async def _submit(http: httpx.AsyncClient, key: str, text: str) -> str:
+    """A stand-alone en→fr job of ``key``'s tenant; its id."""
+    response = await http.post(
+        "/v1/jobs", json={"text": text, "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
+    )
+    assert response.status_code == 202, response.text
+    return str(response.json()["id"])
+
+
 async def _final(http: httpx.AsyncClient, key: str, job_id: str) -> dict[str, Any]:
     for _ in range(300):
         job: dict[str, Any] = (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()
@@ -92,11 +101,7 @@ async def test_succeeded_queued_and_unknown_jobs_are_not_retried(
     http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
 ) -> None:
     key = tenant_key("acme")
-    job_id = (
-        await http.post(
-            "/v1/jobs", json={"text": "Fine.", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
-        )
-    ).json()["id"]
+    job_id = await _submit(http, key, "Fine.")
     queued = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
     assert queued.status_code == 409 and "queued" in queued.json()["error"]["message"]
     async with start_worker(DeterministicEngine()):
@@ -113,11 +118,7 @@ async def test_a_cancelled_job_is_retried_once_a_worker_recorded_it(
     http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
 ) -> None:
     key = tenant_key("acme")
-    job_id = (
-        await http.post(
-            "/v1/jobs", json={"text": "Later.", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
-        )
-    ).json()["id"]
+    job_id = await _submit(http, key, "Later.")
     assert (await http.post(f"/v1/jobs/{job_id}/cancel", headers=bearer(key))).json()["status"] == "cancelled"
     early = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
     assert early.status_code == 409 and "worker" in early.json()["error"]["message"]
@@ -136,11 +137,7 @@ async def test_a_retry_waits_its_turn_in_the_keys_limit(
     http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
 ) -> None:
     key = tenant_key("acme", max_queued_jobs=1)
-    job_id = (
-        await http.post(
-            "/v1/jobs", json={"text": "boom", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
-        )
-    ).json()["id"]
+    job_id = await _submit(http, key, "boom")
     async with start_worker(DeterministicEngine(fail_if=_boom)):
         assert (await _final(http, key, job_id))["status"] == "failed"
     blocker = await http.post(
@@ -270,11 +267,7 @@ async def test_two_retries_of_one_job_at_once_queue_one_new_job_and_its_retry_an
     http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
 ) -> None:
     key = tenant_key("acme")
-    job_id = (
-        await http.post(
-            "/v1/jobs", json={"text": "boom", "source_lang": "en", "target_lang": "fr"}, headers=bearer(key)
-        )
-    ).json()["id"]
+    job_id = await _submit(http, key, "boom")
     async with start_worker(DeterministicEngine(fail_if=_boom)):
         assert (await _final(http, key, job_id))["status"] == "failed"
         answers = await asyncio.gather(*(http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key)) for _ in range(5)))
