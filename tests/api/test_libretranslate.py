@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,12 +26,12 @@ from contract.progress import GroupProgress
 from contract.settings import Settings
 from producer.requests import Prepared
 from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
+from tests.docs.examples import ROOT, blocks
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
 pytestmark = pytest.mark.timeout(180)
-ROOT = Path(__file__).resolve().parents[2]
 
 ENGLISH = "The weather is lovely today, so we are going for a long walk in the park."
 GERMAN = "Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen mit dem Zug nach Berlin."
@@ -293,18 +291,11 @@ async def test_translate_file_refusals(http: httpx.AsyncClient, tenant_key: KeyM
     assert not_utf8.status_code == 400 and "error" in not_utf8.json()
 
 
-def guide_example() -> str:
-    """The Python block of the LibreTranslate guide (docs/guides/libretranslate-api.md)."""
-    text = (ROOT / "docs" / "guides" / "libretranslate-api.md").read_text(encoding="utf-8")
-    match = re.search(r"```python\n(.*?)```", text, re.DOTALL)
-    assert match, "docs/guides/libretranslate-api.md lost its example"
-    return match.group(1)
-
-
 async def test_the_guide_example_runs_as_written(
     api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = guide_example()
+    (example,) = [block for block in blocks(ROOT / "docs/guides/libretranslate-api.md") if block.kind == "python"]
+    source = example.code
     assert '"http://127.0.0.1:8000/"' in source and 'api_key="dgm_..."' in source
     source = source.replace("http://127.0.0.1:8000", api_url).replace('"dgm_..."', repr(tenant_key("guide")))
     async with start_worker(shouting()):
