@@ -10,7 +10,7 @@ one short job, a list of 1,000 English jobs, of 1,000 Japanese ones as ``json.du
 
 **Zip bomb**: a real ``.docx`` plus one member of ``--bomb-mib`` MiB of zeros (about 100 KiB
 deflated). The peak Python memory (``tracemalloc``) of reading every member whole, as the splitter
-did before, against :func:`orchestrator.segmenting.docx.unpack` with the default cap, which refuses it.
+did before, against :func:`orchestrator.segmenting.zip_container.unpack` with the default cap, which refuses it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from typing import Any
 
 from api.input_check import bad_json_escape
 from contract.errors import DocumentTooLargeError
-from orchestrator.segmenting.docx import DEFAULT_MAX_UNPACKED_BYTES, unpack
+from orchestrator.segmenting.docx import DOCX
+from orchestrator.segmenting.zip_container import DEFAULT_MAX_UNPACKED_BYTES, unpack
 
 MIB = 1024 * 1024
 
@@ -124,7 +125,7 @@ def zip_bomb(mib: int) -> dict[str, Any]:
         assert parts
 
     before, _ = _peak(whole)
-    after, outcome = _peak(lambda: unpack(source))
+    after, outcome = _peak(lambda: unpack(source, DOCX))
     return {
         "upload_bytes": len(data),
         "unpacked_bytes": mib * MIB,

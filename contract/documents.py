@@ -12,8 +12,26 @@ import binascii
 
 from contract.errors import InvalidJobError
 
-FORMATS = ("txt", "md", "html", "srt", "vtt", "po", "json", "xliff", "docx")
-BINARY_FORMATS = ("docx",)
+FORMATS = (
+    "txt",
+    "md",
+    "html",
+    "srt",
+    "vtt",
+    "po",
+    "json",
+    "xliff",
+    "docx",
+    "pptx",
+    "xlsx",
+    "odt",
+    "odp",
+    "ods",
+    "epub",
+)
+ZIPPED_FORMATS = ("docx", "pptx", "xlsx", "odt", "odp", "ods", "epub")
+"""Formats whose files are zip archives of XML (Office Open XML, OpenDocument, EPUB)."""
+BINARY_FORMATS = ZIPPED_FORMATS
 """Formats whose files are bytes: they travel and are stored as base64 text."""
 SUFFIXES = {
     ".txt": "txt",
@@ -30,7 +48,31 @@ SUFFIXES = {
     ".xlf": "xliff",
     ".xliff": "xliff",
     ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".odt": "odt",
+    ".odp": "odp",
+    ".ods": "ods",
+    ".epub": "epub",
 }
+MEDIA_TYPES = {
+    "txt": "text/plain",
+    "md": "text/markdown",
+    "html": "text/html",
+    "srt": "application/x-subrip",
+    "vtt": "text/vtt",
+    "po": "text/x-gettext-translation",
+    "json": "application/json",
+    "xliff": "application/xliff+xml",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "odt": "application/vnd.oasis.opendocument.text",
+    "odp": "application/vnd.oasis.opendocument.presentation",
+    "ods": "application/vnd.oasis.opendocument.spreadsheet",
+    "epub": "application/epub+zip",
+}
+"""The media type of each format, both ways: an upload's type names its format, a download's says it."""
 
 
 def encode_document(fmt: str, data: bytes) -> str:

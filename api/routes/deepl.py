@@ -41,12 +41,12 @@ from api.deepl_schemas import (
 )
 from api.deepl_tags import TAG_HANDLINGS, TaggedText, restore, to_placeholders
 from api.errors import ApiError
-from api.routes.documents import MEDIA_TYPES, translated_document_response
+from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
 from api.uploaded_document import stored_document
 from contract.controls import AUTO_LANGUAGE, Control, Formality
-from contract.documents import BINARY_FORMATS, SUFFIXES
+from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, Lane, TranslationRequest
 from storage import Glossary, GlossaryStore

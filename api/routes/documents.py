@@ -13,7 +13,7 @@ from api.errors import ApiError
 from api.schemas import DocumentView, ErrorBody, GroupView
 from api.services import ApiServices, services
 from contract.controls import MAX_CONTEXT_CHARS
-from contract.documents import BINARY_FORMATS, FORMATS, SUFFIXES, decode_document, encode_document
+from contract.documents import BINARY_FORMATS, FORMATS, MEDIA_TYPES, SUFFIXES, decode_document, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
@@ -23,18 +23,6 @@ ServicesDep = Annotated[ApiServices, Depends(services)]
 _ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 415, 422, 429, 503)
 }
-MEDIA_TYPES = {
-    "txt": "text/plain",
-    "md": "text/markdown",
-    "html": "text/html",
-    "srt": "application/x-subrip",
-    "vtt": "text/vtt",
-    "po": "text/x-gettext-translation",
-    "json": "application/json",
-    "xliff": "application/xliff+xml",
-    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-}
-"""The content type of each format, both ways: an upload's type names its format, a download's says it."""
 _BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}
 _FILE_BODY: dict[str, Any] = {
     "requestBody": {

@@ -1,8 +1,6 @@
 """Word documents (``.docx``): each paragraph's text as whole sentences, Word run formatting as placeholder tags.
 
-A ``.docx`` is a zip of XML parts. Documents travel as base64 text (``contract.documents``); the
-splitter opens the zip into a *container* text (every member in order, the parts with text as
-XML, the others as base64), splits that, and :func:`pack` zips the assembled container again.
+A ``.docx`` is a zip of XML parts (``orchestrator.segmenting.zip_container`` opens and closes it).
 The body, headers, footers, footnotes and endnotes are translated; styles, images, settings
 and every other member come back byte for byte.
 
@@ -19,22 +17,13 @@ reason instead of writing a broken file.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
 import itertools
 import re
-import xml.etree.ElementTree as ElementTree
-import zipfile
-import zlib
 
-from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting.parts import Code
 from orchestrator.segmenting.skeleton import Skeleton
+from orchestrator.segmenting.zip_container import ZipFormat
 
-_TEXT_PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes)\.xml")
-_MEMBER = "\x1d"  # separators no XML 1.0 text can hold
-_END = "\x1c"
 _PARAGRAPH_TAG = re.compile(r"<(/?)w:p(?=[\s>/])[^>]*?(/?)>")
 _TEXT_NODE = re.compile(r"<w:t(?:\s[^>]*)?>([^<]*)</w:t>")
 _TAG = re.compile(r"<(/?)([\w:]+)(?:\s[^>]*?)?(/?)>")
@@ -43,106 +32,11 @@ _RUN_PROPERTIES = re.compile(r"<w:rPr>.*?</w:rPr>|<w:rPr/>", re.DOTALL)
 _INVISIBLE = re.compile(r"</w:t>|</w:r>|<w:proofErr\b[^>]*/>|<w:lastRenderedPageBreak/>")
 _TEXT_START = re.compile(r"<w:t(?:\s[^>]*)?>")
 _BOUNDARY_TAGS = frozenset({"w:t", "w:r", "w:rPr"})  # balanced by every Word run boundary
-DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
-"""``DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES``' default: what a ``.docx`` may unpack to, all members together."""
-READ_CHUNK = 1024 * 1024
 
 
-def unpack(source: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> str:
-    """The container text of a base64 ``.docx`` (a clear error for anything that is not one).
-
-    A zip of a few KiB can unpack to gigabytes (a zip bomb): the members' declared sizes together
-    must stay within ``max_unpacked_bytes`` before any is read, and each member is then read in
-    chunks that stop at the bytes left, since a member's header can lie about its size. Past the
-    cap raises :class:`DocumentTooLargeError` naming the member.
-    """
-    try:
-        data = base64.b64decode(source, validate=True)
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        members = archive.infolist()
-    except (binascii.Error, ValueError, zipfile.BadZipFile) as exc:
-        raise InvalidJobError(f"this is not a .docx file (not a zip archive: {exc})") from None
-    names = [member.filename for member in members]
-    if "word/document.xml" not in names:
-        raise InvalidJobError("this is not a .docx file: it has no word/document.xml")
-    declared = 0
-    for member in members:
-        declared += member.file_size
-        if declared > max_unpacked_bytes:
-            raise _too_large(member.filename, max_unpacked_bytes)
-    left = max_unpacked_bytes
-    parts: list[str] = []
-    for member in members:
-        name = member.filename
-        content = _read_member(archive, member, left, max_unpacked_bytes)
-        left -= len(content)
-        if _TEXT_PARTS.fullmatch(name):
-            try:
-                text = content.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InvalidJobError(f"this .docx is damaged: {name} is not UTF-8") from None
-            parts.append(f"{_MEMBER}{name}{_MEMBER}xml{_MEMBER}{text}{_END}")
-        else:
-            parts.append(f"{_MEMBER}{name}{_MEMBER}bin{_MEMBER}{base64.b64encode(content).decode()}{_END}")
-    return "".join(parts)
-
-
-def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, cap: int) -> bytes:
-    """A member's bytes, read a chunk at a time, refused as soon as they pass the ``left`` bytes of the cap."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with archive.open(member) as stream:
-            while chunk := stream.read(min(READ_CHUNK, left - size + 1)):
-                size += len(chunk)
-                if size > left:
-                    raise _too_large(member.filename, cap)
-                chunks.append(chunk)
-    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, RuntimeError, zlib.error) as exc:
-        raise InvalidJobError(f"this .docx is damaged: {member.filename} cannot be unpacked ({exc})") from None
-    return b"".join(chunks)
-
-
-def _too_large(name: str, cap: int) -> DocumentTooLargeError:
-    return DocumentTooLargeError(
-        f"this .docx unpacks to more than {cap:,} bytes (DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES), "
-        f"past it at member {name}; a zip that expands this far is refused"
-    )
-
-
-def pack(container: str) -> str:
-    """The base64 ``.docx`` of an assembled container; its translated parts must parse as XML."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for member in container.split(_END):
-            if not member:
-                continue
-            _, name, kind, content = member.split(_MEMBER, 3)
-            if kind == "xml":
-                try:
-                    ElementTree.fromstring(content.encode())
-                except ElementTree.ParseError as exc:
-                    raise InvalidJobError(
-                        f"the translated {name} is not well-formed XML ({exc}); a dragoman bug"
-                    ) from None
-                archive.writestr(name, content.encode())
-            else:
-                archive.writestr(name, base64.b64decode(content))
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
-def split_docx_container(source: str, max_chars: int, skeleton: Skeleton) -> None:
-    """Split a container text: member headers and untranslated members literal, text parts by paragraph."""
-    for member in source.split(_END):
-        if not member:
-            continue
-        _, name, kind, content = member.split(_MEMBER, 3)
-        skeleton.literal(f"{_MEMBER}{name}{_MEMBER}{kind}{_MEMBER}")
-        if kind == "xml":
-            _part(skeleton, content, max_chars)
-        else:
-            skeleton.literal(content)
-        skeleton.literal(_END)
+def split_part(name: str, xml: str, max_chars: int, skeleton: Skeleton) -> None:
+    """A body, header, footer, footnotes or endnotes part: each innermost paragraph translated, the rest literal."""
+    _part(skeleton, xml, max_chars)
 
 
 def _part(skeleton: Skeleton, xml: str, max_chars: int) -> None:
@@ -241,3 +135,13 @@ def _chunk_code(chunk: str, run_format: str | None) -> Code | None:
         if not before and _TEXT_START.fullmatch(after) and _run_format(chunk) == run_format:
             return Code(chunk, "join")  # the same formatting on both sides: one text run to the model
     return Code(chunk, "unit")
+
+
+DOCX = ZipFormat(
+    name="docx",
+    kind="a Word document",
+    required="word/document.xml",
+    text_parts=re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes)\.xml"),
+    split_part=split_part,
+)
+"""Word documents: the body, headers, footers, footnotes and endnotes translated."""

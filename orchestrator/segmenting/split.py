@@ -7,8 +7,8 @@ from functools import partial
 
 from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
-from orchestrator.segmenting import docx
-from orchestrator.segmenting.docx import split_docx_container
+from orchestrator.segmenting import zip_container
+from orchestrator.segmenting.docx import DOCX
 from orchestrator.segmenting.gettext import split_po
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.json_resources import split_json
@@ -17,6 +17,10 @@ from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.subtitles import split_srt, split_vtt
 from orchestrator.segmenting.text_format import split_text
 from orchestrator.segmenting.xliff import split_xliff
+from orchestrator.segmenting.zip_container import ZipFormat
+
+ZIPPED: dict[str, ZipFormat] = {DOCX.name: DOCX}
+"""The zipped formats by name: each opened into a container text, its text members split by its own rules."""
 
 
 def split_document(
@@ -27,7 +31,7 @@ def split_document(
     max_document_chars: int | None = None,
     max_segments: int | None = None,
     retranslate: bool = False,
-    max_unpacked_bytes: int = docx.DEFAULT_MAX_UNPACKED_BYTES,
+    max_unpacked_bytes: int = zip_container.DEFAULT_MAX_UNPACKED_BYTES,
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
@@ -46,8 +50,9 @@ def split_document(
         "po": partial(split_po, retranslate=retranslate),
         "json": split_json,
         "xliff": partial(split_xliff, retranslate=retranslate),
-        "docx": split_docx_container,
     }
+    for name, zip_format in ZIPPED.items():
+        splitters[name] = partial(zip_container.split_container, fmt=zip_format)
     if fmt not in splitters:
         raise InvalidJobError(f"unsupported document format {fmt!r}; use one of {', '.join(FORMATS)}")
     if max_chars < 20:
@@ -57,9 +62,8 @@ def split_document(
             f"the document has {len(source):,} characters, over the limit of {max_document_chars:,} "
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
-    text = (
-        docx.unpack(source, max_unpacked_bytes) if fmt == "docx" else source
-    )  # a zipped format: split its container text
+    zipped = ZIPPED.get(fmt)  # a zipped format: split its container text
+    text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes)
     skeleton = Skeleton(max_segments=max_segments)
     splitters[fmt](text, max_chars, skeleton)
     if skeleton.source() != text:  # an invariant; a bug here must never change a user's document
@@ -68,5 +72,5 @@ def split_document(
 
 
 def finish_document(fmt: str, assembled: str) -> str:
-    """The stored form of an assembled document: its container zipped again for a ``.docx``, else itself."""
-    return docx.pack(assembled) if fmt == "docx" else assembled
+    """The stored form of an assembled document: a zipped format's container zipped again, else itself."""
+    return zip_container.pack(assembled) if fmt in ZIPPED else assembled

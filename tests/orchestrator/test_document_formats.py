@@ -327,8 +327,9 @@ def test_a_zip_without_a_word_document_is_refused() -> None:
 
 
 def test_the_migration_admits_every_format() -> None:
-    path = Path(__file__).resolve().parents[2] / "migrations" / "versions" / "0009_inline_tags_and_formats.py"
-    spec = importlib.util.spec_from_file_location("migration_0009", path)
+    versions = Path(__file__).resolve().parents[2] / "migrations" / "versions"
+    path = versions / "0021_office_formats_and_detected_documents.py"
+    spec = importlib.util.spec_from_file_location("migration_0021", path)
     assert spec is not None and spec.loader is not None
     migration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(migration)

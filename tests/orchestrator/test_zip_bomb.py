@@ -17,7 +17,7 @@ import pytest
 
 from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting import split_document
-from orchestrator.segmenting.docx import READ_CHUNK
+from orchestrator.segmenting.zip_container import READ_CHUNK
 from tests.orchestrator.test_document_formats import make_docx
 
 MIB = 1024 * 1024

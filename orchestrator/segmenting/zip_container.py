@@ -1,0 +1,161 @@
+"""Zipped documents (Office Open XML, OpenDocument, EPUB) as one *container* text the splitters read.
+
+A zipped document travels as base64 text (``contract.documents``). :func:`unpack` opens the zip
+into a container text: every member in order, behind a header naming it, how it is stored in the
+zip and whether it is text (XML to translate) or kept bytes (base64). The format's
+:class:`ZipFormat` says which members are translated and splits each; every other member comes
+back byte for byte. :func:`pack` zips an assembled container again, each member stored as it was
+(an OpenDocument or EPUB ``mimetype`` must stay first and uncompressed), each translated member
+checked to be well-formed XML.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import re
+import xml.etree.ElementTree as ElementTree
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from contract.errors import DocumentTooLargeError, InvalidJobError
+from orchestrator.segmenting.skeleton import Skeleton
+
+_MEMBER = "\x1d"  # separators no XML 1.0 text can hold
+_END = "\x1c"
+_STORED = ":stored"  # a kind's suffix for a member the zip holds uncompressed
+DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+"""``DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES``' default: what a zipped document may unpack to, all members together."""
+READ_CHUNK = 1024 * 1024
+
+PartSplitter = Callable[[str, str, int, Skeleton], None]
+"""Splits one translated member: ``(member name, its XML text, max segment chars, skeleton)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZipFormat:
+    """What one zipped format is: how to recognise it, which members hold its text, how to split them."""
+
+    name: str
+    """The format's name in :data:`contract.documents.FORMATS` (``"docx"``)."""
+    kind: str
+    """What a user calls such a file, for errors (``"a Word document"``)."""
+    required: str
+    """A member every such file has (``word/document.xml``): without it the zip is not one."""
+    text_parts: re.Pattern[str]
+    """Member names (matched in full) whose XML is translated."""
+    split_part: PartSplitter
+    """Splits one of those members into literals and segments."""
+    mimetype: str | None = None
+    """The content a ``mimetype`` member must have (OpenDocument, EPUB), if the format has one."""
+
+    def is_text_part(self, name: str) -> bool:
+        """Whether member ``name`` is translated."""
+        return self.text_parts.fullmatch(name) is not None
+
+
+def unpack(source: str, fmt: ZipFormat, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> str:
+    """The container text of a base64 zipped document (a clear error for anything that is not one).
+
+    A zip of a few KiB can unpack to gigabytes (a zip bomb): the members' declared sizes together
+    must stay within ``max_unpacked_bytes`` before any is read, and each member is then read in
+    chunks that stop at the bytes left, since a member's header can lie about its size. Past the
+    cap raises :class:`DocumentTooLargeError` naming the member.
+    """
+    label = f".{fmt.name}"
+    try:
+        data = base64.b64decode(source, validate=True)
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = archive.infolist()
+    except (binascii.Error, ValueError, zipfile.BadZipFile) as exc:
+        raise InvalidJobError(f"this is not a {label} file (not a zip archive: {exc})") from None
+    names = [member.filename for member in members]
+    if fmt.required not in names:
+        raise InvalidJobError(f"this is not a {label} file ({fmt.kind}): it has no {fmt.required}")
+    declared = 0
+    for member in members:
+        declared += member.file_size
+        if declared > max_unpacked_bytes:
+            raise _too_large(label, member.filename, max_unpacked_bytes)
+    left = max_unpacked_bytes
+    parts: list[str] = []
+    for member in members:
+        name = member.filename
+        content = _read_member(archive, member, left, max_unpacked_bytes, label)
+        left -= len(content)
+        if name == "mimetype" and fmt.mimetype is not None and content.strip() != fmt.mimetype.encode():
+            raise InvalidJobError(
+                f"this is not a {label} file ({fmt.kind}): its mimetype is {content[:80]!r}, not {fmt.mimetype}"
+            )
+        stored = _STORED if member.compress_type == zipfile.ZIP_STORED else ""
+        if fmt.is_text_part(name):
+            try:
+                text = content.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidJobError(f"this {label} is damaged: {name} is not UTF-8") from None
+            parts.append(f"{_MEMBER}{name}{_MEMBER}xml{stored}{_MEMBER}{text}{_END}")
+        else:
+            parts.append(f"{_MEMBER}{name}{_MEMBER}bin{stored}{_MEMBER}{base64.b64encode(content).decode()}{_END}")
+    return "".join(parts)
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, cap: int, label: str) -> bytes:
+    """A member's bytes, read a chunk at a time, refused as soon as they pass the ``left`` bytes of the cap."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(member) as stream:
+            while chunk := stream.read(min(READ_CHUNK, left - size + 1)):
+                size += len(chunk)
+                if size > left:
+                    raise _too_large(label, member.filename, cap)
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, RuntimeError, zlib.error) as exc:
+        raise InvalidJobError(f"this {label} is damaged: {member.filename} cannot be unpacked ({exc})") from None
+    return b"".join(chunks)
+
+
+def _too_large(label: str, name: str, cap: int) -> DocumentTooLargeError:
+    return DocumentTooLargeError(
+        f"this {label} unpacks to more than {cap:,} bytes (DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES), "
+        f"past it at member {name}; a zip that expands this far is refused"
+    )
+
+
+def pack(container: str) -> str:
+    """The base64 zip of an assembled container; its translated members must parse as XML."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member in container.split(_END):
+            if not member:
+                continue
+            _, name, kind, content = member.split(_MEMBER, 3)
+            compression = zipfile.ZIP_STORED if kind.endswith(_STORED) else zipfile.ZIP_DEFLATED
+            if kind.removesuffix(_STORED) == "xml":
+                try:
+                    ElementTree.fromstring(content.encode())
+                except ElementTree.ParseError as exc:
+                    raise InvalidJobError(
+                        f"the translated {name} is not well-formed XML ({exc}); a dragoman bug"
+                    ) from None
+                archive.writestr(name, content.encode(), compress_type=compression)
+            else:
+                archive.writestr(name, base64.b64decode(content), compress_type=compression)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def split_container(source: str, max_chars: int, skeleton: Skeleton, fmt: ZipFormat) -> None:
+    """Split a container text: member headers and kept members literal, text members by the format's splitter."""
+    for member in source.split(_END):
+        if not member:
+            continue
+        _, name, kind, content = member.split(_MEMBER, 3)
+        skeleton.literal(f"{_MEMBER}{name}{_MEMBER}{kind}{_MEMBER}")
+        if kind.removesuffix(_STORED) == "xml":
+            fmt.split_part(name, content, max_chars, skeleton)
+        else:
+            skeleton.literal(content)
+        skeleton.literal(_END)
