@@ -15,16 +15,18 @@ import re
 from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
-from contract.placeholders import PLACEHOLDER
-from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, unquote
+from contract.placeholders import placeholders
+from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, quote, unquote
 from orchestrator.segmenting.inline_block import segment_of
-from orchestrator.segmenting.parts import Code, tokens_between
+from orchestrator.segmenting.message_codes import message_tokens
+from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-# Placeholders (contract.placeholders, the grammar the quality check uses too) and inline HTML tags.
-_PLACEHOLDER = re.compile(PLACEHOLDER.pattern + r"|</?[a-zA-Z][^<>]*>")
-_TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
+# A header field the target language sets, in a string of the header's msgstr: its name, spaces, value.
+_HEADER_FIELD = re.compile(r'"(Language|Plural-Forms):([ \t]*)((?:[^"\\]|\\(?!n"))*)(?:\\n)?"')
+_TEMPLATE_CHARSET = re.compile(r'^\s*"Content-Type:[^"]*charset=(CHARSET)\b')
+_FIELD_VALUES: dict[str, LangValue] = {"Language": "gettext", "Plural-Forms": "plural-forms"}
 
 
 def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
@@ -33,6 +35,7 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
     With ``retranslate``, a ``msgstr`` that has a translation (on one line or several) is replaced too.
     """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
+    header_flags = _header_flags(lines)
     entry = _Entry()
     number = 0
     while number < len(lines):
@@ -42,7 +45,10 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         stripped = body.strip()
         if not stripped or stripped.startswith("#"):
             entry = _Entry() if not stripped else entry
-            skeleton.literal(line)
+            if number - 1 == header_flags and "{}" not in line:  # a translated template's header is no longer fuzzy
+                skeleton.add_lang(LangAttribute(line, template=_without_fuzzy(line)))
+            else:
+                skeleton.literal(line)
             continue
         keyword = KEYWORD.match(stripped)
         if keyword is not None:
@@ -52,6 +58,12 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
             entry.current = name
             if name.startswith("msgstr"):
                 entry.seen_msgstr = True
+                if index is not None and "msgid_plural" in entry.values:
+                    number = _plural_entry(skeleton, lines, number - 1, entry, retranslate)
+                    continue
+                if index is None and entry.is_header():
+                    number = _header(skeleton, lines, number - 1)
+                    continue
                 plural_index = int(index) if index is not None else 0
                 continued = _continuation_lines(lines, number)
                 empty = quoted == '""' and not continued
@@ -75,6 +87,26 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         skeleton.literal(line)
 
 
+def _header_flags(lines: list[str]) -> int:
+    """The index of the header's flags line if it says ``fuzzy`` (as a template's does), else -1."""
+    flags = -1
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("#,") and "fuzzy" in stripped:
+            flags = index
+        elif stripped and not stripped.startswith("#"):
+            header = stripped == 'msgid ""' and index + 1 < len(lines) and lines[index + 1].lstrip().startswith("msgstr")
+            return flags if header else -1
+    return -1
+
+
+def _without_fuzzy(flags_line: str) -> str:
+    """A ``#,`` flags line without ``fuzzy`` (nothing at all if that was its only flag)."""
+    body = flags_line.rstrip("\r\n")
+    kept = [flag.strip() for flag in body.strip()[2:].split(",") if flag.strip() and flag.strip() != "fuzzy"]
+    return f"#, {', '.join(kept)}{flags_line[len(body) :]}" if kept else ""
+
+
 def _continuation_lines(lines: list[str], after: int) -> int:
     """How many quoted continuation lines follow line number ``after`` (1-based)."""
     count = 0
@@ -96,11 +128,91 @@ class _Entry:
         key = "msgid_plural" if plural_index > 0 and "msgid_plural" in self.values else "msgid"
         return "".join(self.values.get(key, []))
 
+    def is_header(self) -> bool:
+        """Whether this is the catalogue's header entry: ``msgid ""`` without a context."""
+        return "msgctxt" not in self.values and not "".join(self.values.get("msgid", ["x"]))
+
     def has_message(self, plural_index: int) -> bool:
         """Whether ``msgstr[plural_index]`` has a message to translate (the header has none)."""
         if not "".join(self.values.get("msgid", [])).strip():
             return False
         return bool(self.text_for(plural_index).strip())
+
+
+def _plural_entry(skeleton: Skeleton, lines: list[str], first: int, entry: _Entry, retranslate: bool) -> int:
+    """A plural entry's ``msgstr[N]`` lines (from line index ``first``); returns the index of the line after them.
+
+    Untranslated (every form empty) or with ``retranslate``, the singular and the plural are one
+    segment each and the lines become :class:`PluralForms`: one ``msgstr[N]`` per form of the
+    target language. Otherwise, or with nothing to translate, the lines stay as they are.
+    """
+    last = first
+    empty = True
+    while last < len(lines):
+        keyword = KEYWORD.match(lines[last].strip())
+        if keyword is None or keyword.group(2) is None:
+            break
+        continued = _continuation_lines(lines, last + 1)
+        empty = empty and keyword.group(3) == '""' and not continued
+        last += 1 + continued
+    block = "".join(lines[first:last])
+    body = block.rstrip("\r\n")
+    singular, plural = entry.text_for(0), entry.text_for(1)
+    if not (empty or retranslate) or not singular.strip():
+        skeleton.literal(block)
+        return last
+    forms: list[str] = []
+    segments: list[int] = []
+    for text in (singular, plural):
+        segment = segment_of(message_tokens(text), "po", raw='""', frame=('"', '"'))
+        if segment is None:
+            forms.append(quote(text))
+        else:
+            segments.append(skeleton.add_detached(segment))
+            forms.append(attached_place(segments[-1]))
+    if not segments:
+        skeleton.literal(block)
+        return last
+    first_line = lines[first]
+    newline = first_line[len(first_line.rstrip("\r\n")) :] or "\n"
+    same = bool(placeholders(singular)) and placeholders(singular) == placeholders(plural)
+    prefix = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
+    skeleton.add_lang(PluralForms(body, (forms[0], forms[1]), tuple(segments), same, prefix, newline))
+    skeleton.literal(block[len(body) :])
+    return last
+
+
+def _header(skeleton: Skeleton, lines: list[str], first: int) -> int:
+    """The header's ``msgstr`` (from line index ``first``): ``Language:`` and ``Plural-Forms:`` name the target.
+
+    A field the header lacks is added after its last line once the catalogue is translated; a
+    template's ``charset=CHARSET`` becomes ``charset=UTF-8`` (what the translation is written in).
+    Returns the index of the line after the header's strings.
+    """
+    last = first + 1 + _continuation_lines(lines, first + 1)
+    seen: set[str] = set()
+    for line in lines[first:last]:
+        field = _HEADER_FIELD.search(line)
+        charset = _TEMPLATE_CHARSET.search(line)
+        if charset is not None:  # a template's placeholder charset: the translation is written in UTF-8
+            skeleton.literal(line[: charset.start(1)])
+            skeleton.add_lang(LangAttribute(charset.group(1), template="UTF-8"))
+            skeleton.literal(line[charset.end(1) :])
+            continue
+        if field is None:
+            skeleton.literal(line)
+            continue
+        seen.add(field.group(1))
+        skeleton.literal(line[: field.start(3)])
+        skeleton.add_lang(LangAttribute(field.group(3), _FIELD_VALUES[field.group(1)]))
+        skeleton.literal(line[field.end(3) :])
+    ending = lines[last - 1][len(lines[last - 1].rstrip("\r\n")) :]
+    for name, value in _FIELD_VALUES.items():
+        if name not in seen:
+            line = f'"{name}: {{}}\\n"'
+            template = f"{line}{ending}" if ending else f"\n{line}"
+            skeleton.add_lang(LangAttribute("", value, template))
+    return last
 
 
 def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, continued: int, text: str) -> None:
@@ -117,21 +229,12 @@ def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, contin
         raw = "".join([lines[first][start:], *lines[first + 1 : last], end])
     else:
         raw = lines[first][start : len(end)]
-    segment = segment_of(tokens_between(text, _PLACEHOLDER, _placeholder_code), "po", raw=raw, frame=('"', '"'))
+    segment = segment_of(message_tokens(text), "po", raw=raw, frame=('"', '"'))
     if segment is None:
         skeleton.literal(raw)
     else:
         skeleton.add_segment(segment)
     skeleton.literal(end_line[len(end) :])
-
-
-def _placeholder_code(match: re.Match[str]) -> Code:
-    """A printf or Python placeholder is a unit; an HTML tag in a message opens or closes a pair."""
-    raw = match.group(0)
-    if not raw.startswith("<") or raw.endswith("/>"):
-        return Code(raw, "unit")
-    name = _TAG_NAME.match(raw)
-    return Code(raw, "close" if raw.startswith("</") else "open", name.group(1).lower() if name else "")
 
 
 def _unquote(quoted: str, number: int) -> str:

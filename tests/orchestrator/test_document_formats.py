@@ -108,7 +108,8 @@ def test_po_fills_empty_msgstrs_and_leaves_the_rest() -> None:
     assert 'msgstr "HELLO %(name)s, YOU HAVE {count} NEW <b>MESSAGES</b>."' in out
     assert 'msgstr "Déjà fait"' in out  # already translated: left alone
     assert 'msgstr "OPEN THE \\"FILE\\"\\n"' in out  # escaped back into a PO string
-    assert 'msgstr[0] "ONE FILE"\nmsgstr[1] "%d FILES"' in out
+    # French's form 0 serves 0 and 1: the singular ("One file") would be wrong for 0, so both get the plural
+    assert 'msgstr[0] "%d FILES"\nmsgstr[1] "%d FILES"' in out
     assert '#~ msgstr ""' in out and 'msgid "%s"\nmsgstr ""' in out  # obsolete; nothing to translate
     assert 'msgid ""\nmsgstr ""\n"Content-Type' in out  # the header is not a message
 

@@ -1,0 +1,58 @@
+"""A language's gettext plural rules, from babel's CLDR-derived table: how many forms, and which is for one.
+
+A gettext catalogue translated to a language needs that language's ``Plural-Forms:`` header
+(``nplurals=3; plural=(n==1 ? 0 : ...);``) and as many ``msgstr[N]`` per plural entry as it says.
+``babel.messages.plurals.get_plural`` is the maintained source: it knows every language CLDR
+knows (Polish 3 forms, Japanese 1, Arabic 6). A language it does not know gets the Germanic
+rule, ``nplurals=2; plural=(n != 1);``, the one gettext itself assumes.
+"""
+
+from __future__ import annotations
+
+import gettext
+from dataclasses import dataclass
+from functools import lru_cache
+
+from babel.core import UnknownLocaleError
+from babel.messages.plurals import get_plural
+
+_SAMPLES = range(1001)  # enough numbers to see every form of every CLDR rule (they repeat mod 100 or 1000)
+_GERMANIC = ("nplurals=2; plural=(n != 1);", 2)
+
+
+@dataclass(frozen=True, slots=True)
+class PluralRule:
+    """A language's plural forms as gettext writes them.
+
+    ``header``: the ``Plural-Forms:`` value; ``count``: ``nplurals``; ``one``: the form ``n == 1``
+    takes; ``only_one``: whether that form is used for no other number (English's form 0, not
+    French's, which also serves 0, nor Russian's, which also serves 21).
+    """
+
+    header: str
+    count: int
+    one: int
+    only_one: bool
+
+
+def gettext_language(target_lang: str) -> str:
+    """A BCP-47 tag as a gettext ``Language:`` value: ``pt-BR`` -> ``pt_BR``, ``ja`` -> ``ja``."""
+    return target_lang.replace("-", "_")
+
+
+@lru_cache(maxsize=256)
+def plural_rule(target_lang: str) -> PluralRule:
+    """The gettext plural rule of ``target_lang`` (its base language's if the tag is unknown; else Germanic)."""
+    header, count = _GERMANIC
+    for candidate in (gettext_language(target_lang), target_lang.split("-")[0]):
+        try:
+            found = get_plural(candidate)
+        except (UnknownLocaleError, ValueError):
+            continue
+        header, count = str(found), found.num_plurals
+        break
+    expression = header.split("plural=", 1)[1].rstrip("; ")
+    form_of = gettext.c2py(expression)
+    one = form_of(1)
+    only_one = all(form_of(n) != one for n in _SAMPLES if n != 1)
+    return PluralRule(header=header, count=count, one=one, only_one=only_one)
