@@ -95,8 +95,8 @@ def _header_flags(lines: list[str]) -> int:
         if stripped.startswith("#,") and "fuzzy" in stripped:
             flags = index
         elif stripped and not stripped.startswith("#"):
-            header = stripped == 'msgid ""' and index + 1 < len(lines) and lines[index + 1].lstrip().startswith("msgstr")
-            return flags if header else -1
+            following = lines[index + 1].lstrip() if index + 1 < len(lines) else ""
+            return flags if stripped == 'msgid ""' and following.startswith("msgstr") else -1
     return -1
 
 

@@ -80,7 +80,7 @@ def _kept(value: str) -> bool:
 
 
 def _looks_like_regex(value: str) -> bool:
-    """A value without spaces that has a regular expression's signs (``^…$``, ``\\d``, ``(?:``, ``[a-z]+``) and compiles."""
+    """A value without spaces that has signs of a regular expression (``^…$``, ``\\d``, ``(?:``) and compiles."""
     if not value or any(char.isspace() for char in value) or not _REGEX_SIGNS.search(value):
         return False
     try:
