@@ -19,7 +19,7 @@ from contract.placeholders import placeholders
 from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, quote, unquote
 from orchestrator.segmenting.inline_block import segment_of
 from orchestrator.segmenting.message_codes import message_tokens
-from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, attached_place
+from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, Segment, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -35,7 +35,9 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
     With ``retranslate``, a ``msgstr`` that has a translation (on one line or several) is replaced too.
     """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
-    header_flags = _header_flags(lines)
+    header_flags, has_header = _header_flags(lines)
+    if not has_header and lines:
+        _new_header(skeleton, lines[0][len(lines[0].rstrip("\r\n")) :] or "\n")
     entry = _Entry()
     number = 0
     while number < len(lines):
@@ -87,8 +89,11 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         skeleton.literal(line)
 
 
-def _header_flags(lines: list[str]) -> int:
-    """The index of the header's flags line if it says ``fuzzy`` (as a template's does), else -1."""
+def _header_flags(lines: list[str]) -> tuple[int, bool]:
+    """Whether the catalogue opens with a header entry, and the index of its flags line if that says ``fuzzy``.
+
+    (-1 when there is none: a template's header says ``fuzzy``, a translation's does not.)
+    """
     flags = -1
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -96,8 +101,22 @@ def _header_flags(lines: list[str]) -> int:
             flags = index
         elif stripped and not stripped.startswith("#"):
             following = lines[index + 1].lstrip() if index + 1 < len(lines) else ""
-            return flags if stripped == 'msgid ""' and following.startswith("msgstr") else -1
-    return -1
+            header = stripped == 'msgid ""' and following.startswith("msgstr")
+            return (flags if header else -1), header
+    return -1, False
+
+
+def _new_header(skeleton: Skeleton, newline: str) -> None:
+    """A header for a catalogue without one, written once it is translated (``msgfmt`` refuses a catalogue without)."""
+    fields = [
+        '"MIME-Version: 1.0\\n"',
+        '"Content-Type: text/plain; charset=UTF-8\\n"',
+        '"Content-Transfer-Encoding: 8bit\\n"',
+    ]
+    opening = newline.join(['msgid ""', 'msgstr ""', '"Language: {}\\n"', ""])
+    skeleton.add_lang(LangAttribute("", "gettext", opening))
+    closing = newline.join([*fields, '"Plural-Forms: {}\\n"', "", ""])
+    skeleton.add_lang(LangAttribute("", "plural-forms", closing))
 
 
 def _without_fuzzy(flags_line: str) -> str:
@@ -164,7 +183,7 @@ def _plural_entry(skeleton: Skeleton, lines: list[str], first: int, entry: _Entr
     forms: list[str] = []
     segments: list[int] = []
     for text in (singular, plural):
-        segment = segment_of(message_tokens(text), "po", raw='""', frame=('"', '"'))
+        segment = _message_segment(text, '""')
         if segment is None:
             forms.append(quote(text))
         else:
@@ -229,12 +248,25 @@ def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, contin
         raw = "".join([lines[first][start:], *lines[first + 1 : last], end])
     else:
         raw = lines[first][start : len(end)]
-    segment = segment_of(message_tokens(text), "po", raw=raw, frame=('"', '"'))
+    segment = _message_segment(text, raw)
     if segment is None:
         skeleton.literal(raw)
     else:
         skeleton.add_segment(segment)
     skeleton.literal(end_line[len(end) :])
+
+
+def _message_segment(text: str, raw: str) -> Segment | None:
+    """The segment that writes the translation of message ``text`` as a PO string where the source has ``raw``.
+
+    Line breaks that open or close the message stay out of the model's hands and frame the
+    translation (``msgfmt -c`` requires a ``msgstr`` to begin and end with ``\\n`` as its ``msgid`` does).
+    ``None``: a message without words.
+    """
+    core = text.strip("\n")
+    leading = text[: len(text) - len(text.lstrip("\n"))]
+    trailing = text[len(leading) + len(core) :]
+    return segment_of(message_tokens(core), "po", raw=raw, frame=(quote(leading)[:-1], quote(trailing)[1:]))
 
 
 def _unquote(quoted: str, number: int) -> str:
