@@ -19,7 +19,7 @@ from contract.placeholders import placeholders
 from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, quote, unquote
 from orchestrator.segmenting.inline_block import segment_of
 from orchestrator.segmenting.message_codes import message_tokens
-from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, Segment, attached_place
+from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, Segment, SingularFit, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -194,9 +194,12 @@ def _plural_entry(skeleton: Skeleton, lines: list[str], first: int, entry: _Entr
         return last
     first_line = lines[first]
     newline = first_line[len(first_line.rstrip("\r\n")) :] or "\n"
-    same = bool(placeholders(singular)) and placeholders(singular) == placeholders(plural)
+    singular_has, plural_has = placeholders(singular), placeholders(plural)
+    fit: SingularFit = "same" if singular_has and singular_has == plural_has else "other"
+    if fit == "other" and not singular_has - plural_has:
+        fit = "fewer"
     prefix = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
-    skeleton.add_lang(PluralForms(body, (forms[0], forms[1]), tuple(segments), same, prefix, newline))
+    skeleton.add_lang(PluralForms(body, (forms[0], forms[1]), tuple(segments), fit, prefix, newline))
     skeleton.literal(block[len(body) :])
     return last
 

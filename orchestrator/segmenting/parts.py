@@ -179,6 +179,10 @@ class LangAttribute:
         return self.template.replace("{}", text)
 
 
+SingularFit = Literal["same", "fewer", "other"]
+"""How a plural entry's singular's placeholders compare with its plural's: the same, some of them, others."""
+
+
 @dataclass(frozen=True, slots=True)
 class PluralForms:
     """A gettext plural entry's ``msgstr[N]`` lines: as many as the target language has forms.
@@ -186,14 +190,15 @@ class PluralForms:
     ``forms``: the singular's and the plural's translation as PO string literals, each the mark
     of a detached segment (:func:`attached_place`) or, for a message without words (``"%d"``),
     the source string itself. The form ``n == 1`` takes gets the singular when it serves no other
-    number, or when the singular carries the plural's placeholders (``%d file``); every other
-    form gets the plural (its placeholders are what gettext checks each form against).
+    number and the singular has no placeholder the plural lacks (``singular`` is ``"fewer"``), or
+    when the singular carries exactly the plural's placeholders (``"same"``: ``%d file``); every
+    other form gets the plural (its placeholders are what ``msgfmt -c`` checks each form against).
     """
 
     raw: str  # the lines as written, without the last one's line break
     forms: tuple[str, str]
     segments: tuple[int, ...]
-    same_placeholders: bool
+    singular: SingularFit
     prefix: str = ""
     newline: str = "\n"
 
@@ -205,7 +210,7 @@ class PluralForms:
             return self.raw
         rule = plural_rules.plural_rule(target_lang)
         singular, plural = (fill_attached(form, attached) for form in self.forms)
-        use_singular = rule.only_one or (self.same_placeholders and rule.count > 1)
+        use_singular = (self.singular == "same" and rule.count > 1) or (self.singular != "other" and rule.only_one)
         lines = [
             f"{self.prefix}msgstr[{n}] {singular if n == rule.one and use_singular else plural}"
             for n in range(rule.count)

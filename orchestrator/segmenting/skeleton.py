@@ -201,7 +201,7 @@ def _part_to_json(part: Part) -> Any:
                 part.raw,
                 list(part.forms),
                 list(part.segments),
-                part.same_placeholders,
+                part.singular,
                 part.prefix,
                 part.newline,
             ]
@@ -220,8 +220,8 @@ def _part_from_json(data: Any) -> Part:
         raw, translated, segment = data["marked"]
         return Marked(raw, translated, int(segment))
     if isinstance(data, dict) and "plurals" in data:
-        raw, forms, segments, same, prefix, newline = data["plurals"]
-        return PluralForms(raw, (forms[0], forms[1]), tuple(int(i) for i in segments), bool(same), prefix, newline)
+        raw, forms, segments, singular, prefix, newline = data["plurals"]
+        return PluralForms(raw, (forms[0], forms[1]), tuple(int(i) for i in segments), singular, prefix, newline)
     if isinstance(data, dict):
         return LangAttribute(data["lang"], data.get("value", "tag"), data.get("template", "{}"))
     return _segment_from_json(data)

@@ -122,6 +122,15 @@ def test_the_singular_goes_only_where_it_is_right() -> None:
     assert _plural_forms(japanese, "One file") == ['"%d FILES"']
 
 
+def test_a_singular_with_other_placeholders_than_the_plural_never_stands_for_a_form() -> None:
+    # binutils (bg): the singular says %<PRIu64>, the plural %<PRId64>; msgfmt -c checks every form against the plural
+    header = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n#, c-format\n'
+    entry = 'msgid "contains %<PRIu64> entry"\nmsgid_plural "contains %<PRId64> entries"\nmsgstr[0] ""\nmsgstr[1] ""\n'
+    _, out = _translated(header + entry, "po", "ar")
+    assert _plural_forms(out, "contains %<PRIu64> entry") == ['"CONTAINS %<PRId64> ENTRIES"'] * 6
+    assert_msgfmt_accepts(out)
+
+
 def test_plural_entries_are_two_segments_whatever_the_template_had() -> None:
     three_forms = 'msgid "One day"\nmsgid_plural "%d days"\nmsgstr[0] ""\nmsgstr[1] ""\nmsgstr[2] ""\n'
     sent, out = _translated(three_forms, "po", "ja")
