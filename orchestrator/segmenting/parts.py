@@ -210,6 +210,8 @@ class PluralForms:
             return self.raw
         rule = plural_rules.plural_rule(target_lang)
         singular, plural = (fill_attached(form, attached) for form in self.forms)
+        if '""' in (singular, plural):  # one of the two kept its source: msgfmt -c refuses a half-translated entry
+            singular = plural = '""'
         use_singular = (self.singular == "same" and rule.count > 1) or (self.singular != "other" and rule.only_one)
         lines = [
             f"{self.prefix}msgstr[{n}] {singular if n == rule.one and use_singular else plural}"

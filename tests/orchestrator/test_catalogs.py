@@ -131,6 +131,15 @@ def test_a_singular_with_other_placeholders_than_the_plural_never_stands_for_a_f
     assert_msgfmt_accepts(out)
 
 
+def test_a_plural_entry_half_translated_stays_untranslated() -> None:
+    skeleton = split_document(MESSAGES_POT, "po", 200)
+    translations = [shout(s.text) for s in skeleton.segments]
+    translations[2] = None  # "%d files removed" failed
+    out = skeleton.assemble(translations, "pl")
+    assert _plural_forms(out, "%d file removed") == ['""', '""', '""']
+    assert_msgfmt_accepts(out)
+
+
 def test_plural_entries_are_two_segments_whatever_the_template_had() -> None:
     three_forms = 'msgid "One day"\nmsgid_plural "%d days"\nmsgstr[0] ""\nmsgstr[1] ""\nmsgstr[2] ""\n'
     sent, out = _translated(three_forms, "po", "ja")
