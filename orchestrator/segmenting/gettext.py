@@ -36,6 +36,7 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
     """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
     header_flags, has_header = _header_flags(lines)
+    catalogue = _catalogue_rule(lines) if has_header else ("", "")
     if not has_header and lines:
         _new_header(skeleton, lines[0][len(lines[0].rstrip("\r\n")) :] or "\n")
     entry = _Entry()
@@ -61,10 +62,10 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
             if name.startswith("msgstr"):
                 entry.seen_msgstr = True
                 if index is not None and "msgid_plural" in entry.values:
-                    number = _plural_entry(skeleton, lines, number - 1, entry, retranslate)
+                    number = _plural_entry(skeleton, lines, number - 1, entry, retranslate, catalogue)
                     continue
                 if index is None and entry.is_header():
-                    number = _header(skeleton, lines, number - 1)
+                    number = _header(skeleton, lines, number - 1, catalogue)
                     continue
                 plural_index = int(index) if index is not None else 0
                 continued = _continuation_lines(lines, number)
@@ -104,6 +105,18 @@ def _header_flags(lines: list[str]) -> tuple[int, bool]:
             header = stripped == 'msgid ""' and following.startswith("msgstr")
             return (flags if header else -1), header
     return -1, False
+
+
+def _catalogue_rule(lines: list[str]) -> tuple[str, str]:
+    """The header's own ``Language:`` and ``Plural-Forms:`` values (empty where missing)."""
+    start = next(index for index, line in enumerate(lines) if line.strip() == 'msgid ""')
+    end = start + 2 + _continuation_lines(lines, start + 2)
+    found = {"Language": "", "Plural-Forms": ""}
+    for line in lines[start + 1 : end]:
+        field = _HEADER_FIELD.search(line)
+        if field is not None:
+            found[field.group(1)] = field.group(3)
+    return found["Language"], found["Plural-Forms"]
 
 
 def _new_header(skeleton: Skeleton, newline: str) -> None:
@@ -158,7 +171,9 @@ class _Entry:
         return bool(self.text_for(plural_index).strip())
 
 
-def _plural_entry(skeleton: Skeleton, lines: list[str], first: int, entry: _Entry, retranslate: bool) -> int:
+def _plural_entry(
+    skeleton: Skeleton, lines: list[str], first: int, entry: _Entry, retranslate: bool, catalogue: tuple[str, str]
+) -> int:
     """A plural entry's ``msgstr[N]`` lines (from line index ``first``); returns the index of the line after them.
 
     Untranslated (every form empty) or with ``retranslate``, the singular and the plural are one
@@ -199,12 +214,12 @@ def _plural_entry(skeleton: Skeleton, lines: list[str], first: int, entry: _Entr
     if fit == "other" and not singular_has - plural_has:
         fit = "fewer"
     prefix = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
-    skeleton.add_lang(PluralForms(body, (forms[0], forms[1]), tuple(segments), fit, prefix, newline))
+    skeleton.add_lang(PluralForms(body, (forms[0], forms[1]), tuple(segments), fit, prefix, newline, catalogue))
     skeleton.literal(block[len(body) :])
     return last
 
 
-def _header(skeleton: Skeleton, lines: list[str], first: int) -> int:
+def _header(skeleton: Skeleton, lines: list[str], first: int, catalogue: tuple[str, str]) -> int:
     """The header's ``msgstr`` (from line index ``first``): ``Language:`` and ``Plural-Forms:`` name the target.
 
     A field the header lacks is added after its last line once the catalogue is translated; a
@@ -226,14 +241,14 @@ def _header(skeleton: Skeleton, lines: list[str], first: int) -> int:
             continue
         seen.add(field.group(1))
         skeleton.literal(line[: field.start(3)])
-        skeleton.add_lang(LangAttribute(field.group(3), _FIELD_VALUES[field.group(1)]))
+        skeleton.add_lang(LangAttribute(field.group(3), _FIELD_VALUES[field.group(1)], catalogue=catalogue))
         skeleton.literal(line[field.end(3) :])
     ending = lines[last - 1][len(lines[last - 1].rstrip("\r\n")) :]
     for name, value in _FIELD_VALUES.items():
         if name not in seen:
             line = f'"{name}: {{}}\\n"'
             template = f"{line}{ending}" if ending else f"\n{line}"
-            skeleton.add_lang(LangAttribute("", value, template))
+            skeleton.add_lang(LangAttribute("", value, template, catalogue))
     return last
 
 

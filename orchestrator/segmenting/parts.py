@@ -165,6 +165,8 @@ class LangAttribute:
     raw: str
     value: LangValue = "tag"
     template: str = "{}"
+    catalogue: tuple[str, str] = ("", "")
+    """A gettext catalogue's own ``Language:`` and ``Plural-Forms:`` values (its rule stands for its own language)."""
 
     def render(self, target_lang: str | None) -> str:
         """The value for ``target_lang`` in ``template`` if the document was translated, else the source's text."""
@@ -173,7 +175,7 @@ class LangAttribute:
         if self.value == "gettext":
             text = plural_rules.gettext_language(target_lang)
         elif self.value == "plural-forms":
-            text = plural_rules.plural_rule(target_lang).header
+            text = plural_rules.plural_rule(target_lang, *self.catalogue).header
         else:
             text = html.escape(target_lang, quote=True)
         return self.template.replace("{}", text)
@@ -201,6 +203,8 @@ class PluralForms:
     singular: SingularFit
     prefix: str = ""
     newline: str = "\n"
+    catalogue: tuple[str, str] = ("", "")
+    """The catalogue's own ``Language:`` and ``Plural-Forms:`` (see :func:`contract.plural_rules.plural_rule`)."""
 
     def render(
         self, target_lang: str | None, translations: Sequence[str | None], attached: Sequence[str | None]
@@ -208,7 +212,7 @@ class PluralForms:
         """The source's lines while no segment of the entry is translated, else one line per target form."""
         if target_lang is None or all(translations[index] is None for index in self.segments):
             return self.raw
-        rule = plural_rules.plural_rule(target_lang)
+        rule = plural_rules.plural_rule(target_lang, *self.catalogue)
         singular, plural = (fill_attached(form, attached) for form in self.forms)
         if '""' in (singular, plural):  # one of the two kept its source: msgfmt -c refuses a half-translated entry
             singular = plural = '""'

@@ -190,11 +190,9 @@ def _part_to_json(part: Part) -> Any:
     if isinstance(part, str):
         return part
     if isinstance(part, LangAttribute):
-        return (
-            {"lang": part.raw}
-            if part.template == "{}" and part.value == "tag"
-            else {"lang": part.raw, "value": part.value, "template": part.template}
-        )
+        if part.template == "{}" and part.value == "tag":
+            return {"lang": part.raw}
+        return {"lang": part.raw, "value": part.value, "template": part.template, "catalogue": list(part.catalogue)}
     if isinstance(part, PluralForms):
         return {
             "plurals": [
@@ -204,6 +202,7 @@ def _part_to_json(part: Part) -> Any:
                 part.singular,
                 part.prefix,
                 part.newline,
+                list(part.catalogue),
             ]
         }
     if isinstance(part, Marked):
@@ -220,10 +219,14 @@ def _part_from_json(data: Any) -> Part:
         raw, translated, segment = data["marked"]
         return Marked(raw, translated, int(segment))
     if isinstance(data, dict) and "plurals" in data:
-        raw, forms, segments, singular, prefix, newline = data["plurals"]
-        return PluralForms(raw, (forms[0], forms[1]), tuple(int(i) for i in segments), singular, prefix, newline)
+        raw, forms, segments, singular, prefix, newline, catalogue = data["plurals"]
+        indices = tuple(int(i) for i in segments)
+        return PluralForms(raw, (forms[0], forms[1]), indices, singular, prefix, newline, (catalogue[0], catalogue[1]))
     if isinstance(data, dict):
-        return LangAttribute(data["lang"], data.get("value", "tag"), data.get("template", "{}"))
+        catalogue = data.get("catalogue", ["", ""])
+        return LangAttribute(
+            data["lang"], data.get("value", "tag"), data.get("template", "{}"), (catalogue[0], catalogue[1])
+        )
     return _segment_from_json(data)
 
 

@@ -158,6 +158,22 @@ def test_a_retranslated_catalogue_names_its_new_language() -> None:
     assert 'msgstr "OPEN"' in out and _plural_forms(out, "File") == ['"FILE"', '"FILES"', '"FILES"']
 
 
+def test_a_catalogue_in_the_target_language_keeps_its_own_plural_rule() -> None:
+    # Weblate's four-form Polish rule: babel says three; the entries translated already have four
+    rule = (
+        "nplurals=4; plural=(n==1 ? 0 : (n%10>=2 && n%10<=4) && (n%100<12 || n%100>14) ? 1 : n!=1 && "
+        "(n%10>=0 && n%10<=1) || (n%10>=5 && n%10<=9) || (n%100>=12 && n%100<=14) ? 2 : 3);"
+    )
+    header = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n"Language: pl\\n"\n'
+    header += f'"Plural-Forms: {rule}\\n"\n\n'
+    done = 'msgid "%d day"\nmsgid_plural "%d days"\n' + "".join(f'msgstr[{n}] "%d dni"\n' for n in range(4))
+    todo = 'msgid "%d hour"\nmsgid_plural "%d hours"\nmsgstr[0] ""\nmsgstr[1] ""\nmsgstr[2] ""\nmsgstr[3] ""\n'
+    _, out = _translated(header + done + "\n" + todo, "po", "pl")
+    assert f'"Plural-Forms: {rule}\\n"' in out
+    assert _plural_forms(out, "%d hour") == ['"%d HOUR"', '"%d HOURS"', '"%d HOURS"', '"%d HOURS"']
+    assert_msgfmt_accepts(out)
+
+
 def test_a_header_without_the_fields_gets_them() -> None:
     _, out = _translated(PO, "po", "fr")
     added = '"Language: fr\\n"\n"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n'
