@@ -25,12 +25,13 @@ from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.zip_container import NO_NAMES, MemberReader, ZipFormat, xml_problem
 
 CONTAINER = "META-INF/container.xml"
+ENCRYPTION = "META-INF/encryption.xml"
 _PACKAGE_TYPE = "application/oebps-package+xml"
 _XHTML_TYPE = "application/xhtml+xml"
 _NCX_TYPE = "application/x-dtbncx+xml"
 _LABEL = "this is not a .epub file"
 
-_PROLOG = re.compile(r"<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>|\s+", re.DOTALL | re.IGNORECASE)
+_PROLOG = re.compile(r"\ufeff|<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>|\s+", re.DOTALL | re.IGNORECASE)
 _ROOT_NAME = re.compile(r"<([^\s/>]+)")
 _XML_LANG = re.compile(r"""(\sxml:lang\s*=\s*)(["'])(.*?)\2""")
 _START_TAG = re.compile(r"<[^\s/>!?][^>]*>")
@@ -57,16 +58,34 @@ def text_members(names: list[str], read: MemberReader) -> set[str]:
     for item in opf.iter():
         if _local(item.tag) != "item":
             continue
-        media_type = (item.get("media-type") or "").strip()
+        media_type = (item.get("media-type") or "").strip().lower()
         href = item.get("href")
         if href is None or media_type not in (_XHTML_TYPE, _NCX_TYPE):
             continue
         name = posixpath.normpath(posixpath.join(posixpath.dirname(package), unquote(href.split("#")[0])))
         if name in names:  # a manifest item the zip lacks: nothing to translate there
             chosen.add(name)
+    _refuse_encrypted(chosen, read)
     for name in sorted(chosen - {package}):
         _check(name, read(name) or b"")
     return chosen
+
+
+def _refuse_encrypted(chosen: set[str], read: MemberReader) -> None:
+    """A clear error if ``META-INF/encryption.xml`` says a member to translate is encrypted (DRM).
+
+    An obfuscated font is listed there too and is no obstacle: fonts are kept as they are.
+    """
+    content = read(ENCRYPTION)
+    if content is None:
+        return
+    for reference in _parse(ENCRYPTION, content).iter():
+        uri = reference.get("URI") if _local(reference.tag) == "CipherReference" else None
+        if uri is not None and posixpath.normpath(unquote(uri)) in chosen:
+            raise InvalidJobError(
+                f"this .epub is encrypted (DRM): {posixpath.normpath(unquote(uri))} cannot be read; "
+                "send a book without DRM"
+            )
 
 
 def _package_path(read: MemberReader) -> str:

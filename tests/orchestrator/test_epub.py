@@ -373,3 +373,41 @@ def _book(**changes: str | bytes | None) -> str:
 def test_a_damaged_epub_is_a_clear_error(source: str, message: str) -> None:
     with pytest.raises(InvalidJobError, match=message):
         split_document(source, "epub", 200)
+
+
+def _encryption(uri: str) -> str:
+    return (
+        '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+        'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData>'
+        '<enc:EncryptionMethod Algorithm="http://www.idpf.org/2008/embedding"/>'
+        f'<enc:CipherData><enc:CipherReference URI="{uri}"/></enc:CipherData></enc:EncryptedData></encryption>'
+    )
+
+
+def test_an_encrypted_chapter_is_refused_and_an_obfuscated_font_is_not() -> None:
+    members: dict[str, str | bytes] = {
+        "META-INF/container.xml": CONTAINER_XML.format(opf="OEBPS/content.opf"),
+        "OEBPS/content.opf": EPUB3_OPF,
+        "OEBPS/Text/chapter1.xhtml": EPUB3_CHAPTER,
+        "OEBPS/Fonts/font.ttf": b"\x00obfuscated",
+    }
+    drm = build_epub({**members, "META-INF/encryption.xml": _encryption("OEBPS/Text/chapter1.xhtml")})
+    with pytest.raises(InvalidJobError, match=r"encrypted \(DRM\): OEBPS/Text/chapter1\.xhtml cannot be read"):
+        split_document(encode_document("epub", drm), "epub", 200)
+    font = build_epub({**members, "META-INF/encryption.xml": _encryption("OEBPS/Fonts/font.ttf")})
+    texts, identity, _ = _round_trips(font)
+    assert "Roses and Thorns" in texts and _members(identity) == _members(font)
+
+
+def test_a_package_document_with_a_byte_order_mark_is_still_the_package() -> None:
+    book = build_epub(
+        {
+            "META-INF/container.xml": CONTAINER_XML.format(opf="content.opf"),
+            "content.opf": "\ufeff" + EPUB3_OPF.replace('href="Text/', 'href="OEBPS/Text/'),
+            "OEBPS/Text/chapter1.xhtml": EPUB3_CHAPTER,
+        }
+    )
+    texts, identity, translated = _round_trips(book)
+    assert "en-GB" not in texts and texts[:2] == ["Notes from the Garden", "Short essays about plants."]
+    assert _members(identity) == _members(book)
+    assert "<dc:language>fr</dc:language>" in _members(translated)["content.opf"].decode("utf-8-sig")
