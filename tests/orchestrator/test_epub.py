@@ -411,3 +411,27 @@ def test_a_package_document_with_a_byte_order_mark_is_still_the_package() -> Non
     assert "en-GB" not in texts and texts[:2] == ["Notes from the Garden", "Short essays about plants."]
     assert _members(identity) == _members(book)
     assert "<dc:language>fr</dc:language>" in _members(translated)["content.opf"].decode("utf-8-sig")
+
+
+def test_a_translation_that_swaps_the_edges_of_elements_crossing_sentence_ends_keeps_its_source() -> None:
+    # <i> opens in the first sentence and closes in the second, <b> opens in the second: the second
+    # sentence's unit tags are an end tag and a start tag, which must keep their order.
+    skeleton = Skeleton()
+    split_html("<p><i>One here. Two</i> three <b>four now. Five</b> end.</p>", 20, skeleton)
+    texts = [s.text for s in skeleton.segments]
+    assert texts == ["<x1/>One here.", "Two<x1/> three <x2/>four now.", "Five<x1/> end."]
+    swapped = skeleton.assemble([shout(texts[0]), "<x2/>Four now three two<x1/>.", shout(texts[2])])
+    assert swapped == "<p><i>ONE HERE. Two</i> three <b>four now. FIVE</b> END.</p>"  # the sentence as it was
+    assert xml_problem(swapped.encode()) is None
+    kept = skeleton.assemble([shout(t) for t in texts])
+    assert kept == "<p><i>ONE HERE. TWO</i> THREE <b>FOUR NOW. FIVE</b> END.</p>"
+
+
+def test_an_element_edge_moved_inside_a_paired_tag_keeps_the_source() -> None:
+    skeleton = Skeleton()
+    split_html("<p><i>One here. Two</i> and <em>three</em> now.</p>", 20, skeleton)
+    texts = [s.text for s in skeleton.segments]
+    assert texts[1] == "Two<x1/> and <x2>three</x2> now."
+    moved = skeleton.assemble([texts[0], "Two and <x2>three<x1/></x2> now.", *texts[2:]])
+    assert moved == "<p><i>One here. Two</i> and <em>three</em> now.</p>"
+    assert skeleton.segments[1].tags_kept("Two and <x2>three</x2><x1/> now.")  # after it: fine
