@@ -3,7 +3,8 @@
 A zipped document travels as base64 text (``contract.documents``). :func:`unpack` opens the zip
 into a container text: every member in order, behind a header naming it, how it is stored in the
 zip and whether it is text (XML to translate) or kept bytes (base64). The format's
-:class:`ZipFormat` says which members are translated and splits each; every other member comes
+:class:`ZipFormat` says which members are translated (by name, or as the file's own package lists
+them: an EPUB's manifest) and splits each; every other member comes
 back byte for byte. :func:`pack` zips an assembled container again, each member stored as it was
 (an OpenDocument or EPUB ``mimetype`` must stay first and uncompressed), each translated member
 checked to be well-formed XML.
