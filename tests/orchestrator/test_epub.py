@@ -15,6 +15,7 @@ from contract.errors import InvalidJobError
 from contract.inline_tags import tag_problem, tokens
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.html_format import split_html
+from orchestrator.segmenting.report import DocumentReport
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import finish_document
 from orchestrator.segmenting.zip_container import xml_problem
@@ -425,6 +426,9 @@ def test_a_translation_that_swaps_the_edges_of_elements_crossing_sentence_ends_k
     swapped = skeleton.assemble([shout(texts[0]), "<x2/>Four now three two<x1/>.", shout(texts[2])])
     assert swapped == "<p><i>ONE HERE. Two</i> three <b>four now. FIVE</b> END.</p>"  # the sentence as it was
     assert xml_problem(swapped.encode()) is None
+    report = DocumentReport(segments=3)
+    report.add(1, skeleton.segments[1], "<x2/>Four now three two<x1/>.", None)
+    assert report.tags_broken == [{"segment": 1, "source": texts[1]}]  # listed as kept in the source language
     kept = skeleton.assemble([shout(t) for t in texts])
     assert kept == "<p><i>ONE HERE. TWO</i> THREE <b>FOUR NOW. FIVE</b> END.</p>"
 
