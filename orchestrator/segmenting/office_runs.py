@@ -48,6 +48,8 @@ class RunMarkup:
     """Elements kept whole, their text never translated (a DrawingML field, a phonetic reading)."""
     volatile: tuple[str, ...] = ()
     """Run property attributes that are not formatting (spell-check state): ignored when runs are compared."""
+    breaks: tuple[str, ...] = ()
+    """Line break elements between runs (DrawingML's ``a:br``): a sentence may end at one."""
     line_breaks: bool = False
     """Whether a newline in a text node is a line break (SpreadsheetML), and ``_xHHHH_`` an escaped character."""
 
@@ -68,6 +70,7 @@ DRAWING = RunMarkup(
     namespaces=("http://schemas.openxmlformats.org/drawingml/2006/main", "http://purl.oclc.org/ooxml/drawingml/main"),
     prefix="a",
     opaque=("fld",),
+    breaks=("br",),
     volatile=("lang", "altLang", "dirty", "err", "noProof", "smtClean", "smtId"),
 )
 """DrawingML text (slides, notes, charts, SmartArt, shapes): ``a:p``, ``a:r``, ``a:t``, ``a:rPr``; ``a:fld`` kept."""
@@ -100,6 +103,7 @@ class _Patterns:
     text_start: re.Pattern[str]
     boundary: frozenset[str]  # balanced by every run boundary
     volatile: re.Pattern[str] | None
+    break_element: re.Pattern[str] | None
     line_break: re.Pattern[str] | None
 
 
@@ -118,6 +122,7 @@ def _patterns(markup: RunMarkup, prefix: str) -> _Patterns:
         text_node = rf"<(?P<opaque>{names})(?=[\s/>])(?:[^>]*/>|[^>]*>.*?</(?P=opaque)>)|{text_node}"
     invisible = "|".join([f"</{t}>", f"</{r}>", *(rf"<{q(local)}\b[^>]*/>" for local in markup.invisible)])
     volatile = "|".join(re.escape(local) for local in markup.volatile)
+    breaks = "|".join(q(local) for local in markup.breaks)
     return _Patterns(
         paragraph=re.compile(rf"<(/?){p}(?=[\s>/])[^>]*?(/?)>"),
         text_node=re.compile(text_node, re.DOTALL),
@@ -127,6 +132,7 @@ def _patterns(markup: RunMarkup, prefix: str) -> _Patterns:
         text_start=re.compile(rf"<{t}(?:\s[^>]*)?>"),
         boundary=frozenset(name(local) for local in (markup.text, markup.run, markup.properties)),
         volatile=re.compile(rf"\s(?:{volatile})=(?:\"[^\"]*\"|'[^']*')") if volatile else None,
+        break_element=re.compile(rf"<(?:{breaks})(?=[\s/>])") if breaks else None,
         line_break=re.compile(r"(?:_x000[dD]_)?\r?\n|_x[0-9A-Fa-f]{4}_") if markup.line_breaks else None,
     )
 
@@ -262,4 +268,6 @@ class _Paragraph:
             after = patterns.properties.sub("", chunk[starts[-1].end() :], count=1)
             if not before and patterns.text_start.fullmatch(after) and self._run_format(chunk) == run_format:
                 return Code(chunk, "join")  # the same formatting on both sides: one text run to the model
+        if patterns.break_element is not None and patterns.break_element.search(chunk):
+            return Code(chunk, "break")
         return Code(chunk, "unit")
