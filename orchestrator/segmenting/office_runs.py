@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections.abc import Container
 from dataclasses import dataclass
 
 from orchestrator.segmenting.parts import Code, tokens_between
@@ -146,32 +147,48 @@ def part_prefix(xml: str, markup: RunMarkup) -> str:
     return declared.group(1) or ""
 
 
-def split_paragraphs(xml: str, markup: RunMarkup, max_chars: int, skeleton: Skeleton) -> None:
-    """An XML part: each innermost ``markup`` paragraph translated, everything around it literal."""
+def split_paragraphs(
+    xml: str, markup: RunMarkup, max_chars: int, skeleton: Skeleton, keep: Container[int] = ()
+) -> None:
+    """An XML part: each innermost ``markup`` paragraph translated, everything around it literal.
+
+    ``keep``: the paragraphs kept as they are, by their place among all the part's paragraphs
+    (from 0, an empty one counted too): an Excel shared string is referred to by that place.
+    """
     patterns = _patterns(markup, part_prefix(xml, markup))
     position = 0
-    for start, end in _leaf_paragraphs(xml, patterns):
+    for start, end, ordinal in _leaf_paragraphs(xml, patterns):
+        if ordinal in keep:
+            continue
         skeleton.literal(xml[position:start])
         _Paragraph(patterns, xml[start:end]).split(skeleton, max_chars)
         position = end
     skeleton.literal(xml[position:])
 
 
-def _leaf_paragraphs(xml: str, patterns: _Patterns) -> list[tuple[int, int]]:
-    """Spans of the paragraphs that hold no paragraph themselves (a text box's are inside another)."""
-    stack: list[list[int]] = []  # [start, has a child paragraph]
-    leaves: list[tuple[int, int]] = []
+def paragraph_pattern(xml: str, markup: RunMarkup) -> re.Pattern[str]:
+    """A ``markup`` paragraph tag as ``xml`` writes it (group 1: the ``/`` of a closing one; 2: of an empty one)."""
+    return _patterns(markup, part_prefix(xml, markup)).paragraph
+
+
+def _leaf_paragraphs(xml: str, patterns: _Patterns) -> list[tuple[int, int, int]]:
+    """Spans of the paragraphs that hold no paragraph themselves (a text box's are inside another), with their place."""
+    stack: list[list[int]] = []  # [start, has a child paragraph, place]
+    leaves: list[tuple[int, int, int]] = []
+    ordinal = -1
     for tag in patterns.paragraph.finditer(xml):
+        if not tag.group(1):
+            ordinal += 1
         if tag.group(2):  # <w:p/>: empty
             continue
         if not tag.group(1):
             if stack:
                 stack[-1][1] = 1
-            stack.append([tag.start(), 0])
+            stack.append([tag.start(), 0, ordinal])
         elif stack:
-            start, has_child = stack.pop()
+            start, has_child, place = stack.pop()
             if not has_child:
-                leaves.append((start, tag.end()))
+                leaves.append((start, tag.end(), place))
     return leaves
 
 

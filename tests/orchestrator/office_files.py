@@ -149,8 +149,13 @@ WORKBOOK = (
 )
 
 
-def make_xlsx(shared: str = SHARED_STRINGS, sheet_data: str = SHEET_DATA) -> bytes:
-    """A one-sheet workbook: shared strings (plain, rich, numbers), an inline string, formulas, a comment."""
+def make_xlsx(
+    shared: str = SHARED_STRINGS, sheet_data: str = SHEET_DATA, extra: dict[str, str | bytes] | None = None
+) -> bytes:
+    """A one-sheet workbook: shared strings (plain, rich, numbers), an inline string, formulas, a comment.
+
+    ``extra``: more members (a table and the sheet's relationships to it).
+    """
     rels = f'<Relationships xmlns="{_PACKAGE}/relationships">'
     content_types = (
         f'{DECLARATION}<Types xmlns="{_PACKAGE}/content-types"><Default Extension="rels" ContentType="application/'
@@ -174,5 +179,20 @@ def make_xlsx(shared: str = SHARED_STRINGS, sheet_data: str = SHEET_DATA) -> byt
             f"{shared}</sst>",
             "xl/comments1.xml": COMMENTS,
             "xl/styles.xml": f'{DECLARATION}<styleSheet {SPREADSHEET_NS}><numFmts count="0"/></styleSheet>',
+            **(extra or {}),
         }
     )
+
+
+def table_members(ref: str = "A1:B3", totals: bool = False) -> dict[str, str | bytes]:
+    """An Excel table over ``ref`` of sheet 1 (columns named Product and Price), and the sheet's link to it."""
+    totals_attribute = ' totalsRowCount="1"' if totals else ""
+    return {
+        "xl/worksheets/_rels/sheet1.xml.rels": f'{DECLARATION}<Relationships xmlns="{_PACKAGE}/relationships">'
+        f'<Relationship Id="rId1" Type="{_OFFICE}/table" Target="../tables/table1.xml"/></Relationships>',
+        "xl/tables/table1.xml": f'{DECLARATION}<table {SPREADSHEET_NS} id="1" name="Prices" displayName="Prices" '
+        f'ref="{ref}"{totals_attribute}><autoFilter ref="{ref}"/><tableColumns count="2">'
+        '<tableColumn id="1" name="Product"/><tableColumn id="2" name="Price"/></tableColumns>'
+        '<tableStyleInfo name="TableStyleMedium2" showFirstColumn="0" showLastColumn="0" showRowStripes="1" '
+        'showColumnStripes="0"/></table>',
+    }

@@ -16,7 +16,7 @@ from contract.errors import InvalidJobError
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import finish_document
-from tests.orchestrator.office_files import make_xlsx, members
+from tests.orchestrator.office_files import make_xlsx, members, table_members
 from tests.orchestrator.test_document_formats import shout
 
 TRANSLATED = ("xl/sharedStrings.xml", "xl/worksheets/sheet1.xml", "xl/comments1.xml")
@@ -118,3 +118,33 @@ def _zip_without_workbook() -> bytes:
 def test_a_file_that_is_not_a_workbook_is_a_clear_error(data: bytes, message: str) -> None:
     with pytest.raises(InvalidJobError, match=message):
         split_document(base64.b64encode(data).decode(), "xlsx", 200)
+
+
+def test_the_header_cells_of_an_excel_table_keep_the_names_its_columns_have() -> None:
+    # A1 "Product" and B1 "Price" head the table Prices: Excel repairs a workbook whose header cells differ
+    # from the table's column names, and formulas say Prices[Price]. A3 ("Total due now") is a plain cell.
+    data = make_xlsx(extra=table_members("A1:B2"))
+    _, skeleton = _split(data)
+    sent = [s.text for s in skeleton.segments]
+    assert "Product" not in sent and "Price" not in sent
+    assert "Total <x1/>due<x2/> now" in sent and "Indented apple" in sent  # A2, A3: the table's body and below
+    shared = _translated(data)["xl/sharedStrings.xml"].decode()
+    assert "<si><t>Product</t></si><si><t>Price</t></si>" in shared and "INDENTED APPLE" in shared
+    source, skeleton = _split(data)
+    assert members(finish_document("xlsx", skeleton.source())) == members(source)
+
+
+def test_an_inline_header_cell_and_a_totals_row_of_a_table_stay_too() -> None:
+    row1 = '<row r="1"><c r="A1" t="inlineStr"><is><t>Product</t></is></c><c r="B1" t="s"><v>1</v></c></row>'
+    row2 = '<row r="2"><c r="A2" t="inlineStr"><is><t>Green tea</t></is></c><c r="B2"><v>3</v></c></row>'
+    row3 = '<row r="3"><c r="A3" t="inlineStr"><is><t>Total</t></is></c><c r="B3"><f>SUBTOTAL(109,B2)</f></c></row>'
+    shared = "<si><t>Product name</t></si><si><t>Price</t></si>"
+    data = make_xlsx(shared, row1 + row2 + row3, extra=table_members("A1:B3", totals=True))
+    _, skeleton = _split(data)
+    assert [s.text for s in skeleton.segments] == [
+        "Green tea",
+        "Product name",  # a shared string no header cell shows
+        "Ann Lee:<x1/><x2/>Check this price.",
+    ]
+    sheet = _translated(data)["xl/worksheets/sheet1.xml"].decode()
+    assert "<is><t>Product</t></is>" in sheet and "<is><t>GREEN TEA</t></is>" in sheet and "<t>Total</t>" in sheet
