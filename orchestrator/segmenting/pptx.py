@@ -32,4 +32,4 @@ PPTX = ZipFormat(
     ),
     split_part=split_part,
 )
-"""PowerPoint presentations: slides, notes, charts' titles and labels, SmartArt (its data and its drawing)."""
+"""PowerPoint presentations: slides, notes, charts' titles, SmartArt (its data and its drawing)."""
