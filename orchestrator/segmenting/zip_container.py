@@ -20,7 +20,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 import zipfile
 import zlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from contract.errors import DocumentTooLargeError, InvalidJobError
@@ -62,6 +62,9 @@ class ZipFormat:
     """The content a ``mimetype`` member must have (OpenDocument, EPUB), if the format has one."""
     text_members: TextMembers | None = None
     """Chooses more translated members from what the file says of itself (an EPUB's manifest)."""
+    plan: Callable[[Members], PartSplitter] | None = None
+    """For a format whose members depend on each other (an Excel table's header cells must keep the
+    names its table gives them): the splitter for this document, made from all its members."""
 
     def is_text_part(self, name: str) -> bool:
         """Whether member ``name`` is translated by its name alone."""
@@ -180,15 +183,44 @@ def xml_problem(content: bytes) -> str | None:
     return None
 
 
+class Members:
+    """A container text's members by name, each decoded only when asked for."""
+
+    def __init__(self, container: str) -> None:
+        self._members = {name: (kind, content) for name, kind, content in _members(container)}
+
+    def names(self) -> list[str]:
+        """The members' names, in the zip's order."""
+        return list(self._members)
+
+    def text(self, name: str) -> str | None:
+        """Member ``name`` as UTF-8 text (``None``: no such member, or not UTF-8)."""
+        if name not in self._members:
+            return None
+        kind, content = self._members[name]
+        if kind.removesuffix(_STORED) == "xml":
+            return content
+        try:
+            return base64.b64decode(content).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+def _members(container: str) -> Iterator[tuple[str, str, str]]:
+    """``(name, kind, content)`` of each member of a container text."""
+    for member in container.split(_END):
+        if member:
+            _, name, kind, content = member.split(_MEMBER, 3)
+            yield name, kind, content
+
+
 def split_container(source: str, max_chars: int, skeleton: Skeleton, fmt: ZipFormat) -> None:
     """Split a container text: member headers and kept members literal, text members by the format's splitter."""
-    for member in source.split(_END):
-        if not member:
-            continue
-        _, name, kind, content = member.split(_MEMBER, 3)
+    split_part = fmt.split_part if fmt.plan is None else fmt.plan(Members(source))
+    for name, kind, content in _members(source):
         skeleton.literal(f"{_MEMBER}{name}{_MEMBER}{kind}{_MEMBER}")
         if kind.removesuffix(_STORED) == "xml":
-            fmt.split_part(name, content, max_chars, skeleton)
+            split_part(name, content, max_chars, skeleton)
         else:
             skeleton.literal(content)
         skeleton.literal(_END)
