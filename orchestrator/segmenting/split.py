@@ -9,6 +9,7 @@ from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting import zip_container
 from orchestrator.segmenting.docx import DOCX
+from orchestrator.segmenting.epub import EPUB
 from orchestrator.segmenting.gettext import split_po
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.json_resources import split_json
@@ -21,7 +22,7 @@ from orchestrator.segmenting.xliff import split_xliff
 from orchestrator.segmenting.xlsx import XLSX
 from orchestrator.segmenting.zip_container import ZipFormat
 
-ZIPPED: dict[str, ZipFormat] = {DOCX.name: DOCX, PPTX.name: PPTX, XLSX.name: XLSX}
+ZIPPED: dict[str, ZipFormat] = {DOCX.name: DOCX, PPTX.name: PPTX, XLSX.name: XLSX, EPUB.name: EPUB}
 """The zipped formats by name: each opened into a container text, its text members split by its own rules."""
 
 
