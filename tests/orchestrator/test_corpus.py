@@ -126,10 +126,13 @@ def _markdown_shape(text: str) -> dict[str, Any]:
     inline: Counter[str] = Counter()
     code: list[str] = []
     html_tags: list[str] = []
+    targets: list[str] = []
     for token in parser.parse(text):
         if token.type == "inline":
             for child in token.children or []:
                 inline[child.type] += child.type in ("link_open", "image", "code_inline", "html_inline")
+                if child.type in ("link_open", "image"):
+                    targets.append(str(child.attrs.get("href", child.attrs.get("src", ""))))
                 if child.type == "code_inline":
                     code.append(_code_span(child, token))
                 elif child.type == "html_inline":
@@ -138,7 +141,7 @@ def _markdown_shape(text: str) -> dict[str, Any]:
             blocks.append(f"{token.type}:{token.tag}")
             if token.type in ("fence", "code_block", "html_block"):
                 code.append(token.content)
-    return {"blocks": blocks, "inline": +inline, "code": code, "html tags": html_tags}
+    return {"blocks": blocks, "inline": +inline, "code": code, "html tags": html_tags, "link targets": targets}
 
 
 def _code_span(child: Token, inline: Token) -> str:
@@ -163,37 +166,57 @@ def _html_across_lines(source: str) -> bool:
 _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 
 
+_TRANSLATED_ATTRIBUTES = frozenset({"alt", "title", "placeholder", "aria-label", "content", "lang"})
+_CODE_ELEMENTS = frozenset({"script", "style", "pre", "textarea", "code", "kbd", "samp", "var"})
+
+
 class _TagSequence(html.parser.HTMLParser):
-    """The start and end tag names of an HTML document, in order."""
+    """An HTML document's tags in order, with every attribute dragoman does not translate, and its code's text."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: list[str] = []
+        self.code: list[str] = []
+        self._open_code = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(f"<{tag} {' '.join(sorted(name for name, _ in attrs))}>")
+        self.tags.append(f"<{tag}{_kept(attrs)}>")
+        self._open_code += tag in _CODE_ELEMENTS
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(f"<{tag}/ {' '.join(sorted(name for name, _ in attrs))}>")
+        self.tags.append(f"<{tag}{_kept(attrs)}/>")
 
     def handle_endtag(self, tag: str) -> None:
         self.tags.append(f"</{tag}>")
+        self._open_code -= tag in _CODE_ELEMENTS and self._open_code > 0
+
+    def handle_data(self, data: str) -> None:
+        if self._open_code:
+            self.code.append(data)
 
 
-def _tag_sequence(text: str) -> list[str]:
+def _kept(attrs: list[tuple[str, str | None]]) -> str:
+    """The attributes as a string: names and values, a translated attribute's value left out."""
+    return "".join(f" {name}" if name in _TRANSLATED_ATTRIBUTES else f" {name}={value!r}" for name, value in attrs)
+
+
+def _tag_sequence(text: str) -> _TagSequence:
     parser = _TagSequence()
     parser.feed(text)
     parser.close()
-    return parser.tags
+    return parser
 
 
 def _check_html(label: str, source: str, out: str) -> None:
-    before, after = _tag_sequence(source), _tag_sequence(out)
+    parsed, translated = _tag_sequence(source), _tag_sequence(out)
+    before, after = parsed.tags, translated.tags
     same = [a == b for a, b in zip(before, after, strict=False)]
     at = same.index(False) if False in same else len(same)
     assert after == before, (
         f"{label}: the HTML tag sequence changed at tag {at}: {before[at : at + 3]} -> {after[at : at + 3]}"
     )
+    changed = [(a, b) for a, b in zip(parsed.code, translated.code, strict=False) if a != b]
+    assert translated.code == parsed.code, f"{label}: the text of code, pre, script or style changed: {changed[:1]}"
 
 
 def _messages(text: str) -> dict[tuple[str | None, str], tuple[list[str], list[str]]]:
@@ -280,7 +303,10 @@ _CHECKS = {
             "TITLE\n\nSEE [THE GUIDE](g.md) AND `code`.\n",
         ),
         (_check_markdown, "Run `make test` now.\n", "RUN `MAKE TEST` NOW.\n"),
+        (_check_markdown, "See [the guide](guide.md).\n", "SEE [THE GUIDE](GUIDE.MD).\n"),
         (_check_html, "<p>Hello <b>you</b></p>", "<p>HELLO you</p>"),
+        (_check_html, '<p><a href="a.html" title="A">Hi</a></p>', '<p><a href="A.HTML" title="B">HI</a></p>'),
+        (_check_html, "<p>Run <code>ls -l</code></p>", "<p>RUN <code>LS -L</code></p>"),
         (_check_po, 'msgid "%s files"\nmsgstr "%s Dateien"\n', 'msgid "%s files"\nmsgstr "S FILES"\n'),
         (_check_json, '{"a": {"b": "x"}, "n": 1}', '{"a": {"B": "X"}, "n": 1}'),
         (_check_subtitles, "1\n00:00:01,000 --> 00:00:02,000\nHi\n", "1\n00:00:01,000 --> 00:00:02,500\nHI\n"),
