@@ -60,6 +60,8 @@ _SUFFIXES = {
 }
 _ZIPPED = frozenset({"docx", "pptx", "xlsx", "odt", "odp", "ods", "epub"})
 _MSGSTR = re.compile(r'^(msgstr(?:\[\d+\])?) ".*"\n(?:".*"\n)*', re.MULTILINE)
+_LANGUAGE = re.compile(r'^(\s*)"Language: [^"\\]*\\n"', re.MULTILINE)
+_PLURAL_FORMS = re.compile(r'^(\s*)"Plural-Forms: [^"\\]*\\n"', re.MULTILINE)
 _BOMS = (
     (b"\xff\xfe\x00\x00", "utf-32"),
     (b"\x00\x00\xfe\xff", "utf-32"),
@@ -257,7 +259,13 @@ def _decompiled(msgunfmt: str, path: Path) -> str | None:
 
 
 def as_template(catalogue: str) -> str:
-    """A decompiled catalogue as a template: every ``msgstr`` but the header's emptied."""
+    """A decompiled catalogue as a template (``.pot``): every ``msgstr`` but the header's emptied.
+
+    The header's ``Language`` is emptied and its ``Plural-Forms`` are ``xgettext``'s placeholder,
+    as in a template a project ships.
+    """
     header_end = catalogue.find("\n\n")
     head, body = catalogue[: header_end + 1], catalogue[header_end + 1 :]
+    head = _LANGUAGE.sub(r'\1"Language: \\n"', head)
+    head = _PLURAL_FORMS.sub(r'\1"Plural-Forms: nplurals=INTEGER; plural=EXPRESSION;\\n"', head)
     return head + _MSGSTR.sub(lambda match: f'{match.group(1)} ""\n', body)

@@ -20,16 +20,16 @@ def test_whole_share_reads_the_source_after_an_attribute_value_held_in_markup() 
     assert measure("html", source)["whole_share"] == 1.0
 
 
-def test_a_catalogue_becomes_a_template_with_its_header_kept() -> None:
-    """Every ``msgstr`` but the header's is emptied, one on several lines and plural forms too."""
+def test_a_catalogue_becomes_a_template_with_a_template_header() -> None:
+    """Every ``msgstr`` but the header's is emptied (several lines, plural forms); the header's language too."""
     catalogue = (
-        'msgid ""\nmsgstr ""\n"Language: de\\n"\n\n'
+        'msgid ""\nmsgstr ""\n"Language: de\\n"\n"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n\n'
         'msgid "File"\nmsgstr "Datei"\n\n'
         'msgid "long"\nmsgstr ""\n"lang "\n"und mehr"\n\n'
         'msgid "one"\nmsgid_plural "many"\nmsgstr[0] "eins"\nmsgstr[1] "viele"\n'
     )
     assert as_template(catalogue) == (
-        'msgid ""\nmsgstr ""\n"Language: de\\n"\n\n'
+        'msgid ""\nmsgstr ""\n"Language: \\n"\n"Plural-Forms: nplurals=INTEGER; plural=EXPRESSION;\\n"\n\n'
         'msgid "File"\nmsgstr ""\n\n'
         'msgid "long"\nmsgstr ""\n\n'
         'msgid "one"\nmsgid_plural "many"\nmsgstr[0] ""\nmsgstr[1] ""\n'
