@@ -34,3 +34,8 @@ def test_a_catalogue_becomes_a_template_with_a_template_header() -> None:
         'msgid "long"\nmsgstr ""\n\n'
         'msgid "one"\nmsgid_plural "many"\nmsgstr[0] ""\nmsgstr[1] ""\n'
     )
+
+
+def test_whole_share_knows_a_tag_that_spans_lines() -> None:
+    """DocBook's HTML closes its tags on the next line (``</P\\n>``): that is a block boundary all the same."""
+    assert measure("html", "<P\n>Users and Groups in the Debian System</P\n>\n")["whole_share"] == 1.0
