@@ -12,16 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from contract.placeholders import PLACEHOLDER
+from contract.placeholders import PLACEHOLDER, STRFTIME
 from orchestrator.segmenting.parts import Code, tokens_between
 
-_WITH_MARKUP = re.compile(PLACEHOLDER.pattern + r"|</?[a-zA-Z][^<>]*>")
+_CODES = re.compile(f"{PLACEHOLDER.pattern}|{STRFTIME.pattern}")  # placeholders first: %d is printf's
+_WITH_MARKUP = re.compile(_CODES.pattern + r"|</?[a-zA-Z][^<>]*>")
 _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 
 
 def message_tokens(text: str, *, markup: bool = True) -> list[str | Code]:
-    """``text`` as text runs and codes: each placeholder a unit; with ``markup``, each HTML tag an open or close."""
-    return tokens_between(text, _WITH_MARKUP if markup else PLACEHOLDER, _code)
+    """``text`` as text runs and codes: each placeholder or strftime directive a unit; with ``markup``, each
+    HTML tag an open or close."""
+    return tokens_between(text, _WITH_MARKUP if markup else _CODES, _code)
 
 
 def with_message_codes(tokens: Sequence[str | Code], *, markup: bool = True) -> list[str | Code]:

@@ -213,6 +213,7 @@ def test_the_header_is_untouched_until_something_is_translated() -> None:
         ("%1$s: order for `%2$s' already defined at %3$s:%Zu", ["%1$s", "%2$s", "%3$s", "%Zu"]),  # glibc
         ("file open error: %m", ["%m"]),
         ("%1$*2$d items", ["%1$*2$d"]),
+        ("Last login: %a %b %e %H:%M:%S %Z %Y", ["%a", "%b", "%e", "%H", "%M", "%S", "%Z", "%Y"]),  # strftime
     ],
 )
 def test_platform_placeholders_in_a_catalogue_never_reach_the_model(message: str, codes: list[str]) -> None:
