@@ -1,11 +1,15 @@
 """gettext catalogues (``.po``/``.pot``): each untranslated ``msgid`` fills its ``msgstr``.
 
 An entry whose ``msgstr`` is empty (``msgstr ""`` on one line) is translated; an entry that
-already has a translation is left as it is, as are comments, flags (``#, fuzzy``), references,
-``msgctxt``, obsolete entries (``#~``) and the header. For plurals, ``msgstr[0]`` gets the
-translation of ``msgid`` and every other ``msgstr[N]`` that of ``msgid_plural``. Placeholders
-(``%s``, ``%(name)d``, ``{name}``...: :mod:`contract.placeholders`) are unit tags the model never sees;
-inline HTML tags in a message are paired tags. A line that is none of a comment, a keyword
+already has a translation is left as it is, as are comments, flags, references, ``msgctxt`` and
+obsolete entries (``#~``). A plural entry sends its ``msgid`` and ``msgid_plural`` once each and
+gets as many ``msgstr[N]`` as the target language has plural forms (:class:`PluralForms`,
+:mod:`contract.plural_rules`). Once translated, the header names the target: ``Language:`` and
+``Plural-Forms:`` (added where missing; a catalogue without a header gets one), a template's
+``charset=CHARSET`` becomes ``UTF-8`` and its ``#, fuzzy`` goes, so ``msgfmt -c`` accepts the
+result. Placeholders and strftime directives (:mod:`orchestrator.segmenting.message_codes`)
+are unit tags the model never sees; inline HTML tags in a message are paired tags; line breaks
+that open or close a message frame its translation. A line that is none of a comment, a keyword
 with its quoted string, a continuation string or a blank is a clear error with its number.
 """
 
