@@ -30,7 +30,7 @@ _NEXT_BRANCH = re.compile(r"\s*(?:=\d+|[a-zA-Z_]+)\s*\{")
 _ARGUMENT_END = re.compile(r"\s*\}")
 _BRANCH_UNITS = re.compile(r"\{[^{}]*\}|#")
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
-_REGEX_SIGNS = re.compile(r"^\^|(?<!\\)\$$|\\[dwsbDWSB]|\(\?[:=!<]|\[[^\]]*-[^\]]*\][*+?{]")
+_REGEX_SIGNS = re.compile(r"^\^.|\\[dwsbDWSB]|\(\?[:=!<]|\[[^\]]*-[^\]]*\][*+?{]")  # ^…, \d, (?:, [a-z]+
 
 
 def split_json(source: str, max_chars: int, skeleton: Skeleton) -> None:
