@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import re
+import time
 import xml.etree.ElementTree as ElementTree
 import zipfile
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from contract.documents import encode_document
 from contract.errors import InvalidJobError
 from orchestrator.segmenting import split_document
+from orchestrator.segmenting.opendocument import MAX_NESTING
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import finish_document
 from tests.orchestrator.test_document_formats import shout
@@ -305,3 +307,28 @@ def test_a_long_paragraph_is_cut_at_sentence_ends_with_its_tags_paired_in_each()
     stored, _ = _round_trips("odt", make_odf("text", body))
     assert [s.text for s in stored.segments][:3] == [sentence, sentence, sentence]  # the span around a whole sentence
     assert all(re.fullmatch(r"[^<]*", s.text) for s in stored.segments)
+
+
+def test_escaped_text_that_reads_as_a_placeholder_tag_keeps_the_member_valid_xml() -> None:
+    body = '<text:p>Type &lt;x1/&gt; here <text:span text:style-name="T1">now</text:span>.</text:p>'
+    stored, translated = _round_trips("odt", make_odf("text", body))
+    assert [s.text for s in stored.segments][:2] == ["Type <x1/> here", "now"]  # its runs on their own, no tags
+    assert (
+        b'<text:p>TYPE &lt;x1/&gt; HERE <text:span text:style-name="T1">NOW</text:span>.</text:p>'
+        in translated["content.xml"]
+    )
+
+
+def test_text_boxes_nested_thousands_deep_split_fast_and_round_trip() -> None:
+    depth = 3000
+    body = (
+        "<text:p>Top "
+        + "<draw:frame><draw:text-box><text:p>Deep " * depth
+        + "end"
+        + "</text:p></draw:text-box></draw:frame>" * depth
+        + " text.</text:p>"
+    )
+    started = time.perf_counter()
+    stored, _ = _round_trips("odt", make_odf("text", body))
+    assert time.perf_counter() - started < 5
+    assert [s.text for s in stored.segments] == ["Deep"] * MAX_NESTING + ["Top <x1/> text.", "Annual report"]
