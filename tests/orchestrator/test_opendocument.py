@@ -19,7 +19,7 @@ from orchestrator.segmenting import split_document
 from orchestrator.segmenting.opendocument import MAX_NESTING
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import finish_document
-from tests.orchestrator.test_document_formats import shout
+from tests.orchestrator.test_document_formats import make_docx, shout
 
 REAL_ODT = Path("/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/docutils/writers/odf_odt/styles.odt")
 NS = (
@@ -332,3 +332,13 @@ def test_text_boxes_nested_thousands_deep_split_fast_and_round_trip() -> None:
     stored, _ = _round_trips("odt", make_odf("text", body))
     assert time.perf_counter() - started < 5
     assert [s.text for s in stored.segments] == ["Deep"] * MAX_NESTING + ["Top <x1/> text.", "Annual report"]
+
+
+@pytest.mark.parametrize("fmt", ["odt", "docx"])
+def test_a_control_character_a_model_writes_is_left_out_and_the_member_stays_xml(fmt: str) -> None:
+    data = make_odf("text", "<text:p>Hello world.</text:p>") if fmt == "odt" else make_docx()
+    skeleton = split_document(encode_document(fmt, data), fmt, 200)
+    translations = [f"{s.text}\x0b\x01 fin" for s in skeleton.segments]
+    member = "content.xml" if fmt == "odt" else "word/document.xml"
+    content = _members(finish_document(fmt, skeleton.assemble(translations)))[member].decode()
+    assert ("Hello world. fin" if fmt == "odt" else "A cell fin") in content
