@@ -11,6 +11,7 @@ import pytest
 from contract.documents import MEDIA_TYPES
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
+from tests.api.test_libretranslate import _with_orchestrator, shouting
 from tests.api.test_runs_and_documents import until
 from tests.orchestrator.test_opendocument import ODP_BODY, ODS_BODY, ODT_BODY, ODT_STYLES, make_odf
 from tests.orchestrator.test_runs_and_documents import _shout_or_lose
@@ -74,3 +75,25 @@ async def test_a_spreadsheet_sent_as_a_text_document_fails_naming_its_mimetype(
         return bool(view["status"] == "failed" and "not a .odt file" in error and "spreadsheet" in error)
 
     await until(failed)
+
+
+@pytest.mark.usefixtures("settings_env")
+async def test_libretranslates_translate_file_takes_an_odt_and_its_download_is_one(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    data, translated_text = FILES["odt"]
+
+    def upload() -> httpx.Response:
+        files = {"file": ("report.odt", data, MEDIA_TYPES["odt"])}
+        form = {"source": "en", "target": "fr", "api_key": key}
+        return httpx.post(f"{api_url}/translate_file", files=files, data=form, timeout=90)
+
+    async with start_worker(shouting()):
+        response = await _with_orchestrator(upload)
+    assert response.status_code == 200, response.text
+    async with httpx.AsyncClient(timeout=30) as http:
+        download = await http.get(response.json()["translatedFileUrl"], headers=bearer(key))
+    assert download.status_code == 200, download.text
+    assert download.headers["content-type"] == MEDIA_TYPES["odt"]
+    assert translated_text in zipfile.ZipFile(io.BytesIO(download.content)).read("content.xml").decode()
