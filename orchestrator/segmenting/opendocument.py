@@ -4,7 +4,8 @@ The three formats share ODF's text model, so one splitter serves them. A documen
 (``orchestrator.segmenting.zip_container`` opens and closes it, the ``mimetype`` member first and
 stored as it came); ``content.xml`` (the body: text, slides and their speaker notes, sheets) and
 ``styles.xml`` (headers, footers, master pages) are translated, and ``meta.xml``'s title, subject
-and description; every other member comes back byte for byte.
+and description; every other member comes back byte for byte. An image's or a shape's
+alternative text (``svg:title``) and description (``svg:desc``) are translated too.
 
 A paragraph (``text:p``, ``text:h``) is one block of prose. Formatting (``text:span``) and links
 (``text:a``) inside it are paired tags; spaces (``text:s``), tabs, line breaks, bookmarks,
@@ -39,6 +40,9 @@ _MARKUP = re.compile(
 )
 _ATTRIBUTE = re.compile(r"([\w.:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _PARAGRAPHS = frozenset({"text:p", "text:h"})
+_ALT_TEXTS = frozenset({"svg:title", "svg:desc"})
+"""An image's or a shape's alternative text and description: plain text, translated."""
+_TEXTS = _PARAGRAPHS | _ALT_TEXTS
 _PAIRED = frozenset({"text:span", "text:a", "text:meta"})
 """Inline elements whose content is the paragraph's own text: a paired tag around it."""
 _BREAKS = frozenset({"text:line-break"})
@@ -57,7 +61,7 @@ class _Element:
     start: int  # where its opening tag starts
     open_end: int  # where its opening tag ends
     end: int  # where its closing tag ends (its opening tag's end for an empty element)
-    holds_paragraph: bool = False  # it is a paragraph or holds one
+    holds_text: bool = False  # it is a paragraph or an alternative text, or holds one
     kept: bool = False  # a paragraph whose text is not translated (a number cell's, a placeholder's)
 
 
@@ -88,42 +92,60 @@ class _Part:
                 element = self.elements[opening]
                 element.end = token.end()
                 self.closing[opening] = index
-                if element.holds_paragraph and stack:
-                    self.elements[stack[-1][0]].holds_paragraph = True
+                if element.holds_text and stack:
+                    self.elements[stack[-1][0]].holds_text = True
                 continue
             attributes = _attributes(token.group(3))
             element = _Element(name, token.start(), token.end(), token.end())
             self.elements[index] = element
             in_placeholder = bool(stack and stack[-1][1]) or attributes.get("presentation:placeholder") == "true"
-            if name in _PARAGRAPHS:
+            if name in _TEXTS:
                 parent = self.elements[stack[-1][0]] if stack else None
-                element.kept = in_placeholder or (parent is not None and parent.kept)
-                element.holds_paragraph = True
+                element.kept = in_placeholder or (parent is not None and parent.kept and name in _PARAGRAPHS)
+                element.holds_text = True
             elif name in _CELLS:
                 value_type = attributes.get("office:value-type", "string")
                 element.kept = value_type != "string" or "table:formula" in attributes
             if token.group(4):  # empty
-                if element.holds_paragraph and stack:
-                    self.elements[stack[-1][0]].holds_paragraph = True
+                if element.holds_text and stack:
+                    self.elements[stack[-1][0]].holds_text = True
                 continue
             stack.append((index, in_placeholder))
         if stack:
             raise InvalidJobError(f"<{self.elements[stack[-1][0]].name}> is never closed; the file is damaged")
 
     def split(self) -> None:
-        """Every paragraph outside a paragraph translated; all between them literal."""
-        position = 0
-        index = 0
-        while index < len(self.tokens):
+        """Every paragraph and alternative text outside a paragraph translated; all between them literal."""
+        self._walk(0, len(self.tokens), 0, len(self.xml), self.skeleton, depth=0)
+
+    def _walk(self, first: int, after: int, start: int, end: int, into: Skeleton, depth: int) -> None:
+        """``xml[start:end]`` (tokens ``first`` to ``after``) into ``into``: its outermost texts translated."""
+        position = start
+        index = first
+        while index < after:
             element = self.elements.get(index)
-            if element is None or element.name not in _PARAGRAPHS:
+            if element is None or element.name not in _TEXTS:
                 index += 1
                 continue
-            self.skeleton.literal(self.xml[position : element.start])
-            self._paragraph(index, self.skeleton, depth=0)
+            into.literal(self.xml[position : element.start])
+            if element.name in _PARAGRAPHS:
+                self._paragraph(index, into, depth)
+            else:
+                self._alt_text(index, into)
             position = element.end
             index = self.closing.get(index, index) + 1
-        self.skeleton.literal(self.xml[position:])
+        into.literal(self.xml[position:end])
+
+    def _alt_text(self, index: int, into: Skeleton) -> None:
+        """An alternative text or description: its text prose (one with markup inside is kept)."""
+        element = self.elements[index]
+        if element.kept or self.closing.get(index) != index + 1:
+            into.literal(self.xml[element.start : element.end])
+            return
+        closing = self.tokens[index + 1]
+        into.literal(self.xml[element.start : element.open_end])
+        into.prose(self.xml[element.open_end : closing.start()], self.max_chars, escape="html")
+        into.literal(self.xml[closing.start() : element.end])
 
     def _paragraph(self, index: int, into: Skeleton, depth: int) -> None:
         """The paragraph opened by token ``index``: its text one block in ``into``, the tags around it literal."""
@@ -172,30 +194,18 @@ class _Part:
             if name in _BREAKS:
                 return index + 1, Code(token.group(0), "break")
             return index + 1, Code(token.group(0), "join" if name in _DROPPED else "unit")
-        if name in _PAIRED and not element.holds_paragraph:
+        if name in _PAIRED and not element.holds_text:
             return index + 1, Code(token.group(0), "open", name)
         after = self.closing[index] + 1  # an object (a field, a note, a frame): one unit, whole
         raw = self.xml[element.start : element.end]
-        if element.holds_paragraph and self.detach and depth < MAX_NESTING:
+        if element.holds_text and self.detach and depth < MAX_NESTING:
             raw = self._detached(index, after, depth + 1)
         return after, Code(raw, "unit")
 
     def _detached(self, first: int, after: int, depth: int) -> str:
-        """Tokens ``first`` to ``after`` as markup holding the places of their paragraphs' (detached) segments."""
+        """Tokens ``first`` to ``after`` as markup holding the places of their texts' (detached) segments."""
         inner = Skeleton()
-        start = self.tokens[first].start()
-        position = start
-        index = first
-        while index < after:
-            element = self.elements.get(index)
-            if element is None or element.name not in _PARAGRAPHS:
-                index += 1
-                continue
-            inner.literal(self.xml[position : element.start])
-            self._paragraph(index, inner, depth)
-            position = element.end
-            index = self.closing.get(index, index) + 1
-        inner.literal(self.xml[position : self.tokens[after - 1].end()])
+        self._walk(first, after, self.tokens[first].start(), self.tokens[after - 1].end(), inner, depth)
         if not inner.segments:  # (reading them writes out the literals still pending)
             return inner.source()
         out: list[str] = []

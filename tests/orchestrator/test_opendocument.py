@@ -342,3 +342,23 @@ def test_a_control_character_a_model_writes_is_left_out_and_the_member_stays_xml
     member = "content.xml" if fmt == "odt" else "word/document.xml"
     content = _members(finish_document(fmt, skeleton.assemble(translations)))[member].decode()
     assert ("Hello world. fin" if fmt == "odt" else "A cell fin") in content
+
+
+def test_an_images_alternative_text_is_translated_in_a_paragraph_and_on_a_slide() -> None:
+    image = (
+        '<draw:frame draw:name="Image1" text:anchor-type="as-char"><draw:image xlink:href="Pictures/1.png"/>'
+        "<svg:title>Sales chart</svg:title><svg:desc>Bars rising &amp; falling</svg:desc></draw:frame>"
+    )
+    stored, translated = _round_trips("odt", make_odf("text", f"<text:p>See {image} below.</text:p>"))
+    assert [s.text for s in stored.segments] == [
+        "Sales chart",
+        "Bars rising & falling",
+        "See <x1/> below.",
+        "Annual report",
+    ]
+    assert (
+        b"<svg:title>SALES CHART</svg:title><svg:desc>BARS RISING &amp; FALLING</svg:desc>" in translated["content.xml"]
+    )
+    stored, translated = _round_trips("odp", make_odf("presentation", f'<draw:page draw:name="p1">{image}</draw:page>'))
+    assert [s.text for s in stored.segments] == ["Sales chart", "Bars rising & falling", "Annual report"]
+    assert b"<svg:title>SALES CHART</svg:title>" in translated["content.xml"]
