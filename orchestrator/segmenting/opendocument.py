@@ -194,7 +194,7 @@ class _Part:
             if name in _BREAKS:
                 return index + 1, Code(token.group(0), "break")
             return index + 1, Code(token.group(0), "join" if name in _DROPPED else "unit")
-        if name in _PAIRED and not element.holds_text:
+        if name in _PAIRED:  # a note or text box inside it is an object of its own, met in turn
             return index + 1, Code(token.group(0), "open", name)
         after = self.closing[index] + 1  # an object (a field, a note, a frame): one unit, whole
         raw = self.xml[element.start : element.end]

@@ -362,3 +362,12 @@ def test_an_images_alternative_text_is_translated_in_a_paragraph_and_on_a_slide(
     stored, translated = _round_trips("odp", make_odf("presentation", f'<draw:page draw:name="p1">{image}</draw:page>'))
     assert [s.text for s in stored.segments] == ["Sales chart", "Bars rising & falling", "Annual report"]
     assert b"<svg:title>SALES CHART</svg:title>" in translated["content.xml"]
+
+
+def test_a_footnote_inside_formatted_text_keeps_that_text_translated() -> None:
+    note = "<text:note><text:note-citation>1</text:note-citation><text:note-body><text:p>A source.</text:p>"
+    note += "</text:note-body></text:note>"
+    body = f'<text:p>It <text:span text:style-name="T1">rose sharply{note}</text:span> in May.</text:p>'
+    stored, translated = _round_trips("odt", make_odf("text", body))
+    assert [s.text for s in stored.segments][:2] == ["A source.", "It <x1>rose sharply<x2/></x1> in May."]
+    assert b'<text:span text:style-name="T1">ROSE SHARPLY<text:note>' in translated["content.xml"]
