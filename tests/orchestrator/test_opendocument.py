@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import re
+import subprocess
 import time
 import xml.etree.ElementTree as ElementTree
 import zipfile
@@ -22,6 +23,7 @@ from orchestrator.segmenting.split import finish_document
 from tests.orchestrator.test_document_formats import make_docx, shout
 
 REAL_ODT = Path("/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/docutils/writers/odf_odt/styles.odt")
+DOCUTILS_PYTHON = REAL_ODT.parents[6] / "bin" / "python"  # the Python whose docutils holds that file
 NS = (
     'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
     'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
@@ -371,3 +373,38 @@ def test_a_footnote_inside_formatted_text_keeps_that_text_translated() -> None:
     stored, translated = _round_trips("odt", make_odf("text", body))
     assert [s.text for s in stored.segments][:2] == ["A source.", "It <x1>rose sharply<x2/></x1> in May."]
     assert b'<text:span text:style-name="T1">ROSE SHARPLY<text:note>' in translated["content.xml"]
+
+
+RST = """Quarterly report
+================
+
+This is *emphasis*, **strong** and ``code``, with a note [#]_.
+
+.. [#] A footnote with *style*.
+
+- First item.
+- Second item.
+
++--------+-------+
+| Name   | Value |
++========+=======+
+| Coffee | 2.50  |
++--------+-------+
+"""
+
+
+@pytest.mark.skipif(not DOCUTILS_PYTHON.exists(), reason="no docutils ODF writer on this machine")
+def test_an_odt_written_by_docutils_odf_writer_round_trips(tmp_path: Path) -> None:
+    (tmp_path / "in.rst").write_text(RST)
+    subprocess.run(
+        [str(DOCUTILS_PYTHON), "-m", "docutils", "--writer=odt", str(tmp_path / "in.rst"), str(tmp_path / "out.odt")],
+        check=True,
+        timeout=60,
+    )
+    stored, translated = _round_trips("odt", (tmp_path / "out.odt").read_bytes())
+    texts = [s.text for s in stored.segments]
+    assert "A footnote with <x1>style</x1>." in texts
+    assert "This is <x1>emphasis</x1>, <x2>strong</x2> and <x3>code</x3>, with a note <x4/>." in texts
+    content = translated["content.xml"].decode()
+    assert "WITH A NOTE <text:note" in content
+    assert ">A FOOTNOTE WITH <text:span" in content and ">2.50</text:p>" in content
