@@ -116,7 +116,8 @@ def add_commands(sub: SubParsers) -> None:
     translate = add_command(
         sub,
         "translate",
-        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx, odt, odp, ods), keeping its structure",
+        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx, odt, odp, ods), "
+        "keeping its structure",
         description="Translate a document sentence by sentence, keeping its structure (markup, code, URLs, "
         "timings, keys and placeholders untouched; inline markup travels as placeholder tags inside whole "
         "sentences), and write NAME.<to>.<suffix> beside it. Formats: "
