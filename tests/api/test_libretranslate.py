@@ -359,7 +359,7 @@ async def test_a_client_that_disconnects_mid_wait_has_its_jobs_cancelled(
         writer.close()  # the client gives up: no worker runs, the job would wait for one
         await writer.wait_closed()
         async with httpx.AsyncClient(base_url=url) as client:
-            for _ in range(100):
+            for _ in range(1000):
                 job = (await client.get(f"/v1/jobs/{submitted[0]}", headers=bearer(key))).json()
                 if job["status"] == "cancelled":
                     break
