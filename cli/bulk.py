@@ -116,8 +116,8 @@ def add_commands(sub: SubParsers) -> None:
     translate = add_command(
         sub,
         "translate",
-        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx, pptx, xlsx, epub), "
-        "keeping its structure",
+        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx, pptx, xlsx, epub, odt, odp, "
+        "ods), keeping its structure",
         description="Translate a document sentence by sentence, keeping its structure (markup, code, URLs, "
         "timings, keys and placeholders untouched; inline markup travels as placeholder tags inside whole "
         "sentences), and write NAME.<to>.<suffix> beside it. Formats: "
