@@ -40,7 +40,7 @@ def block_parts(
     """
     plain, offsets = _plain_text(tokens)
     spans = _sentence_spans(plain, max_chars)
-    if not spans or any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
+    if not spans or _looks_like_a_tag(tokens, escape):
         return None
     out: list[str | Segment] = []
     tokens = _split_text_tokens(tokens, spans)
@@ -75,9 +75,14 @@ def segment_of(
     ``<target>`` from its ``<source>``.
     """
     plain, _ = _plain_text(tokens)
-    if not _HAS_WORDS.search(plain) or any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
+    if not _HAS_WORDS.search(plain) or _looks_like_a_tag(tokens, escape):
         return None
     return dataclass_replace(_segment(tokens, escape, None), raw=raw, frame=frame)
+
+
+def _looks_like_a_tag(tokens: Sequence[str | Code], escape: Escape) -> bool:
+    """Whether a text run reads as a placeholder tag to the model (``&lt;x1/&gt;`` in HTML or XML does too)."""
+    return any(inline_tags.TAG.search(model_text(t, escape)) for t in tokens if isinstance(t, str))
 
 
 def _raw(group: Sequence[str | Code]) -> str:

@@ -18,6 +18,8 @@ for inside a gettext or a JSON string."""
 _PRIVATE_USE_START = 0xE000
 _STAND_INS = 6_000  # private-use characters that stand for tags while a translation is wrapped
 _PRIVATE_USE = re.compile(f"[{chr(_PRIVATE_USE_START)}-{chr(_PRIVATE_USE_START + _STAND_INS)}]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 text cannot hold (a model may write one): left out of HTML and XML translations."""
 _PO_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"})
 
 
@@ -151,9 +153,9 @@ class Segment:
 
     def _escaped(self, text: str) -> str:
         if self.escape == "html":
-            return html.escape(text, quote=False)
+            return html.escape(_NOT_XML.sub("", text), quote=False)
         if self.escape == "attr":
-            return html.escape(text, quote=True)
+            return html.escape(_NOT_XML.sub("", text), quote=True)
         if self.escape == "po":
             return text.translate(_PO_ESCAPES)
         if self.escape == "json":
