@@ -8,7 +8,7 @@ STAMP := $(VENV)/.dragoman-installed
 # pytest workers for the fast suite; the engine tests run after it, on their own.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-fast test-e2e docs reference install browser clean bench-enqueue compose-env
+.PHONY: demo test test-fast test-e2e docs reference install browser gettext clean bench-enqueue compose-env
 
 install: $(STAMP)
 
@@ -27,10 +27,16 @@ browser:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || \
 		(echo "cannot install chromium and chromium-driver: run 'apt-get install chromium chromium-driver' as root" >&2; exit 1)
 
+# Every translated catalogue the tests produce must pass GNU gettext's `msgfmt -c` (installed like chromium).
+gettext:
+	@command -v msgfmt >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext >/dev/null) || \
+		(echo "cannot install gettext (msgfmt): run 'apt-get install gettext' as root" >&2; exit 1)
+
 demo: $(STAMP)
 	$(BIN)/dragoman demo
 
-test: $(STAMP) browser
+test: $(STAMP) browser gettext
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -38,10 +44,10 @@ test: $(STAMP) browser
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 	$(BIN)/pytest -m e2e
 
-test-fast: $(STAMP) browser
+test-fast: $(STAMP) browser gettext
 	$(BIN)/pytest -m "not e2e" -n $(TEST_WORKERS)
 
-test-e2e: $(STAMP)
+test-e2e: $(STAMP) gettext
 	$(BIN)/pytest -m e2e
 
 # The docs site (mkdocs.yml): the generated reference pages must match the code, and the build is strict

@@ -9,7 +9,11 @@ placeholder is.
 Recognised:
 
 - printf, as C, POSIX, Python ``%`` and Objective-C write it: ``%s``, ``%d``, ``%-5.2f``,
-  ``%1$s`` (positions), ``%*d``, ``%ld``, ``%(name)s``, ``%@`` and ``%1$@``. ``%%`` is a literal
+  ``%1$s`` (positions), ``%*d`` and ``%1$*2$d`` (widths from arguments), ``%ld``, ``%lld``,
+  ``%zu``, ``%ls``, ``%S``, ``%(name)s``, ``%@`` and ``%1$@``; glibc's ``%m``, ``%Zu`` and ``%Id``;
+  Windows' ``%I64d``; and gettext's spelling of ``<inttypes.h>`` macros, ``%<PRId64>`` and
+  ``%#<PRIx64>`` (a catalogue's form of C's ``"%" PRId64``; without it the ``<PRId64>`` would
+  read as an HTML tag and the ``%`` before it would reach the model). ``%%`` is a literal
   percent sign, never a placeholder (it is matched, so that ``%%s`` is not read as ``%s``, and the
   gettext splitter keeps it out of the model's reach). The space and ``'`` flags are not
   recognised: ``50% de`` in prose would otherwise be ``% d``.
@@ -33,7 +37,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-_PRINTF = r"%(?:\d+\$)?(?:\([^)\s]*\))?[-#0+]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLqjzt]*[diouxXeEfFgGcrsaAp@]"
+_ARGUMENT_WIDTH = r"\*(?:\d+\$)?"  # a width or precision from an argument, itself maybe positional: %1$*2$d
+_PRINTF = (
+    r"%(?:\d+\$)?"  # a position: %2$s
+    r"(?:\([^)\s]*\))?"  # a Python mapping key: %(name)s
+    r"[-#0+I]*"  # flags (glibc's I: locale digits)
+    rf"(?:{_ARGUMENT_WIDTH}|\d+)?(?:\.(?:{_ARGUMENT_WIDTH}|\d+))?"
+    r"(?:<PRI[diouxX](?:8|16|32|64|MAX|PTR|LEAST8|LEAST16|LEAST32|LEAST64|FAST8|FAST16|FAST32|FAST64)>"  # gettext's
+    r"|(?:I64|I32|[hlLqjzZtI])*[diouxXeEfFgGcCrsSaAnmp@])"  # <inttypes.h> macros; Windows I64; C's conversions
+)
 _PERCENT_ESCAPE = r"%%"
 _RUBY = r"%\{[A-Za-z_][\w.]*\}"
 _TEMPLATE = r"\{\{\s*[A-Za-z_][\w.\-]*\s*\}\}"
@@ -43,6 +55,11 @@ _FORMAT = r"\{[A-Za-z0-9_.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"
 
 PLACEHOLDER = re.compile("|".join([_PERCENT_ESCAPE, _PRINTF, _RUBY, _TEMPLATE, _DOLLAR, _ICU_SIMPLE, _FORMAT]))
 """One placeholder of the grammar above, or ``%%`` (matched so that it hides no ``%s``; not a placeholder)."""
+
+STRFTIME = re.compile(r"%[-_0^#]?[aAbBcCdDeFgGhHIjklmMnprRsStTuUVwWxXyYzZ+]")
+"""A strftime directive (``%H:%M``, ``%a %b %e %Y``): kept from the model in a message, like a placeholder,
+but not one: a translator localises a date format (German ``%A, den %d. %B %Y``), so the
+``placeholders`` flag does not count them."""
 
 _ICU_COMPLEX = re.compile(r"\{\s*([A-Za-z0-9_]+)\s*,\s*(plural|selectordinal|select)\s*,")
 _ICU_SELECTOR = re.compile(r"\s*(?:offset:\d+\s*)?(=?[\w-]+)\s*\{")

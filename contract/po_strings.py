@@ -23,6 +23,14 @@ class PoStringError(InvalidJobError):
     """A gettext string literal holds an escape gettext does not know; the caller adds where it is."""
 
 
+_QUOTE = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"})
+
+
+def quote(text: str) -> str:
+    """``text`` as a PO string literal (``a"b`` -> ``"a\\"b"``), the inverse of :func:`unquote`."""
+    return f'"{text.translate(_QUOTE)}"'
+
+
 def unquote(quoted: str) -> str:
     """The text of a PO string literal (``"a\\"b"`` -> ``a"b``); raises :class:`PoStringError`."""
     out: list[str] = []

@@ -1,11 +1,15 @@
 """gettext catalogues (``.po``/``.pot``): each untranslated ``msgid`` fills its ``msgstr``.
 
 An entry whose ``msgstr`` is empty (``msgstr ""`` on one line) is translated; an entry that
-already has a translation is left as it is, as are comments, flags (``#, fuzzy``), references,
-``msgctxt``, obsolete entries (``#~``) and the header. For plurals, ``msgstr[0]`` gets the
-translation of ``msgid`` and every other ``msgstr[N]`` that of ``msgid_plural``. Placeholders
-(``%s``, ``%(name)d``, ``{name}``...: :mod:`contract.placeholders`) are unit tags the model never sees;
-inline HTML tags in a message are paired tags. A line that is none of a comment, a keyword
+already has a translation is left as it is, as are comments, flags, references, ``msgctxt`` and
+obsolete entries (``#~``). A plural entry sends its ``msgid`` and ``msgid_plural`` once each and
+gets as many ``msgstr[N]`` as the target language has plural forms (:class:`PluralForms`,
+:mod:`contract.plural_rules`). Once translated, the header names the target: ``Language:`` and
+``Plural-Forms:`` (added where missing; a catalogue without a header gets one), a template's
+``charset=CHARSET`` becomes ``UTF-8`` and its ``#, fuzzy`` goes, so ``msgfmt -c`` accepts the
+result. Placeholders and strftime directives (:mod:`orchestrator.segmenting.message_codes`)
+are unit tags the model never sees; inline HTML tags in a message are paired tags; line breaks
+that open or close a message frame its translation. A line that is none of a comment, a keyword
 with its quoted string, a continuation string or a blank is a clear error with its number.
 """
 
@@ -15,16 +19,18 @@ import re
 from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
-from contract.placeholders import PLACEHOLDER
-from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, unquote
+from contract.placeholders import placeholders
+from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, quote, unquote
 from orchestrator.segmenting.inline_block import segment_of
-from orchestrator.segmenting.parts import Code, tokens_between
+from orchestrator.segmenting.message_codes import message_tokens
+from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, Segment, SingularFit, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-# Placeholders (contract.placeholders, the grammar the quality check uses too) and inline HTML tags.
-_PLACEHOLDER = re.compile(PLACEHOLDER.pattern + r"|</?[a-zA-Z][^<>]*>")
-_TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
+# A header field the target language sets, in a string of the header's msgstr: its name, spaces, value.
+_HEADER_FIELD = re.compile(r'"(Language|Plural-Forms):([ \t]*)((?:[^"\\]|\\(?!n"))*)(?:\\n)?"')
+_TEMPLATE_CHARSET = re.compile(r'^\s*"Content-Type:[^"]*charset=(CHARSET)\b')
+_FIELD_VALUES: dict[str, LangValue] = {"Language": "gettext", "Plural-Forms": "plural-forms"}
 
 
 def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
@@ -33,6 +39,10 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
     With ``retranslate``, a ``msgstr`` that has a translation (on one line or several) is replaced too.
     """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
+    header_flags, has_header = _header_flags(lines)
+    catalogue = _catalogue_rule(lines) if has_header else ("", "")
+    if not has_header and lines:
+        _new_header(skeleton, lines[0][len(lines[0].rstrip("\r\n")) :] or "\n")
     entry = _Entry()
     number = 0
     while number < len(lines):
@@ -42,7 +52,10 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         stripped = body.strip()
         if not stripped or stripped.startswith("#"):
             entry = _Entry() if not stripped else entry
-            skeleton.literal(line)
+            if number - 1 == header_flags and "{}" not in line:  # a translated template's header is no longer fuzzy
+                skeleton.add_lang(LangAttribute(line, template=_without_fuzzy(line)))
+            else:
+                skeleton.literal(line)
             continue
         keyword = KEYWORD.match(stripped)
         if keyword is not None:
@@ -52,6 +65,12 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
             entry.current = name
             if name.startswith("msgstr"):
                 entry.seen_msgstr = True
+                if index is not None and "msgid_plural" in entry.values:
+                    number = _plural_entry(skeleton, lines, number - 1, entry, retranslate, catalogue)
+                    continue
+                if index is None and entry.is_header():
+                    number = _header(skeleton, lines, number - 1, catalogue)
+                    continue
                 plural_index = int(index) if index is not None else 0
                 continued = _continuation_lines(lines, number)
                 empty = quoted == '""' and not continued
@@ -75,6 +94,55 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         skeleton.literal(line)
 
 
+def _header_flags(lines: list[str]) -> tuple[int, bool]:
+    """Whether the catalogue opens with a header entry, and the index of its flags line if that says ``fuzzy``.
+
+    (-1 when there is none: a template's header says ``fuzzy``, a translation's does not.)
+    """
+    flags = -1
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("#,") and "fuzzy" in stripped:
+            flags = index
+        elif stripped and not stripped.startswith("#"):
+            following = lines[index + 1].lstrip() if index + 1 < len(lines) else ""
+            header = stripped == 'msgid ""' and following.startswith("msgstr")
+            return (flags if header else -1), header
+    return -1, False
+
+
+def _catalogue_rule(lines: list[str]) -> tuple[str, str]:
+    """The header's own ``Language:`` and ``Plural-Forms:`` values (empty where missing)."""
+    start = next(index for index, line in enumerate(lines) if line.strip() == 'msgid ""')
+    end = start + 2 + _continuation_lines(lines, start + 2)
+    found = {"Language": "", "Plural-Forms": ""}
+    for line in lines[start + 1 : end]:
+        field = _HEADER_FIELD.search(line)
+        if field is not None:
+            found[field.group(1)] = field.group(3)
+    return found["Language"], found["Plural-Forms"]
+
+
+def _new_header(skeleton: Skeleton, newline: str) -> None:
+    """A header for a catalogue without one, written once it is translated (``msgfmt`` refuses a catalogue without)."""
+    fields = [
+        '"MIME-Version: 1.0\\n"',
+        '"Content-Type: text/plain; charset=UTF-8\\n"',
+        '"Content-Transfer-Encoding: 8bit\\n"',
+    ]
+    opening = newline.join(['msgid ""', 'msgstr ""', '"Language: {}\\n"', ""])
+    skeleton.add_lang(LangAttribute("", "gettext", opening))
+    closing = newline.join([*fields, '"Plural-Forms: {}\\n"', "", ""])
+    skeleton.add_lang(LangAttribute("", "plural-forms", closing))
+
+
+def _without_fuzzy(flags_line: str) -> str:
+    """A ``#,`` flags line without ``fuzzy`` (nothing at all if that was its only flag)."""
+    body = flags_line.rstrip("\r\n")
+    kept = [flag.strip() for flag in body.strip()[2:].split(",") if flag.strip() and flag.strip() != "fuzzy"]
+    return f"#, {', '.join(kept)}{flags_line[len(body) :]}" if kept else ""
+
+
 def _continuation_lines(lines: list[str], after: int) -> int:
     """How many quoted continuation lines follow line number ``after`` (1-based)."""
     count = 0
@@ -96,11 +164,96 @@ class _Entry:
         key = "msgid_plural" if plural_index > 0 and "msgid_plural" in self.values else "msgid"
         return "".join(self.values.get(key, []))
 
+    def is_header(self) -> bool:
+        """Whether this is the catalogue's header entry: ``msgid ""`` without a context."""
+        return "msgctxt" not in self.values and not "".join(self.values.get("msgid", ["x"]))
+
     def has_message(self, plural_index: int) -> bool:
         """Whether ``msgstr[plural_index]`` has a message to translate (the header has none)."""
         if not "".join(self.values.get("msgid", [])).strip():
             return False
         return bool(self.text_for(plural_index).strip())
+
+
+def _plural_entry(
+    skeleton: Skeleton, lines: list[str], first: int, entry: _Entry, retranslate: bool, catalogue: tuple[str, str]
+) -> int:
+    """A plural entry's ``msgstr[N]`` lines (from line index ``first``); returns the index of the line after them.
+
+    Untranslated (every form empty) or with ``retranslate``, the singular and the plural are one
+    segment each and the lines become :class:`PluralForms`: one ``msgstr[N]`` per form of the
+    target language. Otherwise, or with nothing to translate, the lines stay as they are.
+    """
+    last = first
+    empty = True
+    while last < len(lines):
+        keyword = KEYWORD.match(lines[last].strip())
+        if keyword is None or keyword.group(2) is None:
+            break
+        continued = _continuation_lines(lines, last + 1)
+        empty = empty and keyword.group(3) == '""' and not continued
+        last += 1 + continued
+    block = "".join(lines[first:last])
+    body = block.rstrip("\r\n")
+    singular, plural = entry.text_for(0), entry.text_for(1)
+    if not (empty or retranslate) or not singular.strip():
+        skeleton.literal(block)
+        return last
+    forms: list[str] = []
+    segments: list[int] = []
+    for text in (singular, plural):
+        segment = _message_segment(text, '""')
+        if segment is None:
+            forms.append(quote(text))
+        else:
+            segments.append(skeleton.add_detached(segment))
+            forms.append(attached_place(segments[-1]))
+    if not segments:
+        skeleton.literal(block)
+        return last
+    first_line = lines[first]
+    newline = first_line[len(first_line.rstrip("\r\n")) :] or "\n"
+    singular_has, plural_has = placeholders(singular), placeholders(plural)
+    fit: SingularFit = "same" if singular_has and singular_has == plural_has else "other"
+    if fit == "other" and not singular_has - plural_has:
+        fit = "fewer"
+    prefix = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
+    skeleton.add_lang(PluralForms(body, (forms[0], forms[1]), tuple(segments), fit, prefix, newline, catalogue))
+    skeleton.literal(block[len(body) :])
+    return last
+
+
+def _header(skeleton: Skeleton, lines: list[str], first: int, catalogue: tuple[str, str]) -> int:
+    """The header's ``msgstr`` (from line index ``first``): ``Language:`` and ``Plural-Forms:`` name the target.
+
+    A field the header lacks is added after its last line once the catalogue is translated; a
+    template's ``charset=CHARSET`` becomes ``charset=UTF-8`` (what the translation is written in).
+    Returns the index of the line after the header's strings.
+    """
+    last = first + 1 + _continuation_lines(lines, first + 1)
+    seen: set[str] = set()
+    for line in lines[first:last]:
+        field = _HEADER_FIELD.search(line)
+        charset = _TEMPLATE_CHARSET.search(line)
+        if charset is not None:  # a template's placeholder charset: the translation is written in UTF-8
+            skeleton.literal(line[: charset.start(1)])
+            skeleton.add_lang(LangAttribute(charset.group(1), template="UTF-8"))
+            skeleton.literal(line[charset.end(1) :])
+            continue
+        if field is None:
+            skeleton.literal(line)
+            continue
+        seen.add(field.group(1))
+        skeleton.literal(line[: field.start(3)])
+        skeleton.add_lang(LangAttribute(field.group(3), _FIELD_VALUES[field.group(1)], catalogue=catalogue))
+        skeleton.literal(line[field.end(3) :])
+    ending = lines[last - 1][len(lines[last - 1].rstrip("\r\n")) :]
+    for name, value in _FIELD_VALUES.items():
+        if name not in seen:
+            line = f'"{name}: {{}}\\n"'
+            template = f"{line}{ending}" if ending else f"\n{line}"
+            skeleton.add_lang(LangAttribute("", value, template, catalogue))
+    return last
 
 
 def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, continued: int, text: str) -> None:
@@ -117,7 +270,7 @@ def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, contin
         raw = "".join([lines[first][start:], *lines[first + 1 : last], end])
     else:
         raw = lines[first][start : len(end)]
-    segment = segment_of(tokens_between(text, _PLACEHOLDER, _placeholder_code), "po", raw=raw, frame=('"', '"'))
+    segment = _message_segment(text, raw)
     if segment is None:
         skeleton.literal(raw)
     else:
@@ -125,13 +278,17 @@ def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, contin
     skeleton.literal(end_line[len(end) :])
 
 
-def _placeholder_code(match: re.Match[str]) -> Code:
-    """A printf or Python placeholder is a unit; an HTML tag in a message opens or closes a pair."""
-    raw = match.group(0)
-    if not raw.startswith("<") or raw.endswith("/>"):
-        return Code(raw, "unit")
-    name = _TAG_NAME.match(raw)
-    return Code(raw, "close" if raw.startswith("</") else "open", name.group(1).lower() if name else "")
+def _message_segment(text: str, raw: str) -> Segment | None:
+    """The segment that writes the translation of message ``text`` as a PO string where the source has ``raw``.
+
+    Line breaks that open or close the message stay out of the model's hands and frame the
+    translation (``msgfmt -c`` requires a ``msgstr`` to begin and end with ``\\n`` as its ``msgid`` does).
+    ``None``: a message without words.
+    """
+    core = text.strip("\n")
+    leading = text[: len(text) - len(text.lstrip("\n"))]
+    trailing = text[len(leading) + len(core) :]
+    return segment_of(message_tokens(core), "po", raw=raw, frame=(quote(leading)[:-1], quote(trailing)[1:]))
 
 
 def _unquote(quoted: str, number: int) -> str:

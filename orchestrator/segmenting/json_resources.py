@@ -4,9 +4,12 @@ The file must parse as JSON (a clear error with line and column otherwise). A li
 finds each string; a string followed by ``:`` is a key and stays. In a value, ICU message
 syntax stays as it is: a simple argument (``{count}``, ``{n, number}``) is a unit tag the model
 never sees, and a ``plural``/``select`` argument's branches (``one {# file}``) are translated
-one by one, their syntax literal and ``#`` a unit tag. Values that are only a URL or an e-mail
-address are kept. The model sees the decoded text; the translation is written back escaped as
-a JSON string.
+one by one, their syntax literal and ``#`` a unit tag. A value's placeholders and HTML markup get
+the same treatment as a gettext message's (:mod:`orchestrator.segmenting.message_codes`):
+``%1$s`` or ``{name}`` a unit tag, ``<a href="…">text</a>`` a pair of tags whose URL never reaches
+the model. Values that are only a URL or an e-mail address, that look like a regular expression
+or that have no letters (``"\u00a0"``, ``"42 %"``) are kept as they are. The model sees the
+decoded text; the translation is written back escaped as a JSON string.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import re
 
 from contract.errors import InvalidJobError
+from orchestrator.segmenting.message_codes import with_message_codes
 from orchestrator.segmenting.parts import Code, tokens_between
 from orchestrator.segmenting.skeleton import Skeleton
 
@@ -25,6 +29,8 @@ _HEADER = re.compile(r"\{\s*[\w.]+\s*,\s*(\w+)\s*,\s*(?:offset:\d+\s*)?(?:=\d+|[
 _NEXT_BRANCH = re.compile(r"\s*(?:=\d+|[a-zA-Z_]+)\s*\{")
 _ARGUMENT_END = re.compile(r"\s*\}")
 _BRANCH_UNITS = re.compile(r"\{[^{}]*\}|#")
+_HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
+_REGEX_SIGNS = re.compile(r"^\^.|\\[dwsbDWSB]|\(\?[:=!<]|\[[^\]]*-[^\]]*\][*+?{]")  # ^…, \d, (?:, [a-z]+
 
 
 def split_json(source: str, max_chars: int, skeleton: Skeleton) -> None:
@@ -45,7 +51,7 @@ def split_json(source: str, max_chars: int, skeleton: Skeleton) -> None:
         is_key = after < len(source) and source[after] == ":"
         skeleton.literal(source[position : index + 1])
         raw = source[index + 1 : end - 1]
-        if is_key or _KEEP_VALUE.fullmatch(json.loads(source[index:end])):
+        if is_key or _kept(json.loads(source[index:end])):
             skeleton.literal(raw)
         else:
             _value(skeleton, raw, max_chars)
@@ -68,6 +74,22 @@ def _string_end(source: str, start: int) -> int:
         index = quote + 1
 
 
+def _kept(value: str) -> bool:
+    """Whether a string value stays as it is: no letters, only a URL or e-mail address, or a regular expression."""
+    return not _HAS_WORDS.search(value) or bool(_KEEP_VALUE.fullmatch(value)) or _looks_like_regex(value)
+
+
+def _looks_like_regex(value: str) -> bool:
+    """A value without spaces that has signs of a regular expression (``^…$``, ``\\d``, ``(?:``) and compiles."""
+    if not value or any(char.isspace() for char in value) or not _REGEX_SIGNS.search(value):
+        return False
+    try:
+        re.compile(value)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
 def _value(skeleton: Skeleton, raw: str, max_chars: int) -> None:
     """One string value (still JSON-escaped): its message runs as prose, its ICU syntax literal."""
     for kind, chunk in _icu_chunks(raw):
@@ -78,8 +100,9 @@ def _value(skeleton: Skeleton, raw: str, max_chars: int) -> None:
 
 
 def _run_tokens(run: str, *, in_branch: bool) -> list[str | Code]:
-    """A message run as text and unit codes: simple ICU arguments, and ``#`` inside a plural branch."""
-    return tokens_between(run, _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT, lambda m: Code(m.group(0), "unit"))
+    """A message run as text and codes: simple ICU arguments, ``#`` inside a plural branch, placeholders, HTML tags."""
+    units = tokens_between(run, _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT, lambda m: Code(m.group(0), "unit"))
+    return with_message_codes(units)
 
 
 def _icu_chunks(raw: str) -> list[tuple[str, str]]:

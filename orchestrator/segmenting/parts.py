@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from contract import inline_tags
+from contract import inline_tags, plural_rules
 
 Escape = Literal["", "html", "attr", "po", "json"]
 """How a translation is written back: as it is, as HTML (or XML) text or attribute value, escaped
@@ -163,15 +163,80 @@ class Segment:
         return text
 
 
+LangValue = Literal["tag", "gettext", "plural-forms"]
+"""What a :class:`LangAttribute` writes for the target: its BCP-47 tag (XML-escaped), its gettext
+``Language:`` form (``pt_BR``), or its gettext ``Plural-Forms:`` value."""
+
+
 @dataclass(frozen=True, slots=True)
 class LangAttribute:
-    """The value of an HTML ``lang`` attribute: the target language once translated, as written until then."""
+    """Text that names the target language once translated, as written until then.
+
+    An HTML ``lang`` or XLIFF ``trgLang`` value, a gettext header's ``Language:`` or
+    ``Plural-Forms:`` value; with ``template``, text that is absent from the source and added
+    once translated (``{}`` is where the value goes: `` trgLang="{}"``).
+    """
 
     raw: str
+    value: LangValue = "tag"
+    template: str = "{}"
+    catalogue: tuple[str, str] = ("", "")
+    """A gettext catalogue's own ``Language:`` and ``Plural-Forms:`` values (its rule stands for its own language)."""
 
     def render(self, target_lang: str | None) -> str:
-        """``target_lang`` if the document was translated, else the source's value."""
-        return self.raw if target_lang is None else html.escape(target_lang, quote=True)
+        """The value for ``target_lang`` in ``template`` if the document was translated, else the source's text."""
+        if target_lang is None:
+            return self.raw
+        if self.value == "gettext":
+            text = plural_rules.gettext_language(target_lang)
+        elif self.value == "plural-forms":
+            text = plural_rules.plural_rule(target_lang, *self.catalogue).header
+        else:
+            text = html.escape(target_lang, quote=True)
+        return self.template.replace("{}", text)
+
+
+SingularFit = Literal["same", "fewer", "other"]
+"""How a plural entry's singular's placeholders compare with its plural's: the same, some of them, others."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluralForms:
+    """A gettext plural entry's ``msgstr[N]`` lines: as many as the target language has forms.
+
+    ``forms``: the singular's and the plural's translation as PO string literals, each the mark
+    of a detached segment (:func:`attached_place`) or, for a message without words (``"%d"``),
+    the source string itself. The form ``n == 1`` takes gets the singular when it serves no other
+    number and the singular has no placeholder the plural lacks (``singular`` is ``"fewer"``), or
+    when the singular carries exactly the plural's placeholders (``"same"``: ``%d file``); every
+    other form gets the plural (its placeholders are what ``msgfmt -c`` checks each form against).
+    """
+
+    raw: str  # the lines as written, without the last one's line break
+    forms: tuple[str, str]
+    segments: tuple[int, ...]
+    singular: SingularFit
+    prefix: str = ""
+    newline: str = "\n"
+    catalogue: tuple[str, str] = ("", "")
+    """The catalogue's own ``Language:`` and ``Plural-Forms:`` (see :func:`contract.plural_rules.plural_rule`)."""
+
+    def render(
+        self, target_lang: str | None, translations: Sequence[str | None], attached: Sequence[str | None]
+    ) -> str:
+        """The source's lines while no segment of the entry is translated, else one line per target form."""
+        if target_lang is None or all(translations[index] is None for index in self.segments):
+            return self.raw
+        rule = plural_rules.plural_rule(target_lang, *self.catalogue)
+        singular, plural = (fill_attached(form, attached) for form in self.forms)
+        if '""' in (singular, plural):  # one of the two kept its source: msgfmt -c refuses a half-translated entry
+            singular = plural = '""'
+        use_singular = (self.singular == "same" and rule.count > 1) or (self.singular != "other" and rule.only_one)
+        lines = [
+            f"{self.prefix}msgstr[{n}] {singular if n == rule.one and use_singular else plural}"
+            for n in range(rule.count)
+        ]
+        return self.newline.join(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +253,7 @@ class Marked:
         return self.raw if translation is None else self.translated
 
 
-Part = str | Segment | LangAttribute | Marked
+Part = str | Segment | LangAttribute | Marked | PluralForms
 
 
 _MARKUP_TAG = re.compile(r"""<(/?)([A-Za-z][^\s/>]*)(?:[^>"']|"[^"]*"|'[^']*')*?(/?)>""")

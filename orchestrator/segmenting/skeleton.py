@@ -11,9 +11,19 @@ from typing import Any
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
 from orchestrator.segmenting.inline_block import block_parts, model_text
-from orchestrator.segmenting.parts import Code, Escape, LangAttribute, Marked, Part, Segment, Wrap, fill_attached
+from orchestrator.segmenting.parts import (
+    Code,
+    Escape,
+    LangAttribute,
+    Marked,
+    Part,
+    PluralForms,
+    Segment,
+    Wrap,
+    fill_attached,
+)
 
-__all__ = ["Code", "Escape", "LangAttribute", "Marked", "Part", "Segment", "Skeleton", "Wrap"]
+__all__ = ["Code", "Escape", "LangAttribute", "Marked", "Part", "PluralForms", "Segment", "Skeleton", "Wrap"]
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter: otherwise nothing to translate
 
@@ -75,8 +85,8 @@ class Skeleton:
         self._flush()
         self.parts.append(Marked(raw, translated, self._count))
 
-    def add_lang(self, attribute: LangAttribute) -> None:
-        """Append a ``lang`` attribute value (set to the target language when assembled)."""
+    def add_lang(self, attribute: LangAttribute | PluralForms) -> None:
+        """Append a ``lang`` attribute value or gettext plural forms (set for the target language when assembled)."""
         self._flush()
         self.parts.append(attribute)
 
@@ -151,6 +161,8 @@ class Skeleton:
                 out.append(part.render(target_lang))
             elif isinstance(part, Marked):
                 out.append(part.render(translations))
+            elif isinstance(part, PluralForms):
+                out.append(part.render(target_lang, translations, attached))
             else:
                 if not part.detached:
                     out.append(part.render(translations[index], attached))
@@ -178,7 +190,21 @@ def _part_to_json(part: Part) -> Any:
     if isinstance(part, str):
         return part
     if isinstance(part, LangAttribute):
-        return {"lang": part.raw}
+        if part.template == "{}" and part.value == "tag":
+            return {"lang": part.raw}
+        return {"lang": part.raw, "value": part.value, "template": part.template, "catalogue": list(part.catalogue)}
+    if isinstance(part, PluralForms):
+        return {
+            "plurals": [
+                part.raw,
+                list(part.forms),
+                list(part.segments),
+                part.singular,
+                part.prefix,
+                part.newline,
+                list(part.catalogue),
+            ]
+        }
     if isinstance(part, Marked):
         return {"marked": [part.raw, part.translated, part.segment]}
     wrap = None if part.wrap is None else list(part.wrap)
@@ -192,8 +218,15 @@ def _part_from_json(data: Any) -> Part:
     if isinstance(data, dict) and "marked" in data:
         raw, translated, segment = data["marked"]
         return Marked(raw, translated, int(segment))
+    if isinstance(data, dict) and "plurals" in data:
+        raw, forms, segments, singular, prefix, newline, catalogue = data["plurals"]
+        indices = tuple(int(i) for i in segments)
+        return PluralForms(raw, (forms[0], forms[1]), indices, singular, prefix, newline, (catalogue[0], catalogue[1]))
     if isinstance(data, dict):
-        return LangAttribute(data["lang"])
+        catalogue = data.get("catalogue", ["", ""])
+        return LangAttribute(
+            data["lang"], data.get("value", "tag"), data.get("template", "{}"), (catalogue[0], catalogue[1])
+        )
     return _segment_from_json(data)
 
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from contract.errors import InvalidJobError
 from orchestrator.segmenting.inline_block import segment_of
+from orchestrator.segmenting.message_codes import with_message_codes
 from orchestrator.segmenting.parts import Code, LangAttribute
 from orchestrator.segmenting.skeleton import Skeleton
 
@@ -25,6 +26,9 @@ _TAG = re.compile(r"<(/?)([A-Za-z_][\w.:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*?)(/
 _PAIRED_CODES = frozenset({"g", "pc", "mrk", "sub"})
 _NATIVE_CODES = frozenset({"bpt", "ept", "ph", "it"})  # elements whose content is native code (1.2)
 _STATE = re.compile(r"""\sstate\s*=\s*("[^"]*"|'[^']*')""")
+_SPACE = re.compile(r"""\sxml:space\s*=\s*("[^"]*"|'[^']*')""")
+_XML_WHITESPACE = " \t\r\n"
+_SIGNIFICANT_SPACE = re.compile(r"((?! )[ \t\r\n]+| [ \t\r\n]+)")
 _TARGET_LANG = re.compile(r"""\s(target-language|trgLang)\s*=\s*("[^"]*"|'[^']*')""")
 
 
@@ -42,10 +46,11 @@ def split_xliff(source: str, max_chars: int, skeleton: Skeleton, *, retranslate:
     """An XLIFF file: each untranslated source's target becomes a segment (with ``retranslate``, every one)."""
     version = _check(source)
     unit_name = "trans-unit" if version == "1.2" else "segment"
+    preserved = _preserved_sources(source)
     position = 0
     for tag in _TAG.finditer(source):
         name = tag.group(2).split(":")[-1]
-        if (name, version) in (("xliff", "2.0"), ("file", "1.2")):
+        if (name, version) in (("xliff", "2.0"), ("file", "1.2")) and not tag.group(1):
             position = _target_language(skeleton, source, position, tag)
         if name != unit_name or tag.group(1) or tag.group(4) or tag.start() < position:
             continue
@@ -54,7 +59,7 @@ def split_xliff(source: str, max_chars: int, skeleton: Skeleton, *, retranslate:
             continue
         if unit.target is not None and not unit.target_blank and not retranslate:
             continue  # translated already
-        position = _translate_unit(skeleton, source, position, unit, version)
+        position = _translate_unit(skeleton, source, position, unit, version, unit.source[0] in preserved)
     skeleton.literal(source[position:])
 
 
@@ -79,8 +84,14 @@ def _check(source: str) -> str:
 def _target_language(skeleton: Skeleton, source: str, position: int, tag: re.Match[str]) -> int:
     """The file's target-language value as a lang part (it names the target once translated)."""
     found = _TARGET_LANG.search(tag.group(0))
-    if found is None:
-        return position
+    if found is None:  # missing: added once translated (2.0 requires trgLang as soon as a target exists)
+        if tag.group(4):
+            return position  # an empty <file/>: nothing in it is translated
+        end = tag.end() - 1
+        name = "trgLang" if tag.group(2).split(":")[-1] == "xliff" else "target-language"
+        skeleton.literal(source[position:end])
+        skeleton.add_lang(LangAttribute("", template=f' {name}="{{}}"'))
+        return end
     value_start = tag.start() + found.start(2) + 1
     value_end = tag.start() + found.end(2) - 1
     skeleton.literal(source[position:value_start])
@@ -128,9 +139,21 @@ def _no_translate(start_tag: str) -> bool:
     return bool(re.search(r"""\stranslate\s*=\s*["']no["']""", start_tag))
 
 
-def _translate_unit(skeleton: Skeleton, source: str, position: int, unit: _Unit, version: str) -> int:
-    """The unit's target as a segment (with its state); returns how far the source is written."""
-    tokens = _inline(source[unit.source[0] : unit.source[1]])
+def _translate_unit(skeleton: Skeleton, source: str, position: int, unit: _Unit, version: str, preserve: bool) -> int:
+    """The unit's target as a segment (with its state); returns how far the source is written.
+
+    ``preserve`` (``xml:space="preserve"``): the source's whitespace is the target's, exactly: its
+    leading and trailing whitespace frames the translation, and a run of whitespace inside it that
+    is not one space (a line break, a tab) is a unit tag.
+    """
+    content = source[unit.source[0] : unit.source[1]]
+    leading = trailing = ""
+    if preserve:
+        stripped = content.strip(_XML_WHITESPACE)
+        leading = content[: len(content) - len(content.lstrip(_XML_WHITESPACE))]
+        trailing = content[len(leading) + len(stripped) :]
+        content = stripped
+    tokens = with_message_codes(_inline(content, preserve), markup=False)
     if version == "1.2":
         open_tag = '<target state="translated">'
         if unit.target is not None:
@@ -141,11 +164,11 @@ def _translate_unit(skeleton: Skeleton, source: str, position: int, unit: _Unit,
             open_tag = _open_tag(source[unit.target[0] : unit.target[1]])
     if unit.target is not None:
         raw_span = unit.target
-        frame = (open_tag, _close_of(open_tag))
+        frame = (open_tag + leading, trailing + _close_of(open_tag))
     else:
         raw_span = (unit.source_end, unit.source_end)
         indent = _indent_before(source, unit.source[0])
-        frame = (indent + open_tag, "</target>")
+        frame = (indent + open_tag + leading, trailing + "</target>")
     segment = segment_of(tokens, "html", raw=source[raw_span[0] : raw_span[1]], frame=frame)
     if segment is None:
         return position
@@ -159,8 +182,35 @@ def _translate_unit(skeleton: Skeleton, source: str, position: int, unit: _Unit,
     return raw_span[1]
 
 
-def _inline(content: str) -> list[str | Code]:
-    """A source's content as text and codes (paired ``g``/``pc``, units for the rest)."""
+def _preserved_sources(source: str) -> set[int]:
+    """Where each ``<source>`` whose whitespace is significant starts its content (``xml:space``, inherited)."""
+    stack: list[tuple[str, bool]] = [("", False)]
+    found: set[int] = set()
+    for tag in _TAG.finditer(source):
+        name = tag.group(2)
+        if tag.group(1):  # an end tag: back to its element's parent
+            while len(stack) > 1 and stack.pop()[0] != name:
+                pass
+            continue
+        space = _SPACE.search(tag.group(3))
+        preserve = stack[-1][1] if space is None else space.group(1)[1:-1] == "preserve"
+        if preserve and name.split(":")[-1] == "source" and not tag.group(4):
+            found.add(tag.end())
+        if not tag.group(4):
+            stack.append((name, preserve))
+    return found
+
+
+def _inline(content: str, preserve: bool = False) -> list[str | Code]:
+    """A source's content as text and codes (paired ``g``/``pc``, units for the rest).
+
+    With ``preserve``, whitespace other than a single space inside the text is a unit too.
+    """
+    if preserve:
+        return [
+            Code(token, "unit") if isinstance(token, str) and token.strip(_XML_WHITESPACE) == "" else token
+            for token in _split_whitespace(_inline(content))
+        ]
     out: list[str | Code] = []
     position = 0
     skip_until = -1
@@ -183,6 +233,17 @@ def _inline(content: str) -> list[str | Code]:
         position = tag.end()
     if position < len(content):
         out.append(content[position:])
+    return out
+
+
+def _split_whitespace(tokens: list[str | Code]) -> list[str | Code]:
+    """``tokens`` with every text run cut around its whitespace runs that are not a single space."""
+    out: list[str | Code] = []
+    for token in tokens:
+        if isinstance(token, str):
+            out += [piece for piece in _SIGNIFICANT_SPACE.split(token) if piece]
+        else:
+            out.append(token)
     return out
 
 

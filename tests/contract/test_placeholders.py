@@ -23,6 +23,10 @@ from contract.placeholders import placeholder_difference, placeholders
         ("{count} files, {n, number}, {d, date, short}", ["{count}", "{n, number}", "{d, date, short}"]),
         ("Hi {{ user.name }} and {{other}}", ["{{user.name}}", "{{other}}"]),
         ("Total: ${amount}", ["${amount}"]),
+        ("%I64d and %I64u on Windows, %ls, %zu, %lld", ["%I64d", "%I64u", "%ls", "%zu", "%lld"]),
+        ("glibc: %m, %Zu, %Id, %S, %C", ["%m", "%Zu", "%Id", "%S", "%C"]),
+        ("%<PRId64> bytes at %#<PRIx64>, %15<PRIuMAX>", ["%<PRId64>", "%#<PRIx64>", "%15<PRIuMAX>"]),
+        ("%1$*2$d and %1$-*2$.*3$f", ["%1$*2$d", "%1$-*2$.*3$f"]),
     ],
 )
 def test_each_form_is_one_placeholder(text: str, expected: list[str]) -> None:

@@ -18,6 +18,7 @@ from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import finish_document
+from tests.msgfmt_check import assert_msgfmt_accepts
 
 SRT = (
     "1\r\n00:00:01,000 --> 00:00:04,000\r\nHello there,\r\n<i>how are you</i> today?\r\n\r\n"
@@ -99,16 +100,18 @@ def test_vtt_keeps_header_notes_styles_identifiers_and_settings() -> None:
 
 def test_po_fills_empty_msgstrs_and_leaves_the_rest() -> None:
     sent, out = _translate(PO, "po")
+    assert_msgfmt_accepts(out)
     assert sent == [
         "Hello <x1/>, you have <x2/> new <x3>messages</x3>.",
-        'Open the "file"\n',
+        'Open the "file"',  # its closing line break frames the translation
         "One file",
         "<x1/> files",
     ]
     assert 'msgstr "HELLO %(name)s, YOU HAVE {count} NEW <b>MESSAGES</b>."' in out
     assert 'msgstr "Déjà fait"' in out  # already translated: left alone
     assert 'msgstr "OPEN THE \\"FILE\\"\\n"' in out  # escaped back into a PO string
-    assert 'msgstr[0] "ONE FILE"\nmsgstr[1] "%d FILES"' in out
+    # French's form 0 serves 0 and 1: the singular ("One file") would be wrong for 0, so both get the plural
+    assert 'msgstr[0] "%d FILES"\nmsgstr[1] "%d FILES"' in out
     assert '#~ msgstr ""' in out and 'msgid "%s"\nmsgstr ""' in out  # obsolete; nothing to translate
     assert 'msgid ""\nmsgstr ""\n"Content-Type' in out  # the header is not a message
 

@@ -24,6 +24,7 @@ from contract.documents import encode_document
 from contract.services import ServiceUrls
 from producer.client import Client
 from tests.conftest import settings_for
+from tests.msgfmt_check import assert_msgfmt_accepts
 from tests.orchestrator.test_document_formats import JSON, PO, SRT, VTT, XLIFF_12, make_docx
 from tests.orchestrator.test_runs_and_documents import orchestrate_until
 from tests.worker.conftest import default_model_worker
@@ -97,6 +98,7 @@ def _kept(fmt: str, out: str) -> None:
     elif fmt == "po":
         assert 'msgstr "Déjà fait"' in out and re.search(r'msgstr "[^"]*%\(name\)s[^"]*\{count\}', out)
         assert re.search(r'msgstr\[1\] "[^"]*%d', out)
+        assert_msgfmt_accepts(out)
     elif fmt == "xliff":
         ElementTree.fromstring(out.encode())
         assert out.count('<target state="translated">') == 3 and '<x id="2"/></target>' in out
