@@ -23,7 +23,7 @@ from contract.errors import DragomanError, InvalidJobError
 from contract.ids import job_id_for
 from contract.job_controls import segment_context
 from contract.orchestration import WEBHOOK
-from contract.schemas import build_job_spec
+from contract.schemas import build_job_spec, validate_text
 from contract.sync_bridge import run_sync
 from orchestrator.background import OUTAGES
 from orchestrator.context import TaskContext
@@ -38,6 +38,7 @@ from storage import GroupStore
 from storage.runs import LockedDocument
 
 log = logging.getLogger(__name__)
+_EXCERPT = 60  # characters of a segment's source quoted where it failed the document
 
 
 class GroupNotCompleteError(DragomanError):
@@ -108,7 +109,7 @@ async def _submit_segments(
             msgspec.structs.replace(
                 build_job_spec(
                     job_id_for(document_id, i),
-                    segment.text,
+                    _segment_text(i, segment, ctx.settings.max_text_chars),
                     document.source_lang,
                     document.target_lang,
                     max_chars=ctx.settings.max_text_chars,
@@ -128,6 +129,19 @@ async def _submit_segments(
             for i, segment in enumerate(segments)
         ]
         await client.submitter.submit_specs(specs, only_new=True)  # a second split adds nothing twice
+
+
+def _segment_text(sequence: int, segment: Segment, max_chars: int) -> str:
+    """The segment's text for its job; one the job would refuse fails the document naming the segment.
+
+    The reason says which segment and quotes the start of its source, so a user can find it in the
+    document (a bare "text is too long" does not say where).
+    """
+    try:
+        return validate_text(segment.text, max_chars)
+    except InvalidJobError as exc:
+        excerpt = segment.raw if len(segment.raw) <= _EXCERPT else segment.raw[:_EXCERPT] + "…"
+        raise type(exc)(f"segment {sequence} ({excerpt!r}): {exc}") from None
 
 
 def finish_group(kind: str, group_id: str) -> str:
