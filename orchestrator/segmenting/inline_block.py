@@ -204,11 +204,16 @@ def _split_text_tokens(tokens: Sequence[str | Code], spans: list[tuple[int, int]
     """``tokens`` with every text run cut at the spans' edges, so each text run lies inside or outside one span."""
     edges = sorted({edge for span in spans for edge in span})
     out: list[str | Code] = []
-    offset = 0
+    offset = following = 0  # following: the first edge not before this token (one pass: linear)
     for token in tokens:
         if isinstance(token, str):
             start = offset
-            cuts = [e - start for e in edges if start < e < start + len(token)]
+            while following < len(edges) and edges[following] <= start:
+                following += 1
+            cuts = []
+            while following < len(edges) and edges[following] < start + len(token):
+                cuts.append(edges[following] - start)
+                following += 1
             previous = 0
             for cut in [*cuts, len(token)]:
                 if cut > previous:
