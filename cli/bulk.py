@@ -14,6 +14,7 @@ from cli.glossary_option import parse_glossary_option
 from cli.help import EXAMPLE_ID, MODEL_HELP, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
+from cli.wording import LISTED, counted, more_line
 from contract.documents import FORMATS, decode_document, encode_document
 from contract.errors import InvalidJobError, JobNotCancellableError, JobTimeoutError
 from contract.progress import GroupProgress
@@ -209,7 +210,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 with open(args.output, "w", encoding="utf-8") as out:
                     count = _write_lines(lines, out)
-                print(f"{count:,} results written to {args.output}", file=sys.stderr)
+                print(f"{counted(count, 'result')} written to {args.output}", file=sys.stderr)
         else:
             refuse_finished_run(client.get_run(args.run_id))
             print(format_progress(client.cancel_run(args.run_id)))
@@ -273,7 +274,7 @@ def format_flags(flagged: int, flags: Mapping[str, int]) -> str:
     """The quality flags of a group's finished jobs in a few words: ``none``, or the count and each flag's."""
     if not flagged:
         return "none"
-    return f"{flagged:,} jobs ({per_flag(flags)})" if flags else f"{flagged:,} jobs"
+    return f"{counted(flagged, 'job')} ({per_flag(flags)})" if flags else counted(flagged, "job")
 
 
 def per_flag(flags: Mapping[str, int]) -> str:
@@ -323,7 +324,8 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
     _print_tag_report(result.report)
     _print_flag_report(result.report)
     if result.failed_segments:
-        print(f"{len(result.failed_segments)} of {progress.counts.total} segments did not translate:", file=sys.stderr)
+        did_not = len(result.failed_segments)
+        print(f"{did_not} of {counted(progress.counts.total, 'segment')} did not translate:", file=sys.stderr)
         for failed in result.failed_segments:
             print(
                 f"  segment {failed['segment']} ({failed['status']}): {failed['error']}\n"
@@ -334,7 +336,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             print("nothing written; --keep-failed-source writes the file with their source text", file=sys.stderr)
             return 1
     output.write_bytes(decode_document(fmt, result.text))
-    print(f"wrote {output} ({progress.counts.total} segments)", file=sys.stderr)
+    print(f"wrote {output} ({counted(progress.counts.total, 'segment')})", file=sys.stderr)
     return 0
 
 
@@ -358,7 +360,7 @@ def _wait_for_document(client: Client, document_id: str, timeout: float, *, show
             if waited > timeout:
                 raise JobTimeoutError(
                     f"document {document_id} not done after {timeout:.0f}s "
-                    f"({progress.counts.finished}/{progress.counts.total} segments)"
+                    f"({progress.counts.finished}/{counted(progress.counts.total, 'segment')})"
                 )
             time.sleep(0.5)
     finally:
@@ -375,7 +377,8 @@ def document_progress_text(progress: GroupProgress) -> tuple[str, float | None]:
     left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
     bar = f"[{'#' * filled}{'.' * (width - filled)}]"
     flagged = f"  {c.flagged} flagged" if c.flagged else ""
-    return f"{bar} {c.finished}/{c.total} segments {c.percent:5.1f}%{flagged}  {progress.status}{left}", c.percent
+    done = f"{c.finished}/{counted(c.total, 'segment')}"
+    return f"{bar} {done} {c.percent:5.1f}%{flagged}  {progress.status}{left}", c.percent
 
 
 def _print_tag_report(report: dict[str, Any] | None) -> None:
@@ -384,12 +387,15 @@ def _print_tag_report(report: dict[str, Any] | None) -> None:
         return
     fell_back = report.get("fell_back") or []
     print(
-        f"inline markup: {report['with_tags']} segments with placeholder tags, {report['tags_kept']} kept them, "
+        f"inline markup: {counted(report['with_tags'], 'segment')} with placeholder tags, "
+        f"{report['tags_kept']} kept them, "
         f"{len(report.get('retried') or [])} on a retry, {len(fell_back)} translated between the tags",
         file=sys.stderr,
     )
-    for entry in fell_back[:10]:
+    for entry in fell_back[:LISTED]:
         print(f"  segment {entry['segment']} not translated whole: {entry['source']!r}", file=sys.stderr)
+    if (more := more_line(fell_back, "GET /v1/documents/ID")) is not None:
+        print(more, file=sys.stderr)
 
 
 def _print_flag_report(report: dict[str, Any] | None) -> None:
@@ -399,9 +405,10 @@ def _print_flag_report(report: dict[str, Any] | None) -> None:
         return
     counts = (report or {}).get("flags") or {}
     total = (report or {}).get("segments", "?")
-    print(f"quality: {len(flagged)} of {total} segments flagged ({per_flag(counts)})", file=sys.stderr)
-    for entry in flagged[:10]:
+    of = counted(total, "segment") if isinstance(total, int) else f"{total} segments"
+    print(f"quality: {len(flagged)} of {of} flagged ({per_flag(counts)})", file=sys.stderr)
+    for entry in flagged[:LISTED]:
         why = "; ".join(f"{flag}: {evidence}" for flag, evidence in entry["flags"].items())
         print(f"  segment {entry['segment']}: {why}\n    source: {entry['source']!r}", file=sys.stderr)
-    if len(flagged) > 10:
-        print(f"  ... and {len(flagged) - 10} more (GET /v1/documents/ID lists every one)", file=sys.stderr)
+    if (more := more_line(flagged, "GET /v1/documents/ID")) is not None:
+        print(more, file=sys.stderr)

@@ -24,6 +24,7 @@ from cli.orchestrator import add_commands as add_orchestrator_commands
 from cli.served_models import add_commands as add_served_models_commands
 from cli.setting_flags import overlay_flags
 from cli.usage import add_commands as add_usage_commands
+from cli.wording import counted
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
     DragomanError,
@@ -284,11 +285,11 @@ async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) ->
             entries = await dead.entries(args.count)
             for entry in entries:
                 print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
-            print(f"{len(entries)} dead letter(s) shown")
+            print(f"{counted(len(entries), 'dead letter')} shown")
         elif args.action == "retry":
             print(f"job {await dead.retry(args.ident)} queued again")
         else:
-            print(f"purged {await dead.purge()} dead letter(s)")
+            print(f"purged {counted(await dead.purge(), 'dead letter')}")
     finally:
         await connection.aclose()
     return EXIT_OK
