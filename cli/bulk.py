@@ -14,12 +14,13 @@ from cli.glossary_option import parse_glossary_option
 from cli.help import EXAMPLE_ID, MODEL_HELP, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
-from cli.wording import LISTED, counted, more_line
+from cli.wording import LISTED, more_line
 from contract.documents import FORMATS, decode_document, encode_document
 from contract.errors import InvalidJobError, JobNotCancellableError, JobTimeoutError
 from contract.progress import GroupProgress
 from contract.quality import FLAG_NAMES
 from contract.settings import Settings
+from contract.wording import counted
 
 if TYPE_CHECKING:
     from producer.client import Client

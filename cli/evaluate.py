@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.help import MODEL_HELP, SubParsers, add_command, examples
-from cli.wording import counted
 from contract.errors import InvalidJobError
 from contract.settings import Settings
+from contract.wording import counted
 
 if TYPE_CHECKING:
     from evaluation.runner import Outcome

@@ -24,7 +24,6 @@ from cli.orchestrator import add_commands as add_orchestrator_commands
 from cli.served_models import add_commands as add_served_models_commands
 from cli.setting_flags import overlay_flags
 from cli.usage import add_commands as add_usage_commands
-from cli.wording import counted
 from cli.worker import add_commands as add_worker_commands
 from contract.errors import (
     DragomanError,
@@ -36,6 +35,7 @@ from contract.models import ModelRouter
 from contract.schemas import Job, JobStatus
 from contract.settings import Settings
 from contract.version import dragoman_version
+from contract.wording import counted
 from storage.api_keys import ApiKeyNotFoundError
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 0, 1, 2, 3

@@ -12,10 +12,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from cli.wording import counted
 from contract.errors import InvalidJobError, ModelError, UnsupportedControlError
 from contract.schemas import build_job_spec
 from contract.settings import Settings
+from contract.wording import counted
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2

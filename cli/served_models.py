@@ -9,9 +9,9 @@ import json
 from broker.keys import RedisKeys
 from broker.model_registry import forget_model_names, read_served_names
 from cli.help import add_command, choices, examples
-from cli.wording import counted
 from contract.errors import InvalidJobError
 from contract.settings import Settings
+from contract.wording import counted
 
 EXIT_OK = 0
 

@@ -1,4 +1,4 @@
-"""Counts in the words the CLI prints: ``1 segment``, ``2 segments``, never ``1 segments`` or ``segment(s)``."""
+"""How the CLI prints a long list: the first :data:`LISTED` entries, then how many more."""
 
 from __future__ import annotations
 
@@ -6,14 +6,6 @@ from collections.abc import Sequence
 
 LISTED = 10
 """How many entries of a long list (segments that fell back, flagged segments) the CLI prints; the rest are counted."""
-
-
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """``count`` and ``noun`` in the number it takes: ``1 segment``, ``0 segments``, ``1,200 segments``.
-
-    ``plural``: the plural where it is not ``noun + "s"`` (``entry``/``entries``).
-    """
-    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def more_line(entries: Sequence[object], where: str = "") -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cli.bulk import _print_flag_report, _print_tag_report, document_progress_text, format_flags
-from cli.wording import counted
 from contract.progress import RunCounts, progress
+from contract.wording import counted
 
 
 def test_counted_takes_the_nouns_number() -> None:
