@@ -23,7 +23,8 @@ from orchestrator.segmenting.parts import Code, Escape, Segment, Wrap
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
 MAX_TAGS = 100
 """Most placeholder tags one segment carries; a sentence with more markup than that is sent as its
-text runs, each on its own (the model could not keep them all, and the job would outgrow its text limit)."""
+text runs, each on its own (the model could not keep them all, and the job would outgrow its text limit).
+So is a sentence whose tags make its text longer than the segment limit (its words alone fit)."""
 _HTML_WHITESPACE = re.compile(r"[ \t\r\n\f]+")
 
 
@@ -58,8 +59,8 @@ def block_parts(
         else:
             first, last = _peel(group)
             segment = _segment(group[first:last], escape, wrap)
-            if len(segment.codes) > MAX_TAGS:
-                return None  # more markup than words: the runs go out on their own
+            if len(segment.codes) > MAX_TAGS or len(segment.text) > max_chars:
+                return None  # more markup than words, or tags past the segment limit: the runs on their own
             out += [_raw(group[:first]), segment, _raw(group[last:])]
         position = end
     return [part for part in out if part != ""]
