@@ -41,6 +41,9 @@ class DocumentStatusBody(BaseModel):
     status: Literal["queued", "translating", "done", "error"]
     seconds_remaining: int | None = Field(None, description="estimated, while translating")
     error_message: str | None = Field(None, description="why, when the status is error")
+    detected_source_language: str | None = Field(
+        None, description="uploaded without source_lang: the language detected in the document, once it is split"
+    )
 
 
 class GlossaryBody(BaseModel):

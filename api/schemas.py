@@ -232,6 +232,11 @@ class GroupView(BaseModel):
     created_at: datetime
     completed_at: datetime | None
     error: str | None
+    detected_source_lang: str | None = Field(
+        default=None,
+        description='a document sent with source_lang "auto" (or none): the language detected in its text once it '
+        "is split (its segments are translated from it); null before, and for every other run or document",
+    )
 
     @classmethod
     def of(cls, progress: GroupProgress) -> GroupView:
@@ -257,6 +262,7 @@ class GroupView(BaseModel):
             created_at=datetime.fromtimestamp(progress.created_at, UTC),
             completed_at=None if progress.completed_at is None else datetime.fromtimestamp(progress.completed_at, UTC),
             error=progress.error,
+            detected_source_lang=progress.detected_source_lang,
         )
 
 

@@ -1,6 +1,7 @@
 """Document segmenting before and after placeholder tags: segments, engine requests, whole sentences.
 
     python -m bench.documents [--before 6da7ad9] [--out bench/results/documents.json]
+    python -m bench.documents --corpus [--out bench/results/documents-corpus.json]
 
 For each sample (the README, an HTML product page, the demo's Markdown file, a subtitle file, a
 Word document),
@@ -11,11 +12,19 @@ the splitter of this checkout and the one of ``--before`` (a git revision, read 
 - ``requests``: engine requests on the default few-shot profile, which sends every sentence of a
   segment on its own (first attempts; a retry or fallback of lost tags adds to it);
 - ``whole``: the share of the words the model is sent inside a whole sentence (an attribute value,
-  such as an image's ``alt``, counts as whole). A segment is whole
+  such as an image's ``alt``, counts as whole, and so does a catalogue's message or a JSON string:
+  a label such as "Afghanistan" is a whole message; ``strict_whole_share`` counts those by the
+  rule below too). A segment is whole
   when it neither starts nor ends inside a sentence: its text (tags left out) does not start with
   a lower-case letter, and it ends with sentence punctuation or at a block boundary of the source
   (a line break, the end, a table pipe, or an HTML tag that is not an inline element). The
   fragments the old splitters cut at inline markup ("Click", "here", "to open the file.") fail it.
+
+With ``--corpus`` the same measures run on the real documents of this machine instead
+(``bench.corpus``: HTML manuals, READMEs, decompiled catalogues, JSON, subtitles, office files),
+per format: documents, segments per document, the whole-sentence share of words, and split +
+assemble CPU time per MB of source (best of three, every segment given a stand-in translation;
+CPU time, so that other processes on a shared machine weigh less).
 
 The splitters run on the CPU with no server; the result is deterministic. With
 ``--tags-on-cpu fr`` the tagged segments of the samples (the README aside) go through the real
@@ -33,6 +42,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -54,26 +64,29 @@ _INLINE = frozenset(
     "strike strong sub sup time tt u var wbr".split()
 )
 _NEXT_TAG = re.compile(r"</?([a-zA-Z][a-zA-Z0-9]*)")
-_MARKUP = r"<[^<>\n]*>|`+[^`\n]*`+|\*\*|\*|__|_|~~|!\[|\[|\]\([^)\n]*\)|\]\[[^\]\n]*\]|\]"
+_MARKUP = r"<[^<>]*>|`+[^`\n]*`+|\*\*|\*|__|_|~~|!\[|\[|\]\([^)\n]*\)|\]\[[^\]\n]*\]|\]"
 _MARKUP_BEFORE = re.compile(rf"(?P<m>{_MARKUP})[ \t]*$")
 _MARKUP_AFTER = re.compile(rf"^[ \t]*(?P<m>{_MARKUP})")
+_NEAR = 4_000
+_MESSAGES = frozenset({"po", "json"})
+"""Escapes of a segment that is a whole message (a catalogue entry, a JSON string): whole, as an attribute is."""
 _LINE_MARKER = re.compile(r"(?:^|\n)[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)[ \t]*)+$")
 
 
-def measure(fmt: str, source: str) -> dict[str, Any]:
+def measure(fmt: str, source: str, *, retranslate: bool = False) -> dict[str, Any]:
     """Segments, few-shot requests and the whole-sentence share of words for one document."""
     from contract.sentences import split_sentences
     from orchestrator.segmenting import split_document
 
-    skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS)
+    skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS, retranslate=retranslate)
     source = skeleton.source()  # a zipped format's container text, where the segments' positions are
     segments = skeleton.segments
     attached = [s.raw if getattr(s, "detached", False) else None for s in segments]
-    words = whole_words = requests = 0
+    words = whole_words = strict_words = requests = 0
     position = 0
     for part in skeleton.parts:
-        if not hasattr(part, "text"):  # a literal, or a lang attribute's value
-            position += len(part if isinstance(part, str) else part.raw)
+        if not hasattr(part, "text"):  # a literal (its attribute values filled in), or a lang attribute's value
+            position += len(_literal_source(part, attached) if isinstance(part, str) else part.raw)
             continue
         text = _TAG.sub("", part.text)
         count = len(_WORD.findall(text))
@@ -82,9 +95,14 @@ def measure(fmt: str, source: str) -> dict[str, Any]:
         requests += sum(len([s for s in split_sentences(line.strip()) if not s.isspace()]) for line in lines)
         if getattr(part, "detached", False):
             whole_words += count  # an attribute value inside a sentence's markup: whole by itself
+            strict_words += count
             continue
         length = len(_source_of(part, attached))
-        if getattr(part, "escape", "") == "attr" or _is_whole(text, source, position, position + length):
+        escape = getattr(part, "escape", "")
+        if escape == "attr" or _is_whole(text, source, position, position + length):
+            whole_words += count
+            strict_words += count
+        elif escape in _MESSAGES:
             whole_words += count
         position += length
     return {
@@ -92,7 +110,17 @@ def measure(fmt: str, source: str) -> dict[str, Any]:
         "requests": requests,
         "words": words,
         "whole_share": round(whole_words / words, 4) if words else 1.0,
+        "strict_whole_share": round(strict_words / words, 4) if words else 1.0,
     }
+
+
+def _literal_source(literal: str, attached: list[str | None]) -> str:
+    """A literal as the source has it: the values of the attributes it holds filled in (splitters that detach)."""
+    try:
+        from orchestrator.segmenting.parts import fill_attached
+    except ImportError:  # a splitter from before detached segments
+        return literal
+    return fill_attached(literal, attached)
 
 
 def _source_of(segment: Any, attached: list[str | None]) -> str:
@@ -104,11 +132,15 @@ def _source_of(segment: Any, attached: list[str | None]) -> str:
 
 
 def _is_whole(text: str, source: str, start: int, end: int) -> bool:
-    """Whether the segment at ``source[start:end]`` neither starts nor ends inside a sentence."""
+    """Whether the segment at ``source[start:end]`` neither starts nor ends inside a sentence.
+
+    The markup beside a segment is looked for within :data:`_NEAR` characters: reading the whole
+    source before each segment made a document of a thousand segments take minutes.
+    """
     stripped = text.strip()
     first = next((c for c in stripped if c.isalpha()), "")
-    starts = not first.islower() or _at_boundary(source[:start], before=True)
-    ends = bool(_ENDS_SENTENCE.search(stripped)) or _at_boundary(source[end:], before=False)
+    starts = not first.islower() or _at_boundary(source[max(0, start - _NEAR) : start], before=True)
+    ends = bool(_ENDS_SENTENCE.search(stripped)) or _at_boundary(source[end : end + _NEAR], before=False)
     return starts and ends
 
 
@@ -146,6 +178,98 @@ def measure_all() -> dict[str, Any]:
         return base64.b64encode(data).decode() if fmt == "docx" else data.decode()
 
     return {name: measure(fmt, text_of(fmt, path)) for name, (fmt, path) in SAMPLES.items() if fmt in FORMATS}
+
+
+def measure_corpus(repeats: int = 3) -> dict[str, Any]:
+    """:func:`measure` and split + assemble time on every document of ``bench.corpus``, summed per format."""
+    from bench.corpus import find_corpus
+    from contract.documents import FORMATS, ZIPPED_FORMATS
+    from orchestrator.segmenting.split import ZIPPED
+
+    formats: dict[str, dict[str, Any]] = {}
+    documents: list[dict[str, Any]] = []
+    for document in find_corpus():
+        if document.fmt not in FORMATS or (document.fmt in ZIPPED_FORMATS and document.fmt not in ZIPPED):
+            continue  # a format this checkout does not split yet
+        size = (
+            len(base64.b64decode(document.source)) if document.fmt in ZIPPED_FORMATS else len(document.source.encode())
+        )
+        measured = measure(document.fmt, document.source, retranslate=document.retranslate)
+        seconds = min(_split_and_assemble(document.fmt, document.source, document.retranslate) for _ in range(repeats))
+        documents.append(
+            {"document": document.label, "format": document.fmt, "bytes": size, "seconds": seconds, **measured}
+        )
+        total = formats.setdefault(
+            document.fmt,
+            {
+                "documents": 0,
+                "bytes": 0,
+                "seconds": 0.0,
+                "segments": 0,
+                "words": 0,
+                "whole_words": 0.0,
+                "strict_words": 0.0,
+            },
+        )
+        total["documents"] += 1
+        total["bytes"] += size
+        total["seconds"] += seconds
+        total["segments"] += measured["segments"]
+        total["words"] += measured["words"]
+        total["whole_words"] += measured["whole_share"] * measured["words"]
+        total["strict_words"] += measured["strict_whole_share"] * measured["words"]
+    for total in formats.values():
+        total["segments_per_document"] = round(total["segments"] / total["documents"], 1)
+        total["whole_share"] = round(total["whole_words"] / total["words"], 4) if total["words"] else 1.0
+        total["strict_whole_share"] = round(total["strict_words"] / total["words"], 4) if total["words"] else 1.0
+        total["seconds_per_mb"] = round(total["seconds"] / (total["bytes"] / 1e6), 3)
+        total["seconds"] = round(total["seconds"], 4)
+        del total["whole_words"], total["strict_words"]
+    return {"formats": formats, "documents": documents}
+
+
+def _split_and_assemble(fmt: str, source: str, retranslate: bool) -> float:
+    """CPU seconds to split a document and assemble it with a stand-in translation of every segment (zipped again)."""
+    from contract.inline_tags import Tag, tokens
+    from orchestrator.segmenting import split_document
+    from orchestrator.segmenting.split import finish_document
+
+    start = time.process_time()
+    skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS, retranslate=retranslate)
+    translations = [
+        "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(s.text)) for s in skeleton.segments
+    ]
+    finish_document(fmt, skeleton.assemble(translations, "fr"))
+    return time.process_time() - start
+
+
+def corpus_table(result: dict[str, Any]) -> str:
+    """The per-format result of :func:`measure_corpus` as a Markdown table."""
+    rows = [
+        "| format | documents | MB | segments per document | whole sentences (strict) "
+        "| split + assemble, CPU s per MB |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    formats = result["formats"]
+    for fmt in sorted(formats):
+        total = formats[fmt]
+        rows.append(
+            f"| {fmt} | {total['documents']} | {total['bytes'] / 1e6:.2f} | {total['segments_per_document']} | "
+            f"{total['whole_share']:.1%} ({total['strict_whole_share']:.1%}) | {total['seconds_per_mb']:.2f} |"
+        )
+    words = sum(t["words"] for t in formats.values())
+    whole = sum(t["whole_share"] * t["words"] for t in formats.values())
+    strict = sum(t["strict_whole_share"] * t["words"] for t in formats.values())
+    documents = sum(t["documents"] for t in formats.values())
+    megabytes = sum(t["bytes"] for t in formats.values()) / 1e6
+    seconds = sum(t["seconds"] for t in formats.values())
+    segments = sum(t["segments"] for t in formats.values())
+    rows.append(
+        f"| all | {documents} | {megabytes:.2f} | {segments / max(documents, 1):.1f} | "
+        f"{(whole / words if words else 1.0):.1%} ({(strict / words if words else 1.0):.1%}) | "
+        f"{seconds / megabytes if megabytes else 0.0:.2f} |"
+    )
+    return "\n".join(rows)
 
 
 def _before(revision: str) -> dict[str, Any]:
@@ -225,11 +349,23 @@ def main() -> None:
     """Measure both splitters, print a table and write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--before", default="6da7ad9", help="git revision of the splitter to compare with")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "documents.json")
+    parser.add_argument("--out", type=Path, help="where the JSON goes (default: bench/results/documents[-corpus].json)")
+    parser.add_argument(
+        "--corpus", action="store_true", help="measure the real documents of this machine (bench.corpus)"
+    )
     parser.add_argument(
         "--tags-on-cpu", metavar="LANG", help="also send the tagged segments through the CPU engine into LANG"
     )
     args = parser.parse_args()
+    results = ROOT / "bench" / "results"
+    if args.corpus:
+        outcome = measure_corpus()
+        print(corpus_table(outcome))
+        out = args.out or results / "documents-corpus.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(outcome, indent=2, ensure_ascii=False) + "\n")
+        return
+    args.out = args.out or results / "documents.json"
     if args.tags_on_cpu:
         outcome = tags_on_cpu(args.tags_on_cpu)
         print(json.dumps(outcome, indent=2, ensure_ascii=False))

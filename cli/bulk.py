@@ -118,13 +118,15 @@ def add_commands(sub: SubParsers) -> None:
     translate = add_command(
         sub,
         "translate",
-        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx), keeping its structure",
+        help="translate a document (txt, md, html, srt, vtt, po, json, xliff, docx, pptx, xlsx, epub, odt, odp, "
+        "ods), keeping its structure",
         description="Translate a document sentence by sentence, keeping its structure (markup, code, URLs, "
         "timings, keys and placeholders untouched; inline markup travels as placeholder tags inside whole "
         "sentences), and write NAME.<to>.<suffix> beside it. Formats: "
         + ", ".join(FORMATS)
         + ". Needs `dragoman rq-worker` next to the worker. Ctrl-C cancels the document.",
         epilog=examples(
+            "dragoman translate notes.md --to fr",
             "dragoman translate notes.md --from en --to fr",
             "dragoman translate page.html --to de --from en -o out.html",
             "dragoman translate messages.pot --from en --to ja -o ja.po",
@@ -132,7 +134,12 @@ def add_commands(sub: SubParsers) -> None:
         ),
     )
     translate.add_argument("file", type=Path, help="the document to translate (UTF-8)")
-    translate.add_argument("--from", dest="source", required=True, help="source language")
+    translate.add_argument(
+        "--from",
+        dest="source",
+        default="auto",
+        help="source language (default auto: detected from the document's text, shown as it is split)",
+    )
     translate.add_argument("--to", dest="target", required=True, help="target language")
     translate.add_argument("-o", "--output", type=Path, help="output file (default: NAME.<to>.<suffix> beside it)")
     translate.add_argument("--format", choices=FORMATS, help="default: from the file's suffix")
@@ -260,6 +267,7 @@ def format_progress(progress: GroupProgress) -> str:
     lines = [
         f"{progress.kind:<10} {progress.id}" + (f"  ({progress.name})" if progress.name else ""),
         f"status     {progress.status}",
+        *([f"detected   {progress.detected_source_lang}"] if progress.detected_source_lang else []),
         f"progress   {c.finished:,}/{c.total:,} ({c.percent:.1f}%)",
         f"counts     succeeded {c.succeeded:,}, failed {c.failed:,}, cancelled {c.cancelled:,}, pending {c.pending:,}",
         f"flagged    {format_flags(c.flagged, c.flags)}",
@@ -321,6 +329,8 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
         if progress.status == "failed" and progress.error:
             print(f"error: the document could not be split: {progress.error}", file=sys.stderr)
             return 1
+        if progress.detected_source_lang:
+            print(f"source language detected: {progress.detected_source_lang}", file=sys.stderr)
         result = client.document_result(document_id)
     _print_tag_report(result.report)
     _print_flag_report(result.report)
@@ -378,8 +388,10 @@ def document_progress_text(progress: GroupProgress) -> tuple[str, float | None]:
     left = "" if progress.seconds_left is None else f"  ~{format_duration(progress.seconds_left)} left"
     bar = f"[{'#' * filled}{'.' * (width - filled)}]"
     flagged = f"  {c.flagged} flagged" if c.flagged else ""
+    detected = f"  from {progress.detected_source_lang} (detected)" if progress.detected_source_lang else ""
     done = f"{c.finished}/{counted(c.total, 'segment')}"
-    return f"{bar} {done} {c.percent:5.1f}%{flagged}  {progress.status}{left}", c.percent
+    line = f"{bar} {done} {c.percent:5.1f}%{flagged}  {progress.status}{detected}{left}"
+    return line, c.percent
 
 
 def _print_tag_report(report: dict[str, Any] | None) -> None:

@@ -27,6 +27,7 @@ the first (a detection) from the second (a guess).
 _FLOOR = 0.1  # below this no lead makes a guess a detection
 
 _SAMPLE_CHARS = 2_000  # the language of a long text shows in its first two thousand characters
+_JOB_ADVICE = "send the job again with source_lang set to its language code"
 
 
 _MODEL_LOCK = threading.Lock()
@@ -102,8 +103,11 @@ class LanguageDetector:
                 continue
         return sorted(codes)
 
-    def detect(self, text: str) -> str:
-        """The canonical code of ``text``'s language ("fr", "zh"...); loads the model if :meth:`ready` did not."""
+    def detect(self, text: str, *, subject: str = "text", advice: str = _JOB_ADVICE) -> str:
+        """The canonical code of ``text``'s language ("fr", "zh"...); loads the model if :meth:`ready` did not.
+
+        ``subject`` and ``advice`` word the error for what was sent (a job's text, a document's).
+        """
         identifier = self._identifier if self._identifier is not None else self._load()
         ranked = identifier.rank(text[:_SAMPLE_CHARS])
         code, probability = ranked[0]
@@ -116,9 +120,8 @@ class LanguageDetector:
         if language is None or not (probability >= self.min_confidence or leads):
             guess = f"{code} ({language_name(language)})" if language is not None else code
             raise LanguageNotDetectedError(
-                f"source_lang was 'auto' but the text's language could not be told with confidence (best guess "
+                f"source_lang was 'auto' but the {subject}'s language could not be told with confidence (best guess "
                 f"{guess} at {probability:.0%}, the next at {runner_up:.0%}; a detection needs "
-                f"{self.min_confidence:.0%}, or {LEAD_FACTOR:.0f} times the next); send the job again with "
-                "source_lang set to its language code"
+                f"{self.min_confidence:.0%}, or {LEAD_FACTOR:.0f} times the next); {advice}"
             )
         return language

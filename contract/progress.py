@@ -58,6 +58,9 @@ class GroupProgress:
     completed_at: float | None
     name: str | None
     error: str | None = None
+    detected_source_lang: str | None = None
+    """A document sent with ``source_lang="auto"``: the language found in its text once split (``None``
+    before, and for every other run or document)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (``--json``, webhooks)."""
@@ -76,6 +79,7 @@ def progress(
     counts: RunCounts,
     first_created: float | None,
     last_finished: float | None,
+    detected_source_lang: str | None = None,
 ) -> GroupProgress:
     """A :class:`GroupProgress` from a runs/documents row and its job counts.
 
@@ -103,4 +107,5 @@ def progress(
         completed_at=float(completed_at) if completed_at is not None else None,
         name=name,
         error=error,
+        detected_source_lang=detected_source_lang,
     )

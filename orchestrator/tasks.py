@@ -19,9 +19,11 @@ from rq.job import Job as RqJob
 
 from broker.group_records import forget_group
 from broker.redis_client import open_redis
+from contract.controls import AUTO_LANGUAGE
 from contract.errors import DragomanError, InvalidJobError
 from contract.ids import job_id_for
 from contract.job_controls import segment_context
+from contract.language_detection import LanguageDetector
 from contract.orchestration import WEBHOOK
 from contract.schemas import build_job_spec, validate_text
 from contract.sync_bridge import run_sync
@@ -32,6 +34,7 @@ from orchestrator.segmenting.report import DocumentReport
 from orchestrator.segmenting.skeleton import Segment, Skeleton
 from orchestrator.segmenting.split import finish_document
 from orchestrator.segmenting.split import split_document as split_source
+from orchestrator.source_language import detect_document_language
 from orchestrator.webhooks import WebhookDeliveryError, post_signed
 from producer.async_client import AsyncClient
 from storage import GroupStore
@@ -39,6 +42,9 @@ from storage.runs import LockedDocument
 
 log = logging.getLogger(__name__)
 _EXCERPT = 60  # characters of a segment's source quoted where it failed the document
+
+_DETECTOR = LanguageDetector()
+"""Detects the language of ``source_lang="auto"`` documents (its model loaded once per process, in a thread)."""
 
 
 class GroupNotCompleteError(DragomanError):
@@ -48,7 +54,9 @@ class GroupNotCompleteError(DragomanError):
 def split_document(document_id: str) -> int:
     """Cut the stored document into segments and submit one job per segment; return how many.
 
-    Whatever goes wrong fails the document with the reason (an unsplittable document, a bug in a
+    A document sent with ``source_lang="auto"`` has its language detected from its segments' text
+    here (recorded on the document; its segments are queued with it). Whatever goes wrong fails the
+    document with the reason (an unsplittable document, a language that cannot be told, a bug in a
     splitter), so it never stays ``splitting``; only an outage of Redis or PostgreSQL is raised,
     for RQ to retry (without a cap) once the server is back.
     """
@@ -78,7 +86,11 @@ async def _split_document(ctx: TaskContext, document_id: str) -> int:
                 if not segments:  # nothing to translate: the document is its own translation
                     await _assemble(store, document_id)
                 else:
-                    await _submit_segments(ctx, document_id, segments, document)
+                    source_lang = document.source_lang
+                    if source_lang == AUTO_LANGUAGE:
+                        source_lang = await detect_document_language(segments, _DETECTOR)
+                        await store.record_detected_language(document_id, source_lang)
+                    await _submit_segments(ctx, document_id, segments, document, source_lang)
                     await store.document_running(document_id)
         except Exception as exc:
             if isinstance(exc, OUTAGES) or isinstance(exc.__cause__, OUTAGES):
@@ -94,9 +106,10 @@ async def _split_document(ctx: TaskContext, document_id: str) -> int:
 
 
 async def _submit_segments(
-    ctx: TaskContext, document_id: str, segments: list[Segment], document: LockedDocument
+    ctx: TaskContext, document_id: str, segments: list[Segment], document: LockedDocument, source_lang: str
 ) -> None:
-    """Queue one job per segment, as the document's tenant's (its owner sees them, its limit counts them).
+    """Queue one job per segment from ``source_lang`` (the document's, or the one detected in it), as the
+    document's tenant's (its owner sees them, its limit counts them).
 
     Each carries the text before it as context (``DRAGOMAN_DOCUMENT_CONTEXT_CHARS``), after the
     document's own context if it has one, the document's glossary and formality, and a segment
@@ -110,7 +123,7 @@ async def _submit_segments(
                 build_job_spec(
                     job_id_for(document_id, i),
                     _segment_text(i, segment, ctx.settings.max_text_chars),
-                    document.source_lang,
+                    source_lang,
                     document.target_lang,
                     max_chars=ctx.settings.max_text_chars,
                     metadata={"segment": i},

@@ -368,7 +368,7 @@ class AsyncClient:
         self,
         text: str,
         fmt: str,
-        source_lang: str,
+        source_lang: str | None,
         target_lang: str,
         *,
         name: str | None = None,
@@ -382,6 +382,9 @@ class AsyncClient:
         formality: str | None = None,
     ) -> str:
         """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
+
+        ``source_lang`` ``"auto"`` or ``None``: the orchestrator detects the document's language from its text
+        (:attr:`~contract.progress.GroupProgress.detected_source_lang` of :meth:`get_document` once split).
 
         ``model``: the served model its segments go to (without it the deployment's routes choose).
         ``glossary``, ``context`` and ``formality``: every segment job's, as :meth:`submit` takes them.

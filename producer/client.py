@@ -185,7 +185,7 @@ class Client:
         self,
         text: str,
         fmt: str,
-        source_lang: str,
+        source_lang: str | None,
         target_lang: str,
         *,
         name: str | None = None,
@@ -198,6 +198,9 @@ class Client:
         formality: str | None = None,
     ) -> str:
         """Submit a document (one of ``contract.documents.FORMATS``); an orchestrator splits it. Returns its id.
+
+        ``source_lang`` ``"auto"`` or ``None``: the orchestrator detects the document's language from its text
+        (:attr:`~contract.progress.GroupProgress.detected_source_lang` of :meth:`get_document` once split).
 
         ``model``: the served model its segments go to (without it the deployment's routes choose).
         ``glossary``, ``context`` and ``formality``: every segment job's, as :meth:`submit` takes them.

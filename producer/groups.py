@@ -19,6 +19,7 @@ import redis
 
 from broker.orchestration import enqueue_orchestration
 from broker.scripts import CancelOutcome
+from contract.controls import AUTO_LANGUAGE
 from contract.documents import FORMATS, SUFFIXES
 from contract.errors import (
     ConfigurationError,
@@ -35,7 +36,7 @@ from contract.languages import normalize_language
 from contract.model_names import validate_model_name
 from contract.orchestration import FINISH, SPLIT, OrchestratorTask
 from contract.progress import GroupProgress
-from contract.schemas import JobSpec
+from contract.schemas import JobSpec, normalize_source_language
 from contract.settings import Settings
 from contract.wording import counted
 from producer.run_files import number_jobs, read_run_file, validate_run_file
@@ -252,7 +253,7 @@ class Groups:
         text: str,
         fmt: str,
         *,
-        source_lang: str,
+        source_lang: str | None,
         target_lang: str,
         name: str | None,
         callback_url: str | None,
@@ -266,6 +267,10 @@ class Groups:
         formality: str | None = None,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
+
+        ``source_lang`` ``"auto"`` (or ``None``) has the orchestrator detect the document's language from its
+        text once it is split (:mod:`orchestrator.source_language`): the document keeps ``"auto"``, its progress
+        shows ``detected_source_lang``, and its segments are queued with that language.
 
         ``glossary``, ``context`` and ``formality`` (the job controls, checked as a job's are) go to every
         segment job: the segment's own preceding text is added after ``context``.
@@ -283,7 +288,8 @@ class Groups:
             await self.check_models([validate_model_name(model)])
         if admit is not None:
             await admit()
-        source, target = normalize_language(source_lang), normalize_language(target_lang)
+        source = normalize_source_language(source_lang or AUTO_LANGUAGE)
+        target = normalize_language(target_lang)
         document_id = str(uuid.uuid4())
         label = storable(name, "the document's name")
         await self._store.create_document(

@@ -84,7 +84,7 @@ GROUP_PAGE_SQL = (
     "g.total, g.created_at{extra} FROM {table} g WHERE g.tenant = %s{before} "
     "ORDER BY g.created_at DESC, g.id DESC LIMIT %s"
 )
-"""A page of the tenant's runs or documents (``{extra}``: a document's format)."""
+"""A page of the tenant's runs or documents (``{extra}``: a document's format and detected source language)."""
 
 
 def group_counts_sql(column: str) -> str:
@@ -155,7 +155,7 @@ class HistoryStore:
         """Up to ``count`` of the tenant's runs or documents (``kind``), newest first, below ``before``, each with
         its progress (the job counts of the whole page in one more statement)."""
         table, column = KINDS[kind]
-        extra = ", g.format" if kind == "document" else ""
+        extra = ", g.format, g.detected_source_lang" if kind == "document" else ""
         params: tuple[Any, ...]
         if before is None:
             query, params = GROUP_PAGE_SQL.format(extra=extra, table=table, before=""), (tenant, count)
@@ -174,7 +174,9 @@ class HistoryStore:
             by_group.setdefault(str(count_row[0]), []).append(tuple(count_row[1:]))
         return [
             GroupEntry(
-                group_progress(kind, tuple(row[:7]), by_group.get(str(row[0]), [])),
+                group_progress(
+                    kind, tuple(row[:7]), by_group.get(str(row[0]), []), row[9] if kind == "document" else None
+                ),
                 micros(row[7]),
                 str(row[8]) if kind == "document" else None,
             )

@@ -25,9 +25,11 @@ KINDS = {"run": ("runs", "run_id"), "document": ("documents", "document_id")}
 
 PROGRESS_SQL = """
 SELECT g.id, g.status, g.name, extract(epoch FROM g.created_at), extract(epoch FROM g.completed_at), g.error,
-       g.total
+       g.total, {detected}
 FROM {table} g WHERE g.id = %s
 """
+DETECTED_SQL = {"run": "NULL", "document": "g.detected_source_lang"}
+"""The column of :data:`PROGRESS_SQL` for a group's detected source language (only documents detect theirs)."""
 FLAGGED_SQL = "quality_flags <> '{}'::jsonb"
 """A job row whose quality checks found something (``{}``: checked and clean; ``NULL``: not checked, and
 ``NULL <> ...`` is not true). A literal, not ``jsonb_build_object()``: that one is only stable, so it would
@@ -62,8 +64,11 @@ def flag_counts(count_rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, int
     return flagged, {name: count for name, count in per_flag.items() if count}
 
 
-def group_progress(kind: str, row: tuple[Any, ...], count_rows: Iterable[tuple[Any, ...]]) -> GroupProgress:
-    """The progress of a group from its :data:`PROGRESS_SQL` row and its :func:`counts_sql` rows."""
+def group_progress(
+    kind: str, row: tuple[Any, ...], count_rows: Iterable[tuple[Any, ...]], detected_source_lang: str | None = None
+) -> GroupProgress:
+    """The progress of a group from its :data:`PROGRESS_SQL` row (its first seven columns) and its
+    :func:`counts_sql` rows; ``detected_source_lang``: a document's, found when it was split."""
     rows = list(count_rows)
     by_status: dict[str, int] = {}
     first: float | None = None
@@ -82,7 +87,7 @@ def group_progress(kind: str, row: tuple[Any, ...], count_rows: Iterable[tuple[A
         flagged=flagged,
         flags=flags,
     )
-    return progress(kind, row[:6], counts, first, last)
+    return progress(kind, row[:6], counts, first, last, detected_source_lang)
 
 
 CREATE_RUN_SQL = (
@@ -359,13 +364,14 @@ class GroupStore:
         clause, scope = _tenant_clause(tenant)
         async with self._connection() as conn:
             cursor = await conn.execute(
-                PROGRESS_SQL.format(table=table) + clause.replace("tenant", "g.tenant"), (group_id, *scope)
+                PROGRESS_SQL.format(table=table, detected=DETECTED_SQL[kind]) + clause.replace("tenant", "g.tenant"),
+                (group_id, *scope),
             )
             row = await cursor.fetchone()
             if row is None:
                 return None
             counts = await conn.execute(counts_sql(column), (group_id,))
-            return group_progress(kind, row, await counts.fetchall())
+            return group_progress(kind, row[:7], await counts.fetchall(), row[7])
 
     results_page = 2_000
     """Rows read per query by :meth:`iter_results`."""
@@ -451,6 +457,10 @@ class GroupStore:
         await self._execute(
             "UPDATE documents SET skeleton = %s, total = %s WHERE id = %s", (json.dumps(skeleton), total, document_id)
         )
+
+    async def record_detected_language(self, document_id: str, language: str) -> None:
+        """The language found in a ``source_lang="auto"`` document's text (its segments are queued with it)."""
+        await self._execute("UPDATE documents SET detected_source_lang = %s WHERE id = %s", (language, document_id))
 
     async def document_running(self, document_id: str) -> None:
         """Every segment of the document is in the queue."""

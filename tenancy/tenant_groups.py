@@ -183,7 +183,7 @@ class TenantGroups:
         text: str,
         fmt: str,
         *,
-        source_lang: str,
+        source_lang: str | None,
         target_lang: str,
         name: str | None,
         callback_url: str | None,

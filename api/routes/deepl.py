@@ -207,7 +207,8 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
 async def upload_document(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentHandleBody:
     """Upload a document (multipart ``file``, any format ``/v1/documents`` takes) to translate into ``target_lang``.
 
-    ``source_lang`` is required (documents are not detected). ``formality`` and ``glossary_id`` (the terms
+    ``source_lang`` absent: detected from the document's text once it is split (the status answers
+    ``detected_source_language``). ``formality`` and ``glossary_id`` (the terms
     found in the document) reach every segment job, as on ``/v2/translate``; an ``output_format`` other
     than the input's is refused (400).
     """
@@ -225,9 +226,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     try:
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
-        if source is None:
-            raise InvalidJobError("Parameter 'source_lang' is required for documents on this server")
-        source_lang = to_bcp47(source, "source_lang")
+        source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
     formality = await _formality_for(api, deepl, source_lang, target_lang)
@@ -258,6 +257,9 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
 async def document_status(document_id: str, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentStatusBody:
     """Where the document stands: ``queued``, ``translating`` (with ``seconds_remaining``), ``done`` or ``error``.
 
+    A document uploaded without ``source_lang`` answers the language detected in it
+    (``detected_source_language``, DeepL's upper-case code) once it is split.
+
     ``document_key`` must be the one its upload answered (400 otherwise).
     """
     check_document_key(deepl, document_id)
@@ -267,7 +269,14 @@ async def document_status(document_id: str, deepl: DeepLRequestDep, api: Service
     error = None
     if state == "error":
         error = progress.error or f"the document was {progress.status}"
-    return DocumentStatusBody(document_id=document_id, status=state, seconds_remaining=left, error_message=error)
+    detected = to_deepl(progress.detected_source_lang) if progress.detected_source_lang else None
+    return DocumentStatusBody(
+        document_id=document_id,
+        status=state,
+        seconds_remaining=left,
+        error_message=error,
+        detected_source_language=detected,
+    )
 
 
 @router.post(

@@ -65,8 +65,14 @@ async def submit_document(
     request: Request,
     caller: CallerDep,
     api: ServicesDep,
-    source_lang: Annotated[str, Query(description="the document's language")],
     target_lang: Annotated[str, Query(description="the language to translate it into")],
+    source_lang: Annotated[
+        str,
+        Query(
+            description='the document\'s language, or "auto" (the default): detected from its text when it is split '
+            "(detected_source_lang)"
+        ),
+    ] = "auto",
     format: Annotated[
         str | None, Query(description=f"one of {', '.join(FORMATS)} (else from filename or Content-Type)")
     ] = None,
@@ -104,6 +110,9 @@ async def submit_document(
     The body is the file itself (UTF-8 text, or the bytes of a ``.docx``; at most
     ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters, a ``.docx`` counted as its base64).
     Its structure (Markdown, HTML tags, blank lines) comes back unchanged around the translated text.
+    ``source_lang=auto`` (the default) detects the document's language from its text once it is split
+    (``detected_source_lang`` of ``GET /v1/documents/{id}``); a text too short or too mixed to tell fails
+    the document, saying to send ``source_lang``.
     A ``model`` nobody serves is ``404 model_not_found``, nothing stored.
     ``formality``, ``context`` and ``glossary`` are the job controls of ``POST /v1/jobs``, given to every
     segment job (the body is the file itself, so the glossary travels in the query, as JSON).

@@ -97,22 +97,25 @@ class _Walker:
             return
         name = name_match.group(1).lower()
         closing = tag.startswith("</")
+        empty = tag.endswith("/>")  # XHTML's <a id="p5"/>: an element without content, never one to pair
         attributes = _Attributes(tag)
         no_translate = not closing and attributes.no_translate()
-        if not closing and (name in _INLINE_CODE or (no_translate and name in _INLINE)) and not tag.endswith("/>"):
+        if not closing and (name in _INLINE_CODE or (no_translate and name in _INLINE)) and not empty:
             self.opaque, self.opaque_name, self.opaque_depth = [tag], name, 1
             return
         translated = attributes.translated()
-        if (name in _INLINE or name in _INLINE_VOID) and (self.detach or not translated):
+        inline = name in _INLINE or name in _INLINE_VOID or (empty and name in _INLINE_CODE)
+        if inline and (self.detach or not translated):
             raw = self._detach(tag, attributes, translated) if translated else tag
             kind: CodeKind = (
-                "break" if name == "br" else "unit" if name in _INLINE_VOID else "close" if closing else "open"
+                "break" if name == "br" else "unit" if name in _INLINE_VOID or empty else "close" if closing else "open"
             )
             self.block.append(Code(raw, kind, name))
             return
         self.flush()
         self._tag_with_attributes(tag, attributes)
-        if not closing and (name in _UNTRANSLATED or no_translate) and name not in _VOID and not tag.endswith("/>"):
+        local = name.rpartition(":")[2]  # XHTML's prefixed svg:svg, m:math
+        if not closing and (local in _UNTRANSLATED or no_translate) and name not in _VOID and not empty:
             self._track_kept(tag, name)
 
     def _detach(self, tag: str, attributes: _Attributes, translated: list[str]) -> str:

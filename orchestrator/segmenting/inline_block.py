@@ -23,8 +23,7 @@ from orchestrator.segmenting.parts import Code, Escape, Segment, Wrap
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
 MAX_TAGS = 100
 """Most placeholder tags one segment carries; a sentence with more markup than that is sent as its
-text runs, each on its own (the model could not keep them all, and the job would outgrow its text limit).
-So is a sentence whose tags make its text longer than the segment limit (its words alone fit)."""
+text runs, each on its own (the model could not keep them all, and the job would outgrow its text limit)."""
 _HTML_WHITESPACE = re.compile(r"[ \t\r\n\f]+")
 
 
@@ -41,7 +40,7 @@ def block_parts(
     """
     plain, offsets = _plain_text(tokens)
     spans = _sentence_spans(plain, max_chars, escape)
-    if not spans or any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
+    if not spans or _looks_like_a_tag(tokens, escape):
         return None
     out: list[str | Segment] = []
     tokens = _split_text_tokens(tokens, spans)
@@ -59,8 +58,8 @@ def block_parts(
         else:
             first, last = _peel(group)
             segment = _segment(group[first:last], escape, wrap)
-            if len(segment.codes) > MAX_TAGS or len(segment.text) > max_chars:
-                return None  # more markup than words, or tags past the segment limit: the runs on their own
+            if len(segment.codes) > MAX_TAGS:
+                return None  # more markup than words: the runs go out on their own
             out += [_raw(group[:first]), segment, _raw(group[last:])]
         position = end
     return [part for part in out if part != ""]
@@ -75,7 +74,7 @@ def segment_of(
     its ``msgid`` (the source is the empty string, the translation is framed in quotes), an XLIFF
     ``<target>`` from its ``<source>``.
     """
-    if any(inline_tags.TAG.search(t) for t in tokens if isinstance(t, str)):
+    if _looks_like_a_tag(tokens, escape):
         return None
     segment = _segment(tokens, escape, None)
     if not has_words(segment.text):
@@ -101,6 +100,11 @@ def decoded(raw: str, escape: Escape) -> str:
         return model_text(raw, escape)
     except ValueError:  # a JSON run cut inside an escape: judged as written
         return raw
+
+
+def _looks_like_a_tag(tokens: Sequence[str | Code], escape: Escape) -> bool:
+    """Whether a text run reads as a placeholder tag to the model (``&lt;x1/&gt;`` in HTML or XML does too)."""
+    return any(inline_tags.TAG.search(model_text(t, escape)) for t in tokens if isinstance(t, str))
 
 
 def _raw(group: Sequence[str | Code]) -> str:

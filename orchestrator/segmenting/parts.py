@@ -18,6 +18,8 @@ for inside a gettext or a JSON string."""
 _PRIVATE_USE_START = 0xE000
 _STAND_INS = 6_000  # private-use characters that stand for tags while a translation is wrapped
 _PRIVATE_USE = re.compile(f"[{chr(_PRIVATE_USE_START)}-{chr(_PRIVATE_USE_START + _STAND_INS)}]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 text cannot hold (a model may write one): left out of HTML and XML translations."""
 _PO_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"})
 
 
@@ -133,14 +135,27 @@ class Segment:
         return out
 
     def tags_kept(self, translation: str) -> bool:
-        """Whether ``translation`` keeps this segment's placeholder tags (always, for a segment without)."""
-        return not self.codes or inline_tags.tag_problem(self.text, translation) is None
+        """Whether ``translation`` keeps this segment's placeholder tags (always, for a segment without).
+
+        In markup (``escape="html"``) a unit tag may stand for one edge of an element that crosses a
+        sentence end (``</i>`` of an ``<i>`` opened in the sentence before): the translation must keep
+        those edges in their order and outside its paired tags, or the document (an EPUB's XHTML)
+        would no longer nest.
+        """
+        if not self.codes:
+            return True
+        if inline_tags.tag_problem(self.text, translation) is not None:
+            return False
+        if self.escape != "html":
+            return True
+        edges = open_edges(self.raw)
+        return edges is None or open_edges("".join(self._restored(translation))) == edges
 
     def _escaped(self, text: str) -> str:
         if self.escape == "html":
-            return html.escape(text, quote=False)
+            return html.escape(_NOT_XML.sub("", text), quote=False)
         if self.escape == "attr":
-            return html.escape(text, quote=True)
+            return html.escape(_NOT_XML.sub("", text), quote=True)
         if self.escape == "po":
             return text.translate(_PO_ESCAPES)
         if self.escape == "json":
@@ -174,6 +189,33 @@ class Marked:
 
 
 Part = str | Segment | LangAttribute | Marked
+
+
+_MARKUP_TAG = re.compile(r"""<(/?)([A-Za-z][^\s/>]*)(?:[^>"']|"[^"]*"|'[^']*')*?(/?)>""")
+_VOID_ELEMENTS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+)
+
+
+def open_edges(markup: str) -> list[str] | None:
+    """The element edges ``markup`` leaves unmatched, in order (``"/i"`` a close, ``"b"`` an open).
+
+    ``None`` when an end tag meets another element left open inside it (the markup misnests).
+    Empty (``<a/>``) and HTML void elements have no edges.
+    """
+    opened: list[str] = []
+    edges: list[str] = []
+    for tag in _MARKUP_TAG.finditer(markup):
+        name = tag.group(2).lower()
+        if tag.group(3) or name in _VOID_ELEMENTS:
+            continue
+        if not tag.group(1):
+            opened.append(name)
+        elif not opened:
+            edges.append("/" + name)
+        elif opened.pop() != name:
+            return None
+    return edges + opened
 
 
 def fill_attached(text: str, attached: Sequence[str | None]) -> str:

@@ -9,17 +9,29 @@ from contract.documents import FORMATS
 from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting import zip_container
 from orchestrator.segmenting.docx import DOCX
+from orchestrator.segmenting.epub import EPUB
 from orchestrator.segmenting.gettext import split_po
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.json_resources import split_json
 from orchestrator.segmenting.markdown_format import split_markdown
+from orchestrator.segmenting.opendocument import ODP, ODS, ODT
+from orchestrator.segmenting.pptx import PPTX
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.subtitles import split_srt, split_vtt
 from orchestrator.segmenting.text_format import split_text
 from orchestrator.segmenting.xliff import split_xliff
+from orchestrator.segmenting.xlsx import XLSX
 from orchestrator.segmenting.zip_container import ZipFormat
 
-ZIPPED: dict[str, ZipFormat] = {DOCX.name: DOCX}
+ZIPPED: dict[str, ZipFormat] = {
+    DOCX.name: DOCX,
+    PPTX.name: PPTX,
+    XLSX.name: XLSX,
+    EPUB.name: EPUB,
+    ODT.name: ODT,
+    ODP.name: ODP,
+    ODS.name: ODS,
+}
 """The zipped formats by name: each opened into a container text, its text members split by its own rules."""
 
 

@@ -3,7 +3,8 @@
 A zipped document travels as base64 text (``contract.documents``). :func:`unpack` opens the zip
 into a container text: every member in order, behind a header naming it, how it is stored in the
 zip and whether it is text (XML to translate) or kept bytes (base64). The format's
-:class:`ZipFormat` says which members are translated and splits each; every other member comes
+:class:`ZipFormat` says which members are translated (by name, or as the file's own package lists
+them: an EPUB's manifest) and splits each; every other member comes
 back byte for byte. :func:`pack` zips an assembled container again, each member stored as it was
 (an OpenDocument or EPUB ``mimetype`` must stay first and uncompressed), each translated member
 checked to be well-formed XML.
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html.entities
 import io
 import re
 import xml.etree.ElementTree as ElementTree
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from contract.errors import DocumentTooLargeError, InvalidJobError
@@ -33,6 +35,13 @@ READ_CHUNK = 1024 * 1024
 
 PartSplitter = Callable[[str, str, int, Skeleton], None]
 """Splits one translated member: ``(member name, its XML text, max segment chars, skeleton)``."""
+MemberReader = Callable[[str], bytes | None]
+"""A member's bytes by name (``None``: the zip has no such member)."""
+TextMembers = Callable[[list[str], MemberReader], Collection[str]]
+"""Chooses the translated members from the file's own package: ``(member names, reader) -> names``."""
+NO_NAMES = re.compile(r"(?!)")
+"""A :attr:`ZipFormat.text_parts` that matches no name: for a format whose :attr:`~ZipFormat.text_members` choose."""
+_XHTML_ENTITIES = {name: chr(code) for name, code in html.entities.name2codepoint.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +60,14 @@ class ZipFormat:
     """Splits one of those members into literals and segments."""
     mimetype: str | None = None
     """The content a ``mimetype`` member must have (OpenDocument, EPUB), if the format has one."""
+    text_members: TextMembers | None = None
+    """Chooses more translated members from what the file says of itself (an EPUB's manifest)."""
+    plan: Callable[[Members], PartSplitter] | None = None
+    """For a format whose members depend on each other (an Excel table's header cells must keep the
+    names its table gives them): the splitter for this document, made from all its members."""
 
     def is_text_part(self, name: str) -> bool:
-        """Whether member ``name`` is translated."""
+        """Whether member ``name`` is translated by its name alone."""
         return self.text_parts.fullmatch(name) is not None
 
 
@@ -80,18 +94,26 @@ def unpack(source: str, fmt: ZipFormat, max_unpacked_bytes: int = DEFAULT_MAX_UN
         declared += member.file_size
         if declared > max_unpacked_bytes:
             raise _too_large(label, member.filename, max_unpacked_bytes)
+    by_name = {member.filename: member for member in members}
+
+    def read(name: str) -> bytes | None:
+        member = by_name.get(name)
+        return None if member is None else _read_member(archive, member, max_unpacked_bytes, max_unpacked_bytes, label)
+
+    mimetype = read("mimetype") if fmt.mimetype is not None else None
+    if mimetype is not None and mimetype.strip() != str(fmt.mimetype).encode():
+        raise InvalidJobError(
+            f"this is not a {label} file ({fmt.kind}): its mimetype is {mimetype[:80]!r}, not {fmt.mimetype}"
+        )
+    chosen = fmt.text_members(names, read) if fmt.text_members is not None else ()
     left = max_unpacked_bytes
     parts: list[str] = []
     for member in members:
         name = member.filename
         content = _read_member(archive, member, left, max_unpacked_bytes, label)
         left -= len(content)
-        if name == "mimetype" and fmt.mimetype is not None and content.strip() != fmt.mimetype.encode():
-            raise InvalidJobError(
-                f"this is not a {label} file ({fmt.kind}): its mimetype is {content[:80]!r}, not {fmt.mimetype}"
-            )
         stored = _STORED if member.compress_type == zipfile.ZIP_STORED else ""
-        if fmt.is_text_part(name):
+        if name in chosen or fmt.is_text_part(name):
             try:
                 text = content.decode("utf-8")
             except UnicodeDecodeError:
@@ -135,27 +157,70 @@ def pack(container: str) -> str:
             _, name, kind, content = member.split(_MEMBER, 3)
             compression = zipfile.ZIP_STORED if kind.endswith(_STORED) else zipfile.ZIP_DEFLATED
             if kind.removesuffix(_STORED) == "xml":
-                try:
-                    ElementTree.fromstring(content.encode())
-                except ElementTree.ParseError as exc:
-                    raise InvalidJobError(
-                        f"the translated {name} is not well-formed XML ({exc}); a dragoman bug"
-                    ) from None
+                problem = xml_problem(content.encode())
+                if problem is not None:
+                    raise InvalidJobError(f"the translated {name} is not well-formed XML ({problem}); a dragoman bug")
                 archive.writestr(name, content.encode(), compress_type=compression)
             else:
                 archive.writestr(name, base64.b64decode(content), compress_type=compression)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def xml_problem(content: bytes) -> str | None:
+    """Why ``content`` is not well-formed XML (``None``: it is).
+
+    A document whose DOCTYPE names an external DTD may use the entities that DTD declares
+    (XHTML's ``&nbsp;``, ``&eacute;``: an EPUB 2 book's chapters do); those of HTML are known
+    here, since the DTD itself is never fetched. Without such a DOCTYPE an undeclared entity is an error.
+    """
+    parser = ElementTree.XMLParser()
+    parser.entity.update(_XHTML_ENTITIES)
+    try:
+        parser.feed(content)
+        parser.close()
+    except ElementTree.ParseError as exc:
+        return str(exc)
+    return None
+
+
+class Members:
+    """A container text's members by name, each decoded only when asked for."""
+
+    def __init__(self, container: str) -> None:
+        self._members = {name: (kind, content) for name, kind, content in _members(container)}
+
+    def names(self) -> list[str]:
+        """The members' names, in the zip's order."""
+        return list(self._members)
+
+    def text(self, name: str) -> str | None:
+        """Member ``name`` as UTF-8 text (``None``: no such member, or not UTF-8)."""
+        if name not in self._members:
+            return None
+        kind, content = self._members[name]
+        if kind.removesuffix(_STORED) == "xml":
+            return content
+        try:
+            return base64.b64decode(content).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+def _members(container: str) -> Iterator[tuple[str, str, str]]:
+    """``(name, kind, content)`` of each member of a container text."""
+    for member in container.split(_END):
+        if member:
+            _, name, kind, content = member.split(_MEMBER, 3)
+            yield name, kind, content
+
+
 def split_container(source: str, max_chars: int, skeleton: Skeleton, fmt: ZipFormat) -> None:
     """Split a container text: member headers and kept members literal, text members by the format's splitter."""
-    for member in source.split(_END):
-        if not member:
-            continue
-        _, name, kind, content = member.split(_MEMBER, 3)
+    split_part = fmt.split_part if fmt.plan is None else fmt.plan(Members(source))
+    for name, kind, content in _members(source):
         skeleton.literal(f"{_MEMBER}{name}{_MEMBER}{kind}{_MEMBER}")
         if kind.removesuffix(_STORED) == "xml":
-            fmt.split_part(name, content, max_chars, skeleton)
+            split_part(name, content, max_chars, skeleton)
         else:
             skeleton.literal(content)
         skeleton.literal(_END)

@@ -228,9 +228,26 @@ def test_a_document_s_segments_carry_its_formality_and_glossary(door: Door) -> N
         assert "formal" in line and "informal" not in line and "cat=Katze" in line and "Vogel" not in line, lines
 
 
-def test_a_document_without_a_source_language_is_refused(door: Door) -> None:
-    with pytest.raises(deepl.DeepLException, match="source_lang' is required for documents"):
-        door.translator().translate_document_upload(b"# Hi\n", filename="a.md", target_lang="DE")
+def test_a_document_without_a_source_language_is_detected(door: Door) -> None:
+    """``translate_document`` without ``source_lang``: detected from the document's text, as DeepL does."""
+    key = door.key()
+    translator = door.translator(key)
+    source = "# Merci\n\nLe chat dort sur le canapé depuis ce matin, et personne ne veut le réveiller.\n"
+    handle = translator.translate_document_upload(source.encode(), filename="chat.md", target_lang="DE")
+    deadline = time.monotonic() + 60
+    while not (status := translator.translate_document_get_status(handle)).done:
+        assert status.ok and time.monotonic() < deadline, status
+        run_orchestrator()
+        time.sleep(0.1)
+    out = io.BytesIO()
+    translator.translate_document_download(handle, out)
+    assert out.getvalue().decode() == source
+    answer = httpx.post(
+        f"{door.url}/v2/document/{handle.document_id}",
+        data={"document_key": handle.document_key},
+        headers={"Authorization": f"DeepL-Auth-Key {key}"},
+    ).json()
+    assert answer["status"] == "done" and answer["detected_source_language"] == "FR", answer
 
 
 def test_usage_counts_this_month_s_characters(door: Door) -> None:

@@ -276,6 +276,29 @@ async def test_translate_file_and_download_round_trip(
         assert garbled.status_code == 400 and "Invalid filename" in garbled.json()["error"]
 
 
+@pytest.mark.usefixtures("settings_env")
+async def test_translate_file_detects_the_source_of_source_auto(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """``source=auto`` (LibreTranslate's default in its UIs) detects the file's language from its text."""
+    key = tenant_key("acme")
+
+    def upload() -> httpx.Response:
+        files = {"file": ("brief.txt", f"{GERMAN}\n\nDanke.\n".encode(), "text/plain")}
+        form = {"source": "auto", "target": "en", "api_key": key}
+        return httpx.post(f"{api_url}/translate_file", files=files, data=form, timeout=90)
+
+    async with start_worker(shouting()):
+        response = await _with_orchestrator(upload)
+    assert response.status_code == 200, response.text
+    url = response.json()["translatedFileUrl"]
+    document_id = url.rsplit("/", 1)[1].partition(".")[0]
+    async with httpx.AsyncClient(timeout=30) as http:
+        assert (await http.get(url, headers=bearer(key))).text == f"{GERMAN}\n\nDanke.\n".upper()
+        view = (await http.get(f"{api_url}/v1/documents/{document_id}", headers=bearer(key))).json()
+    assert view["detected_source_lang"] == "de" and view["status"] == "completed", view
+
+
 async def test_translate_file_refusals(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
     key = tenant_key("acme")
     form = {"source": "en", "target": "fr", "api_key": key}
@@ -336,7 +359,7 @@ async def test_a_client_that_disconnects_mid_wait_has_its_jobs_cancelled(
         writer.close()  # the client gives up: no worker runs, the job would wait for one
         await writer.wait_closed()
         async with httpx.AsyncClient(base_url=url) as client:
-            for _ in range(100):
+            for _ in range(1000):
                 job = (await client.get(f"/v1/jobs/{submitted[0]}", headers=bearer(key))).json()
                 if job["status"] == "cancelled":
                     break

@@ -227,6 +227,36 @@ async def test_a_document_round_trips_with_its_structure(
     assert error_code(other, 404)[0] == "job_not_found"
 
 
+async def test_a_document_without_source_lang_is_detected_and_shows_its_language(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    key = tenant_key("acme")
+    source = "# Hola\n\nEl gato duerme en el sofá desde esta mañana y nadie en la casa quiere despertarlo.\n"
+    response = await http.post(
+        "/v1/documents",
+        params={"target_lang": "fr", "filename": "gato.md"},
+        content=source.encode(),
+        headers=bearer(key),
+    )
+    assert response.status_code == 202, response.text
+    document = response.json()
+    assert document["detected_source_lang"] is None  # not split yet
+
+    async def assembled() -> bool:
+        view = (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()
+        return bool(view["status"] == "completed")
+
+    async with start_worker(DeterministicEngine()):
+        await until(assembled)
+    view = (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()
+    assert view["detected_source_lang"] == "es" and view["failed_segments"] == []
+    listed = (await http.get("/v1/documents", headers=bearer(key))).json()["data"]  # the console's history
+    assert [(doc["id"], doc["detected_source_lang"]) for doc in listed] == [(document["id"], "es")]
+    segment = (await http.get(f"/v1/jobs/{job_id_for(document['id'], 0)}", headers=bearer(key))).json()
+    assert segment["source_lang"] == "es"  # queued with the detected language, not "auto"
+    assert (await http.get(f"/v1/documents/{document['id']}/content", headers=bearer(key))).text == source
+
+
 @pytest.mark.parametrize(
     ("params", "body", "headers", "status", "code"),
     [

@@ -167,6 +167,12 @@ CASES: dict[str, tuple[str, str, list[str], str]] = {
         ["Write <x1> in the box."],
         "WRITE <x1> IN THE BOX.\n",
     ),
+    "html: escaped text that reads as a tag": (
+        "html",
+        "<p>Type &lt;x1/&gt; here <b>now</b>.</p>\n",
+        ["Type <x1/> here", "now"],
+        "<p>TYPE &lt;x1/&gt; HERE <b>NOW</b>.</p>\n",
+    ),
 }
 
 

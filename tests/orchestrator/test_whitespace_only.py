@@ -92,12 +92,3 @@ def test_whitespace_only_content_is_kept_as_it_is(case: str) -> None:
 def test_decoded_letters_are_still_translated() -> None:
     skeleton = split_document("<p>Caf&eacute; &amp; bar</p>", "html", 200)
     assert [s.text for s in skeleton.segments] == ["Café & bar"]
-
-
-def test_tags_never_take_a_segment_past_the_segment_limit() -> None:
-    """A sentence whose words fit the limit but whose tags do not goes out as its runs (a job over
-    the text limit would fail the whole document)."""
-    words = " ".join(f"<b>w{i}</b>" for i in range(12))
-    skeleton = split_document(f"<p>Many {words} tags here.</p>", "html", 100)
-    assert skeleton.segments
-    assert all(len(s.text) <= 100 for s in skeleton.segments), [s.text for s in skeleton.segments]

@@ -1,0 +1,84 @@
+"""PowerPoint and Excel files over HTTP: uploaded as bytes, translated by a real worker, downloaded whole."""
+
+from __future__ import annotations
+
+import io
+import re
+import xml.etree.ElementTree as ElementTree
+import zipfile
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from contract.documents import MEDIA_TYPES
+from contract.settings import Settings
+from tests.api.conftest import KeyMaker, bearer
+from tests.api.test_runs_and_documents import until
+from tests.orchestrator.office_files import make_pptx, make_xlsx, members
+from tests.orchestrator.test_runs_and_documents import _shout_or_lose
+from tests.worker.conftest import WorkerFactory
+from worker.deterministic_engine import DeterministicEngine
+
+pytestmark = pytest.mark.timeout(300)
+_FORMULAS = re.compile(rb"<f>.*?</f>")
+
+
+@pytest.fixture(autouse=True)
+def _env(settings_env: Settings) -> None:
+    """The RQ tasks read their settings from the environment, as in the rq-worker process."""
+
+
+@pytest.mark.parametrize(
+    ("fmt", "make", "part", "expected"),
+    [
+        ("pptx", make_pptx, "ppt/slides/slide1.xml", b"<a:t>QUARTERLY RESULTS</a:t>"),
+        ("xlsx", make_xlsx, "xl/sharedStrings.xml", b"<si><t>PRODUCT</t></si>"),
+    ],
+)
+async def test_an_office_file_goes_up_as_bytes_and_comes_back_translated_and_whole(
+    http: httpx.AsyncClient,
+    tenant_key: KeyMaker,
+    start_worker: WorkerFactory,
+    fmt: str,
+    make: Callable[[], bytes],
+    part: str,
+    expected: bytes,
+) -> None:
+    key = tenant_key("acme")
+    params = {"source_lang": "en", "target_lang": "fr", "filename": f"report.{fmt}"}
+    response = await http.post("/v1/documents", params=params, content=make(), headers=bearer(key))
+    assert response.status_code == 202, response.text
+    document_id = response.json()["id"]
+
+    async def assembled() -> bool:
+        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
+        return bool(view["status"] == "completed")
+
+    async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
+        await until(assembled)
+    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
+    assert content.status_code == 200
+    assert content.headers["content-type"] == MEDIA_TYPES[fmt]
+    translated, original = members(content.content), members(make())
+    assert translated.keys() == original.keys()
+    for name, data in translated.items():
+        if name.endswith((".xml", ".rels")):
+            ElementTree.fromstring(data)  # every part still parses
+        assert _FORMULAS.findall(data) == _FORMULAS.findall(original[name])  # formulas never touched
+    assert expected in translated[part]
+    assert zipfile.ZipFile(io.BytesIO(content.content)).testzip() is None
+
+    other = io.BytesIO()
+    with zipfile.ZipFile(other, "w") as archive:
+        archive.writestr("content.xml", "<x/>")
+    for broken in (make()[:-30], other.getvalue()):  # a truncated zip; a zip, but not this format's
+        response = await http.post("/v1/documents", params=params, content=broken, headers=bearer(key))
+        assert response.status_code == 202  # bytes are accepted; the split fails the document with the reason
+        broken_id = response.json()["id"]
+
+        async def failed(broken_id: str = broken_id) -> bool:
+            view = (await http.get(f"/v1/documents/{broken_id}", headers=bearer(key))).json()
+            return bool(view["status"] == "failed" and f"not a .{fmt} file" in (view["error"] or ""))
+
+        await until(failed)
