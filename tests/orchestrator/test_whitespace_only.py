@@ -14,10 +14,12 @@ import zipfile
 
 import pytest
 
-from contract.documents import encode_document
+from contract.documents import ZIPPED_FORMATS, encode_document
 from contract.inline_tags import TAG
 from contract.schemas import validate_text
 from orchestrator.segmenting import split_document
+from tests.orchestrator.office_files import make_pptx
+from tests.orchestrator.test_opendocument import make_odf
 
 WORD_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 
@@ -63,6 +65,8 @@ CASES = {
     "srt": ("srt", "1\n00:00:01,000 --> 00:00:02,000\n&nbsp;\n\n2\n00:00:03,000 --> 00:00:04,000\nHello.\n"),
     "vtt": ("vtt", "WEBVTT\n\n00:01.000 --> 00:02.000\n<i>&#x2003;</i>\n"),
     "txt": ("txt", "Title\n\n&nbsp;\n\n\u00a0\u2003\n"),
+    "odt": ("odt", "<text:p>&#x2003;</text:p><text:p><text:span>&#160;</text:span></text:p><text:p>Words.</text:p>"),
+    "pptx": ("pptx", "<a:p><a:r><a:t>&#xA0;</a:t></a:r></a:p><a:p><a:r><a:t>Words.</a:t></a:r></a:p>"),
     "docx": (
         "docx",
         '<w:p><w:r><w:t xml:space="preserve"> </w:t></w:r></w:p><w:p><w:r><w:t>&#x2003;</w:t></w:r></w:p>',
@@ -75,14 +79,18 @@ def test_whitespace_only_content_is_kept_as_it_is(case: str) -> None:
     fmt, source = CASES[case]
     if fmt == "docx":
         source = _docx(source)
+    elif fmt == "odt":
+        source = encode_document("odt", make_odf("text", source))
+    elif fmt == "pptx":
+        source = encode_document("pptx", make_pptx(source))
     skeleton = split_document(source, fmt, 200)
     for segment in skeleton.segments:
         validate_text(segment.text, 10_000)  # what the job would refuse: whitespace only
         assert any(c.isalpha() for c in html.unescape(TAG.sub("", segment.text))), segment
-    if fmt != "docx":  # a zipped format's container text is checked by split_document itself
+    if fmt not in ZIPPED_FORMATS:  # a zipped format's container text is checked by split_document itself
         assert skeleton.source() == source
     translated = skeleton.assemble([s.text.upper() for s in skeleton.segments], "fr")
-    if fmt != "docx":
+    if fmt not in ZIPPED_FORMATS:
         for kept in ("&nbsp;", "&#x2003;", "\\u00a0", "&#xA0;"):
             assert translated.count(kept) == source.count(kept)
     else:
