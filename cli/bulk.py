@@ -14,11 +14,13 @@ from cli.glossary_option import parse_glossary_option
 from cli.help import EXAMPLE_ID, MODEL_HELP, SubParsers, add_command, examples
 from cli.progress import ProgressLine
 from cli.stats_view import format_duration
+from cli.wording import LISTED, more_line
 from contract.documents import FORMATS, decode_document, encode_document
 from contract.errors import InvalidJobError, JobNotCancellableError, JobTimeoutError
 from contract.progress import GroupProgress
 from contract.quality import FLAG_NAMES
 from contract.settings import Settings
+from contract.wording import counted
 
 if TYPE_CHECKING:
     from producer.client import Client
@@ -216,7 +218,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 with open(args.output, "w", encoding="utf-8") as out:
                     count = _write_lines(lines, out)
-                print(f"{count:,} results written to {args.output}", file=sys.stderr)
+                print(f"{counted(count, 'result')} written to {args.output}", file=sys.stderr)
         else:
             refuse_finished_run(client.get_run(args.run_id))
             print(format_progress(client.cancel_run(args.run_id)))
@@ -281,7 +283,7 @@ def format_flags(flagged: int, flags: Mapping[str, int]) -> str:
     """The quality flags of a group's finished jobs in a few words: ``none``, or the count and each flag's."""
     if not flagged:
         return "none"
-    return f"{flagged:,} jobs ({per_flag(flags)})" if flags else f"{flagged:,} jobs"
+    return f"{counted(flagged, 'job')} ({per_flag(flags)})" if flags else counted(flagged, "job")
 
 
 def per_flag(flags: Mapping[str, int]) -> str:
@@ -333,7 +335,8 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
     _print_tag_report(result.report)
     _print_flag_report(result.report)
     if result.failed_segments:
-        print(f"{len(result.failed_segments)} of {progress.counts.total} segments did not translate:", file=sys.stderr)
+        did_not = len(result.failed_segments)
+        print(f"{did_not} of {counted(progress.counts.total, 'segment')} did not translate:", file=sys.stderr)
         for failed in result.failed_segments:
             print(
                 f"  segment {failed['segment']} ({failed['status']}): {failed['error']}\n"
@@ -344,7 +347,7 @@ def cmd_translate(args: argparse.Namespace, settings: Settings) -> int:
             print("nothing written; --keep-failed-source writes the file with their source text", file=sys.stderr)
             return 1
     output.write_bytes(decode_document(fmt, result.text))
-    print(f"wrote {output} ({progress.counts.total} segments)", file=sys.stderr)
+    print(f"wrote {output} ({counted(progress.counts.total, 'segment')})", file=sys.stderr)
     return 0
 
 
@@ -368,7 +371,7 @@ def _wait_for_document(client: Client, document_id: str, timeout: float, *, show
             if waited > timeout:
                 raise JobTimeoutError(
                     f"document {document_id} not done after {timeout:.0f}s "
-                    f"({progress.counts.finished}/{progress.counts.total} segments)"
+                    f"({progress.counts.finished}/{counted(progress.counts.total, 'segment')})"
                 )
             time.sleep(0.5)
     finally:
@@ -386,7 +389,8 @@ def document_progress_text(progress: GroupProgress) -> tuple[str, float | None]:
     bar = f"[{'#' * filled}{'.' * (width - filled)}]"
     flagged = f"  {c.flagged} flagged" if c.flagged else ""
     detected = f"  from {progress.detected_source_lang} (detected)" if progress.detected_source_lang else ""
-    line = f"{bar} {c.finished}/{c.total} segments {c.percent:5.1f}%{flagged}  {progress.status}{detected}{left}"
+    done = f"{c.finished}/{counted(c.total, 'segment')}"
+    line = f"{bar} {done} {c.percent:5.1f}%{flagged}  {progress.status}{detected}{left}"
     return line, c.percent
 
 
@@ -396,12 +400,15 @@ def _print_tag_report(report: dict[str, Any] | None) -> None:
         return
     fell_back = report.get("fell_back") or []
     print(
-        f"inline markup: {report['with_tags']} segments with placeholder tags, {report['tags_kept']} kept them, "
+        f"inline markup: {counted(report['with_tags'], 'segment')} with placeholder tags, "
+        f"{report['tags_kept']} kept them, "
         f"{len(report.get('retried') or [])} on a retry, {len(fell_back)} translated between the tags",
         file=sys.stderr,
     )
-    for entry in fell_back[:10]:
+    for entry in fell_back[:LISTED]:
         print(f"  segment {entry['segment']} not translated whole: {entry['source']!r}", file=sys.stderr)
+    if (more := more_line(fell_back, "GET /v1/documents/ID")) is not None:
+        print(more, file=sys.stderr)
 
 
 def _print_flag_report(report: dict[str, Any] | None) -> None:
@@ -411,9 +418,10 @@ def _print_flag_report(report: dict[str, Any] | None) -> None:
         return
     counts = (report or {}).get("flags") or {}
     total = (report or {}).get("segments", "?")
-    print(f"quality: {len(flagged)} of {total} segments flagged ({per_flag(counts)})", file=sys.stderr)
-    for entry in flagged[:10]:
+    of = counted(total, "segment") if isinstance(total, int) else f"{total} segments"
+    print(f"quality: {len(flagged)} of {of} flagged ({per_flag(counts)})", file=sys.stderr)
+    for entry in flagged[:LISTED]:
         why = "; ".join(f"{flag}: {evidence}" for flag, evidence in entry["flags"].items())
         print(f"  segment {entry['segment']}: {why}\n    source: {entry['source']!r}", file=sys.stderr)
-    if len(flagged) > 10:
-        print(f"  ... and {len(flagged) - 10} more (GET /v1/documents/ID lists every one)", file=sys.stderr)
+    if (more := more_line(flagged, "GET /v1/documents/ID")) is not None:
+        print(more, file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cli.help import MODEL_HELP, SubParsers, add_command, examples
 from contract.errors import InvalidJobError
 from contract.settings import Settings
+from contract.wording import counted
 
 if TYPE_CHECKING:
     from evaluation.runner import Outcome
@@ -109,7 +110,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     urls = resolve_urls(settings)
     started = time.monotonic()
     outcomes = asyncio.run(_translate(settings, urls.redis_url, urls.database_url, segments, models, args.timeout))
-    print(f"{len(segments)} segment(s) x {len(models)} model(s) in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    print(
+        f"{counted(len(segments), 'segment')} x {counted(len(models), 'model')} in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+    )
     labels = [model or settings.default_model for model in models]
     report = build_report(segments, dict(zip(labels, outcomes, strict=True)))
     data = json.dumps(report_json(report, args.worst), indent=2, ensure_ascii=False)
@@ -141,4 +145,4 @@ def _print_progress(finished: int, total: int) -> None:
     """A progress line on stderr every tenth of the way (stdout stays the report)."""
     step = max(1, total // 10)
     if finished % step == 0 or finished == total:
-        print(f"{finished}/{total} jobs finished", file=sys.stderr, flush=True)
+        print(f"{finished}/{counted(total, 'job')} finished", file=sys.stderr, flush=True)

@@ -35,6 +35,7 @@ from contract.models import ModelRouter
 from contract.schemas import Job, JobStatus
 from contract.settings import Settings
 from contract.version import dragoman_version
+from contract.wording import counted
 from storage.api_keys import ApiKeyNotFoundError
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 0, 1, 2, 3
@@ -284,11 +285,11 @@ async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) ->
             entries = await dead.entries(args.count)
             for entry in entries:
                 print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
-            print(f"{len(entries)} dead letter(s) shown")
+            print(f"{counted(len(entries), 'dead letter')} shown")
         elif args.action == "retry":
             print(f"job {await dead.retry(args.ident)} queued again")
         else:
-            print(f"purged {await dead.purge()} dead letter(s)")
+            print(f"purged {counted(await dead.purge(), 'dead letter')}")
     finally:
         await connection.aclose()
     return EXIT_OK

@@ -15,6 +15,7 @@ from typing import Any
 from contract.errors import InvalidJobError, ModelError, UnsupportedControlError
 from contract.schemas import build_job_spec
 from contract.settings import Settings
+from contract.wording import counted
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -89,7 +90,7 @@ def cmd_model_check(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_BAD_INPUT
     ids = profile.prompt_token_ids(spec)
     print(f"sample job  {spec.source_lang} -> {spec.target_lang}: {json.dumps(spec.text, ensure_ascii=False)}")
-    print(f"prompt      {len(ids)} tokens, between the lines:")
+    print(f"prompt      {counted(len(ids), 'token')}, between the lines:")
     print("-" * 72)
     print(profile.build_prompt(spec))
     print("-" * 72)

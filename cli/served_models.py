@@ -11,6 +11,7 @@ from broker.model_registry import forget_model_names, read_served_names
 from cli.help import add_command, choices, examples
 from contract.errors import InvalidJobError
 from contract.settings import Settings
+from contract.wording import counted
 
 EXIT_OK = 0
 
@@ -54,7 +55,7 @@ async def _run(args: argparse.Namespace, redis_url: str, keys: RedisKeys) -> int
     try:
         if args.action == "forget":
             forgotten = await forget_model_names(connection, keys, args.names)
-            print(f"forgot {forgotten} of {len(args.names)} name(s)")
+            print(f"forgot {forgotten} of {counted(len(args.names), 'name')}")
             return EXIT_OK
         names, pinned = await read_served_names(connection, keys)
     finally:

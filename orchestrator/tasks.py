@@ -25,7 +25,7 @@ from contract.ids import job_id_for
 from contract.job_controls import segment_context
 from contract.language_detection import LanguageDetector
 from contract.orchestration import WEBHOOK
-from contract.schemas import build_job_spec
+from contract.schemas import build_job_spec, validate_text
 from contract.sync_bridge import run_sync
 from orchestrator.background import OUTAGES
 from orchestrator.context import TaskContext
@@ -41,6 +41,7 @@ from storage import GroupStore
 from storage.runs import LockedDocument
 
 log = logging.getLogger(__name__)
+_EXCERPT = 60  # characters of a segment's source quoted where it failed the document
 
 _DETECTOR = LanguageDetector()
 """Detects the language of ``source_lang="auto"`` documents (its model loaded once per process, in a thread)."""
@@ -121,7 +122,7 @@ async def _submit_segments(
             msgspec.structs.replace(
                 build_job_spec(
                     job_id_for(document_id, i),
-                    segment.text,
+                    _segment_text(i, segment, ctx.settings.max_text_chars),
                     source_lang,
                     document.target_lang,
                     max_chars=ctx.settings.max_text_chars,
@@ -141,6 +142,19 @@ async def _submit_segments(
             for i, segment in enumerate(segments)
         ]
         await client.submitter.submit_specs(specs, only_new=True)  # a second split adds nothing twice
+
+
+def _segment_text(sequence: int, segment: Segment, max_chars: int) -> str:
+    """The segment's text for its job; one the job would refuse fails the document naming the segment.
+
+    The reason says which segment and quotes the start of its source, so a user can find it in the
+    document (a bare "text is too long" does not say where).
+    """
+    try:
+        return validate_text(segment.text, max_chars)
+    except InvalidJobError as exc:
+        excerpt = segment.raw if len(segment.raw) <= _EXCERPT else segment.raw[:_EXCERPT] + "…"
+        raise type(exc)(f"segment {sequence} ({excerpt!r}): {exc}") from None
 
 
 def finish_group(kind: str, group_id: str) -> str:

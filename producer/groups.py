@@ -38,6 +38,7 @@ from contract.orchestration import FINISH, SPLIT, OrchestratorTask
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec, normalize_source_language
 from contract.settings import Settings
+from contract.wording import counted
 from producer.run_files import number_jobs, read_run_file, validate_run_file
 from producer.submitter import JobSubmitter
 from storage import GroupStore
@@ -218,7 +219,8 @@ class Groups:
         status = await self.progress("run", run_id, tenant)
         if status.counts.pending and not allow_partial:
             raise RunNotFinishedError(
-                f"run {status.id} is {status.counts.percent:.1f}% done ({status.counts.pending} jobs pending); "
+                f"run {status.id} is {status.counts.percent:.1f}% done "
+                f"({counted(status.counts.pending, 'job')} pending); "
                 "wait for it, or ask for partial results (allow_partial=True; dragoman run results --partial; "
                 "over HTTP ?partial=true)"
             )

@@ -22,6 +22,7 @@ from broker.standalone_jobs import note_standalone
 from contract.errors import SubmitInterruptedError
 from contract.schemas import JobSpec
 from contract.settings import Settings
+from contract.wording import counted
 from producer.model_routing import ModelResolver
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class JobSubmitter:
 def _interrupted(exc: Exception, written: list[str], total: int, in_flight: int) -> SubmitInterruptedError:
     """The error for a submit that Redis cut short after ``written`` were queued."""
     return SubmitInterruptedError(
-        f"Redis failed after {len(written):,} of {total:,} jobs were queued ({exc}); up to {in_flight:,} more "
+        f"Redis failed after {len(written):,} of {counted(total, 'job')} were queued ({exc}); up to {in_flight:,} more "
         "may be queued. Submit again with idempotency keys (or, for a run, the same run id) to add only the "
         "missing ones",
         written,

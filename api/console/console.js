@@ -436,7 +436,7 @@ function renderUploads() {
         }),
       );
     }
-    const unit = item.kind === "run" ? "lines" : "segments";
+    const unit = (item.kind === "run" ? "line" : "segment") + (counts.total === 1 ? "" : "s");
     const detail = `${counts.succeeded}/${counts.total} ${unit} done` +
       (counts.failed ? `, ${counts.failed} failed` : "") + (item.detected ? `, detected ${item.detected}` : "") +
       (item.error ? ` — ${item.error}` : "");
@@ -568,7 +568,7 @@ function historyRow(kind, row) {
   }
   let meta;
   if (kind === "jobs") meta = `${row.source_lang ?? "?"} → ${row.target_lang ?? "?"} · ${when(row.created_at)}` + (row.error ? ` · ${row.error}` : "");
-  else if (kind === "batches") meta = `${row.request_counts?.completed ?? 0}/${row.request_counts?.total ?? 0} requests · ${when(row.created_at)}`;
+  else if (kind === "batches") meta = `${row.request_counts?.completed ?? 0}/${row.request_counts?.total ?? 0} ${row.request_counts?.total === 1 ? "request" : "requests"} · ${when(row.created_at)}`;
   else meta = `${row.counts?.succeeded ?? 0}/${row.counts?.total ?? 0} done · ${when(row.created_at)}` +
     (row.detected_source_lang ? ` · detected ${row.detected_source_lang}` : "") + (row.error ? ` · ${row.error}` : "");
   const title = kind === "jobs" ? (row.translation ?? row.id) : label;

@@ -203,11 +203,12 @@ def _plural_entry(
     segments: list[int] = []
     for text in (singular, plural):
         segment = _message_segment(text, '""')
-        if segment is None:
+        index = None if segment is None else skeleton.add_detached(segment)
+        if index is None:  # nothing to translate in this form: it stays as the source says
             forms.append(quote(text))
         else:
-            segments.append(skeleton.add_detached(segment))
-            forms.append(attached_place(segments[-1]))
+            segments.append(index)
+            forms.append(attached_place(index))
     if not segments:
         skeleton.literal(block)
         return last

@@ -42,7 +42,6 @@ _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
 _TRANSLATED_ATTRIBUTES = frozenset({"alt", "title", "placeholder", "aria-label"})
-_HAS_WORDS = re.compile(r"[^\W\d_]")
 _ATTRIBUTE = re.compile(r"""([^\s/>="']+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>"']+))?""")
 
 
@@ -130,10 +129,10 @@ class _Walker:
         for start, end in sorted(attributes.spans[name] for name in translated):
             value = tag[start:end]
             text = value.strip()
-            if not text or not _HAS_WORDS.search(text):
+            index = self.skeleton.add_detached(Segment(text=html.unescape(text), raw=text, escape="attr"))
+            if index is None:  # nothing to translate (no value, or no letter in it): kept as it is
                 continue
             lead = start + len(value) - len(value.lstrip())
-            index = self.skeleton.add_detached(Segment(text=html.unescape(text), raw=text, escape="attr"))
             out += [tag[position:lead], attached_place(index)]
             position = lead + len(text)
         out.append(tag[position:])

@@ -39,7 +39,7 @@ def block_parts(
     (which the model could not tell from ours): the caller sends its runs as plain prose.
     """
     plain, offsets = _plain_text(tokens)
-    spans = _sentence_spans(plain, max_chars)
+    spans = _sentence_spans(plain, max_chars, escape)
     if not spans or _looks_like_a_tag(tokens, escape):
         return None
     out: list[str | Segment] = []
@@ -74,10 +74,32 @@ def segment_of(
     its ``msgid`` (the source is the empty string, the translation is framed in quotes), an XLIFF
     ``<target>`` from its ``<source>``.
     """
-    plain, _ = _plain_text(tokens)
-    if not _HAS_WORDS.search(plain) or _looks_like_a_tag(tokens, escape):
+    if _looks_like_a_tag(tokens, escape):
         return None
-    return dataclass_replace(_segment(tokens, escape, None), raw=raw, frame=frame)
+    segment = _segment(tokens, escape, None)
+    if not has_words(segment.text):
+        return None
+    return dataclass_replace(segment, raw=raw, frame=frame)
+
+
+def has_words(text: str) -> bool:
+    """Whether model ``text`` has a letter to translate: the one rule every format keeps to.
+
+    Decided on the text as the model would read it (HTML entities and JSON escapes decoded, and
+    character references read even where the format leaves them to the model: Markdown, a
+    subtitle, a gettext message), placeholder tags left out. Without a letter (``&nbsp;``,
+    ``"\\u2003"``, ``42``, ``--``) there is nothing to translate: the text is kept as it is, never a
+    segment, so a table cell of ``&nbsp;`` cannot fail its document.
+    """
+    return bool(_HAS_WORDS.search(html.unescape(inline_tags.TAG.sub(" ", text))))
+
+
+def decoded(raw: str, escape: Escape) -> str:
+    """``raw`` as the model would read it (:func:`model_text`); as it is where it is no whole JSON string."""
+    try:
+        return model_text(raw, escape)
+    except ValueError:  # a JSON run cut inside an escape: judged as written
+        return raw
 
 
 def _looks_like_a_tag(tokens: Sequence[str | Code], escape: Escape) -> bool:
@@ -123,10 +145,10 @@ def _plain_text(tokens: Sequence[str | Code]) -> tuple[str, list[int]]:
     return "".join(parts), offsets
 
 
-def _sentence_spans(plain: str, max_chars: int) -> list[tuple[int, int]]:
+def _sentence_spans(plain: str, max_chars: int, escape: Escape) -> list[tuple[int, int]]:
     """``(start, end)`` in ``plain`` of every span with words in it (whitespace between spans excluded)."""
     stripped = plain.strip()
-    if not stripped or not _HAS_WORDS.search(stripped):
+    if not stripped or not has_words(decoded(stripped, escape)):
         return []
     spans: list[tuple[int, int]] = []
     position = len(plain) - len(plain.lstrip())
@@ -187,11 +209,16 @@ def _split_text_tokens(tokens: Sequence[str | Code], spans: list[tuple[int, int]
     """``tokens`` with every text run cut at the spans' edges, so each text run lies inside or outside one span."""
     edges = sorted({edge for span in spans for edge in span})
     out: list[str | Code] = []
-    offset = 0
+    offset = following = 0  # following: the first edge not before this token (one pass: linear)
     for token in tokens:
         if isinstance(token, str):
             start = offset
-            cuts = [e - start for e in edges if start < e < start + len(token)]
+            while following < len(edges) and edges[following] <= start:
+                following += 1
+            cuts = []
+            while following < len(edges) and edges[following] < start + len(token):
+                cuts.append(edges[following] - start)
+                following += 1
             previous = 0
             for cut in [*cuts, len(token)]:
                 if cut > previous:

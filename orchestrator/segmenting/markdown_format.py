@@ -112,18 +112,19 @@ def _block(skeleton: Skeleton, lines: list[str], block: _ProseBlock, max_chars: 
             skeleton.prose(body, max_chars)
             skeleton.literal(line[len(body) :])
         return
-    tokens: list[str | Code] = []
+    texts: list[str] = []
+    breaks: list[str] = []
     skeleton.literal(lines[0][: located[0][0]])
     trailing = ""
     for number, (start, end) in enumerate(located):
         if number:  # the line break, the next line's container markers and indentation: one space
-            tokens.append(Code(trailing + lines[number - 1][located[number - 1][1] :] + lines[number][:start], "space"))
+            breaks.append(trailing + lines[number - 1][located[number - 1][1] :] + lines[number][:start])
         text = lines[number][start:end]
         kept = text.rstrip(" \t")
-        tokens.extend(_inline(kept))
+        texts.append(kept)
         trailing = text[len(kept) :]
     last = len(located) - 1
-    skeleton.block(tokens, max_chars)
+    skeleton.block(_paragraph_inline(texts, breaks), max_chars)
     skeleton.literal(trailing + lines[last][located[last][1] :] + "".join(lines[last + 1 :]))
 
 
@@ -159,6 +160,59 @@ def _row(skeleton: Skeleton, lines: list[str], max_chars: int) -> None:
     skeleton.literal(line[len(body) :])
     for rest in lines[1:]:
         skeleton.literal(rest)
+
+
+def _paragraph_inline(texts: list[str], breaks: list[str]) -> list[str | Code]:
+    """A paragraph's lines as one run of text runs and codes, each soft break a ``space`` code.
+
+    The inline pass reads the lines joined by a space, as CommonMark reads a soft break, so a code
+    span or an HTML tag wrapped over two lines is one code and the backticks after it pair as
+    written; a code that spans a break keeps the break's source (line end, the next line's
+    markers and indentation) in its raw.
+    """
+    joined = " ".join(texts)
+    break_at: dict[int, str] = {}  # position of the space standing for a soft break -> its source
+    position = 0
+    for text, raw in zip(texts, breaks, strict=False):
+        position += len(text)
+        break_at[position] = raw
+        position += 1
+    positions = list(break_at)  # ascending: the lines are in order
+    out: list[str | Code] = []
+    start = following = 0  # following: the first break not before this token
+    for token in _inline(joined):
+        raw = token if isinstance(token, str) else token.raw
+        end = start + len(raw)
+        inside = []
+        while following < len(positions) and positions[following] < end:
+            inside.append(positions[following])
+            following += 1
+        if isinstance(token, str):
+            previous = start
+            for at in inside:
+                if at > previous:
+                    out.append(joined[previous:at])
+                out.append(Code(break_at[at], "space"))
+                previous = at + 1
+            if end > previous:
+                out.append(joined[previous:end])
+        elif inside:
+            out.append(Code(_with_breaks(joined, start, end, inside, break_at), token.kind, token.name))
+        else:
+            out.append(token)
+        start = end
+    return out
+
+
+def _with_breaks(joined: str, start: int, end: int, inside: list[int], break_at: dict[int, str]) -> str:
+    """``joined[start:end]`` with each soft break's space written as the break's source."""
+    parts: list[str] = []
+    previous = start
+    for at in inside:
+        parts += [joined[previous:at], break_at[at]]
+        previous = at + 1
+    parts.append(joined[previous:end])
+    return "".join(parts)
 
 
 def _inline(text: str) -> list[str | Code]:

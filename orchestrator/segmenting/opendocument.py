@@ -211,7 +211,8 @@ class _Part:
         out: list[str] = []
         for part in inner.parts:
             if isinstance(part, Segment):
-                out.append(attached_place(self.skeleton.add_detached(part)))
+                index = self.skeleton.add_detached(part)  # None: nothing to translate, kept as written
+                out.append(part.raw if index is None else attached_place(index))
             elif isinstance(part, str):
                 out.append(part)
             else:  # a paragraph's block holds only literals and segments

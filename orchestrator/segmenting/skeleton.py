@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
@@ -10,7 +9,7 @@ from typing import Any
 
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
-from orchestrator.segmenting.inline_block import block_parts, model_text
+from orchestrator.segmenting.inline_block import block_parts, decoded, has_words, model_text
 from orchestrator.segmenting.parts import (
     Code,
     Escape,
@@ -24,8 +23,6 @@ from orchestrator.segmenting.parts import (
 )
 
 __all__ = ["Code", "Escape", "LangAttribute", "Marked", "Part", "PluralForms", "Segment", "Skeleton", "Wrap"]
-
-_HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter: otherwise nothing to translate
 
 
 @dataclass(slots=True)
@@ -69,7 +66,7 @@ class Skeleton:
             return
         start = len(raw) - len(raw.lstrip())
         self.literal(raw[:start])
-        if not _HAS_WORDS.search(stripped):
+        if not has_words(decoded(stripped, escape)):
             self.literal(stripped)
         else:
             for part in cut_prose(stripped, max_chars):
@@ -124,13 +121,28 @@ class Skeleton:
             self.literal(token.raw)
         self.prose("".join(run), max_chars, escape=escape)
 
-    def add_detached(self, segment: Segment) -> int:
-        """Add a segment rendered inside a later code's raw (at ``U+FDD0 index U+FDD1``); return its index."""
+    def add_detached(self, segment: Segment) -> int | None:
+        """Add a segment rendered inside a later code's raw (at ``U+FDD0 index U+FDD1``); return its index.
+
+        ``None``: it has nothing to translate (:func:`has_words`), and its raw stays where it is.
+        """
+        if not has_words(segment.text):
+            return None
         self.add_segment(dataclass_replace(segment, detached=True))
         return self._count - 1
 
     def add_segment(self, segment: Segment) -> None:
-        """Append one segment (over ``max_segments`` raises :class:`DocumentTooLargeError`)."""
+        """Append one segment (over ``max_segments`` raises :class:`DocumentTooLargeError`).
+
+        A segment whose model text has no letter (:func:`has_words`: ``&nbsp;``, a JSON ``"\\u00a0"``)
+        is its raw kept as a literal: every format's segments pass through here, so none can send
+        the model only whitespace (a job that would be refused and fail the whole document).
+        """
+        if not has_words(segment.text):
+            if segment.detached:
+                raise ValueError("a detached segment without words: add_detached keeps it literal")
+            self.literal(segment.raw)
+            return
         if self.max_segments is not None and self._count >= self.max_segments:
             raise DocumentTooLargeError(
                 f"the document splits into more than {self.max_segments:,} segments "

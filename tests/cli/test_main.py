@@ -110,7 +110,7 @@ def test_dead_letter_commands(capsys: pytest.CaptureFixture[str], settings: Sett
 
     assert main(["dead", "list"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert job_id in out and "EngineError: x" in out and "2 dead letter(s)" in out
+    assert job_id in out and "EngineError: x" in out and "2 dead letters shown" in out
 
     assert main(["dead", "retry", bad_id]) == EXIT_BAD_INPUT
     assert "cannot be retried" in capsys.readouterr().err

@@ -179,6 +179,6 @@ def test_served_models_lists_and_forgets_names(
     out = capsys.readouterr().out
     assert "default model: default" in out and "hy-mt" in out and "alias of hy" in out
     assert main(["served-models", "forget", "hy-mt", "nope"]) == EXIT_OK
-    assert "forgot 1 of 2 name(s)" in capsys.readouterr().out
+    assert "forgot 1 of 2 names" in capsys.readouterr().out
     assert raw_redis.hgetall(keys.models) == {"hy": "hy"}
     assert main(["served-models", "forget"]) == EXIT_BAD_INPUT

@@ -30,6 +30,8 @@ HOSTILE = {
     "md: heading padded with spaces": ("# a" + " " * SIZE + "x\n", "md"),
     "md: unclosed tags and link targets": ("w <a w ](" * (SIZE // 9), "md"),
     "md: backtick runs never closed": ("".join("`" * (i % 50 + 1) + " w " for i in range(SIZE // 30)), "md"),
+    "md: a paragraph of wrapped code spans": ("w `a\nb` w\n" * (SIZE // 10), "md"),
+    "md: tags never closed over wrapped lines": ("w <a w\n" * (SIZE // 7), "md"),
     "txt: one sentence without punctuation": ("word " * (SIZE // 5), "txt"),
     "html: one tag per character": ("<b>" * (SIZE // 3), "html"),
     "html: inline elements with alt text in one sentence": ('w <img alt="a b"> ' * (SIZE // 18), "html"),
