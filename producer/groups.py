@@ -20,7 +20,7 @@ import redis
 from broker.orchestration import enqueue_orchestration
 from broker.scripts import CancelOutcome
 from contract.controls import AUTO_LANGUAGE
-from contract.documents import FORMATS, SUFFIXES
+from contract.documents import FORMATS, SUFFIXES, check_zipped_document
 from contract.errors import (
     ConfigurationError,
     DocumentTooLargeError,
@@ -352,6 +352,7 @@ def check_document(text: str, fmt: str, settings: Settings, max_segment_chars: i
             f"the document has {len(text):,} characters, over the limit of {settings.max_document_chars:,} "
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
+    check_zipped_document(fmt, text)
     if not text.isascii():
         try:
             text.encode()

@@ -121,7 +121,7 @@ async def submit_document(
     terms = _glossary(glossary)
     raw = await request.body()
     try:
-        text = encode_document(fmt, raw)  # a .docx is kept as base64 text
+        text = encode_document(fmt, raw)  # a .docx is kept as base64 text (checked to be a zip when submitted)
     except InvalidJobError as exc:
         raise ApiError(422, "invalid_document", str(exc)) from None
     document_id = await api.groups.submit_document(
