@@ -107,6 +107,7 @@ class Groups:
     ) -> str:
         """Validate the JSONL file, then submit its lines in chunks; return the run id.
 
+        ``source_lang`` ``"auto"``: each line naming no language of its own is a job that detects its language.
         ``model``: the served model of lines that name none (None: the deployment's routes
         choose). A model nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`)
         before anything is written.
@@ -118,7 +119,7 @@ class Groups:
         The file is read in a thread, a chunk at a time (the loop is never blocked on it).
         """
         settings = self.settings
-        source = normalize_language(source_lang) if source_lang else None
+        source = normalize_source_language(source_lang) if source_lang else None  # "auto": each line detects its own
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
         if model is not None:
