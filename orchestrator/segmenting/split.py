@@ -75,7 +75,7 @@ def split_document(
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
     zipped = ZIPPED.get(fmt)  # a zipped format: split its container text
-    text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes)
+    text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes, ZIPPED.values())
     skeleton = Skeleton(max_segments=max_segments)
     splitters[fmt](text, max_chars, skeleton)
     if skeleton.source() != text:  # an invariant; a bug here must never change a user's document
