@@ -47,8 +47,9 @@ def split_document(
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
-    Every splitter is linear in the document's length and recursion-free, so no input can make it
-    run for minutes or overflow the stack. Over ``max_document_chars`` characters or
+    Every splitter is linear in the document's length and recursion-free (OpenDocument's nested paragraphs
+    are followed at most ``opendocument.MAX_NESTING`` deep), so no input can make it run for minutes or
+    overflow the stack. Over ``max_document_chars`` characters or
     ``max_segments`` segments, or a zipped format past ``max_unpacked_bytes`` unpacked, raises
     :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
     entries that already have a translation (``.po``, XLIFF) are translated again.
