@@ -60,7 +60,9 @@ def add_commands(sub: SubParsers) -> None:
         epilog=examples("dragoman run submit lines.jsonl --from en --to fr --name nightly"),
     )
     submit.add_argument("file", type=Path, help="the JSONL file, one request per line")
-    submit.add_argument("--from", dest="source", help="source language of lines that do not say")
+    submit.add_argument(
+        "--from", dest="source", help="source language of lines that do not say (auto: each line detects its own)"
+    )
     submit.add_argument("--to", dest="target", help="target language of lines that do not say")
     submit.add_argument("--model", help="served model of lines that do not name one (" + MODEL_HELP + ")")
     submit.add_argument("--name", help="a name for the run (default: the file name)")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
+import zipfile
 
 from contract.errors import InvalidJobError
 
@@ -93,3 +95,25 @@ def decode_document(fmt: str, text: str) -> bytes:
         except binascii.Error as exc:
             raise InvalidJobError(f"a stored {fmt} document is not base64 ({exc})") from None
     return text.encode()
+
+
+def check_zipped_document(fmt: str, text: str) -> None:
+    """Refuse a stored zipped-format document (:data:`ZIPPED_FORMATS`) whose bytes are not a zip archive.
+
+    Checked when a document is submitted, by every door (the client, ``dragoman translate``, the native,
+    DeepL and LibreTranslate uploads), so a truncated ``.pptx`` or a text file named ``.docx`` is refused at
+    once rather than failing later, when the orchestrator splits it. Other formats pass unchecked.
+    """
+    if fmt not in ZIPPED_FORMATS:
+        return
+    try:
+        data = base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise InvalidJobError(
+            f"the .{fmt} document is not base64 text ({exc}); encode the file's bytes with "
+            "contract.documents.encode_document"
+        ) from None
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise InvalidJobError(
+            f"the .{fmt} file is not a zip archive, so not a real .{fmt}; send the file as its application saved it"
+        )

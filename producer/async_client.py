@@ -316,6 +316,8 @@ class AsyncClient:
     ) -> str:
         """Submit a JSONL run (``custom_id`` and ``text`` per line); return the run id.
 
+        ``source_lang`` and ``target_lang`` are those of lines that name none; ``source_lang="auto"`` has each
+        such line's job detect its own language (its ``detected_source_lang``), as a job sent with ``auto`` does.
         ``model`` names the served model of lines that name none (a line's own ``model`` wins;
         without either the deployment's routes choose); a model nobody serves raises
         :class:`~contract.errors.ModelNotFoundError` before anything is submitted.

@@ -20,7 +20,7 @@ import redis
 from broker.orchestration import enqueue_orchestration
 from broker.scripts import CancelOutcome
 from contract.controls import AUTO_LANGUAGE
-from contract.documents import FORMATS, SUFFIXES
+from contract.documents import FORMATS, SUFFIXES, check_zipped_document
 from contract.errors import (
     ConfigurationError,
     DocumentTooLargeError,
@@ -108,6 +108,7 @@ class Groups:
     ) -> str:
         """Validate the JSONL file, then submit its lines in chunks; return the run id.
 
+        ``source_lang`` ``"auto"``: each line naming no language of its own is a job that detects its language.
         ``model``: the served model of lines that name none (None: the deployment's routes
         choose). A model nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`)
         before anything is written.
@@ -119,7 +120,7 @@ class Groups:
         The file is read in a thread, a chunk at a time (the loop is never blocked on it).
         """
         settings = self.settings
-        source = normalize_language(source_lang) if source_lang else None
+        source = normalize_source_language(source_lang) if source_lang else None  # "auto": each line detects its own
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
         if model is not None:
@@ -354,6 +355,7 @@ def check_document(text: str, fmt: str, settings: Settings, max_segment_chars: i
             f"the document has {len(text):,} characters, over the limit of {settings.max_document_chars:,} "
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
+    check_zipped_document(fmt, text)
     if not text.isascii():
         try:
             text.encode()

@@ -19,7 +19,7 @@ from typing import Any
 from contract.flag_filter import FlagFilter
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
-from contract.schemas import JobSpec
+from contract.schemas import JobSpec, normalize_source_language
 from producer.duplicates import DuplicateFinder, custom_ids_at
 from producer.groups import DocumentNotAssembledError, DocumentResult, Groups, check_callback, storable
 from producer.run_files import (
@@ -78,7 +78,7 @@ class TenantGroups:
         tenant past ``max_queued_jobs`` unfinished jobs.
         """
         settings = self._groups.settings
-        source = normalize_language(source_lang) if source_lang else None
+        source = normalize_source_language(source_lang) if source_lang else None  # "auto": each line detects its own
         target = normalize_language(target_lang) if target_lang else None
         check_callback(callback_url, settings)
         label = storable(name, "the run's name") or "run.jsonl"

@@ -44,9 +44,8 @@ from api.errors import ApiError
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
-from api.uploaded_document import stored_document
 from contract.controls import AUTO_LANGUAGE, Control, Formality
-from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES
+from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, Lane, TranslationRequest
 from storage import Glossary, GlossaryStore
@@ -232,7 +231,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     formality = await _formality_for(api, deepl, source_lang, target_lang)
     glossary = await _glossary_for(request, deepl, source_lang, target_lang)
     try:
-        text = stored_document(fmt, await upload.read())
+        text = encode_document(fmt, await upload.read())
         searchable = None if fmt in BINARY_FORMATS else text
         document_id = await api.groups.submit_document(
             deepl.caller.tenant,

@@ -27,7 +27,7 @@ _BY_MEDIA_TYPE = {media: fmt for fmt, media in MEDIA_TYPES.items()}
 _FILE_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "the document, UTF-8",
+        "description": "the document: UTF-8 text, or the bytes of a zipped format (a zip archive)",
         "content": {media: {"schema": {"type": "string"}} for media in MEDIA_TYPES.values()},
     }
 }
@@ -107,8 +107,9 @@ async def submit_document(
 ) -> GroupView:
     """Queue a document: ``202`` with it, ``splitting`` until the orchestrator has cut it into jobs.
 
-    The body is the file itself (UTF-8 text, or the bytes of a ``.docx``; at most
-    ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters, a ``.docx`` counted as its base64).
+    The body is the file itself (UTF-8 text, or the bytes of a zipped format: ``.docx``, ``.pptx``, ``.xlsx``,
+    ``.odt``, ``.odp``, ``.ods``, ``.epub``, refused ``422`` if not a zip archive; at most
+    ``DRAGOMAN_MAX_DOCUMENT_CHARS`` characters, a zipped file counted as its base64).
     Its structure (Markdown, HTML tags, blank lines) comes back unchanged around the translated text.
     ``source_lang=auto`` (the default) detects the document's language from its text once it is split
     (``detected_source_lang`` of ``GET /v1/documents/{id}``); a text too short or too mixed to tell fails
@@ -121,7 +122,7 @@ async def submit_document(
     terms = _glossary(glossary)
     raw = await request.body()
     try:
-        text = encode_document(fmt, raw)  # a .docx is kept as base64 text
+        text = encode_document(fmt, raw)  # a .docx is kept as base64 text (checked to be a zip when submitted)
     except InvalidJobError as exc:
         raise ApiError(422, "invalid_document", str(exc)) from None
     document_id = await api.groups.submit_document(

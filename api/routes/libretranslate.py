@@ -30,8 +30,7 @@ from api.libretranslate_html import TaggedHtml, tag_html
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import translate_texts
-from api.uploaded_document import stored_document
-from contract.documents import FORMATS, SUFFIXES
+from contract.documents import FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.ids import canonical_uuid
 from contract.language_detection import LanguageDetector
@@ -278,7 +277,7 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     try:
         document_id = await api.groups.submit_document(
             caller.tenant,
-            stored_document(fmt, data),
+            encode_document(fmt, data),
             fmt,
             source_lang=source,
             target_lang=target,

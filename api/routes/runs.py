@@ -40,7 +40,10 @@ async def submit_run(
     request: Request,
     caller: CallerDep,
     api: ServicesDep,
-    source_lang: Annotated[str | None, Query(description="language of lines that name none")] = None,
+    source_lang: Annotated[
+        str | None,
+        Query(description='language of lines that name none, or "auto": each such line\'s job detects its own'),
+    ] = None,
     target_lang: Annotated[str | None, Query(description="target of lines that name none")] = None,
     name: Annotated[str | None, Query(max_length=256, description="a label for the run")] = None,
     callback_url: Annotated[str | None, Query(description="POSTed (signed) when the run finishes")] = None,

@@ -47,8 +47,9 @@ def split_document(
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
-    Every splitter is linear in the document's length and recursion-free, so no input can make it
-    run for minutes or overflow the stack. Over ``max_document_chars`` characters or
+    Every splitter is linear in the document's length and recursion-free (OpenDocument's nested paragraphs
+    are followed at most ``opendocument.MAX_NESTING`` deep), so no input can make it run for minutes or
+    overflow the stack. Over ``max_document_chars`` characters or
     ``max_segments`` segments, or a zipped format past ``max_unpacked_bytes`` unpacked, raises
     :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
     entries that already have a translation (``.po``, XLIFF) are translated again.
@@ -75,7 +76,7 @@ def split_document(
             "(DRAGOMAN_MAX_DOCUMENT_CHARS); split it into smaller documents"
         )
     zipped = ZIPPED.get(fmt)  # a zipped format: split its container text
-    text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes)
+    text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes, ZIPPED.values())
     skeleton = Skeleton(max_segments=max_segments)
     splitters[fmt](text, max_chars, skeleton)
     if skeleton.source() != text:  # an invariant; a bug here must never change a user's document

@@ -20,7 +20,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 import zipfile
 import zlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from contract.errors import DocumentTooLargeError, InvalidJobError
@@ -71,8 +71,16 @@ class ZipFormat:
         return self.text_parts.fullmatch(name) is not None
 
 
-def unpack(source: str, fmt: ZipFormat, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> str:
+def unpack(
+    source: str,
+    fmt: ZipFormat,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    known: Iterable[ZipFormat] = (),
+) -> str:
     """The container text of a base64 zipped document (a clear error for anything that is not one).
+
+    ``known``: every zipped format dragoman reads (``split.ZIPPED``, passed in: split imports this module).
+    A file of another of them (an ``.ods`` sent as ``.odt``) is refused naming the format it is.
 
     A zip of a few KiB can unpack to gigabytes (a zip bomb): the members' declared sizes together
     must stay within ``max_unpacked_bytes`` before any is read, and each member is then read in
@@ -87,8 +95,6 @@ def unpack(source: str, fmt: ZipFormat, max_unpacked_bytes: int = DEFAULT_MAX_UN
     except (binascii.Error, ValueError, zipfile.BadZipFile) as exc:
         raise InvalidJobError(f"this is not a {label} file (not a zip archive: {exc})") from None
     names = [member.filename for member in members]
-    if fmt.required not in names:
-        raise InvalidJobError(f"this is not a {label} file ({fmt.kind}): it has no {fmt.required}")
     declared = 0
     for member in members:
         declared += member.file_size
@@ -100,11 +106,9 @@ def unpack(source: str, fmt: ZipFormat, max_unpacked_bytes: int = DEFAULT_MAX_UN
         member = by_name.get(name)
         return None if member is None else _read_member(archive, member, max_unpacked_bytes, max_unpacked_bytes, label)
 
-    mimetype = read("mimetype") if fmt.mimetype is not None else None
-    if mimetype is not None and mimetype.strip() != str(fmt.mimetype).encode():
-        raise InvalidJobError(
-            f"this is not a {label} file ({fmt.kind}): its mimetype is {mimetype[:80]!r}, not {fmt.mimetype}"
-        )
+    mimetype = read("mimetype")
+    if fmt.required not in names or (mimetype is not None and not _has_mimetype(fmt, mimetype)):
+        raise _wrong_format(fmt, names, mimetype, known)
     chosen = fmt.text_members(names, read) if fmt.text_members is not None else ()
     left = max_unpacked_bytes
     parts: list[str] = []
@@ -122,6 +126,34 @@ def unpack(source: str, fmt: ZipFormat, max_unpacked_bytes: int = DEFAULT_MAX_UN
         else:
             parts.append(f"{_MEMBER}{name}{_MEMBER}bin{stored}{_MEMBER}{base64.b64encode(content).decode()}{_END}")
     return "".join(parts)
+
+
+def _has_mimetype(fmt: ZipFormat, mimetype: bytes | None) -> bool:
+    """Whether a zip's ``mimetype`` member (``None``: it has none) is what ``fmt`` needs, if it needs one.
+
+    A file's own format forgives a missing ``mimetype`` (some writers leave it out); naming another format needs it.
+    """
+    return fmt.mimetype is None or (mimetype is not None and mimetype.strip() == fmt.mimetype.encode())
+
+
+def _wrong_format(
+    fmt: ZipFormat, names: list[str], mimetype: bytes | None, known: Iterable[ZipFormat]
+) -> InvalidJobError:
+    """The error for a zip that is not a ``fmt`` file: the format it is, if dragoman reads that one, else what is
+    missing (its required member, or its ``mimetype`` shown as text)."""
+    for other in known:
+        if other.name != fmt.name and other.required in names and _has_mimetype(other, mimetype):
+            return InvalidJobError(
+                f"this file is {other.kind} (.{other.name}), not a .{fmt.name}: send it as .{other.name}"
+            )
+    if fmt.required not in names:
+        return InvalidJobError(f"this is not a .{fmt.name} file ({fmt.kind}): it has no {fmt.required}")
+    shown = "absent" if mimetype is None else mimetype.strip()[:80].decode("utf-8", "replace")
+    if not shown.isprintable():
+        shown = ascii(shown)
+    return InvalidJobError(
+        f"this is not a .{fmt.name} file ({fmt.kind}): its mimetype is {shown or 'empty'}, not {fmt.mimetype}"
+    )
 
 
 def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, cap: int, label: str) -> bytes:

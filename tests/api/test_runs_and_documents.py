@@ -18,6 +18,7 @@ from contract.ids import job_id_for
 from contract.settings import Settings
 from storage import GroupStore
 from tests.api.conftest import KeyMaker, bearer
+from tests.orchestrator.office_files import make_pptx
 from tests.orchestrator.test_document_formats import make_docx
 from tests.orchestrator.test_runs_and_documents import _shout_or_lose, run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
@@ -347,13 +348,18 @@ async def test_a_word_document_goes_up_as_bytes_and_comes_back_as_a_word_documen
     # The echoing engine leaves every text as it was: the same members with the same bytes.
     assert {n: translated.read(n) for n in translated.namelist()} == {n: original.read(n) for n in original.namelist()}
     broken = await http.post("/v1/documents", params=params, content=b"not a zip", headers=bearer(key))
-    assert broken.status_code == 202  # bytes are accepted; the split fails the document with the reason
+    code, message = error_code(broken, 422)  # refused at upload, as the DeepL and LibreTranslate doors do
+    assert code == "invalid_job" and "the .docx file is not a zip archive" in message
 
-    async def failed() -> bool:
-        view = (await http.get(f"/v1/documents/{broken.json()['id']}", headers=bearer(key))).json()
-        return bool(view["status"] == "failed" and "not a .docx file" in (view["error"] or ""))
 
-    await until(failed)
+async def test_a_truncated_pptx_upload_is_refused_at_once(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
+    """Not a 202 and a document that fails when it is split: the upload itself says what is wrong."""
+    params = {"source_lang": "en", "target_lang": "fr", "filename": "deck.pptx"}
+    deck = make_pptx()[:-40]  # no central directory
+    response = await http.post("/v1/documents", params=params, content=deck, headers=bearer(tenant_key("acme")))
+    code, message = error_code(response, 422)
+    assert code == "invalid_job" and "the .pptx file is not a zip archive, so not a real .pptx" in message
+    assert (await http.get("/v1/documents", headers=bearer(tenant_key("acme")))).json()["data"] == []
 
 
 async def test_retranslate_asks_for_a_catalogues_translated_entries_too(

@@ -358,7 +358,7 @@ def _book(**changes: str | bytes | None) -> str:
             encode_document(
                 "epub", build_epub({"META-INF/container.xml": "<container/>"}, mimetype=b"application/zip")
             ),
-            r"its mimetype is b'application/zip', not application/epub\+zip",
+            r"its mimetype is application/zip, not application/epub\+zip",
         ),
     ],
     ids=[
