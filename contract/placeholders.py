@@ -56,10 +56,11 @@ _FORMAT = r"\{[A-Za-z0-9_.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"
 PLACEHOLDER = re.compile("|".join([_PERCENT_ESCAPE, _PRINTF, _RUBY, _TEMPLATE, _DOLLAR, _ICU_SIMPLE, _FORMAT]))
 """One placeholder of the grammar above, or ``%%`` (matched so that it hides no ``%s``; not a placeholder)."""
 
-STRFTIME = re.compile(r"%[-_0^#]?[aAbBcCdDeFgGhHIjklmMnprRsStTuUVwWxXyYzZ+]")
-"""A strftime directive (``%H:%M``, ``%a %b %e %Y``): kept from the model in a message, like a placeholder,
-but not one: a translator localises a date format (German ``%A, den %d. %B %Y``), so the
-``placeholders`` flag does not count them."""
+DIRECTIVE = re.compile(r"%[-_0^#]?[A-Za-z+]")
+"""A ``%`` and a letter in a message: a strftime directive (``%H:%M``, ``%a %b %e %Y``) or a tool's own
+(GNU ld's ``%B``, ``%P``, ``%v``). Kept from the model in a message, like a placeholder, but not one:
+a translator localises a date format (German ``%A, den %d. %B %Y``), so the ``placeholders`` flag
+does not count them."""
 
 _ICU_COMPLEX = re.compile(r"\{\s*([A-Za-z0-9_]+)\s*,\s*(plural|selectordinal|select)\s*,")
 _ICU_SELECTOR = re.compile(r"\s*(?:offset:\d+\s*)?(=?[\w-]+)\s*\{")

@@ -12,16 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from contract.placeholders import PLACEHOLDER, STRFTIME
+from contract.placeholders import DIRECTIVE, PLACEHOLDER
 from orchestrator.segmenting.parts import Code, tokens_between
 
-_CODES = re.compile(f"{PLACEHOLDER.pattern}|{STRFTIME.pattern}")  # placeholders first: %d is printf's
+_CODES = re.compile(f"{PLACEHOLDER.pattern}|{DIRECTIVE.pattern}")  # placeholders first: %d is printf's
 _WITH_MARKUP = re.compile(_CODES.pattern + r"|</?[a-zA-Z][^<>]*>")
 _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 
 
 def message_tokens(text: str, *, markup: bool = True) -> list[str | Code]:
-    """``text`` as text runs and codes: each placeholder or strftime directive a unit; with ``markup``, each
+    """``text`` as text runs and codes: each placeholder or `%` directive (strftime's, a tool's own) a unit; with ``markup``, each
     HTML tag an open or close."""
     return tokens_between(text, _WITH_MARKUP if markup else _CODES, _code)
 

@@ -214,6 +214,7 @@ def test_the_header_is_untouched_until_something_is_translated() -> None:
         ("file open error: %m", ["%m"]),
         ("%1$*2$d items", ["%1$*2$d"]),
         ("Last login: %a %b %e %H:%M:%S %Z %Y", ["%a", "%b", "%e", "%H", "%M", "%S", "%Z", "%Y"]),  # strftime
+        ("%X%P: address 0x%v of %B section", ["%X", "%P", "%v", "%B"]),  # GNU ld's own directives (ld.mo)
     ],
 )
 def test_platform_placeholders_in_a_catalogue_never_reach_the_model(message: str, codes: list[str]) -> None:
