@@ -21,8 +21,8 @@ _TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
 
 
 def message_tokens(text: str, *, markup: bool = True) -> list[str | Code]:
-    """``text`` as text runs and codes: each placeholder or `%` directive (strftime's, a tool's own) a unit; with ``markup``, each
-    HTML tag an open or close."""
+    """``text`` as text runs and codes: each placeholder or ``%`` directive (strftime's, a tool's own) a unit;
+    with ``markup``, each HTML tag an open or close."""
     return tokens_between(text, _WITH_MARKUP if markup else _CODES, _code)
 
 
