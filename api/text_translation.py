@@ -66,7 +66,7 @@ async def translate_texts(
             (msgspec.structs.replace(spec, inline_tags=True), key) if flag else (spec, key)
             for (spec, key), flag in zip(prepared, inline_tags, strict=True)
         ]
-    ids = await submit_admitted(api, caller, prepared)
+    ids = await _submit_or_cancel(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
     try:
         async with asyncio.timeout(limit_s):
@@ -83,6 +83,20 @@ async def translate_texts(
             f"the {len(ids):,} texts were not all translated within {limit_s:g}s (is a worker running?); "
             "the unfinished ones were cancelled",
         ) from None
+
+
+async def _submit_or_cancel(api: ApiServices, caller: Caller, prepared: list[Prepared]) -> list[str]:
+    """The submitted jobs' ids; a request cancelled mid-submit lets the submit finish, then cancels what it queued.
+
+    A submit cut short would leave the jobs it had already written queued for an answer nobody reads.
+    """
+    submitting = asyncio.ensure_future(submit_admitted(api, caller, prepared))
+    try:
+        return await asyncio.shield(submitting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a refused submit queued nothing
+            await _cancel_shielded(api, await submitting)
+        raise
 
 
 async def _cancel_shielded(api: ApiServices, ids: list[str]) -> None:

@@ -64,6 +64,11 @@ pip install dragoman  # never translated
 """
 
 
+def line(i: int) -> str:
+    """A run line: an English sentence, so that its language is detected (the console sends source "auto")."""
+    return f"The train to the city leaves at {i} o'clock every morning."
+
+
 def structure(markdown: str) -> list[str]:
     """The Markdown's skeleton: heading levels, list markers and code blocks (with their code), in order."""
     skeleton: list[str] = []
@@ -173,7 +178,8 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
     unsupported = tmp_path / "notes.xyz"
     unsupported.write_text("Hello.")
     run = tmp_path / "strings.jsonl"
-    run.write_text("".join(json.dumps({"custom_id": f"s{i}", "text": f"String {i}."}) + "\n" for i in range(3)))
+    # The console's source is "auto": each line's language is detected, so each is a sentence, not a label.
+    run.write_text("".join(json.dumps({"custom_id": f"s{i}", "text": line(i)}) + "\n" for i in range(3)))
     worker()
     with uvicorn_serving(create_app(settings)) as url:
         browser.get(url + "/")
@@ -233,7 +239,7 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         with zipfile.ZipFile(archive) as zipped:
             assert zipped.read("release-notes.fr.md").decode() == translated
             results = [json.loads(line) for line in zipped.read("strings.fr.results.jsonl").splitlines()]
-        assert [(r["custom_id"], r["translation"]) for r in results] == [(f"s{i}", f"String {i}.") for i in range(3)]
+        assert [(r["custom_id"], r["translation"]) for r in results] == [(f"s{i}", line(i)) for i in range(3)]
 
         assert key not in browser.current_url and "key" not in browser.current_url
         # Every form control has a label; on a phone-sized screen nothing runs off the side.
