@@ -147,8 +147,9 @@ def _is_whole(text: str, source: str, start: int, end: int) -> bool:
 def _at_boundary(side: str, *, before: bool) -> bool:
     """Whether a block or sentence boundary is next to a segment, past the inline markup beside it.
 
-    ``side`` is the source before the segment (``before``) or after it. Inline markup (code spans,
-    emphasis, link brackets and targets, inline HTML tags) is skipped; then a boundary is the
+    ``side`` is the source before the segment (``before``) or after it. Inline markup (emphasis,
+    link brackets and targets, inline HTML tags) is skipped, but a code span is not: its content
+    is a word the segment left out (as an inline ``<code>`` element's text is); then a boundary is the
     start or end of the text, a line break, a table pipe, a list, heading or quote marker at the
     start of a line, sentence punctuation before, or an HTML tag that is not an inline element.
     """
@@ -157,6 +158,8 @@ def _at_boundary(side: str, *, before: bool) -> bool:
         match = pattern.search(side)
         if match is None:
             break
+        if match.group("m").startswith("`"):
+            return False  # a code span is a word of the sentence: left out of the segment, it is cut off
         tag = _NEXT_TAG.match(match.group("m"))
         if tag is not None and tag.group(1).lower() not in _INLINE:
             return True  # a block-level tag

@@ -150,7 +150,7 @@ class _Walker:
         if name == self.opaque_name:
             self.opaque_depth += -1 if tag.startswith("</") else (0 if tag.endswith("/>") else 1)
         if self.opaque_depth == 0:
-            self.block.append(Code("".join(self.opaque), "unit", name))
+            self.block.append(Code("".join(self.opaque), "unit", name, worded=True))
             self.opaque = None
 
     def _track_kept(self, tag: str, name: str) -> None:
@@ -182,7 +182,7 @@ class _Walker:
     def flush(self) -> None:
         """End the block being gathered: its sentences become segments."""
         if self.opaque is not None:  # an inline code element never closed: its markup stays as it is
-            self.block.append(Code("".join(self.opaque), "unit", self.opaque_name))
+            self.block.append(Code("".join(self.opaque), "unit", self.opaque_name, worded=True))
             self.opaque = None
         if self.block:
             self.skeleton.block(self.block, self.max_chars, escape="html")

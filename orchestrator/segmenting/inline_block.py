@@ -25,6 +25,8 @@ MAX_TAGS = 100
 """Most placeholder tags one segment carries; a sentence with more markup than that is sent as its
 text runs, each on its own (the model could not keep them all, and the job would outgrow its text limit)."""
 _HTML_WHITESPACE = re.compile(r"[ \t\r\n\f]+")
+_WORD_STAND_IN = "\ufffc"
+"""OBJECT REPLACEMENT CHARACTER: a worded unit in the plain text the sentence splitter reads."""
 
 
 def block_parts(
@@ -114,16 +116,17 @@ def _raw(group: Sequence[str | Code]) -> str:
 def _peel(group: Sequence[str | Code]) -> tuple[int, int]:
     """Where a sentence's text starts and ends once the markup around all of it is left out.
 
-    A unit before or after the words, or an element around the whole sentence (``<b>Note.</b>``,
-    an image's alt text), needs no tag: fewer tags, fewer for the model to lose.
+    A unit before or after the words (an image, a comment), or an element around the whole
+    sentence (``<b>Note.</b>``, an image's alt text), needs no tag: fewer tags, fewer for the model
+    to lose. A worded unit (a code span, a placeholder) is part of the sentence and stays in it.
     """
     pairs = _pair(group)
     first, last = 0, len(group)
     while first < last:
         head, tail = group[first], group[last - 1]
-        if not isinstance(head, str) and head.kind in ("unit", "break", "join"):
+        if _framing(head):
             first += 1
-        elif not isinstance(tail, str) and tail.kind in ("unit", "break", "join"):
+        elif _framing(tail):
             last -= 1
         elif pairs.get(first) == last - 1:
             first, last = first + 1, last - 1
@@ -132,14 +135,36 @@ def _peel(group: Sequence[str | Code]) -> tuple[int, int]:
     return first, last
 
 
+def _framing(token: str | Code) -> bool:
+    """Whether ``token`` is markup a sentence may leave outside: a unit, break or join that is no word of it."""
+    return not isinstance(token, str) and token.kind in ("unit", "break", "join") and not token.worded
+
+
+def _width(token: str | Code) -> int:
+    """How many characters ``token`` takes in the plain text (:func:`_plain_text`)."""
+    if isinstance(token, str):
+        return len(token)
+    return 1 if token.kind in ("space", "break") or token.worded else 0
+
+
 def _plain_text(tokens: Sequence[str | Code]) -> tuple[str, list[int]]:
-    """The block's text as the sentence splitter sees it, and each token's offset in it."""
+    """The block's text as the sentence splitter sees it, and each token's offset in it.
+
+    A worded unit stands in as one character that is neither a letter nor a space: a code span
+    that opens or closes a paragraph falls inside its sentence's span, and a sentence that starts
+    with one (``It builds. `make` runs.``) is cut from the one before, as a capital would be.
+    """
     parts: list[str] = []
     offsets: list[int] = []
     length = 0
     for token in tokens:
         offsets.append(length)
-        text = token if isinstance(token, str) else (" " if token.kind in ("space", "break") else "")
+        if isinstance(token, str):
+            text = token
+        elif token.worded:  # a word to the sentence splitter, so the sentence around it takes it in
+            text = _WORD_STAND_IN
+        else:
+            text = " " if token.kind in ("space", "break") else ""
         parts.append(text)
         length += len(text)
     return "".join(parts), offsets
@@ -173,8 +198,8 @@ def _assign(tokens: Sequence[str | Code], offsets: list[int], spans: list[tuple[
     for token, offset in zip(tokens, offsets, strict=True):
         while span < len(spans) and spans[span][1] < offset:
             span += 1
-        if isinstance(token, str) or token.kind in ("space", "break"):
-            size = len(token) if isinstance(token, str) else 1
+        if isinstance(token, str) or token.kind in ("space", "break") or token.worded:
+            size = _width(token)
             inside = span < len(spans) and spans[span][0] <= offset and offset + size <= spans[span][1]
             if span < len(spans) and spans[span][1] == offset:
                 inside = False
@@ -227,7 +252,7 @@ def _split_text_tokens(tokens: Sequence[str | Code], spans: list[tuple[int, int]
             offset += len(token)
         else:
             out.append(token)
-            offset += 1 if token.kind in ("space", "break") else 0
+            offset += _width(token)
     return out
 
 

@@ -101,7 +101,9 @@ def _value(skeleton: Skeleton, raw: str, max_chars: int) -> None:
 
 def _run_tokens(run: str, *, in_branch: bool) -> list[str | Code]:
     """A message run as text and codes: simple ICU arguments, ``#`` inside a plural branch, placeholders, HTML tags."""
-    units = tokens_between(run, _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT, lambda m: Code(m.group(0), "unit"))
+    units = tokens_between(
+        run, _BRANCH_UNITS if in_branch else _SIMPLE_ARGUMENT, lambda m: Code(m.group(0), "unit", worded=True)
+    )
     return with_message_codes(units)
 
 

@@ -225,7 +225,7 @@ def _inline(text: str) -> list[str | Code]:
         begin = start.start()
         if text[begin] == "`":
             end, run_end = code_spans.get(begin, (None, begin + 1))
-            code: Code | None = None if end is None else Code(text[begin:end], "unit")
+            code: Code | None = None if end is None else Code(text[begin:end], "unit", worded=True)
         else:
             code, end, run_end = *_inline_code(text, begin, finder), begin + 1
         if code is None or end is None:
@@ -275,7 +275,7 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
         end = len(text) if end == -1 else end
         while end > scheme and text[end - 1] in ".,;:!?":  # a sentence's full stop is not the URL's
             end -= 1
-        return (Code(text[start:end], "unit"), end) if end > scheme else (None, None)
+        return (Code(text[start:end], "unit", worded=True), end) if end > scheme else (None, None)
     if char in "*_~":
         return _emphasis(text, start)
     return None, None

@@ -37,7 +37,9 @@ def with_message_codes(tokens: Sequence[str | Code], *, markup: bool = True) -> 
 def _code(match: re.Match[str]) -> Code:
     """A placeholder (or a self-closing tag) is a unit; an HTML tag opens or closes a pair by its name."""
     raw = match.group(0)
-    if not raw.startswith("<") or raw.endswith("/>"):
+    if not raw.startswith("<"):
+        return Code(raw, "unit", worded=True)  # a placeholder: a word the program fills in
+    if raw.endswith("/>"):
         return Code(raw, "unit")
     name = _TAG_NAME.match(raw)
     return Code(raw, "close" if raw.startswith("</") else "open", name.group(1).lower() if name else "")

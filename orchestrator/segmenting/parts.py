@@ -58,11 +58,16 @@ class Code:
 
     A raw may hold ``U+FDD0 N U+FDD1``: the place of detached segment ``N`` (an ``alt`` attribute of an
     image inside the sentence), filled in when the document is assembled.
+
+    ``worded``: a unit that is a word of its sentence (a code span, a URL, a placeholder): at the
+    block's start or end it stays inside the segment as a tag, where other units (an image, a
+    comment, a Word bookmark) stay outside as framing.
     """
 
     raw: str
     kind: CodeKind
     name: str = ""
+    worded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

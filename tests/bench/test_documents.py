@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.corpus import as_template
-from bench.documents import measure
+from bench.documents import _is_whole, measure
 
 
 def test_whole_share_reads_the_source_after_an_attribute_value_held_in_markup() -> None:
@@ -39,3 +39,16 @@ def test_a_catalogue_becomes_a_template_with_a_template_header() -> None:
 def test_whole_share_knows_a_tag_that_spans_lines() -> None:
     """DocBook's HTML closes its tags on the next line (``</P\\n>``): that is a block boundary all the same."""
     assert measure("html", "<P\n>Users and Groups in the Debian System</P\n>\n")["whole_share"] == 1.0
+
+
+def test_whole_share_counts_a_code_span_left_outside_as_a_cut_sentence() -> None:
+    """A segment that leaves a code span beside it out is not whole: the span is a word of its sentence.
+
+    The measure skipped a code span as inline markup, so ``* openssl - disable with`` (the split of
+    the list item before the code span went inside the segment) counted as a whole sentence.
+    """
+    source = "* openssl - disable with `make WITH_TLS=no`\n"
+    start = source.index("openssl")
+    end = source.index(" `make")
+    assert not _is_whole(source[start:end], source, start, end)
+    assert _is_whole(source[start:-1], source, start, len(source) - 1)
