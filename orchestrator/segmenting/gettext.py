@@ -282,12 +282,13 @@ def _msgstr(skeleton: Skeleton, lines: list[str], first: int, start: int, contin
 def _message_segment(text: str, raw: str) -> Segment | None:
     """The segment that writes the translation of message ``text`` as a PO string where the source has ``raw``.
 
-    Line breaks that open or close the message stay out of the model's hands and frame the
-    translation (``msgfmt -c`` requires a ``msgstr`` to begin and end with ``\\n`` as its ``msgid`` does).
-    ``None``: a message without words.
+    Whitespace that opens or closes the message stays out of the model's hands and frames the
+    translation: ``msgfmt -c`` requires a ``msgstr`` to begin and end with ``\\n`` as its ``msgid`` does,
+    and a program that joins ``" (backup: %s)"`` to another string needs its space. ``None``: a
+    message without words.
     """
-    core = text.strip("\n")
-    leading = text[: len(text) - len(text.lstrip("\n"))]
+    core = text.strip()
+    leading = text[: len(text) - len(text.lstrip())]
     trailing = text[len(leading) + len(core) :]
     return segment_of(message_tokens(core), "po", raw=raw, frame=(quote(leading)[:-1], quote(trailing)[1:]))
 

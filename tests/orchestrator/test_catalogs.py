@@ -200,6 +200,15 @@ def test_line_breaks_around_a_message_frame_its_translation() -> None:
     assert_msgfmt_accepts(trimmed)
 
 
+def test_spaces_around_a_message_frame_its_translation() -> None:
+    # coreutils' " (backup: %s)" is joined to a file name: the real model's answer dropped the space.
+    catalogue = 'msgid " (backup: %s)  "\nmsgstr ""\n'
+    sent, _ = _translated(catalogue, "po", "fr")
+    assert sent == ["(backup: <x1/>)"]
+    trimmed = split_document(catalogue, "po", 200).assemble(["(sauvegarde : <x1/>)"], "fr")
+    assert trimmed.endswith('msgstr " (sauvegarde : %s)  "\n')
+
+
 def test_the_header_is_untouched_until_something_is_translated() -> None:
     skeleton = split_document(MESSAGES_POT, "po", 200)
     assert skeleton.assemble([None] * len(skeleton.segments)) == MESSAGES_POT
