@@ -35,6 +35,10 @@ ZIPPED: dict[str, ZipFormat] = {
 """The zipped formats by name: each opened into a container text, its text members split by its own rules."""
 
 
+BYTE_ORDER_MARK = "\ufeff"
+"""What Windows editors write before a UTF-8 text file; a text format's splitter reads the text after it."""
+
+
 def split_document(
     source: str,
     fmt: str,
@@ -78,7 +82,9 @@ def split_document(
     zipped = ZIPPED.get(fmt)  # a zipped format: split its container text
     text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes, ZIPPED.values())
     skeleton = Skeleton(max_segments=max_segments)
-    splitters[fmt](text, max_chars, skeleton)
+    bom = BYTE_ORDER_MARK if zipped is None and text.startswith(BYTE_ORDER_MARK) else ""
+    skeleton.literal(bom)  # kept as written, never the model's nor a parser's (json, a .po's first keyword)
+    splitters[fmt](text[len(bom) :], max_chars, skeleton)
     if skeleton.source() != text:  # an invariant; a bug here must never change a user's document
         raise InvalidJobError(f"this {fmt} document could not be split without changing it (a dragoman bug)")
     return skeleton
