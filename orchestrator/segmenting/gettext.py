@@ -35,14 +35,21 @@ _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _FIELD_VALUES: dict[str, LangValue] = {"Language": "gettext", "Plural-Forms": "plural-forms"}
 
 
-def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
+def split_po(
+    source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False, target_lang: str | None = None
+) -> None:
     """A gettext catalogue: the empty ``msgstr`` of each untranslated entry becomes a segment.
 
     With ``retranslate``, a ``msgstr`` that has a translation (on one line or several) is replaced too.
+    ``target_lang``: a catalogue whose header names another language and that has translations is
+    refused unless ``retranslate`` (its translations would stay in that language under the target's
+    name, and its plural entries keep that language's number of forms, which ``msgfmt -c`` rejects).
     """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
     header_flags, has_header = _header_flags(lines)
     catalogue = _catalogue_rule(lines) if has_header else ("", "")
+    if target_lang is not None and not retranslate:
+        _check_language(lines, catalogue[0], target_lang)
     if not has_header and lines:
         _new_header(skeleton, lines[0][len(lines[0].rstrip("\r\n")) :] or "\n")
     entry = _Entry()
@@ -94,6 +101,37 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         if not entry.current.startswith("msgstr"):
             entry.values.setdefault(entry.current, []).append(_unquote(continuation.group(1), number))
         skeleton.literal(line)
+
+
+def _check_language(lines: list[str], language: str, target_lang: str) -> None:
+    """Refuse a catalogue in another language than ``target_lang`` (header ``Language:``) that has translations."""
+    if not language.strip() or _base(language) == _base(target_lang) or not _has_translations(lines):
+        return
+    raise InvalidJobError(
+        f"this catalogue is already in {language.strip()} (its header says Language: {language.strip()}) and has "
+        f"translations, which would stay in {language.strip()} in a catalogue for {target_lang}; translate it to "
+        f"{language.strip()}, or send it with --retranslate (retranslate=true over HTTP) to translate every entry"
+    )
+
+
+def _base(language: str) -> str:
+    """A language tag's base language, as gettext or BCP 47 writes it: ``pt_BR``, ``pt-BR`` -> ``pt``."""
+    return re.split(r"[_@.-]", language.strip(), maxsplit=1)[0].lower()
+
+
+def _has_translations(lines: list[str]) -> bool:
+    """Whether an entry other than the header has a ``msgstr`` with text (obsolete ``#~`` entries are comments)."""
+    header_skipped = False
+    for number, line in enumerate(lines):
+        keyword = KEYWORD.match(line.strip())
+        if keyword is None or not keyword.group(1).startswith("msgstr"):
+            continue
+        if not header_skipped:  # the first msgstr is the header's (the caller has one)
+            header_skipped = True
+            continue
+        if keyword.group(3) != '""' or _continuation_lines(lines, number + 1):
+            return True
+    return False
 
 
 def _header_flags(lines: list[str]) -> tuple[int, bool]:

@@ -48,6 +48,7 @@ def split_document(
     max_segments: int | None = None,
     retranslate: bool = False,
     max_unpacked_bytes: int = zip_container.DEFAULT_MAX_UNPACKED_BYTES,
+    target_lang: str | None = None,
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
@@ -56,7 +57,8 @@ def split_document(
     overflow the stack. Over ``max_document_chars`` characters or
     ``max_segments`` segments, or a zipped format past ``max_unpacked_bytes`` unpacked, raises
     :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
-    entries that already have a translation (``.po``, XLIFF) are translated again.
+    entries that already have a translation (``.po``, XLIFF) are translated again. ``target_lang``: a
+    catalogue already in another language with translations is refused (:func:`split_po`).
     """
     splitters: dict[str, Callable[[str, int, Skeleton], None]] = {
         "txt": split_text,
@@ -64,7 +66,7 @@ def split_document(
         "html": split_html,
         "srt": split_srt,
         "vtt": split_vtt,
-        "po": partial(split_po, retranslate=retranslate),
+        "po": partial(split_po, retranslate=retranslate, target_lang=target_lang),
         "json": split_json,
         "xliff": partial(split_xliff, retranslate=retranslate),
     }

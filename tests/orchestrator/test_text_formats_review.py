@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from contract.errors import InvalidJobError
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.skeleton import Skeleton
 from tests.msgfmt_check import assert_msgfmt_accepts
@@ -114,3 +115,34 @@ def test_an_escaped_backslash_at_a_line_end_is_text_and_its_break_soft() -> None
     sent, out = _translated("C:\\\\\nnext line\n", "md", "de")
     assert sent == ["C:\\\\ next line"]
     assert out == "C:\\\\ NEXT LINE\n"
+
+
+_TRANSLATED_RUSSIAN = (
+    WRAPPED_HEADER_PO.replace(
+        'msgstr[0] ""\nmsgstr[1] ""\nmsgstr[2] ""', ('msgstr[0] "%d файл"\nmsgstr[1] "%d файла"\nmsgstr[2] "%d файлов"')
+    )
+    + '\nmsgid "Bye"\nmsgstr ""\n'
+)
+
+
+def test_a_catalogue_translated_into_another_language_is_refused_unless_retranslated() -> None:
+    # Russian translations kept under "Language: ja", three forms where the header says one: msgfmt -c fails
+    with pytest.raises(InvalidJobError, match=r"already in ru .*--retranslate"):
+        split_document(_TRANSLATED_RUSSIAN, "po", 200, target_lang="ja")
+    skeleton = split_document(_TRANSLATED_RUSSIAN, "po", 200, target_lang="ja", retranslate=True)
+    out = skeleton.assemble([shout(s.text) for s in skeleton.segments], "ja")
+    assert "файл" not in out
+    assert_msgfmt_accepts(out)
+
+
+@pytest.mark.parametrize("target", ["ru", "ru-RU"])
+def test_a_catalogue_in_the_target_language_fills_its_gaps(target: str) -> None:
+    skeleton = split_document(_TRANSLATED_RUSSIAN, "po", 200, target_lang=target)
+    assert [s.text for s in skeleton.segments] == ["Bye"]
+
+
+def test_a_template_or_an_untranslated_catalogue_goes_to_any_language() -> None:
+    assert [s.text for s in split_document(WRAPPED_HEADER_PO, "po", 200, target_lang="ja").segments] == [
+        "<x1/> file",
+        "<x1/> files",
+    ]
