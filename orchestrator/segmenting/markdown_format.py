@@ -3,7 +3,8 @@
 markdown-it-py parses the document (tables without leading pipes, nested lists and quotes,
 reference links, HTML blocks and code by construction; front matter is cut off first). Every
 paragraph, heading and table cell is one block of prose: its lines are rejoined (a wrapped
-paragraph is one sentence to the model, not one fragment per line), and inside it code spans,
+paragraph is one sentence to the model, not one fragment per line; a hard line break, two spaces
+or a backslash before a line's end, is a break tag the translation keeps), and inside it code spans,
 autolinks, bare URLs and inline HTML that is not an element pair are unit tags the model never
 sees, while links, images (their alt text is translated), emphasis and inline HTML elements
 are paired tags around translated text. Lines no block claims (code, HTML blocks, rules,
