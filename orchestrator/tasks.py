@@ -80,6 +80,7 @@ async def _split_document(ctx: TaskContext, document_id: str) -> int:
                     max_segments=ctx.settings.max_document_segments,
                     retranslate=document.retranslate,
                     max_unpacked_bytes=ctx.settings.max_document_unpacked_bytes,
+                    target_lang=document.target_lang,
                 )
                 segments = skeleton.segments
                 await store.save_skeleton(document_id, skeleton.to_json(), len(segments))

@@ -20,27 +20,36 @@ from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
 from contract.placeholders import placeholders
-from contract.po_strings import CONTINUATION, KEYWORD, PoStringError, quote, unquote
+from contract.po_strings import CONTINUATION, ESCAPES, KEYWORD, PoStringError, quote, unquote
 from orchestrator.segmenting.inline_block import segment_of
 from orchestrator.segmenting.message_codes import message_tokens
 from orchestrator.segmenting.parts import LangAttribute, LangValue, PluralForms, Segment, SingularFit, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-# A header field the target language sets, in a string of the header's msgstr: its name, spaces, value.
-_HEADER_FIELD = re.compile(r'"(Language|Plural-Forms):([ \t]*)((?:[^"\\]|\\(?!n"))*)(?:\\n)?"')
-_TEMPLATE_CHARSET = re.compile(r'^\s*"Content-Type:[^"]*charset=(CHARSET)\b')
+# In the header's text (its strings decoded and joined): a field the target language sets, and a
+# template's placeholder charset. A field's value may span strings (msgcat wraps a long Plural-Forms).
+_HEADER_FIELD = re.compile(r"^(Language|Plural-Forms):[ \t]*([^\n]*)", re.MULTILINE)
+_TEMPLATE_CHARSET = re.compile(r"^Content-Type:[^\n]*charset=(CHARSET)\b", re.MULTILINE)
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _FIELD_VALUES: dict[str, LangValue] = {"Language": "gettext", "Plural-Forms": "plural-forms"}
 
 
-def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
+def split_po(
+    source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False, target_lang: str | None = None
+) -> None:
     """A gettext catalogue: the empty ``msgstr`` of each untranslated entry becomes a segment.
 
     With ``retranslate``, a ``msgstr`` that has a translation (on one line or several) is replaced too.
+    ``target_lang``: a catalogue whose header names another language and that has translations is
+    refused unless ``retranslate`` (its translations would stay in that language under the target's
+    name, and its plural entries keep that language's number of forms, which ``msgfmt -c`` rejects).
     """
     lines = [m.group(0) for m in _LINE.finditer(source) if m.group(0)]
     header_flags, has_header = _header_flags(lines)
     catalogue = _catalogue_rule(lines) if has_header else ("", "")
+    if target_lang is not None and not retranslate:
+        _check_language(lines, catalogue[0], target_lang)
     if not has_header and lines:
         _new_header(skeleton, lines[0][len(lines[0].rstrip("\r\n")) :] or "\n")
     entry = _Entry()
@@ -94,6 +103,37 @@ def split_po(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bo
         skeleton.literal(line)
 
 
+def _check_language(lines: list[str], language: str, target_lang: str) -> None:
+    """Refuse a catalogue in another language than ``target_lang`` (header ``Language:``) that has translations."""
+    if not language.strip() or _base(language) == _base(target_lang) or not _has_translations(lines):
+        return
+    raise InvalidJobError(
+        f"this catalogue is already in {language.strip()} (its header says Language: {language.strip()}) and has "
+        f"translations, which would stay in {language.strip()} in a catalogue for {target_lang}; translate it to "
+        f"{language.strip()}, or send it with --retranslate (retranslate=true over HTTP) to translate every entry"
+    )
+
+
+def _base(language: str) -> str:
+    """A language tag's base language, as gettext or BCP 47 writes it: ``pt_BR``, ``pt-BR`` -> ``pt``."""
+    return re.split(r"[_@.-]", language.strip(), maxsplit=1)[0].lower()
+
+
+def _has_translations(lines: list[str]) -> bool:
+    """Whether an entry other than the header has a ``msgstr`` with text (obsolete ``#~`` entries are comments)."""
+    header_skipped = False
+    for number, line in enumerate(lines):
+        keyword = KEYWORD.match(line.strip())
+        if keyword is None or not keyword.group(1).startswith("msgstr"):
+            continue
+        if not header_skipped:  # the first msgstr is the header's (the caller has one)
+            header_skipped = True
+            continue
+        if keyword.group(3) != '""' or _continuation_lines(lines, number + 1):
+            return True
+    return False
+
+
 def _header_flags(lines: list[str]) -> tuple[int, bool]:
     """Whether the catalogue opens with a header entry, and the index of its flags line if that says ``fuzzy``.
 
@@ -116,11 +156,60 @@ def _catalogue_rule(lines: list[str]) -> tuple[str, str]:
     start = next(index for index, line in enumerate(lines) if line.strip() == 'msgid ""')
     end = start + 2 + _continuation_lines(lines, start + 2)
     found = {"Language": "", "Plural-Forms": ""}
-    for line in lines[start + 1 : end]:
-        field = _HEADER_FIELD.search(line)
-        if field is not None:
-            found[field.group(1)] = field.group(3)
+    for header_field in _header_fields("".join(lines[start + 1 : end])):
+        if header_field.name in found:
+            found[header_field.name] = header_field.value
     return found["Language"], found["Plural-Forms"]
+
+
+@dataclass(frozen=True, slots=True)
+class _HeaderField:
+    """A header field's value the translation rewrites: its name (``charset`` for a template's
+    ``charset=CHARSET``), where its source is in the header's lines, its decoded text."""
+
+    name: str
+    start: int
+    end: int
+    value: str
+
+
+def _header_fields(block: str) -> list[_HeaderField]:
+    """The ``Language:``, ``Plural-Forms:`` and template charset values of the header's ``msgstr`` lines ``block``.
+
+    Read as gettext reads a header, from its strings decoded and joined, so a value split over two
+    strings (as msgcat wraps ``Plural-Forms:``) or a header in one string is found whole; each
+    value's place is given in ``block``, in document order.
+    """
+    chars: list[str] = []
+    places: list[tuple[int, int]] = []  # each decoded character's source in block
+    closing = len(block)  # where a value that runs to the header's end stops: its last closing quote
+    for string in _STRING.finditer(block):
+        index, end = string.start(1), string.end(1)
+        while index < end:
+            width = 2 if block[index] == "\\" else 1
+            chars.append(ESCAPES.get(block[index + 1], block[index + 1]) if width == 2 else block[index])
+            places.append((index, index + width))
+            index += width
+        closing = end
+    text = "".join(chars)
+
+    def start_of(position: int) -> int:
+        return places[position][0] if position < len(places) else closing
+
+    found = [
+        _HeaderField(
+            match.group(1),
+            start_of(match.start(2)),
+            places[match.end(2) - 1][1] if match.group(2) else start_of(match.start(2)),
+            match.group(2),
+        )
+        for match in _HEADER_FIELD.finditer(text)
+    ]
+    found += [
+        _HeaderField("charset", start_of(match.start(1)), places[match.end(1) - 1][1], match.group(1))
+        for match in _TEMPLATE_CHARSET.finditer(text)
+    ]
+    return sorted(found, key=lambda header_field: header_field.start)
 
 
 def _new_header(skeleton: Skeleton, newline: str) -> None:
@@ -229,29 +318,31 @@ def _header(skeleton: Skeleton, lines: list[str], first: int, catalogue: tuple[s
 
     A field the header lacks is added after its last line once the catalogue is translated; a
     template's ``charset=CHARSET`` becomes ``charset=UTF-8`` (what the translation is written in).
+    A value wrapped over several strings is replaced whole (by one string's worth of text).
     Returns the index of the line after the header's strings.
     """
     last = first + 1 + _continuation_lines(lines, first + 1)
+    block = "".join(lines[first:last])
+    position = 0
     seen: set[str] = set()
-    for line in lines[first:last]:
-        field = _HEADER_FIELD.search(line)
-        charset = _TEMPLATE_CHARSET.search(line)
-        if charset is not None:  # a template's placeholder charset: the translation is written in UTF-8
-            skeleton.literal(line[: charset.start(1)])
-            skeleton.add_lang(LangAttribute(charset.group(1), template="UTF-8"))
-            skeleton.literal(line[charset.end(1) :])
-            continue
-        if field is None:
-            skeleton.literal(line)
-            continue
-        seen.add(field.group(1))
-        skeleton.literal(line[: field.start(3)])
-        skeleton.add_lang(LangAttribute(field.group(3), _FIELD_VALUES[field.group(1)], catalogue=catalogue))
-        skeleton.literal(line[field.end(3) :])
+    for header_field in _header_fields(block):
+        skeleton.literal(block[position : header_field.start])
+        raw = block[header_field.start : header_field.end]
+        if header_field.name == "charset":  # a template's placeholder charset: the translation is in UTF-8
+            skeleton.add_lang(LangAttribute(raw, template="UTF-8"))
+        else:
+            seen.add(header_field.name)
+            skeleton.add_lang(LangAttribute(raw, _FIELD_VALUES[header_field.name], catalogue=catalogue))
+        position = header_field.end
+    skeleton.literal(block[position:])
     ending = lines[last - 1][len(lines[last - 1].rstrip("\r\n")) :]
+    closing = lines[last - 1].rstrip("\r\n").rstrip(" \t")
+    unfinished = not closing.endswith(('\\n"', ' ""')) and closing != '""'  # the last field lacks its \n
     for name, value in _FIELD_VALUES.items():
         if name not in seen:
-            line = f'"{name}: {{}}\\n"'
+            opening = "\\n" if unfinished else ""
+            line = f'"{opening}{name}: {{}}\\n"'
+            unfinished = False
             template = f"{line}{ending}" if ending else f"\n{line}"
             skeleton.add_lang(LangAttribute("", value, template, catalogue))
     return last

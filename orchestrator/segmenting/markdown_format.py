@@ -3,7 +3,8 @@
 markdown-it-py parses the document (tables without leading pipes, nested lists and quotes,
 reference links, HTML blocks and code by construction; front matter is cut off first). Every
 paragraph, heading and table cell is one block of prose: its lines are rejoined (a wrapped
-paragraph is one sentence to the model, not one fragment per line), and inside it code spans,
+paragraph is one sentence to the model, not one fragment per line; a hard line break, two spaces
+or a backslash before a line's end, is a break tag the translation keeps), and inside it code spans,
 autolinks, bare URLs and inline HTML that is not an element pair are unit tags the model never
 sees, while links, images (their alt text is translated), emphasis and inline HTML elements
 are paired tags around translated text. Lines no block claims (code, HTML blocks, rules,
@@ -113,16 +114,21 @@ def _block(skeleton: Skeleton, lines: list[str], block: _ProseBlock, max_chars: 
             skeleton.literal(line[len(body) :])
         return
     texts: list[str] = []
-    breaks: list[str] = []
+    breaks: list[Code] = []
     skeleton.literal(lines[0][: located[0][0]])
     trailing = ""
+    hard = False
     for number, (start, end) in enumerate(located):
-        if number:  # the line break, the next line's container markers and indentation: one space
-            breaks.append(trailing + lines[number - 1][located[number - 1][1] :] + lines[number][:start])
+        if number:  # the line break, the next line's container markers and indentation: one space or a break
+            raw = trailing + lines[number - 1][located[number - 1][1] :] + lines[number][:start]
+            breaks.append(Code(raw, "break" if hard else "space"))
         text = lines[number][start:end]
         kept = text.rstrip(" \t")
-        texts.append(kept)
         trailing = text[len(kept) :]
+        hard = trailing.startswith("  ") and not trailing.strip(" ")  # two spaces or more: a hard line break
+        if not hard and number < len(located) - 1 and _ends_in_escape(kept):  # a backslash before a line end too
+            kept, trailing, hard = kept[:-1], kept[-1] + trailing, True
+        texts.append(kept)
     last = len(located) - 1
     skeleton.block(_paragraph_inline(texts, breaks), max_chars)
     skeleton.literal(trailing + lines[last][located[last][1] :] + "".join(lines[last + 1 :]))
@@ -162,20 +168,26 @@ def _row(skeleton: Skeleton, lines: list[str], max_chars: int) -> None:
         skeleton.literal(rest)
 
 
-def _paragraph_inline(texts: list[str], breaks: list[str]) -> list[str | Code]:
-    """A paragraph's lines as one run of text runs and codes, each soft break a ``space`` code.
+def _ends_in_escape(text: str) -> bool:
+    """Whether ``text`` ends in a backslash that escapes what follows (``\\`` is an escaped backslash)."""
+    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
 
-    The inline pass reads the lines joined by a space, as CommonMark reads a soft break, so a code
-    span or an HTML tag wrapped over two lines is one code and the backticks after it pair as
-    written; a code that spans a break keeps the break's source (line end, the next line's
-    markers and indentation) in its raw.
+
+def _paragraph_inline(texts: list[str], breaks: list[Code]) -> list[str | Code]:
+    """A paragraph's lines as one run of text runs and codes, each line break its code from ``breaks``.
+
+    A soft break is a ``space`` code, a hard one (two spaces or a backslash before the line end) a
+    ``break`` the translation keeps. The inline pass reads the lines joined by a space, as
+    CommonMark reads a soft break, so a code span or an HTML tag wrapped over two lines is one code
+    and the backticks after it pair as written; a code that spans a break keeps the break's source
+    (line end, the next line's markers and indentation) in its raw.
     """
     joined = " ".join(texts)
-    break_at: dict[int, str] = {}  # position of the space standing for a soft break -> its source
+    break_at: dict[int, Code] = {}  # position of the space standing for a line break -> its code
     position = 0
-    for text, raw in zip(texts, breaks, strict=False):
+    for text, line_break in zip(texts, breaks, strict=False):
         position += len(text)
-        break_at[position] = raw
+        break_at[position] = line_break
         position += 1
     positions = list(break_at)  # ascending: the lines are in order
     out: list[str | Code] = []
@@ -192,7 +204,7 @@ def _paragraph_inline(texts: list[str], breaks: list[str]) -> list[str | Code]:
             for at in inside:
                 if at > previous:
                     out.append(joined[previous:at])
-                out.append(Code(break_at[at], "space"))
+                out.append(break_at[at])
                 previous = at + 1
             if end > previous:
                 out.append(joined[previous:end])
@@ -204,12 +216,12 @@ def _paragraph_inline(texts: list[str], breaks: list[str]) -> list[str | Code]:
     return out
 
 
-def _with_breaks(joined: str, start: int, end: int, inside: list[int], break_at: dict[int, str]) -> str:
+def _with_breaks(joined: str, start: int, end: int, inside: list[int], break_at: dict[int, Code]) -> str:
     """``joined[start:end]`` with each soft break's space written as the break's source."""
     parts: list[str] = []
     previous = start
     for at in inside:
-        parts += [joined[previous:at], break_at[at]]
+        parts += [joined[previous:at], break_at[at].raw]
         previous = at + 1
     parts.append(joined[previous:end])
     return "".join(parts)

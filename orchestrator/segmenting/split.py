@@ -35,6 +35,10 @@ ZIPPED: dict[str, ZipFormat] = {
 """The zipped formats by name: each opened into a container text, its text members split by its own rules."""
 
 
+BYTE_ORDER_MARK = "\ufeff"
+"""What Windows editors write before a UTF-8 text file; a text format's splitter reads the text after it."""
+
+
 def split_document(
     source: str,
     fmt: str,
@@ -44,6 +48,7 @@ def split_document(
     max_segments: int | None = None,
     retranslate: bool = False,
     max_unpacked_bytes: int = zip_container.DEFAULT_MAX_UNPACKED_BYTES,
+    target_lang: str | None = None,
 ) -> Skeleton:
     """Cut ``source`` (a document in one of :data:`~contract.documents.FORMATS`) into literals and segments.
 
@@ -52,7 +57,8 @@ def split_document(
     overflow the stack. Over ``max_document_chars`` characters or
     ``max_segments`` segments, or a zipped format past ``max_unpacked_bytes`` unpacked, raises
     :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
-    entries that already have a translation (``.po``, XLIFF) are translated again.
+    entries that already have a translation (``.po``, XLIFF) are translated again. ``target_lang``: a
+    catalogue already in another language with translations is refused (:func:`split_po`).
     """
     splitters: dict[str, Callable[[str, int, Skeleton], None]] = {
         "txt": split_text,
@@ -60,7 +66,7 @@ def split_document(
         "html": split_html,
         "srt": split_srt,
         "vtt": split_vtt,
-        "po": partial(split_po, retranslate=retranslate),
+        "po": partial(split_po, retranslate=retranslate, target_lang=target_lang),
         "json": split_json,
         "xliff": partial(split_xliff, retranslate=retranslate),
     }
@@ -78,7 +84,9 @@ def split_document(
     zipped = ZIPPED.get(fmt)  # a zipped format: split its container text
     text = source if zipped is None else zip_container.unpack(source, zipped, max_unpacked_bytes, ZIPPED.values())
     skeleton = Skeleton(max_segments=max_segments)
-    splitters[fmt](text, max_chars, skeleton)
+    bom = BYTE_ORDER_MARK if zipped is None and text.startswith(BYTE_ORDER_MARK) else ""
+    skeleton.literal(bom)  # kept as written, never the model's nor a parser's (json, a .po's first keyword)
+    splitters[fmt](text[len(bom) :], max_chars, skeleton)
     if skeleton.source() != text:  # an invariant; a bug here must never change a user's document
         raise InvalidJobError(f"this {fmt} document could not be split without changing it (a dragoman bug)")
     return skeleton
