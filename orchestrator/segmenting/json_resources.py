@@ -8,7 +8,9 @@ one by one, their syntax literal and ``#`` a unit tag. A value's placeholders an
 the same treatment as a gettext message's (:mod:`orchestrator.segmenting.message_codes`):
 ``%1$s`` or ``{name}`` a unit tag, ``<a href="…">text</a>`` a pair of tags whose URL never reaches
 the model. Values that are only a URL or an e-mail address, that look like a regular expression
-or that have no letters (``"\u00a0"``, ``"42 %"``) are kept as they are. The model sees the
+or an identifier (a code such as ``"ABW"``, ``"US-CA"``; ``snake_case``, ``camelCase``, a dotted or
+``#`` name, a ``/path``: one token a program reads, not a word a reader does) or that have no
+letters (``"\u00a0"``, ``"42 %"``) are kept as they are. The model sees the
 decoded text; the translation is written back escaped as a JSON string.
 """
 
@@ -30,6 +32,13 @@ _NEXT_BRANCH = re.compile(r"\s*(?:=\d+|[a-zA-Z_]+)\s*\{")
 _ARGUMENT_END = re.compile(r"\s*\}")
 _BRANCH_UNITS = re.compile(r"\{[^{}]*\}|#")
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
+_IDENTIFIER = re.compile(
+    r"[A-Z]{1,4}"  # a code: ABW, AW, PUT
+    r"|[A-Z0-9]+(?:[-_][A-Z0-9]+)+"  # US-CA, ISO_8859-1
+    r"|[\w$]+(?:[._#:][\w$-]+)+"  # aws.auth#sigv4, snake_case, app.title, urn:x
+    r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+"  # camelCase
+    r"|/[\w./{}-]*"  # /archive-rule, /v1/{id}
+)
 _REGEX_SIGNS = re.compile(r"^\^.|\\[dwsbDWSB]|\(\?[:=!<]|\[[^\]]*-[^\]]*\][*+?{]")  # ^…, \d, (?:, [a-z]+
 
 
@@ -75,8 +84,13 @@ def _string_end(source: str, start: int) -> int:
 
 
 def _kept(value: str) -> bool:
-    """Whether a string value stays as it is: no letters, only a URL or e-mail address, or a regular expression."""
-    return not _HAS_WORDS.search(value) or bool(_KEEP_VALUE.fullmatch(value)) or _looks_like_regex(value)
+    """Whether a string value stays as it is: no letters, only a URL, an e-mail address, an identifier or a regex."""
+    return (
+        not _HAS_WORDS.search(value)
+        or bool(_KEEP_VALUE.fullmatch(value))
+        or bool(_IDENTIFIER.fullmatch(value))
+        or _looks_like_regex(value)
+    )
 
 
 def _looks_like_regex(value: str) -> bool:

@@ -309,3 +309,24 @@ def test_json_values_get_a_catalogues_inline_treatment() -> None:
         "space": "\u00a0",  # no words: kept, never an error
         "greeting": "HELLO {name}, YOU HAVE %d NEW MESSAGES.",
     }
+
+
+def test_json_identifiers_and_codes_never_reach_the_model() -> None:
+    # iso-codes' iso_3166-1.json through the real model: "alpha_2": "AW" came back "A", next to its name.
+    source = json.dumps(
+        {
+            "alpha_2": "AW",
+            "alpha_3": "ABW",
+            "name": "Aruba",
+            "method": "PUT",
+            "auth": "aws.auth#sigv4",
+            "uri": "/archive-rule/{name}",
+            "field": "firstName",
+            "subdivision": "US-CA",
+            "label": "Log in",
+            "title": "Save",
+        }
+    )
+    sent, out = _translated(source, "json", "fr")
+    assert sent == ["Aruba", "Log in", "Save"]
+    assert json.loads(out)["alpha_2"] == "AW" and json.loads(out)["name"] == "ARUBA"
