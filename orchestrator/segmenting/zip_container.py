@@ -23,11 +23,13 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
+from contract.documents import COMPOUND_FILE_MAGIC, not_a_zip_error
 from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting.skeleton import Skeleton
 
 _MEMBER = "\x1d"  # separators no XML 1.0 text can hold
 _END = "\x1c"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _STORED = ":stored"  # a kind's suffix for a member the zip holds uncompressed
 DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
 """``DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES``' default: what a zipped document may unpack to, all members together."""
@@ -88,13 +90,22 @@ def unpack(
     cap raises :class:`DocumentTooLargeError` naming the member.
     """
     label = f".{fmt.name}"
+    data = b""
     try:
         data = base64.b64decode(source, validate=True)
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
     except (binascii.Error, ValueError, zipfile.BadZipFile) as exc:
+        if data.startswith(COMPOUND_FILE_MAGIC):
+            raise not_a_zip_error(fmt.name, data) from None
         raise InvalidJobError(f"this is not a {label} file (not a zip archive: {exc})") from None
     names = [member.filename for member in members]
+    for name in names:  # the container text separates members with control characters: a name may hold none
+        if _CONTROL.search(name):
+            raise InvalidJobError(
+                f"this {label} is damaged: a member's name, {ascii(name)}, holds a control character, "
+                "which no application writes"
+            )
     declared = 0
     for member in members:
         declared += member.file_size

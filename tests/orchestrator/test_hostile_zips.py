@@ -1,0 +1,70 @@
+"""Zipped documents no Office application writes, and translations that move spaces between runs."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from contract.documents import check_zipped_document, encode_document
+from contract.errors import InvalidJobError
+from orchestrator.segmenting import split_document
+from orchestrator.segmenting.split import finish_document
+from tests.orchestrator.office_files import make_xlsx, members
+from tests.orchestrator.test_document_formats import make_docx
+
+CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""The first bytes of a Compound File: a password-protected Office file, or an old .doc/.xls/.ppt."""
+
+
+def _with_member(data: bytes, name: str, content: bytes) -> bytes:
+    buffer = io.BytesIO(data)
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", ["word/media/a\x1db.png", "word/media/a\x1cb.png", "word/media/a\nb.png"])
+def test_a_member_name_with_a_control_character_is_refused_as_damaged(name: str) -> None:
+    # the container text separates members with such characters: one in a name used to crash the split
+    source = encode_document("docx", _with_member(make_docx(), name, b"x"))
+    with pytest.raises(InvalidJobError, match="control character"):
+        split_document(source, "docx", 200)
+
+
+def test_a_password_protected_office_file_is_named_as_such() -> None:
+    # Office encrypts a password-protected .docx into a Compound File, not a zip
+    source = encode_document("docx", CFB_MAGIC + bytes(1024))
+    with pytest.raises(InvalidJobError, match="password-protected"):
+        check_zipped_document("docx", source)
+    with pytest.raises(InvalidJobError, match="password-protected"):
+        split_document(source, "docx", 200)
+
+
+def _translated_member(fmt: str, data: bytes, member: str, translate: dict[str, str]) -> str:
+    skeleton = split_document(encode_document(fmt, data), fmt, 200)
+    texts = [translate.get(segment.text, segment.text) for segment in skeleton.segments]
+    return members(finish_document(fmt, skeleton.assemble(texts, "fr")))[member].decode()
+
+
+def test_a_space_the_translation_moves_to_the_end_of_a_word_run_is_kept() -> None:
+    # Word drops a w:t's leading and trailing spaces unless it says xml:space="preserve"
+    body = (
+        "<w:p><w:r><w:t>Hello</w:t></w:r><w:r><w:rPr><w:b/></w:rPr>"
+        '<w:t xml:space="preserve"> world</w:t></w:r></w:p>'
+    )
+    document = _translated_member("docx", make_docx(body), "word/document.xml", {"Hello<x1/> world": "Salut <x1/>monde"})
+    assert '<w:t xml:space="preserve">Salut </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve">monde' in document
+
+
+def test_a_space_the_translation_moves_to_the_start_of_an_excel_run_is_kept() -> None:
+    shared = '<si><r><t>Total</t></r><r><rPr><b/></rPr><t>due</t></r></si>'
+    strings = _translated_member("xlsx", make_xlsx(shared), "xl/sharedStrings.xml", {"Total<x1/>due": "Total<x1/> dû"})
+    assert '<t xml:space="preserve"> dû</t>' in strings
+
+
+def test_an_untranslated_word_document_still_comes_back_byte_for_byte() -> None:
+    source = encode_document("docx", make_docx())
+    skeleton = split_document(source, "docx", 200)
+    assert members(finish_document("docx", skeleton.source())) == members(source)
