@@ -176,6 +176,22 @@ def split_paragraphs(
     skeleton.literal(xml[position:])
 
 
+def preserve_edge_spaces(xml: str, markup: RunMarkup) -> str:
+    """``xml`` with ``xml:space="preserve"`` on every text node that starts or ends with whitespace and lacks it.
+
+    Word and Excel drop a text node's leading and trailing whitespace unless it says so, and a translation
+    moves spaces between runs ("Hello<x1/> world" as "Salut <x1/>monde"): without it the two words join.
+    Applied to a translated part as it is zipped; a part Office wrote already says so wherever it must.
+    """
+    prefix = part_prefix(xml, markup)
+    t = re.escape(f"{prefix}:{markup.text}" if prefix else markup.text)
+
+    def preserve(node: re.Match[str]) -> str:
+        return f'{node.group(1)} xml:space="preserve"{node.group(2)}'
+
+    return re.sub(rf"(<{t}(?![^>]*\sxml:space\s*=)(?:\s[^>]*)?)(>(?=\s|[^<]*\s</{t}>)[^<]*</{t}>)", preserve, xml)
+
+
 def paragraph_pattern(xml: str, markup: RunMarkup) -> re.Pattern[str]:
     """A ``markup`` paragraph tag as ``xml`` writes it (group 1: the ``/`` of a closing one; 2: of an empty one)."""
     return _patterns(markup, part_prefix(xml, markup)).paragraph

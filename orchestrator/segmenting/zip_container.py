@@ -67,6 +67,8 @@ class ZipFormat:
     plan: Callable[[Members], PartSplitter] | None = None
     """For a format whose members depend on each other (an Excel table's header cells must keep the
     names its table gives them): the splitter for this document, made from all its members."""
+    finish_part: Callable[[str, str], str] | None = None
+    """Rewrites a translated member ``(name, its XML)`` before it is zipped (Word's spaces kept at a run's edge)."""
 
     def is_text_part(self, name: str) -> bool:
         """Whether member ``name`` is translated by its name alone."""
@@ -103,7 +105,7 @@ def unpack(
     for name in names:  # the container text separates members with control characters: a name may hold none
         if _CONTROL.search(name):
             raise InvalidJobError(
-                f"this {label} is damaged: a member's name, {ascii(name)}, holds a control character, "
+                f"this {label} is damaged: a member's name, {name!a}, holds a control character, "
                 "which no application writes"
             )
     declared = 0
@@ -190,8 +192,11 @@ def _too_large(label: str, name: str, cap: int) -> DocumentTooLargeError:
     )
 
 
-def pack(container: str) -> str:
-    """The base64 zip of an assembled container; its translated members must parse as XML."""
+def pack(container: str, fmt: ZipFormat | None = None) -> str:
+    """The base64 zip of an assembled container; its translated members must parse as XML.
+
+    ``fmt``: the document's format, whose :attr:`~ZipFormat.finish_part` (if any) rewrites each translated member.
+    """
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for member in container.split(_END):
@@ -200,6 +205,8 @@ def pack(container: str) -> str:
             _, name, kind, content = member.split(_MEMBER, 3)
             compression = zipfile.ZIP_STORED if kind.endswith(_STORED) else zipfile.ZIP_DEFLATED
             if kind.removesuffix(_STORED) == "xml":
+                if fmt is not None and fmt.finish_part is not None:
+                    content = fmt.finish_part(name, content)
                 problem = xml_problem(content.encode())
                 if problem is not None:
                     raise InvalidJobError(f"the translated {name} is not well-formed XML ({problem}); a dragoman bug")

@@ -51,15 +51,19 @@ def _translated_member(fmt: str, data: bytes, member: str, translate: dict[str, 
 def test_a_space_the_translation_moves_to_the_end_of_a_word_run_is_kept() -> None:
     # Word drops a w:t's leading and trailing spaces unless it says xml:space="preserve"
     body = (
-        "<w:p><w:r><w:t>Hello</w:t></w:r><w:r><w:rPr><w:b/></w:rPr>"
-        '<w:t xml:space="preserve"> world</w:t></w:r></w:p>'
+        '<w:p><w:r><w:t>Hello</w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve"> world</w:t></w:r></w:p>'
     )
-    document = _translated_member("docx", make_docx(body), "word/document.xml", {"Hello<x1/> world": "Salut <x1/>monde"})
-    assert '<w:t xml:space="preserve">Salut </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve">monde' in document
+    document = _translated_member(
+        "docx", make_docx(body), "word/document.xml", {"Hello<x1/> world": "Salut <x1/>monde"}
+    )
+    assert (
+        '<w:t xml:space="preserve">Salut </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t xml:space="preserve">monde'
+        in document
+    )
 
 
 def test_a_space_the_translation_moves_to_the_start_of_an_excel_run_is_kept() -> None:
-    shared = '<si><r><t>Total</t></r><r><rPr><b/></rPr><t>due</t></r></si>'
+    shared = "<si><r><t>Total</t></r><r><rPr><b/></rPr><t>due</t></r></si>"
     strings = _translated_member("xlsx", make_xlsx(shared), "xl/sharedStrings.xml", {"Total<x1/>due": "Total<x1/> dû"})
     assert '<t xml:space="preserve"> dû</t>' in strings
 
