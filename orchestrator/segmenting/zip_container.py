@@ -30,6 +30,7 @@ from orchestrator.segmenting.skeleton import Skeleton
 _MEMBER = "\x1d"  # separators no XML 1.0 text can hold
 _END = "\x1c"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ENCRYPTED = 0x1  # a zip member's general purpose flag: encrypted with a password
 _STORED = ":stored"  # a kind's suffix for a member the zip holds uncompressed
 DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
 """``DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES``' default: what a zipped document may unpack to, all members together."""
@@ -171,6 +172,11 @@ def _wrong_format(
 
 def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, cap: int, label: str) -> bytes:
     """A member's bytes, read a chunk at a time, refused as soon as they pass the ``left`` bytes of the cap."""
+    if member.flag_bits & _ENCRYPTED:
+        raise InvalidJobError(
+            f"this {label} is a password-protected zip ({member.filename} is encrypted): "
+            "save it again without a password and send it again"
+        )
     chunks: list[bytes] = []
     size = 0
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 
 import pytest
@@ -39,6 +40,25 @@ def test_a_password_protected_office_file_is_named_as_such() -> None:
     with pytest.raises(InvalidJobError, match="password-protected"):
         check_zipped_document("docx", source)
     with pytest.raises(InvalidJobError, match="password-protected"):
+        split_document(source, "docx", 200)
+
+
+def _encrypted(data: bytes, name: str) -> bytes:
+    """``data`` with member ``name`` flagged as encrypted (as a zip tool's password leaves it)."""
+    changed = bytearray(data)
+    changed[zipfile.ZipFile(io.BytesIO(data)).getinfo(name).header_offset + 6] |= 1
+    entry = 0
+    while (entry := changed.find(b"PK\x01\x02", entry + 1)) != -1:
+        (length,) = struct.unpack("<H", changed[entry + 28 : entry + 30])
+        if changed[entry + 46 : entry + 46 + length] == name.encode():
+            changed[entry + 8] |= 1
+    return bytes(changed)
+
+
+@pytest.mark.parametrize("member", ["word/document.xml", "word/media/image1.png"])
+def test_a_zip_with_an_encrypted_member_is_named_password_protected_not_damaged(member: str) -> None:
+    source = encode_document("docx", _encrypted(make_docx(), member))
+    with pytest.raises(InvalidJobError, match=f"password-protected zip \\({member} is encrypted\\)"):
         split_document(source, "docx", 200)
 
 
