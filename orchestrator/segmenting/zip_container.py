@@ -30,6 +30,7 @@ from orchestrator.segmenting.skeleton import Skeleton
 _MEMBER = "\x1d"  # separators no XML 1.0 text can hold
 _END = "\x1c"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NOT_IN_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _ENCRYPTED = 0x1  # a zip member's general purpose flag: encrypted with a password
 _STORED = ":stored"  # a kind's suffix for a member the zip holds uncompressed
 DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
@@ -136,6 +137,11 @@ def unpack(
                 text = content.decode("utf-8")
             except UnicodeDecodeError:
                 raise InvalidJobError(f"this {label} is damaged: {name} is not UTF-8") from None
+            if forbidden := _NOT_IN_XML.search(text):  # (the container text's separators among them)
+                raise InvalidJobError(
+                    f"this {label} is damaged: {name} holds the control character {forbidden.group(0)!a}, "
+                    "which XML forbids"
+                )
             parts.append(f"{_MEMBER}{name}{_MEMBER}xml{stored}{_MEMBER}{text}{_END}")
         else:
             parts.append(f"{_MEMBER}{name}{_MEMBER}bin{stored}{_MEMBER}{base64.b64encode(content).decode()}{_END}")

@@ -34,6 +34,17 @@ def test_a_member_name_with_a_control_character_is_refused_as_damaged(name: str)
         split_document(source, "docx", 200)
 
 
+@pytest.mark.parametrize("character", ["\x1c", "\x1d", "\x00", "\x0b"])
+def test_a_text_member_with_a_control_character_xml_forbids_is_refused_as_damaged(character: str) -> None:
+    # \x1c used to crash the split (ValueError); the others reached the model and failed only when zipped
+    body = f"<w:p><w:r><w:t>Bad{character}char here.</w:t></w:r></w:p>"
+    source = encode_document("docx", make_docx(body))
+    with pytest.raises(
+        InvalidJobError, match=f"word/document.xml holds the control character '\\\\x{ord(character):02x}'"
+    ):
+        split_document(source, "docx", 200)
+
+
 def test_a_password_protected_office_file_is_named_as_such() -> None:
     # Office encrypts a password-protected .docx into a Compound File, not a zip
     source = encode_document("docx", CFB_MAGIC + bytes(1024))
