@@ -69,6 +69,9 @@ class ZipFormat:
     plan: Callable[[Members], PartSplitter] | None = None
     """For a format whose members depend on each other (an Excel table's header cells must keep the
     names its table gives them): the splitter for this document, made from all its members."""
+    forbids_doctype: bool = False
+    """Whether a translated member may not declare a DTD (Office Open XML's packages forbid one, and Office refuses
+    such a part): one is refused at once, before its entities could expand when the translation is zipped."""
     finish_part: Callable[[str, str], str] | None = None
     """Rewrites a translated member ``(name, its XML)`` before it is zipped (Word's spaces kept at a run's edge)."""
 
@@ -137,6 +140,11 @@ def unpack(
                 text = content.decode("utf-8")
             except UnicodeDecodeError:
                 raise InvalidJobError(f"this {label} is damaged: {name} is not UTF-8") from None
+            if fmt.forbids_doctype and "<!DOCTYPE" in text:
+                raise InvalidJobError(
+                    f"this {label} is damaged: {name} has a <!DOCTYPE>, which {fmt.kind} never has "
+                    "(Office refuses to open such a file)"
+                )
             if forbidden := _NOT_IN_XML.search(text):  # (the container text's separators among them)
                 raise InvalidJobError(
                     f"this {label} is damaged: {name} holds the control character {forbidden.group(0)!a}, "

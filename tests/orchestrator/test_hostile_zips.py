@@ -19,6 +19,15 @@ CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 """The first bytes of a Compound File: a password-protected Office file, or an old .doc/.xls/.ppt."""
 
 
+def _replaced(data: bytes, name: str, content: bytes) -> bytes:
+    """``data`` with member ``name``'s bytes replaced, every member in its place."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member, old in members(data).items():
+            archive.writestr(member, content if member == name else old)
+    return buffer.getvalue()
+
+
 def _with_member(data: bytes, name: str, content: bytes) -> bytes:
     buffer = io.BytesIO(data)
     with zipfile.ZipFile(buffer, "a") as archive:
@@ -42,6 +51,21 @@ def test_a_text_member_with_a_control_character_xml_forbids_is_refused_as_damage
     with pytest.raises(
         InvalidJobError, match=f"word/document.xml holds the control character '\\\\x{ord(character):02x}'"
     ):
+        split_document(source, "docx", 200)
+
+
+LAUGHS = "".join(['<!ENTITY a0 "aaaaaaaaaa">'] + [f'<!ENTITY a{n + 1} "{f"&a{n};" * 10}">' for n in range(8)])
+
+
+def test_an_office_part_declaring_entities_is_refused_before_translation() -> None:
+    # used to be split and translated, then to fail as zipped ("a dragoman bug"): expat stops the expansion
+    body = "<w:p><w:r><w:instrText>&a8;</w:instrText><w:t>Hello there.</w:t></w:r></w:p>"
+    data = make_docx(body)
+    document = members(data)["word/document.xml"].replace(
+        b"<w:document", f"<!DOCTYPE w:document [{LAUGHS}]><w:document".encode(), 1
+    )
+    source = encode_document("docx", _replaced(data, "word/document.xml", document))
+    with pytest.raises(InvalidJobError, match=r"word/document\.xml has a <!DOCTYPE>"):
         split_document(source, "docx", 200)
 
 
