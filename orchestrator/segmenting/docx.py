@@ -35,6 +35,6 @@ DOCX = ZipFormat(
     text_parts=re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes)\.xml"),
     split_part=split_part,
     finish_part=finish_part,
-    forbids_doctype=True,
+    checks_xml=True,
 )
 """Word documents: the body, headers, footers, footnotes and endnotes translated."""

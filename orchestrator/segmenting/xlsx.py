@@ -180,6 +180,6 @@ XLSX = ZipFormat(
     split_part=split_part,
     plan=plan,
     finish_part=finish_part,
-    forbids_doctype=True,
+    checks_xml=True,
 )
 """Excel workbooks: shared strings, inline strings, comments, charts and drawings translated."""

@@ -69,9 +69,10 @@ class ZipFormat:
     plan: Callable[[Members], PartSplitter] | None = None
     """For a format whose members depend on each other (an Excel table's header cells must keep the
     names its table gives them): the splitter for this document, made from all its members."""
-    forbids_doctype: bool = False
-    """Whether a translated member may not declare a DTD (Office Open XML's packages forbid one, and Office refuses
-    such a part): one is refused at once, before its entities could expand when the translation is zipped."""
+    checks_xml: bool = False
+    """Whether :func:`unpack` refuses a translated member that is not well-formed XML or declares a DTD (Office
+    Open XML: its packages forbid a DTD, and Office refuses either), before anything is translated rather than
+    when the translation is zipped. OpenDocument and EPUB check their members themselves."""
     finish_part: Callable[[str, str], str] | None = None
     """Rewrites a translated member ``(name, its XML)`` before it is zipped (Word's spaces kept at a run's edge)."""
 
@@ -140,20 +141,30 @@ def unpack(
                 text = content.decode("utf-8")
             except UnicodeDecodeError:
                 raise InvalidJobError(f"this {label} is damaged: {name} is not UTF-8") from None
-            if fmt.forbids_doctype and "<!DOCTYPE" in text:
-                raise InvalidJobError(
-                    f"this {label} is damaged: {name} has a <!DOCTYPE>, which {fmt.kind} never has "
-                    "(Office refuses to open such a file)"
-                )
             if forbidden := _NOT_IN_XML.search(text):  # (the container text's separators among them)
                 raise InvalidJobError(
                     f"this {label} is damaged: {name} holds the control character {forbidden.group(0)!a}, "
                     "which XML forbids"
                 )
+            if fmt.checks_xml:
+                _check_xml(fmt, name, text)
             parts.append(f"{_MEMBER}{name}{_MEMBER}xml{stored}{_MEMBER}{text}{_END}")
         else:
             parts.append(f"{_MEMBER}{name}{_MEMBER}bin{stored}{_MEMBER}{base64.b64encode(content).decode()}{_END}")
     return "".join(parts)
+
+
+def _check_xml(fmt: ZipFormat, name: str, text: str) -> None:
+    """Refuse member ``name`` of a ``fmt`` file if it declares a DTD (checked first: its entities are never
+    expanded) or is not well-formed XML."""
+    if "<!DOCTYPE" in text:
+        raise InvalidJobError(
+            f"this .{fmt.name} is damaged: {name} has a <!DOCTYPE>, which {fmt.kind} never has "
+            "(Office refuses to open such a file)"
+        )
+    problem = xml_problem(text.encode())
+    if problem is not None:
+        raise InvalidJobError(f"this .{fmt.name} is damaged: {name} is not well-formed XML ({problem})")
 
 
 def _has_mimetype(fmt: ZipFormat, mimetype: bytes | None) -> bool:

@@ -12,7 +12,7 @@ from contract.documents import check_zipped_document, encode_document
 from contract.errors import InvalidJobError
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.split import finish_document
-from tests.orchestrator.office_files import make_xlsx, members
+from tests.orchestrator.office_files import make_pptx, make_xlsx, members
 from tests.orchestrator.test_document_formats import make_docx
 
 CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -67,6 +67,20 @@ def test_an_office_part_declaring_entities_is_refused_before_translation() -> No
     source = encode_document("docx", _replaced(data, "word/document.xml", document))
     with pytest.raises(InvalidJobError, match=r"word/document\.xml has a <!DOCTYPE>"):
         split_document(source, "docx", 200)
+
+
+@pytest.mark.parametrize("fmt", ["docx", "pptx", "xlsx"])
+def test_an_office_part_that_is_not_well_formed_is_refused_before_translation(fmt: str) -> None:
+    # used to be split and translated, then to fail as zipped, calling itself "a dragoman bug"
+    data, part = {
+        "docx": (make_docx(), "word/document.xml"),
+        "pptx": (make_pptx(), "ppt/slides/slide1.xml"),
+        "xlsx": (make_xlsx(), "xl/sharedStrings.xml"),
+    }[fmt]
+    broken = members(data)[part].replace(b"</", b"<", 1)
+    source = encode_document(fmt, _replaced(data, part, broken))
+    with pytest.raises(InvalidJobError, match=f"this .{fmt} is damaged: {part} is not well-formed XML"):
+        split_document(source, fmt, 200)
 
 
 def test_a_password_protected_office_file_is_named_as_such() -> None:
