@@ -14,6 +14,7 @@ from orchestrator.segmenting import split_document
 from orchestrator.segmenting.split import finish_document
 from tests.orchestrator.office_files import make_pptx, make_xlsx, members
 from tests.orchestrator.test_document_formats import make_docx
+from tests.orchestrator.test_opendocument import make_odf
 
 CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 """The first bytes of a Compound File: a password-protected Office file, or an old .doc/.xls/.ppt."""
@@ -109,6 +110,21 @@ def test_a_zip_with_an_encrypted_member_is_named_password_protected_not_damaged(
     source = encode_document("docx", _encrypted(make_docx(), member))
     with pytest.raises(InvalidJobError, match=f"password-protected zip \\({member} is encrypted\\)"):
         split_document(source, "docx", 200)
+
+
+def test_a_password_protected_opendocument_file_is_named_as_such() -> None:
+    # LibreOffice encrypts the members inside a plain zip: content.xml used to be "damaged: not UTF-8"
+    data = make_odf("text", "<text:p>Secret plans.</text:p>")
+    manifest = members(data)["META-INF/manifest.xml"].replace(
+        b'manifest:media-type="text/xml"/>',
+        b'manifest:media-type="text/xml" manifest:size="950"><manifest:encryption-data manifest:checksum-type='
+        b'"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0#sha256-1k" manifest:checksum="AAAA">'
+        b'<manifest:algorithm manifest:algorithm-name="http://www.w3.org/2001/04/xmlenc#aes256-cbc" '
+        b'manifest:initialisation-vector="AAAA"/></manifest:encryption-data></manifest:file-entry>',
+    )
+    encrypted = _replaced(_replaced(data, "META-INF/manifest.xml", manifest), "content.xml", bytes(range(128, 256)))
+    with pytest.raises(InvalidJobError, match="password-protected"):
+        split_document(encode_document("odt", encrypted), "odt", 200)
 
 
 def _translated_member(fmt: str, data: bytes, member: str, translate: dict[str, str]) -> str:
