@@ -198,9 +198,14 @@ def paragraph_pattern(xml: str, markup: RunMarkup) -> re.Pattern[str]:
 
 
 def _leaf_paragraphs(xml: str, patterns: _Patterns) -> list[tuple[int, int, int]]:
-    """Spans of the paragraphs that hold no paragraph themselves (a text box's are inside another), with their place."""
-    stack: list[list[int]] = []  # [start, has a child paragraph, place]
-    leaves: list[tuple[int, int, int]] = []
+    """Spans of paragraph text to translate, in order, with their paragraph's place.
+
+    A paragraph that holds no paragraph is one span. One that holds paragraphs (a Word text box's
+    ``w:txbxContent`` sits in a run of the paragraph it is anchored in) is cut around them: its own
+    text before, between and after them is a span of its own, and each inner paragraph is met in turn.
+    """
+    stack: list[tuple[int, int, list[tuple[int, int]]]] = []  # (start, place, its child paragraphs' spans)
+    spans: list[tuple[int, int, int]] = []
     ordinal = -1
     for tag in patterns.paragraph.finditer(xml):
         if not tag.group(1):
@@ -208,14 +213,15 @@ def _leaf_paragraphs(xml: str, patterns: _Patterns) -> list[tuple[int, int, int]
         if tag.group(2):  # <w:p/>: empty
             continue
         if not tag.group(1):
-            if stack:
-                stack[-1][1] = 1
-            stack.append([tag.start(), 0, ordinal])
+            stack.append((tag.start(), ordinal, []))
         elif stack:
-            start, has_child, place = stack.pop()
-            if not has_child:
-                leaves.append((start, tag.end(), place))
-    return leaves
+            start, place, children = stack.pop()
+            if stack:
+                stack[-1][2].append((start, tag.end()))
+            edges = [start, *(edge for child in children for edge in child), tag.end()]
+            spans.extend((edges[i], edges[i + 1], place) for i in range(0, len(edges), 2))
+    spans.sort()
+    return spans
 
 
 class _Paragraph:

@@ -157,3 +157,30 @@ def test_an_untranslated_word_document_still_comes_back_byte_for_byte() -> None:
     source = encode_document("docx", make_docx())
     skeleton = split_document(source, "docx", 200)
     assert members(finish_document("docx", skeleton.source())) == members(source)
+
+
+TEXT_BOX = (
+    '<w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
+    '<mc:Choice Requires="wps"><w:drawing><wps:txbx xmlns:wps="urn:wps"><w:txbxContent><w:p><w:r>'
+    "<w:t>Inside the box.</w:t></w:r></w:p></w:txbxContent></wps:txbx></w:drawing></mc:Choice><mc:Fallback>"
+    '<w:pict><v:textbox xmlns:v="urn:v"><w:txbxContent><w:p><w:r><w:t>Inside the box.</w:t></w:r></w:p>'
+    "</w:txbxContent></v:textbox></w:pict></mc:Fallback></mc:AlternateContent></w:r>"
+)
+
+
+def test_the_text_of_a_word_paragraph_that_anchors_a_text_box_is_translated_around_it() -> None:
+    # the paragraph holding the box was skipped whole: only the box's own paragraphs were translated
+    before = '<w:r><w:t xml:space="preserve">Before the box. </w:t></w:r>'
+    body = f"<w:p>{before}{TEXT_BOX}<w:r><w:t>After it.</w:t></w:r></w:p>"
+    source = encode_document("docx", make_docx(body))
+    skeleton = split_document(source, "docx", 200)
+    assert [s.text for s in skeleton.segments][:4] == [
+        "Before the box.",
+        "Inside the box.",
+        "Inside the box.",
+        "After it.",
+    ]
+    document = members(finish_document("docx", skeleton.assemble([s.text.upper() for s in skeleton.segments], "fr")))
+    assert b"BEFORE THE BOX. </w:t>" in document["word/document.xml"]
+    assert b"<w:t>AFTER IT.</w:t></w:r></w:p>" in document["word/document.xml"]
+    assert members(finish_document("docx", skeleton.source())) == members(source)
