@@ -114,6 +114,24 @@ def check_zipped_document(fmt: str, text: str) -> None:
             "contract.documents.encode_document"
         ) from None
     if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise InvalidJobError(
-            f"the .{fmt} file is not a zip archive, so not a real .{fmt}; send the file as its application saved it"
+        raise not_a_zip_error(fmt, data)
+
+
+COMPOUND_FILE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""How a Compound File starts: what Office saves a password-protected .docx/.xlsx/.pptx as (and an old .doc)."""
+
+
+def not_a_zip_error(fmt: str, data: bytes) -> InvalidJobError:
+    """The error for a zipped-format file whose bytes are no zip: a password-protected Office file named as such.
+
+    Office encrypts a password-protected document into a Compound File, and a ``.doc``/``.xls``/``.ppt`` of
+    Office 97-2003 is one too: neither can be read, and the user can act on that (remove the password, save again).
+    """
+    if data.startswith(COMPOUND_FILE_MAGIC):
+        return InvalidJobError(
+            f"the .{fmt} file is a password-protected (encrypted) Office file, or an Office 97-2003 file "
+            f"renamed: remove its password, or save it as .{fmt}, and send it again"
         )
+    return InvalidJobError(
+        f"the .{fmt} file is not a zip archive, so not a real .{fmt}; send the file as its application saved it"
+    )

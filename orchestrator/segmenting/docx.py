@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.segmenting.office_runs import WORD, split_paragraphs
+from orchestrator.segmenting.office_runs import WORD, preserve_edge_spaces, split_paragraphs
 from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.zip_container import ZipFormat
 
@@ -23,11 +23,18 @@ def split_part(name: str, xml: str, max_chars: int, skeleton: Skeleton) -> None:
     split_paragraphs(xml, WORD, max_chars, skeleton)
 
 
+def finish_part(name: str, xml: str) -> str:
+    """A translated part: a space the translation put at a run's edge kept (Word drops it otherwise)."""
+    return preserve_edge_spaces(xml, WORD)
+
+
 DOCX = ZipFormat(
     name="docx",
     kind="a Word document",
     required="word/document.xml",
     text_parts=re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes)\.xml"),
     split_part=split_part,
+    finish_part=finish_part,
+    checks_xml=True,
 )
 """Word documents: the body, headers, footers, footnotes and endnotes translated."""

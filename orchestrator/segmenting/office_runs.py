@@ -176,15 +176,36 @@ def split_paragraphs(
     skeleton.literal(xml[position:])
 
 
+def preserve_edge_spaces(xml: str, markup: RunMarkup) -> str:
+    """``xml`` with ``xml:space="preserve"`` on every text node that starts or ends with whitespace and lacks it.
+
+    Word and Excel drop a text node's leading and trailing whitespace unless it says so, and a translation
+    moves spaces between runs ("Hello<x1/> world" as "Salut <x1/>monde"): without it the two words join.
+    Applied to a translated part as it is zipped; a part Office wrote already says so wherever it must.
+    """
+    prefix = part_prefix(xml, markup)
+    t = re.escape(f"{prefix}:{markup.text}" if prefix else markup.text)
+
+    def preserve(node: re.Match[str]) -> str:
+        return f'{node.group(1)} xml:space="preserve"{node.group(2)}'
+
+    return re.sub(rf"(<{t}(?![^>]*\sxml:space\s*=)(?:\s[^>]*)?)(>(?=\s|[^<]*\s</{t}>)[^<]*</{t}>)", preserve, xml)
+
+
 def paragraph_pattern(xml: str, markup: RunMarkup) -> re.Pattern[str]:
     """A ``markup`` paragraph tag as ``xml`` writes it (group 1: the ``/`` of a closing one; 2: of an empty one)."""
     return _patterns(markup, part_prefix(xml, markup)).paragraph
 
 
 def _leaf_paragraphs(xml: str, patterns: _Patterns) -> list[tuple[int, int, int]]:
-    """Spans of the paragraphs that hold no paragraph themselves (a text box's are inside another), with their place."""
-    stack: list[list[int]] = []  # [start, has a child paragraph, place]
-    leaves: list[tuple[int, int, int]] = []
+    """Spans of paragraph text to translate, in order, with their paragraph's place.
+
+    A paragraph that holds no paragraph is one span. One that holds paragraphs (a Word text box's
+    ``w:txbxContent`` sits in a run of the paragraph it is anchored in) is cut around them: its own
+    text before, between and after them is a span of its own, and each inner paragraph is met in turn.
+    """
+    stack: list[tuple[int, int, list[tuple[int, int]]]] = []  # (start, place, its child paragraphs' spans)
+    spans: list[tuple[int, int, int]] = []
     ordinal = -1
     for tag in patterns.paragraph.finditer(xml):
         if not tag.group(1):
@@ -192,14 +213,15 @@ def _leaf_paragraphs(xml: str, patterns: _Patterns) -> list[tuple[int, int, int]
         if tag.group(2):  # <w:p/>: empty
             continue
         if not tag.group(1):
-            if stack:
-                stack[-1][1] = 1
-            stack.append([tag.start(), 0, ordinal])
+            stack.append((tag.start(), ordinal, []))
         elif stack:
-            start, has_child, place = stack.pop()
-            if not has_child:
-                leaves.append((start, tag.end(), place))
-    return leaves
+            start, place, children = stack.pop()
+            if stack:
+                stack[-1][2].append((start, tag.end()))
+            edges = [start, *(edge for child in children for edge in child), tag.end()]
+            spans.extend((edges[i], edges[i + 1], place) for i in range(0, len(edges), 2))
+    spans.sort()
+    return spans
 
 
 class _Paragraph:

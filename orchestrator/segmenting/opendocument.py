@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from contract.errors import InvalidJobError
 from orchestrator.segmenting.parts import ATTACHED_MARK, Code, Segment, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
-from orchestrator.segmenting.zip_container import ZipFormat
+from orchestrator.segmenting.zip_container import MemberReader, ZipFormat
 
 _MARKUP = re.compile(
     r"<!--.*?-->"
@@ -254,6 +254,24 @@ def _meta(xml: str, max_chars: int, skeleton: Skeleton) -> None:
     skeleton.literal(xml[position:])
 
 
+MANIFEST = "META-INF/manifest.xml"
+
+
+def _refuse_encrypted(names: list[str], read: MemberReader) -> set[str]:
+    """No member chosen beyond the format's own; a clear error if the file is password-protected.
+
+    LibreOffice encrypts a password-protected file's members inside an ordinary zip and says so in its
+    manifest (``manifest:encryption-data``): the members read as random bytes, not as a damaged file.
+    """
+    manifest = read(MANIFEST) or b""
+    if b"encryption-data" in manifest:
+        raise InvalidJobError(
+            "this OpenDocument file is password-protected (its content is encrypted): "
+            "save it again without a password and send it again"
+        )
+    return set()
+
+
 def _format(name: str, kind: str, subtype: str) -> ZipFormat:
     return ZipFormat(
         name=name,
@@ -262,6 +280,7 @@ def _format(name: str, kind: str, subtype: str) -> ZipFormat:
         text_parts=re.compile(r"content\.xml|styles\.xml|meta\.xml"),
         split_part=split_part,
         mimetype=f"application/vnd.oasis.opendocument.{subtype}",
+        text_members=_refuse_encrypted,
     )
 
 

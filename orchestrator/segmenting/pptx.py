@@ -31,5 +31,6 @@ PPTX = ZipFormat(
         r"ppt/(slides/slide\d+|notesSlides/notesSlide\d+|charts/chart\d+|diagrams/(?:data|drawing)\d+)\.xml"
     ),
     split_part=split_part,
+    checks_xml=True,
 )
 """PowerPoint presentations: slides, notes, charts' titles, SmartArt (its data and its drawing)."""

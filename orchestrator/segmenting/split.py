@@ -94,4 +94,4 @@ def split_document(
 
 def finish_document(fmt: str, assembled: str) -> str:
     """The stored form of an assembled document: a zipped format's container zipped again, else itself."""
-    return zip_container.pack(assembled) if fmt in ZIPPED else assembled
+    return zip_container.pack(assembled, ZIPPED[fmt]) if fmt in ZIPPED else assembled

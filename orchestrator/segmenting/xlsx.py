@@ -33,6 +33,7 @@ from orchestrator.segmenting.office_runs import (
     RunMarkup,
     paragraph_pattern,
     part_prefix,
+    preserve_edge_spaces,
     split_paragraphs,
 )
 from orchestrator.segmenting.skeleton import Skeleton
@@ -63,6 +64,15 @@ def _markup(name: str) -> RunMarkup:
 def split_part(name: str, xml: str, max_chars: int, skeleton: Skeleton) -> None:
     """Shared strings, a sheet's inline strings, comments, a chart or a drawing: their text translated."""
     split_paragraphs(xml, _markup(name), max_chars, skeleton)
+
+
+def finish_part(name: str, xml: str) -> str:
+    """A translated string part: a space the translation put at a run's edge kept (Excel drops it otherwise).
+
+    DrawingML text (a chart, a shape) keeps its spaces as written and has no ``xml:space``.
+    """
+    markup = _markup(name)
+    return xml if markup is DRAWING else preserve_edge_spaces(xml, markup)
 
 
 @dataclass(slots=True)
@@ -169,5 +179,7 @@ XLSX = ZipFormat(
     text_parts=re.compile("|".join(pattern.pattern for pattern, _ in _MARKUP_OF_PART)),
     split_part=split_part,
     plan=plan,
+    finish_part=finish_part,
+    checks_xml=True,
 )
 """Excel workbooks: shared strings, inline strings, comments, charts and drawings translated."""

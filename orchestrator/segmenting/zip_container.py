@@ -23,11 +23,15 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
+from contract.documents import COMPOUND_FILE_MAGIC, not_a_zip_error
 from contract.errors import DocumentTooLargeError, InvalidJobError
 from orchestrator.segmenting.skeleton import Skeleton
 
 _MEMBER = "\x1d"  # separators no XML 1.0 text can hold
 _END = "\x1c"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NOT_IN_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_ENCRYPTED = 0x1  # a zip member's general purpose flag: encrypted with a password
 _STORED = ":stored"  # a kind's suffix for a member the zip holds uncompressed
 DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024
 """``DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES``' default: what a zipped document may unpack to, all members together."""
@@ -65,6 +69,12 @@ class ZipFormat:
     plan: Callable[[Members], PartSplitter] | None = None
     """For a format whose members depend on each other (an Excel table's header cells must keep the
     names its table gives them): the splitter for this document, made from all its members."""
+    checks_xml: bool = False
+    """Whether :func:`unpack` refuses a translated member that is not well-formed XML or declares a DTD (Office
+    Open XML: its packages forbid a DTD, and Office refuses either), before anything is translated rather than
+    when the translation is zipped. OpenDocument and EPUB check their members themselves."""
+    finish_part: Callable[[str, str], str] | None = None
+    """Rewrites a translated member ``(name, its XML)`` before it is zipped (Word's spaces kept at a run's edge)."""
 
     def is_text_part(self, name: str) -> bool:
         """Whether member ``name`` is translated by its name alone."""
@@ -88,13 +98,22 @@ def unpack(
     cap raises :class:`DocumentTooLargeError` naming the member.
     """
     label = f".{fmt.name}"
+    data = b""
     try:
         data = base64.b64decode(source, validate=True)
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
     except (binascii.Error, ValueError, zipfile.BadZipFile) as exc:
+        if data.startswith(COMPOUND_FILE_MAGIC):
+            raise not_a_zip_error(fmt.name, data) from None
         raise InvalidJobError(f"this is not a {label} file (not a zip archive: {exc})") from None
     names = [member.filename for member in members]
+    for name in names:  # the container text separates members with control characters: a name may hold none
+        if _CONTROL.search(name):
+            raise InvalidJobError(
+                f"this {label} is damaged: a member's name, {name!a}, holds a control character, "
+                "which no application writes"
+            )
     declared = 0
     for member in members:
         declared += member.file_size
@@ -122,10 +141,30 @@ def unpack(
                 text = content.decode("utf-8")
             except UnicodeDecodeError:
                 raise InvalidJobError(f"this {label} is damaged: {name} is not UTF-8") from None
+            if forbidden := _NOT_IN_XML.search(text):  # (the container text's separators among them)
+                raise InvalidJobError(
+                    f"this {label} is damaged: {name} holds the control character {forbidden.group(0)!a}, "
+                    "which XML forbids"
+                )
+            if fmt.checks_xml:
+                _check_xml(fmt, name, text)
             parts.append(f"{_MEMBER}{name}{_MEMBER}xml{stored}{_MEMBER}{text}{_END}")
         else:
             parts.append(f"{_MEMBER}{name}{_MEMBER}bin{stored}{_MEMBER}{base64.b64encode(content).decode()}{_END}")
     return "".join(parts)
+
+
+def _check_xml(fmt: ZipFormat, name: str, text: str) -> None:
+    """Refuse member ``name`` of a ``fmt`` file if it declares a DTD (checked first: its entities are never
+    expanded) or is not well-formed XML."""
+    if "<!DOCTYPE" in text:
+        raise InvalidJobError(
+            f"this .{fmt.name} is damaged: {name} has a <!DOCTYPE>, which {fmt.kind} never has "
+            "(Office refuses to open such a file)"
+        )
+    problem = xml_problem(text.encode())
+    if problem is not None:
+        raise InvalidJobError(f"this .{fmt.name} is damaged: {name} is not well-formed XML ({problem})")
 
 
 def _has_mimetype(fmt: ZipFormat, mimetype: bytes | None) -> bool:
@@ -158,6 +197,11 @@ def _wrong_format(
 
 def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, cap: int, label: str) -> bytes:
     """A member's bytes, read a chunk at a time, refused as soon as they pass the ``left`` bytes of the cap."""
+    if member.flag_bits & _ENCRYPTED:
+        raise InvalidJobError(
+            f"this {label} is a password-protected zip ({member.filename} is encrypted): "
+            "save it again without a password and send it again"
+        )
     chunks: list[bytes] = []
     size = 0
     try:
@@ -179,8 +223,11 @@ def _too_large(label: str, name: str, cap: int) -> DocumentTooLargeError:
     )
 
 
-def pack(container: str) -> str:
-    """The base64 zip of an assembled container; its translated members must parse as XML."""
+def pack(container: str, fmt: ZipFormat | None = None) -> str:
+    """The base64 zip of an assembled container; its translated members must parse as XML.
+
+    ``fmt``: the document's format, whose :attr:`~ZipFormat.finish_part` (if any) rewrites each translated member.
+    """
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for member in container.split(_END):
@@ -189,6 +236,8 @@ def pack(container: str) -> str:
             _, name, kind, content = member.split(_MEMBER, 3)
             compression = zipfile.ZIP_STORED if kind.endswith(_STORED) else zipfile.ZIP_DEFLATED
             if kind.removesuffix(_STORED) == "xml":
+                if fmt is not None and fmt.finish_part is not None:
+                    content = fmt.finish_part(name, content)
                 problem = xml_problem(content.encode())
                 if problem is not None:
                     raise InvalidJobError(f"the translated {name} is not well-formed XML ({problem}); a dragoman bug")
