@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 # Tests count engine requests and reuse texts across tests in one database, which the translation
 # memory would serve; every process they start inherits this. The memory's own tests turn it on.
 os.environ["DRAGOMAN_MEMORY_ENABLED"] = "false"
+# The workers and APIs the tests start serve /metrics on a free port: a dragoman already running on this
+# machine holds the default 9464 (a worker then refused to start, and its test waited out its timeout).
+os.environ["DRAGOMAN_METRICS_PORT"] = "0"
 
 
 @pytest.fixture(scope="session")
