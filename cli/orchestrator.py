@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from cli.help import SubParsers, add_command, examples
@@ -52,6 +53,8 @@ def add_commands(sub: SubParsers) -> None:
         "webhooks: only that queue (more webhook workers deliver to more slow receivers at once)",
     )
     worker.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
+    # The webhook child is told its parent's pid: it stops once that parent is gone (killed with SIGKILL).
+    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     mirror_settings(worker, "log_format")
     worker.set_defaults(func=cmd_rq_worker)
 
@@ -70,6 +73,8 @@ def cmd_rq_worker(args: argparse.Namespace, settings: Settings) -> int:
     keys = ctx.keys
     gave_up = threading.Event()
     if args.queue == "webhooks":
+        if args.parent_pid is not None:
+            _stop_when_orphaned(args.parent_pid)
         _work(ctx, [keys.webhook_queue], burst=args.burst)
         return 0
     if args.burst:  # scripts and tests: every queue in turn, in this process
@@ -131,6 +136,24 @@ def _orchestrate(ctx: TaskContext, queue_names: list[str], burst: bool, gave_up:
         dispatcher.close()
 
 
+def _stop_when_orphaned(parent_pid: int, interval_s: float = 1.0) -> threading.Thread:
+    """SIGTERM this process (RQ's warm shutdown) once ``parent_pid`` is no longer its parent.
+
+    The webhook child has a session of its own, so a parent killed outright (SIGKILL, a crash) takes
+    nothing of it along: without this it would go on working the queue for nobody, for ever.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval_s)
+        log.warning("the rq-worker that started this webhook worker (pid %s) is gone; stopping", parent_pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    watcher = threading.Thread(target=watch, name="dragoman-parent-watch", daemon=True)
+    watcher.start()
+    return watcher
+
+
 def _work(ctx: TaskContext, queue_names: list[str], *, burst: bool) -> None:
     from rq import Queue, SimpleWorker
 
@@ -152,6 +175,7 @@ class _WebhookProcess:
 
     def __init__(self, log_format: str) -> None:
         command = [sys.executable, "-m", "cli.main", "rq-worker", "--queue", "webhooks", "--log-format", log_format]
+        command += ["--parent-pid", str(os.getpid())]
         # A session of its own: a terminal's Ctrl-C reaches only the parent, which stops the child in order.
         self._process = subprocess.Popen(command, start_new_session=True)
         self._stopping = threading.Event()

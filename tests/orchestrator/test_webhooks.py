@@ -347,6 +347,14 @@ def _webhook_worker_of(pid: int) -> int | None:
     return None
 
 
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an exited orphan waiting for init to reap it)."""
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
 def _rq_workers_on(redis_url: str, queue: str) -> int:
     from rq import Worker
 
@@ -382,3 +390,33 @@ def test_the_rq_worker_stops_when_its_webhook_worker_dies(settings_env: Settings
             process.kill()
             process.wait()
     assert "the webhook worker exited" in log_path.read_text()
+
+
+@pytest.mark.timeout(120)
+def test_the_webhook_worker_stops_when_its_rq_worker_is_killed(settings_env: Settings, tmp_path: Path) -> None:
+    """The child has a session of its own: a parent killed with SIGKILL used to leave it working for nobody."""
+    keys = RedisKeys.from_settings(settings_env)
+    assert settings_env.redis_url
+    with (tmp_path / "rq-worker.log").open("wb") as log_file:
+        process = subprocess.Popen([sys.executable, "-m", "cli.main", "rq-worker"], stderr=log_file)
+    child: int | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while (child := _webhook_worker_of(process.pid)) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert child is not None
+        while not _rq_workers_on(settings_env.redis_url, keys.webhook_queue) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 60
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _running(child), "the webhook worker outlived its rq-worker"
+    finally:
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child, signal.SIGKILL)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
