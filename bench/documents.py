@@ -2,6 +2,7 @@
 
     python -m bench.documents [--before 6da7ad9] [--out bench/results/documents.json]
     python -m bench.documents --corpus [--out bench/results/documents-corpus.json]
+    python -m bench.documents --per-format [--mb 1] [--out bench/results/documents-formats.json]
 
 For each sample (the README, an HTML product page, the demo's Markdown file, a subtitle file, a
 Word document),
@@ -26,6 +27,11 @@ per format: documents, segments per document, the whole-sentence share of words,
 assemble CPU time per MB of source (best of three, every segment given a stand-in translation;
 CPU time, so that other processes on a shared machine weigh less).
 
+With ``--per-format`` every format of ``contract.documents.FORMATS`` gets a document of about
+``--mb`` MB of text or XML built from the project's prose (``bench.format_sizes``), and the CPU
+time per MB of the split, the stand-in translation and the assembly (zipped again) is measured,
+each best of three, with a check that the untranslated assembly gives the source back.
+
 The splitters run on the CPU with no server; the result is deterministic. With
 ``--tags-on-cpu fr`` the tagged segments of the samples (the README aside) go through the real
 CPU engine with the default model instead, and the result counts how many kept their tags at
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
 import os
 import re
@@ -44,6 +51,7 @@ import sys
 import tempfile
 import time
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -233,17 +241,96 @@ def measure_corpus(repeats: int = 3) -> dict[str, Any]:
 
 def _split_and_assemble(fmt: str, source: str, retranslate: bool) -> float:
     """CPU seconds to split a document and assemble it with a stand-in translation of every segment (zipped again)."""
-    from contract.inline_tags import Tag, tokens
     from orchestrator.segmenting import split_document
     from orchestrator.segmenting.split import finish_document
 
     start = time.process_time()
     skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS, retranslate=retranslate)
-    translations = [
-        "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(s.text)) for s in skeleton.segments
-    ]
+    translations = [_shout(s.text) for s in skeleton.segments]
     finish_document(fmt, skeleton.assemble(translations, "fr"))
     return time.process_time() - start
+
+
+def measure_formats(megabytes: float = 1.0, repeats: int = 3) -> dict[str, Any]:
+    """Split, stand-in translation and assemble (+ zip) CPU time per MB of a built document of every format.
+
+    Each format gets a document of about ``megabytes`` MB of text or XML (``bench.format_sizes``:
+    the project's prose, one word per paragraph in inline markup). Each phase is timed on its own,
+    best of ``repeats``; ``identity`` says that assembling with every segment untranslated (zipped
+    again) gave the source back byte for byte.
+    """
+    from bench.format_sizes import build
+    from contract.documents import FORMATS
+    from orchestrator.segmenting import split_document
+    from orchestrator.segmenting.split import finish_document
+
+    formats: dict[str, Any] = {}
+    for fmt in FORMATS:
+        source, size, file_size = build(fmt, round(megabytes * 1e6))
+        best = {"split": float("inf"), "translate": float("inf"), "assemble": float("inf"), "total": float("inf")}
+        segments = 0
+        for _ in range(repeats):
+            start = time.process_time()
+            skeleton = split_document(source, fmt, MAX_SEGMENT_CHARS)
+            split = time.process_time()
+            translations = [_shout(s.text) for s in skeleton.segments]
+            translated = time.process_time()
+            finish_document(fmt, skeleton.assemble(translations, "fr"))
+            end = time.process_time()
+            phases = {"split": split - start, "translate": translated - split, "assemble": end - translated}
+            for phase, seconds in {**phases, "total": end - start}.items():
+                best[phase] = min(best[phase], seconds)
+            segments = len(skeleton.segments)
+        identity = _same_document(fmt, finish_document(fmt, skeleton.assemble([None] * segments)), source)
+        formats[fmt] = {
+            "bytes": size,
+            "file_bytes": file_size,
+            "segments": segments,
+            "identity": identity,
+            **{f"{phase}_s_per_mb": round(seconds / (size / 1e6), 4) for phase, seconds in best.items()},
+        }
+    return {"megabytes": megabytes, "repeats": repeats, "formats": formats}
+
+
+def _same_document(fmt: str, assembled: str, source: str) -> bool:
+    """Whether ``assembled`` is ``source``: byte for byte, or a zip's members (name, compression, bytes) in order.
+
+    A zip is not compared whole: ``zip_container.pack`` stamps each member with the time it is
+    zipped again, so the archive's bytes differ from the source's once the clock has moved on.
+    """
+    from contract.documents import ZIPPED_FORMATS
+
+    if fmt not in ZIPPED_FORMATS:
+        return assembled == source
+
+    def members(document: str) -> list[tuple[str, int, bytes]]:
+        archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(document)))
+        return [(info.filename, info.compress_type, archive.read(info)) for info in archive.infolist()]
+
+    return members(assembled) == members(source)
+
+
+def _shout(text: str) -> str:
+    """A stand-in translation: the text in capitals, placeholder tags as they were."""
+    from contract.inline_tags import Tag, tokens
+
+    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(text))
+
+
+def formats_table(result: dict[str, Any]) -> str:
+    """The result of :func:`measure_formats` as a Markdown table, one row per format."""
+    rows = [
+        "| format | MB (text/XML) | file MB | segments | split, CPU s/MB | stand-in, CPU s/MB "
+        "| assemble (+ zip), CPU s/MB | total, CPU s/MB | identity |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for fmt, row in result["formats"].items():
+        rows.append(
+            f"| {fmt} | {row['bytes'] / 1e6:.2f} | {row['file_bytes'] / 1e6:.2f} | {row['segments']} | "
+            f"{row['split_s_per_mb']:.3f} | {row['translate_s_per_mb']:.3f} | {row['assemble_s_per_mb']:.3f} | "
+            f"{row['total_s_per_mb']:.3f} | {'yes' if row['identity'] else 'NO'} |"
+        )
+    return "\n".join(rows)
 
 
 def corpus_table(result: dict[str, Any]) -> str:
@@ -357,10 +444,23 @@ def main() -> None:
         "--corpus", action="store_true", help="measure the real documents of this machine (bench.corpus)"
     )
     parser.add_argument(
+        "--per-format",
+        action="store_true",
+        help="time split + assemble per MB on a built document of every format (bench.format_sizes)",
+    )
+    parser.add_argument("--mb", type=float, default=1.0, help="the size of each --per-format document, MB of text/XML")
+    parser.add_argument(
         "--tags-on-cpu", metavar="LANG", help="also send the tagged segments through the CPU engine into LANG"
     )
     args = parser.parse_args()
     results = ROOT / "bench" / "results"
+    if args.per_format:
+        outcome = measure_formats(args.mb)
+        print(formats_table(outcome))
+        out = args.out or results / "documents-formats.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(outcome, indent=2) + "\n")
+        return
     if args.corpus:
         outcome = measure_corpus()
         print(corpus_table(outcome))
