@@ -25,6 +25,8 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
+from contract.documents import SUFFIXES, ZIPPED_FORMATS
+
 DOC_ROOT = Path("/usr/share/doc")
 LOCALE_ROOT = Path("/usr/share/locale")
 ISO_CODES_JSON = Path("/usr/share/iso-codes/json")
@@ -40,25 +42,9 @@ MIN_BYTES = 1_000
 MAX_MO_BYTES = 120_000
 LANGUAGES = ("de", "fr", "ja", "ru", "es", "pt_BR", "zh_CN", "pl", "it", "cs", "uk", "sv")
 """The languages the decompiled catalogues rotate through (a domain without one gets its first)."""
-_SUFFIXES = {
-    ".html": "html",
-    ".htm": "html",
-    ".md": "md",
-    ".markdown": "md",
-    ".srt": "srt",
-    ".vtt": "vtt",
-    ".xlf": "xliff",
-    ".xliff": "xliff",
-    ".po": "po",
-    ".docx": "docx",
-    ".pptx": "pptx",
-    ".xlsx": "xlsx",
-    ".odt": "odt",
-    ".odp": "odp",
-    ".ods": "ods",
-    ".epub": "epub",
-}
-_ZIPPED = frozenset({"docx", "pptx", "xlsx", "odt", "odp", "ods", "epub"})
+_SUFFIXES = {suffix: fmt for suffix, fmt in SUFFIXES.items() if fmt not in ("txt", "json") and suffix != ".pot"}
+"""The documents looked for under /usr/share/doc (text and JSON there are data or licences, not documents)."""
+_ZIPPED = frozenset(ZIPPED_FORMATS)
 _MSGSTR = re.compile(r'^(msgstr(?:\[\d+\])?) ".*"\n(?:".*"\n)*', re.MULTILINE)
 _LANGUAGE = re.compile(r'^(\s*)"Language: [^"\\]*\\n"', re.MULTILINE)
 _PLURAL_FORMS = re.compile(r'^(\s*)"Plural-Forms: [^"\\]*\\n"', re.MULTILINE)
