@@ -11,7 +11,7 @@ import pytest
 from contract.settings import Settings
 from orchestrator.segmenting.zip_container import xml_problem
 from tests.api.conftest import KeyMaker, bearer
-from tests.api.test_runs_and_documents import until
+from tests.api.test_runs_and_documents import translated_upload, until
 from tests.orchestrator.test_epub import build_epub, epub3
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -29,18 +29,7 @@ async def test_an_epub_goes_up_as_bytes_and_comes_back_as_an_epub_in_the_target_
 ) -> None:
     key = tenant_key("acme")
     params = {"source_lang": "en", "target_lang": "fr", "filename": "garden.epub"}
-    response = await http.post("/v1/documents", params=params, content=epub3(), headers=bearer(key))
-    assert response.status_code == 202, response.text
-    document_id = response.json()["id"]
-
-    async def assembled() -> bool:
-        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
-        return bool(view["status"] == "completed")
-
-    async with start_worker(DeterministicEngine()):
-        await until(assembled)
-    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
-    assert content.status_code == 200
+    content = await translated_upload(http, key, start_worker, "garden.epub", epub3(), DeterministicEngine())
     assert content.headers["content-type"] == "application/epub+zip"
     translated = zipfile.ZipFile(io.BytesIO(content.content))
     original = zipfile.ZipFile(io.BytesIO(epub3()))

@@ -14,7 +14,7 @@ import pytest
 from contract.documents import MEDIA_TYPES
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
-from tests.api.test_runs_and_documents import until
+from tests.api.test_runs_and_documents import translated_upload, until
 from tests.orchestrator.office_files import make_pptx, make_xlsx, members
 from tests.orchestrator.test_runs_and_documents import _shout_or_lose
 from tests.worker.conftest import WorkerFactory
@@ -47,18 +47,8 @@ async def test_an_office_file_goes_up_as_bytes_and_comes_back_translated_and_who
 ) -> None:
     key = tenant_key("acme")
     params = {"source_lang": "en", "target_lang": "fr", "filename": f"report.{fmt}"}
-    response = await http.post("/v1/documents", params=params, content=make(), headers=bearer(key))
-    assert response.status_code == 202, response.text
-    document_id = response.json()["id"]
-
-    async def assembled() -> bool:
-        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
-        return bool(view["status"] == "completed")
-
-    async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
-        await until(assembled)
-    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
-    assert content.status_code == 200
+    engine = DeterministicEngine(rewrite=_shout_or_lose)
+    content = await translated_upload(http, key, start_worker, f"report.{fmt}", make(), engine)
     assert content.headers["content-type"] == MEDIA_TYPES[fmt]
     translated, original = members(content.content), members(make())
     assert translated.keys() == original.keys()

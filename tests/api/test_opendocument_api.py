@@ -12,7 +12,7 @@ from contract.documents import MEDIA_TYPES
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
 from tests.api.test_libretranslate import _with_orchestrator, shouting
-from tests.api.test_runs_and_documents import until
+from tests.api.test_runs_and_documents import translated_upload, until
 from tests.orchestrator.test_opendocument import ODP_BODY, ODS_BODY, ODT_BODY, ODT_STYLES, make_odf
 from tests.orchestrator.test_runs_and_documents import _shout_or_lose
 from tests.worker.conftest import WorkerFactory
@@ -37,19 +37,8 @@ async def test_an_opendocument_file_goes_up_as_bytes_and_comes_back_translated_a
 ) -> None:
     key = tenant_key("acme")
     data, translated_text = FILES[fmt]
-    params = {"source_lang": "en", "target_lang": "fr", "filename": f"report.{fmt}"}
-    response = await http.post("/v1/documents", params=params, content=data, headers=bearer(key))
-    assert response.status_code == 202, response.text
-    document_id = response.json()["id"]
-
-    async def assembled() -> bool:
-        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
-        return bool(view["status"] == "completed")
-
-    async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
-        await until(assembled)
-    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
-    assert content.status_code == 200
+    engine = DeterministicEngine(rewrite=_shout_or_lose)
+    content = await translated_upload(http, key, start_worker, f"report.{fmt}", data, engine)
     assert content.headers["content-type"] == MEDIA_TYPES[fmt]
     translated = zipfile.ZipFile(io.BytesIO(content.content))
     original = zipfile.ZipFile(io.BytesIO(data))

@@ -53,6 +53,31 @@ async def until(check: Callable[[], Awaitable[bool]], within: float = 120.0) -> 
     raise AssertionError("not done in time")
 
 
+async def translated_upload(
+    http: httpx.AsyncClient,
+    key: str,
+    start_worker: WorkerFactory,
+    filename: str,
+    data: bytes,
+    engine: DeterministicEngine,
+) -> httpx.Response:
+    """Upload ``data`` as ``filename`` (en to fr) and work it with ``engine`` until assembled; its content (200)."""
+    params = {"source_lang": "en", "target_lang": "fr", "filename": filename}
+    response = await http.post("/v1/documents", params=params, content=data, headers=bearer(key))
+    assert response.status_code == 202, response.text
+    document_id = response.json()["id"]
+
+    async def assembled() -> bool:
+        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
+        return bool(view["status"] == "completed")
+
+    async with start_worker(engine):
+        await until(assembled)
+    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
+    assert content.status_code == 200
+    return content
+
+
 async def _streamed(lines: list[dict[str, Any]]) -> Any:
     """The body as an async stream of small pieces (chunked transfer, not one buffer)."""
     data = jsonl(lines)
@@ -328,18 +353,7 @@ async def test_a_word_document_goes_up_as_bytes_and_comes_back_as_a_word_documen
 ) -> None:
     key = tenant_key("acme")
     params = {"source_lang": "en", "target_lang": "fr", "filename": "report.docx"}
-    response = await http.post("/v1/documents", params=params, content=make_docx(), headers=bearer(key))
-    assert response.status_code == 202, response.text
-    document_id = response.json()["id"]
-
-    async def assembled() -> bool:
-        view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
-        return bool(view["status"] == "completed")
-
-    async with start_worker(DeterministicEngine()):
-        await until(assembled)
-    content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
-    assert content.status_code == 200
+    content = await translated_upload(http, key, start_worker, "report.docx", make_docx(), DeterministicEngine())
     assert content.headers["content-type"] == (
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
     )
