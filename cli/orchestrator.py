@@ -53,8 +53,12 @@ def add_commands(sub: SubParsers) -> None:
         "webhooks: only that queue (more webhook workers deliver to more slow receivers at once)",
     )
     worker.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
-    # The webhook child is told its parent's pid: it stops once that parent is gone (killed with SIGKILL).
-    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    worker.add_argument(
+        "--parent-pid",
+        type=int,
+        metavar="PID",
+        help="with --queue webhooks: stop once process PID is gone (the rq-worker that started this one passes it)",
+    )
     mirror_settings(worker, "log_format")
     worker.set_defaults(func=cmd_rq_worker)
 
