@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import langcodes
@@ -52,11 +51,3 @@ def _normalize(code: str) -> str:
 def language_name(code: str) -> str:
     """English display name of a normalised code ("fr" -> "French", "pt-BR" -> "Portuguese (Brazil)")."""
     return str(langcodes.Language.get(code).display_name("en"))
-
-
-def base_language(tag: str) -> str:
-    """A language tag's base language, as gettext or BCP 47 writes it: ``pt_BR``, ``pt-BR`` -> ``pt``.
-
-    Whether a catalogue is already in its target's language is decided on this (a region or script aside).
-    """
-    return re.split(r"[_@.-]", tag.strip(), maxsplit=1)[0].lower()

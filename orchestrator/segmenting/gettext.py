@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass, field
 
 from contract.errors import InvalidJobError
-from contract.languages import base_language
 from contract.placeholders import placeholders
 from contract.po_strings import CONTINUATION, ESCAPES, KEYWORD, PoStringError, quote, unquote
 from orchestrator.segmenting.inline_block import segment_of
@@ -106,13 +105,18 @@ def split_po(
 
 def _check_language(lines: list[str], language: str, target_lang: str) -> None:
     """Refuse a catalogue in another language than ``target_lang`` (header ``Language:``) that has translations."""
-    if not language.strip() or base_language(language) == base_language(target_lang) or not _has_translations(lines):
+    if not language.strip() or _base(language) == _base(target_lang) or not _has_translations(lines):
         return
     raise InvalidJobError(
         f"this catalogue is already in {language.strip()} (its header says Language: {language.strip()}) and has "
         f"translations, which would stay in {language.strip()} in a catalogue for {target_lang}; translate it to "
         f"{language.strip()}, or send it with --retranslate (retranslate=true over HTTP) to translate every entry"
     )
+
+
+def _base(language: str) -> str:
+    """A language tag's base language, as gettext or BCP 47 writes it: ``pt_BR``, ``pt-BR`` -> ``pt``."""
+    return re.split(r"[_@.-]", language.strip(), maxsplit=1)[0].lower()
 
 
 def _has_translations(lines: list[str]) -> bool:

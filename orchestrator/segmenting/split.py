@@ -58,7 +58,7 @@ def split_document(
     ``max_segments`` segments, or a zipped format past ``max_unpacked_bytes`` unpacked, raises
     :class:`DocumentTooLargeError`. ``retranslate``: a catalogue's
     entries that already have a translation (``.po``, XLIFF) are translated again. ``target_lang``: a
-    catalogue already in another language with translations is refused (:func:`split_po`, :func:`split_xliff`).
+    catalogue already in another language with translations is refused (:func:`split_po`).
     """
     splitters: dict[str, Callable[[str, int, Skeleton], None]] = {
         "txt": split_text,
@@ -68,7 +68,7 @@ def split_document(
         "vtt": split_vtt,
         "po": partial(split_po, retranslate=retranslate, target_lang=target_lang),
         "json": split_json,
-        "xliff": partial(split_xliff, retranslate=retranslate, target_lang=target_lang),
+        "xliff": partial(split_xliff, retranslate=retranslate),
     }
     for name, zip_format in ZIPPED.items():
         splitters[name] = partial(zip_container.split_container, fmt=zip_format)

@@ -17,7 +17,6 @@ import xml.etree.ElementTree as ElementTree
 from typing import NamedTuple
 
 from contract.errors import InvalidJobError
-from contract.languages import base_language
 from orchestrator.segmenting.inline_block import segment_of
 from orchestrator.segmenting.message_codes import with_message_codes
 from orchestrator.segmenting.parts import Code, LangAttribute
@@ -43,24 +42,15 @@ class _Unit(NamedTuple):
     target_blank: bool
 
 
-def split_xliff(
-    source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False, target_lang: str | None = None
-) -> None:
-    """An XLIFF file: each untranslated source's target becomes a segment (with ``retranslate``, every one).
-
-    ``target_lang``: a file whose target language is another one and that has targets is refused unless
-    ``retranslate`` (its targets would stay in that language under the new target language).
-    """
+def split_xliff(source: str, max_chars: int, skeleton: Skeleton, *, retranslate: bool = False) -> None:
+    """An XLIFF file: each untranslated source's target becomes a segment (with ``retranslate``, every one)."""
     version = _check(source)
-    declared: str | None = None
     unit_name = "trans-unit" if version == "1.2" else "segment"
     preserved = _preserved_sources(source)
     position = 0
     for tag in _TAG.finditer(source):
         name = tag.group(2).split(":")[-1]
         if (name, version) in (("xliff", "2.0"), ("file", "1.2")) and not tag.group(1):
-            found = _TARGET_LANG.search(tag.group(0))
-            declared = found.group(2)[1:-1] if found else None
             position = _target_language(skeleton, source, position, tag)
         if name != unit_name or tag.group(1) or tag.group(4) or tag.start() < position:
             continue
@@ -68,12 +58,6 @@ def split_xliff(
         if unit is None or _no_translate(tag.group(0)):
             continue
         if unit.target is not None and not unit.target_blank and not retranslate:
-            if target_lang is not None and declared and base_language(declared) != base_language(target_lang):
-                raise InvalidJobError(
-                    f"this XLIFF file's target language is already {declared} and it has targets, which would stay "
-                    f"in {declared} in a file for {target_lang}; translate it to {declared}, or send it with "
-                    "--retranslate (retranslate=true over HTTP) to translate every unit"
-                )
             continue  # translated already
         position = _translate_unit(skeleton, source, position, unit, version, unit.source[0] in preserved)
     skeleton.literal(source[position:])

@@ -146,20 +146,3 @@ def test_a_template_or_an_untranslated_catalogue_goes_to_any_language() -> None:
         "<x1/> file",
         "<x1/> files",
     ]
-
-
-_FRENCH_XLIFF = (
-    '<xliff version="1.2"><file source-language="en" target-language="fr" original="app"><body>'
-    '<trans-unit id="1"><source>Open</source><target>Ouvrir</target></trans-unit>'
-    '<trans-unit id="2"><source>Close</source></trans-unit></body></file></xliff>'
-)
-
-
-def test_an_xliff_file_translated_into_another_language_is_refused_unless_retranslated() -> None:
-    # Its French targets used to stay, relabelled target-language="de", beside the new German ones.
-    with pytest.raises(InvalidJobError, match=r"already fr .*--retranslate"):
-        split_document(_FRENCH_XLIFF, "xliff", 200, target_lang="de")
-    retranslated = split_document(_FRENCH_XLIFF, "xliff", 200, target_lang="de", retranslate=True)
-    assert [s.text for s in retranslated.segments] == ["Open", "Close"]
-    for target in ("fr", "fr-CA"):  # the file's own language: its gaps are filled
-        assert [s.text for s in split_document(_FRENCH_XLIFF, "xliff", 200, target_lang=target).segments] == ["Close"]
