@@ -29,7 +29,6 @@ from markdown_it import MarkdownIt
 
 from bench.corpus import CorpusDocument, find_corpus
 from contract.documents import FORMATS, ZIPPED_FORMATS
-from contract.inline_tags import Tag, tokens
 from contract.placeholders import placeholders
 from contract.schemas import validate_text
 from contract.settings import Settings
@@ -38,6 +37,7 @@ from orchestrator.segmenting.skeleton import Skeleton
 from orchestrator.segmenting.split import ZIPPED, finish_document
 from orchestrator.segmenting.zip_container import ZipFormat
 from tests.msgfmt_check import assert_msgfmt_accepts
+from tests.orchestrator.test_segmenting import shout
 
 MINIMUM = 30
 TARGET = "fr"
@@ -46,11 +46,6 @@ CORPUS = find_corpus()
 PLACEHOLDER_CLASS = "platform placeholders (glibc's %m, strftime's %b %H %M) reached the model as text"
 JSON_CLASS = "JSON string values reached the model raw (HTML markup, placeholders)"
 HEADER_CLASS = "the gettext header was not adapted to the target language"
-
-
-def shout(text: str) -> str:
-    """A stand-in translation: the text in capitals, placeholder tags as they were."""
-    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(text))
 
 
 def test_the_machine_has_a_corpus_of_at_least_30_documents() -> None:

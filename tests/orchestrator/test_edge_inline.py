@@ -13,15 +13,9 @@ import json
 
 import pytest
 
-from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
 from orchestrator.segmenting.skeleton import Skeleton
-
-
-def shout(text: str) -> str:
-    """A stand-in translation: the text in capitals, placeholder tags as they were."""
-    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(text))
-
+from tests.orchestrator.test_segmenting import shout
 
 # name: (format, source, segments sent to the model, output with every segment in capitals)
 CASES: dict[str, tuple[str, str, list[str], str]] = {

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from contract.inline_tags import Tag, tokens
 from orchestrator.segmenting import split_document
-
-
-def _shout(text: str) -> str:
-    return "".join(str(t) if isinstance(t, Tag) else t.upper() for t in tokens(text))
-
+from tests.orchestrator.test_segmenting import shout as _shout
 
 CASES = {
     "code span": ("Run `pip\ninstall dragoman` now.\n", ["Run <x1/> now."]),
