@@ -38,9 +38,15 @@ deployment's default model ``dragoman:default-model``, an API key's rate-limit w
 ``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``,
 and the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``.
 
-**Shards.** One shard today: :attr:`RedisKeys.tag` is :func:`shard_tag` of shard 0. A later
-shard ``n`` of a lane gets ``{dragoman:n}`` (:func:`shard_tag`), each shard its own slot, and the
-same names under its tag; nothing else here changes.
+**Shards.** ``DRAGOMAN_REDIS_SHARDS`` (default 1) splits a deployment into shards: shard 0 keeps
+the names above, shard ``n`` has the same names under the tag ``{dragoman:n}`` (:func:`shard_tag`),
+so each shard is one slot of a Redis Cluster and every script runs on one shard's keys. A shard is
+a whole queue: its lanes, the state records and idempotency keys of its jobs, its events,
+completions and dead letters, its part of each run's or document's record, its tenants' sets and
+staging streams. A job lives on shard ``crc32(job id) mod shards`` (:func:`shard_of`; CRC-32 as
+zlib and every language's standard library compute it), which is where a producer queues it and
+where a lookup by id finds it. :meth:`RedisKeys.for_shard` gives one shard's names,
+:attr:`RedisKeys.shards` every shard's, :meth:`RedisKeys.for_job` a job's.
 
 **Overrides.** ``DRAGOMAN_JOBS_STREAM`` and ``DRAGOMAN_EVENTS_STREAM`` name keys the scripts
 touch, so an override must carry the deployment's tag itself, as its first hash tag (say
@@ -52,6 +58,7 @@ not contain ``{`` or ``}``.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, replace
 
 from contract.errors import ConfigurationError
@@ -65,6 +72,17 @@ def shard_tag(prefix: str, shard: int = 0) -> str:
     if shard < 0:
         raise ValueError(f"a shard is numbered from 0, not {shard}")
     return f"{{{prefix}}}" if shard == 0 else f"{{{prefix}:{shard}}}"
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    """The shard a job lives on: ``crc32(job id as UTF-8) mod shards`` (0 with one shard).
+
+    The id is taken as written (dragoman's ids are canonical lower-case UUIDs), so a producer in
+    another language that computes CRC-32 of the same text finds the same shard.
+    """
+    if shards <= 1:
+        return 0
+    return zlib.crc32(job_id.encode()) % shards
 
 
 def hash_tag(key: str) -> str | None:
@@ -100,7 +118,9 @@ class RedisKeys:
     """The names derived from one :class:`Settings` (prefix and optional overrides); see the module docstring."""
 
     prefix: str  # untagged names start with it
-    tag: str  # the shard tag every key a script touches carries: {prefix}
+    tag: str  # the shard tag every key a script touches carries: {prefix} (shard 0) or {prefix:n}
+    shard: int  # which shard these names are (0 .. shard_count - 1)
+    shard_count: int  # the deployment's number of shards (DRAGOMAN_REDIS_SHARDS)
     model: str  # the model whose lanes jobs_stream and bulk_jobs_stream are (for_model)
     default_model: str  # the deployment's default model, whose lanes keep the plain names
     default_jobs_stream: str  # the default model's interactive lane (the name plain XADD producers have always used)
@@ -134,6 +154,8 @@ class RedisKeys:
         return cls(
             prefix=prefix,
             tag=tag,
+            shard=0,
+            shard_count=settings.redis_shards,
             model=settings.default_model,
             default_model=settings.default_model,
             default_jobs_stream=jobs_stream,
@@ -149,6 +171,45 @@ class RedisKeys:
             orchestration_queue=f"{prefix}-orchestration",
             webhook_queue=f"{prefix}-webhooks",
         )
+
+    def for_shard(self, shard: int) -> RedisKeys:
+        """The same names (same model) on shard ``shard``: every tagged name under :func:`shard_tag` of it.
+
+        Raises ``ValueError`` for a shard the deployment does not have.
+        """
+        if shard == self.shard:
+            return self
+        if not 0 <= shard < self.shard_count:
+            raise ValueError(f"shard {shard} does not exist: this deployment has {self.shard_count} shards")
+        tag = shard_tag(self.prefix, shard)
+
+        def moved(name: str) -> str:
+            return name.replace(self.tag, tag, 1)
+
+        return replace(
+            self,
+            tag=tag,
+            shard=shard,
+            default_jobs_stream=moved(self.default_jobs_stream),
+            jobs_stream=moved(self.jobs_stream),
+            bulk_jobs_stream=moved(self.bulk_jobs_stream),
+            events_stream=moved(self.events_stream),
+            dead_letter_stream=moved(self.dead_letter_stream),
+            completions_stream=moved(self.completions_stream),
+        )
+
+    @property
+    def shards(self) -> tuple[RedisKeys, ...]:
+        """Every shard's names (same model), shard 0 first: what a worker reads and stats add up."""
+        return tuple(self.for_shard(n) for n in range(self.shard_count))
+
+    def shard_of(self, job_id: str) -> int:
+        """The shard job ``job_id`` lives on (:func:`shard_of`)."""
+        return shard_of(job_id, self.shard_count)
+
+    def for_job(self, job_id: str) -> RedisKeys:
+        """The names of the shard job ``job_id`` lives on: its lane, state record, idempotency key."""
+        return self.for_shard(shard_of(job_id, self.shard_count))
 
     def for_model(self, model: str) -> RedisKeys:
         """The same names with ``model``'s lanes as :attr:`jobs_stream` and :attr:`bulk_jobs_stream`.

@@ -16,15 +16,21 @@ them valid text before it parks them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+from urllib.parse import unquote, urlsplit
 
 import hiredis
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.utils import HIREDIS_AVAILABLE
 
+from contract.errors import ConfigurationError
 from contract.overload import ServerBusyError
+
+CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
+"""URL schemes naming a Redis Cluster by its seed nodes (value: whether TLS is on)."""
 
 _packers: dict[type[Any], type[Any]] = {}
 
@@ -54,16 +60,30 @@ class _WaitingPool(aioredis.BlockingConnectionPool):
             raise
 
 
+def is_cluster_url(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster (``redis+cluster://`` or ``rediss+cluster://`` seed nodes)."""
+    return urlsplit(url).scheme in CLUSTER_SCHEMES
+
+
+def is_cluster(client: aioredis.Redis) -> bool:
+    """Whether ``client`` (from :func:`open_redis`) talks to a Redis Cluster."""
+    return isinstance(client, RedisCluster)
+
+
 def open_redis(
     url: str, *, encoding_errors: str = "strict", wait_for_connection_s: float | None = None, **options: Any
 ) -> aioredis.Redis:
-    """An asyncio client for ``url`` (any scheme redis-py accepts) that decodes replies to str
-    (``encoding_errors="surrogateescape"``: losslessly), with redis-py's connection ``options``.
+    """An asyncio client for ``url`` (any scheme redis-py accepts, or a cluster's seed nodes, see
+    :func:`open_cluster`) that decodes replies to str (``encoding_errors="surrogateescape"``:
+    losslessly), with redis-py's connection ``options``.
 
     With ``wait_for_connection_s``, a command finding all ``max_connections`` in use waits that
     long for one to be free (then :class:`RedisPoolBusyError`), instead of failing at once with
-    ``MaxConnectionsError``: what a client shared by many concurrent callers needs.
+    ``MaxConnectionsError``: what a client shared by many concurrent callers needs (a cluster
+    client keeps a pool per node and fails at once instead).
     """
+    if is_cluster_url(url):
+        return open_cluster(url, encoding_errors=encoding_errors, **options)
     if wait_for_connection_s is None:
         pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, encoding_errors=encoding_errors, **options)
     else:
@@ -73,6 +93,41 @@ def open_redis(
     if HIREDIS_AVAILABLE:
         pool.connection_class = _hiredis_packing(pool.connection_class)
     return aioredis.Redis.from_pool(pool)
+
+
+def open_cluster(url: str, *, encoding_errors: str = "strict", **options: Any) -> aioredis.Redis:
+    """A Redis Cluster client for ``redis+cluster://[user:password@]host:port[,host:port...]``
+    (``rediss+cluster://`` for TLS): any of the seed nodes tells the client the cluster's layout.
+
+    The client has the same commands as a single server's (typed as one: the broker's callers use
+    only commands both route; multi-key commands must name keys of one hash tag).
+    """
+    parts = urlsplit(url)
+    tls = CLUSTER_SCHEMES.get(parts.scheme)
+    if tls is None:
+        raise ConfigurationError(f"{url!r} is not a Redis Cluster URL: use redis+cluster://host:port[,host:port...]")
+    netloc = parts.netloc
+    credentials, _, hosts = netloc.rpartition("@")
+    username, _, password = credentials.partition(":") if credentials else ("", "", "")
+    nodes: list[ClusterNode] = []
+    for seed in hosts.split(","):
+        host, _, port = seed.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigurationError(
+                f"Redis Cluster seed node {seed!r} in DRAGOMAN_REDIS_URL is not host:port "
+                "(write redis+cluster://host:port[,host:port...])"
+            )
+        nodes.append(ClusterNode(host.strip("[]"), int(port)))
+    cluster = RedisCluster(
+        startup_nodes=nodes,
+        decode_responses=True,
+        encoding_errors=encoding_errors,
+        username=unquote(username) or None,
+        password=unquote(password) or None,
+        ssl=tls,
+        **options,
+    )
+    return cast(aioredis.Redis, cluster)
 
 
 def _hiredis_packing(base: type[Any]) -> type[Any]:

@@ -39,7 +39,11 @@ class Settings(BaseSettings):
 
     # --- Services ---
     # Where Redis and PostgreSQL are. Unset: the embedded servers under data_dir.
-    redis_url: str | None = Field(default=None, description="Redis URL (redis://, rediss://, unix://)")
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis URL (redis://, rediss://, unix://), or a Redis Cluster's seed nodes "
+        "(redis+cluster://host:port[,host:port...], rediss+cluster:// for TLS)",
+    )
     database_url: str | None = Field(default=None, description="PostgreSQL URL (postgresql://...)")
     data_dir: Path = Field(default=Path(".dragoman"), description="embedded servers' data folder")
 
@@ -60,6 +64,14 @@ class Settings(BaseSettings):
         default=None, description="Pub/Sub channel (default <prefix>:events; a channel is no key, so any name)"
     )
     consumer_group: str = Field(default="dragoman-workers", description="consumer group on the jobs stream")
+    redis_shards: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="stream shards: each lane (of each model) is this many streams, each with its jobs' keys under "
+        "the shard's hash tag {<prefix>} (shard 0) or {<prefix>:N}, so that a Redis Cluster spreads them over its "
+        "primaries; a job's shard is crc32(job id) mod this (every process of a deployment must agree)",
+    )
 
     # --- Models ---
     # Several models in one deployment (contract/models.py): which model a job naming none goes to, and which
@@ -88,6 +100,17 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=86_400, gt=0, description="how long an idempotency key is remembered")
     events_maxlen: int = Field(default=100_000, gt=0, description="approximate cap of the events stream")
     submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
+    submit_wait_replicas: int = Field(
+        default=0,
+        ge=0,
+        description="after queueing jobs, WAIT until this many replicas of their shard's primary hold them, so a "
+        "failover cannot lose an accepted job (0: do not wait; Redis replicates asynchronously)",
+    )
+    submit_wait_timeout_ms: int = Field(
+        default=1_000,
+        gt=0,
+        description="longest WAIT for submit_wait_replicas; fewer replicas in time is an error the submitter sees",
+    )
 
     # --- Worker: engine ---
     # Which engine a worker runs, and vLLM's own arguments.
@@ -274,6 +297,12 @@ class Settings(BaseSettings):
     webhook_allowed_networks: list[IPvAnyNetwork] = Field(
         default=[],
         description="internal networks webhooks may reach although they are not public (JSON list of CIDRs)",
+    )
+    retention_days: int | None = Field(
+        default=None,
+        gt=0,
+        description="days a finished job's row is kept: the sweeper drops the jobs table's daily partitions older "
+        "than this (whole partitions, no DELETE); runs, documents and batches keep theirs (unset: keep every row)",
     )
 
     # --- Logs, metrics and health ---
@@ -486,6 +515,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "events_stream",
             "events_channel",
             "consumer_group",
+            "redis_shards",
         ),
     ),
     (
@@ -508,6 +538,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "idempotency_ttl_seconds",
             "events_maxlen",
             "submit_chunk_size",
+            "submit_wait_replicas",
+            "submit_wait_timeout_ms",
         ),
     ),
     (
@@ -603,6 +635,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "webhook_retry_seconds",
             "webhook_timeout_seconds",
             "webhook_allowed_networks",
+            "retention_days",
         ),
     ),
     (

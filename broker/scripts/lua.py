@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
@@ -49,20 +49,29 @@ class LuaScript:
     async def run_pipelined(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
         """Send what ``queue`` puts on a non-transactional pipeline in one round trip; return the replies.
 
-        ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``). If the
-        server lost its script cache (a restart), every one of them failed with NOSCRIPT and none
-        ran: the script is loaded and the whole pipeline sent again, once.
+        ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``). The calls
+        a server answered NOSCRIPT (it lost its script cache in a restart; on a Redis Cluster, a
+        replica just promoted, while the other nodes ran theirs) did not run: the script is
+        loaded and those calls, only those, are sent again, once. Any other error is raised.
         """
-        for attempt in (1, 2):
-            async with client.pipeline(transaction=False) as pipe:
-                queue(pipe)
-                try:
-                    return await pipe.execute()
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
+        calls = _EvalshaCalls()
+        queue(cast("AsyncPipeline", calls))
+        async with client.pipeline(transaction=False) as pipe:
+            for args in calls.args:
+                pipe.evalsha(*args)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
             await client.script_load(self.source)
-        raise AssertionError("unreachable")
+            async with client.pipeline(transaction=False) as pipe:
+                for i in missing:
+                    pipe.evalsha(*calls.args[i])
+                for i, reply in zip(missing, await pipe.execute(raise_on_error=False), strict=True):
+                    replies[i] = reply
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
 
     def queue_on(self, pipe: AsyncPipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).
@@ -74,3 +83,14 @@ class LuaScript:
         # annotated with the synchronous Script class, which the asyncio pipeline never holds).
         pipe.scripts.add(AsyncScript(pipe, self.source))  # type: ignore[arg-type]
         pipe.evalsha(self.sha, len(keys), *keys, *args)
+
+
+class _EvalshaCalls:
+    """Stands in for a pipeline while a caller queues EVALSHAs: records them, to send (and resend) later."""
+
+    def __init__(self) -> None:
+        self.args: list[tuple[Any, ...]] = []
+
+    def evalsha(self, *args: Any) -> None:
+        """Record one EVALSHA's arguments (sha, number of keys, keys, argv)."""
+        self.args.append(args)
