@@ -58,10 +58,10 @@ not contain ``{`` or ``}``.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, replace
 
 from contract.errors import ConfigurationError
+from contract.ids import shard_of
 from contract.models import served_names
 from contract.schemas import Lane
 from contract.settings import Settings
@@ -72,17 +72,6 @@ def shard_tag(prefix: str, shard: int = 0) -> str:
     if shard < 0:
         raise ValueError(f"a shard is numbered from 0, not {shard}")
     return f"{{{prefix}}}" if shard == 0 else f"{{{prefix}:{shard}}}"
-
-
-def shard_of(job_id: str, shards: int) -> int:
-    """The shard a job lives on: ``crc32(job id as UTF-8) mod shards`` (0 with one shard).
-
-    The id is taken as written (dragoman's ids are canonical lower-case UUIDs), so a producer in
-    another language that computes CRC-32 of the same text finds the same shard.
-    """
-    if shards <= 1:
-        return 0
-    return zlib.crc32(job_id.encode()) % shards
 
 
 def hash_tag(key: str) -> str | None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
+import time
 import uuid
+import zlib
 
 # What every dragoman producer writes; matching it skips the parse on the worker's hot path.
 _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -28,6 +31,42 @@ def canonical_uuid(value: object) -> str | None:
         return str(uuid.UUID(value.strip()))
     except ValueError:
         return None
+
+
+def new_job_id() -> str:
+    """A new id for a job, run or document: a UUID version 7 (RFC 9562), which starts with its
+    creation time in milliseconds, so ids sort by time and name the day they were made (the jobs
+    table's partition, ``storage``)."""
+    millis = time.time_ns() // 1_000_000
+    raw = bytearray(millis.to_bytes(6, "big") + os.urandom(10))
+    raw[6] = (raw[6] & 0x0F) | 0x70  # version 7
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    """The Redis shard a job lives on: ``crc32(job id as UTF-8) mod shards`` (0 with one shard).
+
+    The id is taken as written (dragoman's ids are canonical lower-case UUIDs), so a producer in
+    another language that computes CRC-32 (zlib's, every standard library's) of the same text
+    finds the same shard. See ``broker/keys.py``.
+    """
+    if shards <= 1:
+        return 0
+    return zlib.crc32(job_id.encode()) % shards
+
+
+def new_job_id_on_shard(shard: int, shards: int) -> str:
+    """A :func:`new_job_id` that lives on ``shard`` of ``shards`` (:func:`shard_of`).
+
+    A job submitted under an idempotency key must live on the key's shard, where the script that
+    checks the key runs. Draws about ``shards`` ids on average.
+    """
+    while True:
+        job_id = new_job_id()
+        if shard_of(job_id, shards) == shard:
+            return job_id
 
 
 def job_id_for(group_id: str, sequence: int) -> str:
