@@ -46,6 +46,19 @@ NODE_TIMEOUT_MS = 1000
 """How long a node may be unreachable before the others fail it over (1 s, not Redis's 15 s: tests fail
 over quickly). A new cluster also says ``cluster_state:ok`` only this long after its primaries met."""
 
+SHARDS_PER_PRIMARY = 3
+"""``DRAGOMAN_REDIS_SHARDS`` per primary that ``dragoman services up --cluster`` prints. A shard's keys sit
+in the slot of its hash tag's CRC16, which no one chooses: with one shard per primary, two or all of
+them often share a primary (``{dragoman}``, ``{dragoman:1}`` and ``{dragoman:2}`` all hash into the
+middle third of the slots); three per primary spread the load over every primary, most of the time
+evenly enough."""
+
+SERVICES_FOLDER = "redis-cluster"
+"""The folder under ``DRAGOMAN_DATA_DIR`` of the cluster ``dragoman services up --cluster`` starts."""
+
+SERVICES_NODE_TIMEOUT_MS = 2000
+"""``cluster-node-timeout`` of that cluster: a busy laptop's node that misses 1 s of pings is not failed over."""
+
 _LAYOUT_FILE = "cluster.json"
 _HOST = "127.0.0.1"
 _ADDSLOTS_BATCH = 2048  # slots per CLUSTER ADDSLOTS (Redis 6.2 has no ADDSLOTSRANGE)
@@ -101,6 +114,15 @@ class EmbeddedCluster:
         if not self._ports:
             raise ServiceError(f"no embedded Redis Cluster was created in {self.data_dir}: run up() first")
         return "redis+cluster://" + ",".join(f"{_HOST}:{port}" for port in self._ports)
+
+    @property
+    def recommended_shards(self) -> int:
+        """The ``DRAGOMAN_REDIS_SHARDS`` to run on this cluster (see :data:`SHARDS_PER_PRIMARY`)."""
+        return SHARDS_PER_PRIMARY * self.primaries
+
+    def url_if_created(self) -> str | None:
+        """:attr:`url`, or ``None`` if this folder holds no cluster yet."""
+        return self.url if self._ports else None
 
     def running(self) -> bool:
         """Whether every node's process is running (not whether the cluster is healthy: see :meth:`up`)."""
@@ -389,6 +411,11 @@ class EmbeddedCluster:
                 continue
             return _parse_cluster_nodes(nodes)
         return {}
+
+
+def services_cluster(data_dir: Path) -> EmbeddedCluster:
+    """The cluster of ``dragoman services`` for ``DRAGOMAN_DATA_DIR`` ``data_dir`` (started or not)."""
+    return EmbeddedCluster(data_dir.expanduser() / SERVICES_FOLDER, node_timeout_ms=SERVICES_NODE_TIMEOUT_MS)
 
 
 def _parse_cluster_nodes(text: str) -> dict[int, tuple[str, tuple[tuple[int, int], ...]]]:
