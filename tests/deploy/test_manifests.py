@@ -22,6 +22,7 @@ import yaml
 from psycopg import sql
 
 from broker.keys import RedisKeys
+from broker.redis_client import is_cluster_url
 from cli.main import parse_command_line
 from cli.worker import cmd_worker
 from contract.services import ServiceUrls
@@ -120,8 +121,9 @@ def _metric_names(expr: str) -> set[str]:
 # docker compose --------------------------------------------------------------------------------
 
 
-def _compose_config(env: dict[str, str], *overrides: str) -> dict[str, Any]:
+def _compose_config(env: dict[str, str], *overrides: str, profiles: tuple[str, ...] = ()) -> dict[str, Any]:
     files = [arg for name in ("docker-compose.yml", *overrides) for arg in ("-f", str(ROOT / name))]
+    files += [arg for profile in profiles for arg in ("--profile", profile)]
     result = subprocess.run(
         [_docker_compose(), *files, "config", "--format", "json"],
         capture_output=True,
@@ -152,6 +154,46 @@ def test_compose_file_is_accepted_by_docker_compose() -> None:
         _assert_known_settings(service.get("environment", {}))
     assert services["migrate"]["command"] == ["db", "upgrade"]
     assert worker["environment"]["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # set explicitly: the default is loopback
+
+
+CLUSTER_NODES = [f"redis-node-{n}" for n in range(1, 7)]
+CLUSTER_SERVICES = {"worker-cluster": "worker", "rq-worker-cluster": "rq-worker", "api-cluster": "api"}
+
+
+def test_the_cluster_profile_runs_the_jobs_on_six_cluster_nodes_and_leaves_the_rest_as_it_is() -> None:
+    env = {"DRAGOMAN_MODEL": "some-model", **CREDENTIALS}
+    plain = _compose_config(env)["services"]
+    services = _compose_config(env, profiles=("cluster",))["services"]
+    assert not set(plain) & {*CLUSTER_NODES, "redis-cluster-init", *CLUSTER_SERVICES}  # only under the profile
+    assert {name: services[name] for name in plain} == plain  # the existing services unchanged
+    for name in CLUSTER_NODES:
+        command = services[name]["command"]
+        assert command[command.index("--cluster-enabled") + 1] == "yes", name
+        assert command[command.index("--appendonly") + 1] == "yes", name
+        assert command[command.index("--requirepass") + 1] == command[command.index("--masterauth") + 1] == "r3dis"
+        assert services[name]["volumes"][0]["source"] == name  # a volume of its own: nodes.conf and the AOF
+    init = services["redis-cluster-init"]
+    script = " ".join(init["command"])
+    assert "--cluster create" in script and "--cluster-replicas 1" in script and "--cluster-yes" in script
+    assert "redis-node-$$n" in script and "for n in 1 2 3 4 5 6" in script
+    assert set(init["depends_on"]) == set(CLUSTER_NODES)
+    for name, base in CLUSTER_SERVICES.items():
+        service, env_vars = services[name], services[name]["environment"]
+        assert service["command"] == services[base]["command"]
+        assert env_vars["DRAGOMAN_REDIS_SHARDS"] == "6"
+        url = env_vars["DRAGOMAN_REDIS_URL"]
+        assert is_cluster_url(url)
+        assert url.split("@", 1)[1].split(",") == [f"{node}:6379" for node in CLUSTER_NODES]
+        assert env_vars["DRAGOMAN_ORCHESTRATION_REDIS_URL"] == services[base]["environment"]["DRAGOMAN_REDIS_URL"]
+        assert service["depends_on"]["redis-cluster-init"]["condition"] == "service_completed_successfully"
+        known = {
+            n
+            for n in env_vars
+            if n != "DRAGOMAN_ORCHESTRATION_REDIS_URL" or "orchestration_redis_url" in Settings.model_fields
+        }
+        _assert_known_settings(known)  # the orchestration URL's setting comes with the orch branch
+    published = [p["published"] for s in services.values() for p in s.get("ports", [])]
+    assert len(published) == len(set(published)), "two services publish the same host port"
 
 
 def test_compose_requires_credentials_and_uses_them() -> None:
