@@ -455,6 +455,76 @@ def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
     assert bulk_pending["metadata"]["pendingEntriesCount"] == pending["metadata"]["pendingEntriesCount"]
 
 
+CLUSTER_SHARDS = 6  # the DRAGOMAN_REDIS_SHARDS of deploy/k8s/cluster and the compose profile
+
+
+def _kustomize_with_cluster(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """The base manifests with the deploy/k8s/cluster component, as `kubectl kustomize` builds them."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed (it builds the kustomization)")
+    base = os.path.relpath(K8S, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{base}]\ncomponents: [{base}/cluster]\n"
+    )
+    built = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert built.returncode == 0, built.stderr
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(built.stdout) if d}
+
+
+def test_the_cluster_scaledobject_has_the_base_triggers_for_every_shards_lanes(
+    k8s: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    base = k8s["ScaledObject/dragoman-worker"]["spec"]
+    patch = yaml.safe_load((K8S / "cluster" / "keda-scaledobject.yaml").read_text())
+    triggers = patch["spec"]["triggers"]
+    keys = RedisKeys.from_settings(Settings.model_construct(redis_shards=CLUSTER_SHARDS))
+    # (stream, mode) of each trigger, exactly once each: lag and pending on both lanes of every shard
+    wanted = {
+        (stream, mode)
+        for shard in keys.shards
+        for stream in (shard.jobs_stream, shard.bulk_jobs_stream)
+        for mode in ("lagCount", "pendingEntriesCount")
+    }
+    found = [
+        (t["metadata"]["stream"], "lagCount" if "lagCount" in t["metadata"] else "pendingEntriesCount")
+        for t in triggers
+    ]
+    assert sorted(found) == sorted(wanted) and len(found) == len(set(found)) == 4 * CLUSTER_SHARDS
+    thresholds = {
+        mode: t["metadata"][mode]
+        for t in base["triggers"]
+        for mode in ("lagCount", "pendingEntriesCount")
+        if mode in t["metadata"]
+    }
+    for trigger in triggers:
+        metadata = trigger["metadata"]
+        assert trigger["type"] == "redis-cluster-streams"
+        assert metadata["consumerGroup"] == keys.consumer_group
+        assert metadata["activationLagCount"] == "0"
+        assert "lagCount" not in metadata or "pendingEntriesCount" not in metadata
+        for mode, value in thresholds.items():
+            assert metadata.get(mode, value) == value  # the single-server file's thresholds
+        assert all(seed.rsplit(":", 1)[1] == "6379" for seed in metadata["addresses"].split(","))
+        assert trigger["authenticationRef"] == base["triggers"][0]["authenticationRef"]
+    built = _kustomize_with_cluster(tmp_path)
+    scaled = built["ScaledObject/dragoman-worker"]["spec"]
+    assert scaled["triggers"] == triggers  # replaced whole, the rest (target, replicas, cooldown) kept
+    assert {k: v for k, v in scaled.items() if k != "triggers"} == {k: v for k, v in base.items() if k != "triggers"}
+    for name in (
+        "Deployment/dragoman-worker",
+        "Deployment/dragoman-api",
+        "Deployment/dragoman-rq-worker",
+        "Job/dragoman-migrate",
+    ):
+        [container] = built[name]["spec"]["template"]["spec"]["containers"]
+        env = _env(container)
+        assert env["DRAGOMAN_REDIS_SHARDS"] == str(CLUSTER_SHARDS), name
+        if name != "Job/dragoman-migrate":
+            assert env["DRAGOMAN_ORCHESTRATION_REDIS_URL"]["secretKeyRef"]["name"] == "dragoman-connections"
+
+
 def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> None:
     refs = set()
     for name in (
