@@ -60,6 +60,7 @@ SERVICES_NODE_TIMEOUT_MS = 2000
 """``cluster-node-timeout`` of that cluster: a busy laptop's node that misses 1 s of pings is not failed over."""
 
 _LAYOUT_FILE = "cluster.json"
+_PID_FILE_WAIT_S = 5.0  # a started redis-server writes its pid file within milliseconds
 _HOST = "127.0.0.1"
 _ADDSLOTS_BATCH = 2048  # slots per CLUSTER ADDSLOTS (Redis 6.2 has no ADDSLOTSRANGE)
 
@@ -135,18 +136,40 @@ class EmbeddedCluster:
         until every node says ``cluster_state:ok`` and every replica is linked; return :attr:`url`."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         created = bool(self._ports)
-        if not created:
-            self._ports = _free_ports(self.primaries * (1 + self.replicas_per_primary))
-            self._write_layout()
+        if created:
+            self._start_all(timeout)
+        else:
+            self._create(timeout)
+        if not created or not self._joined():
+            self._join(timeout)
+        self.wait_healthy(timeout)
+        return self.url
+
+    def _start_all(self, timeout: float) -> None:
         for port in self._ports:
             if self._pid(port) is None:
                 self._start(port)
         for port in self._ports:
             self._wait_listening(port, timeout)
-        if not created or not self._joined():
-            self._join(timeout)
-        self.wait_healthy(timeout)
-        return self.url
+
+    def _create(self, timeout: float, attempts: int = 3) -> None:
+        """Start new nodes on free ports. Another process (a parallel test run) may take a port between
+        the check and the start: then the nodes are stopped, and started again on other ports."""
+        for attempt in range(1, attempts + 1):
+            self._ports = _free_ports(self.primaries * (1 + self.replicas_per_primary))
+            self._write_layout()
+            try:
+                self._start_all(timeout)
+                return
+            except ServiceError:
+                self.down()
+                if attempt == attempts:
+                    raise
+                for port in self._ports:
+                    with contextlib.suppress(FileNotFoundError):
+                        for leftover in self._node_dir(port).iterdir():
+                            leftover.unlink()
+                        self._node_dir(port).rmdir()
 
     def down(self) -> bool:
         """Stop every node gracefully (SIGTERM: the append-only files flushed); return whether any ran."""
@@ -309,13 +332,18 @@ class EmbeddedCluster:
 
     def _wait_listening(self, port: int, timeout: float) -> None:
         log = self.log_of(port)
+        pid_file = self._node_dir(port) / "redis.pid"
         started = False
+        since = time.monotonic()
 
         def answers() -> bool:
             nonlocal started
             running = self._pid(port) is not None
-            if not running and (started or (self._node_dir(port) / "redis.pid").exists()):  # it started, then exited
+            if not running and (started or pid_file.exists()):  # it started, then exited
                 raise ServiceError(f"the Redis Cluster node on port {port} exited on start; see {log}")
+            if not running and time.monotonic() - since > _PID_FILE_WAIT_S:
+                # redis-server writes its pid file once it listens: one that cannot (the port taken) never does
+                raise ServiceError(f"the Redis Cluster node on port {port} did not start; see {log}")
             started = started or running
             try:
                 return running and self._call(port, "PING") == "True"

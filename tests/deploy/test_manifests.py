@@ -157,6 +157,7 @@ def test_compose_file_is_accepted_by_docker_compose() -> None:
 
 
 CLUSTER_NODES = [f"redis-node-{n}" for n in range(1, 7)]
+CLUSTER_VARIABLES = {"DRAGOMAN_REDIS_URL", "DRAGOMAN_REDIS_SHARDS", "DRAGOMAN_ORCHESTRATION_REDIS_URL"}
 CLUSTER_SERVICES = {"worker-cluster": "worker", "rq-worker-cluster": "rq-worker", "api-cluster": "api"}
 
 
@@ -185,6 +186,13 @@ def test_the_cluster_profile_runs_the_jobs_on_six_cluster_nodes_and_leaves_the_r
         assert is_cluster_url(url)
         assert url.split("@", 1)[1].split(",") == [f"{node}:6379" for node in CLUSTER_NODES]
         assert env_vars["DRAGOMAN_ORCHESTRATION_REDIS_URL"] == services[base]["environment"]["DRAGOMAN_REDIS_URL"]
+        # everything else as the single-server service has it
+        own = {*CLUSTER_VARIABLES, "DRAGOMAN_CONSUMER_NAME"}  # a consumer name of its own, for its logs
+        assert {k: v for k, v in env_vars.items() if k not in own} == {
+            k: v for k, v in services[base]["environment"].items() if k not in own
+        }
+        same = {k: v for k, v in services[base].items() if k not in {"environment", "ports", "depends_on", "profiles"}}
+        assert {k: service[k] for k in same} == same and set(service) <= {*services[base], "profiles"}
         assert service["depends_on"]["redis-cluster-init"]["condition"] == "service_completed_successfully"
         known = {
             n
