@@ -27,6 +27,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -237,8 +238,8 @@ class EmbeddedCluster:
         replicas = []
         for other in self._ports:
             if other != port and self._pid(other) is not None:
-                with contextlib.suppress(redis.RedisError), self._client(other) as client:
-                    info = client.info("replication")
+                with contextlib.suppress(redis.RedisError):
+                    info = self._replication(other)
                     if info.get("role") == "slave" and int(info.get("master_port", 0)) == port:
                         replicas.append(other)
         return replicas
@@ -364,8 +365,22 @@ class EmbeddedCluster:
         )
 
     def _call(self, port: int, *command: str | int) -> str:
+        return str(self._command(port, *command))
+
+    def _replication(self, port: int) -> dict[str, Any]:
+        """``INFO replication`` of one node, as redis-py parses it (``role``, ``master_port``, ...)."""
+        info: dict[str, Any] = self._command(port, "INFO", "replication")
+        return info
+
+    def _command(self, port: int, *command: str | int) -> Any:
+        """Send one command to one node on a connection of its own: the only place this module talks to Redis.
+
+        These are the commands that build and inspect the local cluster (CLUSTER MEET, ADDSLOTS,
+        REPLICATE, INFO, PING), not dragoman's own, which all live in ``broker/``; storage may not import
+        broker, and a launcher that could not speak to its servers could not join them.
+        """
         with self._client(port) as client:
-            return str(client.execute_command(*command))
+            return client.execute_command(*command)
 
     def _joined(self) -> bool:
         """Whether the nodes already form a cluster (they were created and joined before)."""
@@ -411,9 +426,8 @@ class EmbeddedCluster:
             return "no node is running"
         for port in running:
             try:
-                with self._client(port) as client:
-                    info = str(client.execute_command("CLUSTER", "INFO"))
-                    replication = client.info("replication")
+                info = self._call(port, "CLUSTER", "INFO")
+                replication = self._replication(port)
             except redis.RedisError as exc:
                 return f"node {port} does not answer ({exc})"
             if _info_field(info, "cluster_state") != "ok":
