@@ -26,6 +26,7 @@ from broker.keys import shard_tag
 from broker.redis_client import is_cluster, open_redis
 from broker.scripts.lua import LuaScript
 from contract.errors import ServiceError
+from contract.settings import Settings
 from storage.embedded_cluster import SLOTS, EmbeddedCluster
 
 PREFIX = "cluster-test"
@@ -327,5 +328,27 @@ async def test_killing_a_primary_promotes_its_replica_and_the_client_carries_on(
         own_cluster.wait_healthy(timeout=20)
         assert own_cluster.replicas_of(replica) == [primary]
         assert {n.role for n in own_cluster.nodes() if n.port == primary} == {"replica"}
+    finally:
+        await client.aclose()
+
+
+async def test_cluster_settings_name_three_shards_on_the_cluster(cluster_settings: Settings) -> None:
+    from broker.keys import RedisKeys
+    from contract.ids import new_job_id_on_shard
+
+    assert cluster_settings.redis_shards == 3
+    keys = RedisKeys.from_settings(cluster_settings)
+    shards = keys.shards
+    assert [shard.tag for shard in shards] == [shard_tag(cluster_settings.key_prefix, n) for n in range(3)]
+    client = open_redis(cluster_settings.redis_url)
+    try:
+        assert is_cluster(client)
+        for n, shard in enumerate(shards):
+            job_id = new_job_id_on_shard(n, 3)
+            assert keys.for_job(job_id).tag == shard.tag
+            await client.xadd(shard.jobs_stream, {"id": job_id})
+        for n, shard in enumerate(shards):  # one XREAD per shard: each stream holds its shard's job only
+            [[stream, [(_, fields)]]] = await client.xread({shard.jobs_stream: "0"})
+            assert stream == shard.jobs_stream and keys.shard_of(fields["id"]) == n
     finally:
         await client.aclose()
