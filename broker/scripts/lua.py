@@ -102,7 +102,9 @@ class LuaScript:
         waits = 0
         async with client.pipeline(transaction=False) as pipe:
             for args in calls:
-                pipe.evalsha(*args)
+                # Not pipe.evalsha: redis-py's cluster pipeline refuses that method ("blocked in cluster mode"),
+                # while the command itself routes by its first key like any keyed command.
+                pipe.execute_command("EVALSHA", *args)
             if wait is not None and calls:
                 if is_cluster(client):
                     cluster = cast("RedisCluster", client)
