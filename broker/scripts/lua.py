@@ -132,8 +132,12 @@ class LuaScript:
         """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).
 
         The pipeline checks that the server has the script (``SCRIPT EXISTS``, loading it if not)
-        before it sends anything, so a NOSCRIPT reply cannot split a transaction.
+        before it sends anything, so a NOSCRIPT reply cannot split a transaction. A Redis Cluster's
+        pipeline has no such check (nor an evalsha method): there the script goes as EVAL, with its source.
         """
+        if not hasattr(pipe, "scripts"):  # redis-py's ClusterPipeline
+            pipe.execute_command("EVAL", self.source, len(keys), *keys, *args)
+            return
         # redis-py's own script object is what its pipeline loads before executing (the set is
         # annotated with the synchronous Script class, which the asyncio pipeline never holds).
         pipe.scripts.add(AsyncScript(pipe, self.source))  # type: ignore[arg-type]
