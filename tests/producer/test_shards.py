@@ -15,8 +15,10 @@ from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
+import redis
 import redis.asyncio as aioredis
 
+import producer.async_client
 from api.event_feed import EventFeed, valid_cursor
 from broker.keys import RedisKeys
 from broker.redis_client import is_cluster, open_redis
@@ -43,6 +45,9 @@ def sharded(request: pytest.FixtureRequest, settings: Settings) -> Settings:
         cluster: Settings = request.getfixturevalue("cluster_settings")
     except pytest.FixtureLookupError:
         pytest.skip("no cluster_settings fixture: the local Redis Cluster is not set up in this checkout")
+    # RQ (runs and documents only) needs a single server; these tests queue jobs alone.
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(producer.async_client, "open_rq_connection", lambda url: redis.Redis(), raising=False)
     return cluster.model_copy(update={"redis_shards": SHARDS})
 
 
