@@ -158,8 +158,8 @@ class EventFeed:
         positions = self._positions(after)
         if any(position != "0-0" for position in positions):
             oldest = await oldest_event_ids(self._redis, self._keys)
-            if any(
-                first is not None and _after(first, _next(position))
+            if any(  # "0-0": from the start of that shard's stream (it was empty when the feed began), never a gap
+                first is not None and position != "0-0" and _after(first, _next(position))
                 for first, position in zip(oldest, positions, strict=True)
             ):
                 message = "events before the oldest kept one were trimmed; look missed jobs up by id"
