@@ -159,6 +159,19 @@ async def test_the_tenant_limit_counts_every_shard(client: AsyncClient, raw: aio
     assert len(queued) == 9
 
 
+async def test_concurrent_admissions_over_shards_never_pass_the_limit_together(client: AsyncClient) -> None:
+    """Ten submissions of five jobs (spread over the shards) race for a limit of five: exactly one gets in."""
+    limit = QueuedJobLimit(client.redis, client.keys, client.settings.state_ttl_seconds)
+    batches = [
+        [prepare(client.settings, TranslationRequest(**JOB), tenant="acme") for _ in range(5)] for _ in range(10)
+    ]
+    outcomes = await asyncio.gather(*(limit.admit_jobs("acme", 5, jobs) for jobs in batches), return_exceptions=True)
+    admitted = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
+    assert len(admitted) == 1, outcomes
+    assert all(isinstance(outcome, TooManyQueuedJobsError) for outcome in outcomes if outcome not in admitted)
+    assert await limit.count("acme") == 5
+
+
 async def test_the_history_merges_every_shards_unfinished_standalone_jobs(
     client: AsyncClient, raw: aioredis.Redis
 ) -> None:
