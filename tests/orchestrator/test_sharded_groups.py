@@ -19,12 +19,13 @@ import pytest
 import redis
 
 from broker.group_records import part_totals
-from broker.keys import RedisKeys
 from broker.orchestration import orchestration_redis_url
+from broker.redis_client import is_cluster
 from broker.scripts.finish import FinishedJob, FinishScript
 from contract.errors import ConfigurationError
 from contract.ids import job_id_for, shard_of
 from contract.schemas import JobStatus
+from contract.services import ServiceUrls
 from contract.settings import Settings
 from contract.wire import JobEvent
 from orchestrator.context import TaskContext
@@ -134,8 +135,35 @@ def _finish_part(client: Client, run_id: str, jobs: int, shard: int) -> None:
     client.run(finish())
 
 
-def _records_left(raw: redis.Redis, keys: RedisKeys, run_id: str) -> int:
-    return sum(int(raw.exists(s.group(run_id), s.group_done(run_id))) for s in keys.shards)
+def _records_left(client: Client, run_id: str) -> int:
+    """How many of the run's record and done-set keys are left, over every shard (on a cluster too)."""
+    return sum(
+        int(client.run(client.core.redis.exists(s.group(run_id), s.group_done(run_id)))) for s in client.keys.shards
+    )
+
+
+def _finishes_once_when_the_last_part_completes(client: Client, handler: type[_Hook], url: str) -> str:
+    """Three parts completed one at a time: the run waits for the last one, then finishes once."""
+    redis_ = client.core.redis
+    keys = client.keys
+    run_id = _run_spanning(client, 30, url)
+    totals = part_totals(run_id, 30, SHARDS)
+    for shard in keys.shards:  # the record is on every shard, each part with its own total
+        part = {"kind": "run", "id": run_id, "total": str(totals[shard.shard])}
+        assert client.run(redis_.hgetall(shard.group(run_id))) == part
+    for shard in (2, 0):  # two parts complete: their entries are read, the run waits for the third
+        _finish_part(client, run_id, 30, shard)
+        assert run_orchestrator() == 0
+        assert client.get_run(run_id).status == "submitting"
+        assert client.run(redis_.xlen(keys.for_shard(shard).completions_stream)) == 1
+    _finish_part(client, run_id, 30, 1)
+    assert run_orchestrator() == 1  # the last part's entry finds every part complete
+    assert client.get_run(run_id).status == "completed"
+    for _ in range(3):
+        run_orchestrator()
+    assert len(handler.received) == 1
+    assert _records_left(client, run_id) == 0
+    return run_id
 
 
 def test_parts_hold_the_number_of_the_groups_jobs_on_each_shard() -> None:
@@ -152,30 +180,10 @@ def test_parts_hold_the_number_of_the_groups_jobs_on_each_shard() -> None:
 
 
 def test_a_run_spanning_three_shards_finishes_once_when_its_last_part_completes(
-    sharded_client: Client, raw_redis: redis.Redis, hook: tuple[str, type[_Hook]]
+    sharded_client: Client, hook: tuple[str, type[_Hook]]
 ) -> None:
     url, handler = hook
-    client, keys = sharded_client, sharded_client.keys
-    run_id = _run_spanning(client, 30, url)
-    totals = part_totals(run_id, 30, SHARDS)
-    for shard in keys.shards:  # the record is on every shard, each part with its own total
-        assert raw_redis.hgetall(shard.group(run_id)) == {
-            "kind": "run",
-            "id": run_id,
-            "total": str(totals[shard.shard]),
-        }
-    for shard in (2, 0):  # two parts complete: their entries are read, the run waits for the third
-        _finish_part(client, run_id, 30, shard)
-        assert run_orchestrator() == 0
-        assert client.get_run(run_id).status == "submitting"
-        assert raw_redis.xlen(keys.for_shard(shard).completions_stream) == 1
-    _finish_part(client, run_id, 30, 1)
-    assert run_orchestrator() == 1  # the last part's entry finds every part complete
-    assert client.get_run(run_id).status == "completed"
-    for _ in range(3):
-        run_orchestrator()
-    assert len(handler.received) == 1
-    assert _records_left(raw_redis, keys, run_id) == 0
+    _finishes_once_when_the_last_part_completes(sharded_client, handler, url)
 
 
 def test_parts_completed_before_the_dispatcher_looks_finish_the_run_once(
@@ -191,7 +199,7 @@ def test_parts_completed_before_the_dispatcher_looks_finish_the_run_once(
         run_orchestrator()
     assert client.get_run(run_id).status == "completed"
     assert len(handler.received) == 1  # finishing again found the row final: one webhook
-    assert _records_left(raw_redis, client.keys, run_id) == 0
+    assert _records_left(client, run_id) == 0
 
 
 def test_a_part_of_total_zero_counts_as_complete(
@@ -211,7 +219,7 @@ def test_a_part_of_total_zero_counts_as_complete(
     run_orchestrator()
     assert client.get_run(run_id).status == "completed"
     assert len(handler.received) == 1
-    assert _records_left(raw_redis, keys, run_id) == 0
+    assert _records_left(client, run_id) == 0
 
 
 def test_a_part_whose_record_expired_does_not_hold_the_run_back(sharded_client: Client, raw_redis: redis.Redis) -> None:
@@ -267,3 +275,31 @@ def test_the_orchestrator_and_the_api_refuse_to_start_on_a_cluster_without_it(
         producer.submit_document("Hello.", "txt", "en", "fr")  # refused before it is stored
     monkeypatch.setenv("DRAGOMAN_ORCHESTRATION_REDIS_URL", settings_env.redis_url or "")
     assert TaskContext.from_environment().orchestration_redis_url == settings_env.redis_url
+
+
+@pytest.fixture
+def on_cluster(
+    cluster_settings: Settings, settings_env: Settings, service_urls: ServiceUrls, monkeypatch: pytest.MonkeyPatch
+) -> Settings:
+    """Three shards on a real Redis Cluster, RQ on the session's single embedded Redis (in the environment too)."""
+    assert cluster_settings.key_prefix == settings_env.key_prefix and cluster_settings.redis_url
+    monkeypatch.setenv("DRAGOMAN_REDIS_URL", cluster_settings.redis_url)
+    monkeypatch.setenv("DRAGOMAN_ORCHESTRATION_REDIS_URL", service_urls.redis_url)
+    monkeypatch.setenv("DRAGOMAN_REDIS_SHARDS", str(SHARDS))
+    monkeypatch.setenv("DRAGOMAN_WEBHOOK_SECRET", "test-secret")
+    monkeypatch.setenv("DRAGOMAN_WEBHOOK_RETRY_SECONDS", "[0, 0, 0]")
+    update = {
+        "orchestration_redis_url": service_urls.redis_url,
+        "webhook_secret": "test-secret",
+        "redis_shards": SHARDS,
+    }
+    return cluster_settings.model_copy(update=update)
+
+
+def test_a_run_spanning_a_redis_cluster_finishes_once(on_cluster: Settings, hook: tuple[str, type[_Hook]]) -> None:
+    url, handler = hook
+    with Client(on_cluster) as client:
+        assert is_cluster(client.core.redis)
+        run_id = _finishes_once_when_the_last_part_completes(client, handler, url)
+        nodes = {client.core.redis.get_node_from_key(s.group(run_id)).name for s in client.keys.shards}  # type: ignore[attr-defined]
+        assert len(nodes) > 1  # the parts lived on different primaries
