@@ -278,22 +278,27 @@ def test_the_orchestrator_and_the_api_refuse_to_start_on_a_cluster_without_it(
 
 
 @pytest.fixture
-def on_cluster(
-    cluster_settings: Settings, settings_env: Settings, service_urls: ServiceUrls, monkeypatch: pytest.MonkeyPatch
-) -> Settings:
-    """Three shards on a real Redis Cluster, RQ on the session's single embedded Redis (in the environment too)."""
-    assert cluster_settings.key_prefix == settings_env.key_prefix and cluster_settings.redis_url
-    monkeypatch.setenv("DRAGOMAN_REDIS_URL", cluster_settings.redis_url)
-    monkeypatch.setenv("DRAGOMAN_ORCHESTRATION_REDIS_URL", service_urls.redis_url)
-    monkeypatch.setenv("DRAGOMAN_REDIS_SHARDS", str(SHARDS))
-    monkeypatch.setenv("DRAGOMAN_WEBHOOK_SECRET", "test-secret")
-    monkeypatch.setenv("DRAGOMAN_WEBHOOK_RETRY_SECONDS", "[0, 0, 0]")
-    update = {
-        "orchestration_redis_url": service_urls.redis_url,
-        "webhook_secret": "test-secret",
-        "redis_shards": SHARDS,
-    }
-    return cluster_settings.model_copy(update=update)
+def on_cluster(cluster_settings: Settings, service_urls: ServiceUrls, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Three shards on a real Redis Cluster, RQ on the session's single embedded Redis (in the environment too,
+    for the RQ tasks)."""
+    assert cluster_settings.redis_url and cluster_settings.database_url
+    settings = cluster_settings.model_copy(
+        update={"orchestration_redis_url": service_urls.redis_url, "webhook_secret": "test-secret"}
+    )
+    for name, value in {
+        "REDIS_URL": cluster_settings.redis_url,
+        "DATABASE_URL": cluster_settings.database_url,
+        "KEY_PREFIX": cluster_settings.key_prefix,
+        "DATA_DIR": str(cluster_settings.data_dir),
+        "MEMORY_ENABLED": "false",
+        "REDIS_SHARDS": str(cluster_settings.redis_shards),
+        "ORCHESTRATION_REDIS_URL": service_urls.redis_url,
+        "WEBHOOK_SECRET": "test-secret",
+        "WEBHOOK_RETRY_SECONDS": "[0, 0, 0]",
+    }.items():
+        monkeypatch.setenv(f"DRAGOMAN_{name}", value)
+    assert settings.redis_shards == SHARDS
+    return settings
 
 
 def test_a_run_spanning_a_redis_cluster_finishes_once(on_cluster: Settings, hook: tuple[str, type[_Hook]]) -> None:
