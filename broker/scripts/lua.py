@@ -58,14 +58,16 @@ class LuaScript:
         queue(cast("AsyncPipeline", calls))
         async with client.pipeline(transaction=False) as pipe:
             for args in calls.args:
-                pipe.evalsha(*args)
+                # execute_command, not pipe.evalsha: redis-py's cluster pipeline blocks its evalsha method
+                # (it routes the command itself by its first key all the same).
+                pipe.execute_command("EVALSHA", *args)
             replies: list[Any] = await pipe.execute(raise_on_error=False)
         missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if missing:
             await client.script_load(self.source)
             async with client.pipeline(transaction=False) as pipe:
                 for i in missing:
-                    pipe.evalsha(*calls.args[i])
+                    pipe.execute_command("EVALSHA", *calls.args[i])
                 for i, reply in zip(missing, await pipe.execute(raise_on_error=False), strict=True):
                     replies[i] = reply
         for reply in replies:
@@ -77,8 +79,12 @@ class LuaScript:
         """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).
 
         The pipeline checks that the server has the script (``SCRIPT EXISTS``, loading it if not)
-        before it sends anything, so a NOSCRIPT reply cannot split a transaction.
+        before it sends anything, so a NOSCRIPT reply cannot split a transaction. A Redis Cluster's
+        pipeline has no such check (nor an evalsha method): there the script goes as EVAL, with its source.
         """
+        if not hasattr(pipe, "scripts"):  # redis-py's ClusterPipeline
+            pipe.execute_command("EVAL", self.source, len(keys), *keys, *args)
+            return
         # redis-py's own script object is what its pipeline loads before executing (the set is
         # annotated with the synchronous Script class, which the asyncio pipeline never holds).
         pipe.scripts.add(AsyncScript(pipe, self.source))  # type: ignore[arg-type]
