@@ -78,10 +78,12 @@ def document_format(path: Path, fmt: str | None = None) -> str:
 class Groups:
     """Runs and documents: submitted through a :class:`JobSubmitter`, followed through a :class:`GroupStore`.
 
-    ``rq_connection`` (bytes replies) queues the orchestrator's tasks; the owner closes it.
+    ``rq_connection`` gives the connection (bytes replies) to RQ's Redis that queues the orchestrator's
+    tasks, opened on first use (a producer that only submits jobs needs no RQ server; on a Redis Cluster
+    with no ``DRAGOMAN_ORCHESTRATION_REDIS_URL`` it raises ``ConfigurationError``); the owner closes it.
     """
 
-    def __init__(self, submitter: JobSubmitter, store: GroupStore, rq_connection: redis.Redis) -> None:
+    def __init__(self, submitter: JobSubmitter, store: GroupStore, rq_connection: Callable[[], redis.Redis]) -> None:
         self._submitter = submitter
         self._store = store
         self._rq = rq_connection
@@ -290,6 +292,7 @@ class Groups:
             await admit()
         source = normalize_source_language(source_lang or AUTO_LANGUAGE)
         target = normalize_language(target_lang)
+        self._rq()  # no RQ server configured: refused here, before a document is stored that nothing would split
         document_id = new_job_id()
         label = storable(name, "the document's name")
         await self._store.create_document(
@@ -317,7 +320,7 @@ class Groups:
 
     async def _orchestrate(self, task: OrchestratorTask, *args: str) -> None:
         """Queue an orchestrator task (RQ is synchronous: in a thread, off the event loop)."""
-        await asyncio.to_thread(enqueue_orchestration, self._rq, self._submitter.keys, task, *args)
+        await asyncio.to_thread(enqueue_orchestration, self._rq(), self._submitter.keys, task, *args)
 
 
 async def _read_in_thread(items: Iterator[JobSpec], chunk_size: int) -> AsyncIterator[JobSpec]:

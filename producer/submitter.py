@@ -8,14 +8,15 @@ only code that knows each script's KEYS and ARGV.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import redis
 import redis.asyncio as aioredis
 
-from broker.group_records import register_group
+from broker.group_records import part_totals, register_group
 from broker.keys import RedisKeys
 from broker.scripts import CancelOutcome, CancelScript, SubmitScript
 from broker.scripts.lua import Replication
@@ -120,13 +121,22 @@ class JobSubmitter:
         await self.write([(spec, None) for spec in specs], only_new=only_new)
         return len(specs)
 
-    async def register_group(self, group_id: str, kind: str, total: int) -> None:
+    async def register_group(self, group_id: str, kind: str, total: int, *, skipped: Collection[int] = ()) -> None:
         """Write the record of a run or document that the worker's finish script counts jobs against.
 
-        ``kind`` is ``"run"`` or ``"document"``; the record expires with the jobs' state records
-        (see ``broker/scripts/finish.lua``). Register before submitting the group's jobs.
+        ``kind`` is ``"run"`` or ``"document"``; its jobs are numbers ``0 .. total - 1`` (``job_id_for``)
+        but those in ``skipped`` (never queued). With several shards each shard gets its part, the
+        number of those jobs that live on it (``broker/group_records.py``; the ids are hashed in a
+        thread). The record expires with the jobs' state records (see ``broker/scripts/finish.lua``).
+        Register before submitting the group's jobs.
         """
-        await register_group(self.redis, self.keys, group_id, kind, total, self.settings.state_ttl_seconds)
+        shards = self.keys.shard_count
+        totals = (
+            part_totals(group_id, total, shards, skipped)
+            if shards <= 1
+            else await asyncio.to_thread(part_totals, group_id, total, shards, skipped)
+        )
+        await register_group(self.redis, self.keys, group_id, kind, totals, self.settings.state_ttl_seconds)
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Run the cancel script for one job; return its outcome."""
