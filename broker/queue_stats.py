@@ -1,12 +1,19 @@
 """A snapshot of the queue: per lane stream length, group lag (staged tenants' jobs included) and pending;
-throughput, dead letters.
+throughput, dead letters; in total and per shard.
 
 ``dragoman stats`` prints it and the worker's ``/metrics`` exports it as gauges; both read it
 with the few cheap commands below (no scan of the stream).
+
+With ``DRAGOMAN_REDIS_SHARDS`` > 1 every shard (:attr:`broker.keys.RedisKeys.shards`) is read, the
+shards concurrently: each command names one shard's keys only (the per-second counters of one
+shard in one ``MGET``), so it runs on a Redis Cluster. :class:`QueueStats` keeps the totals where
+it always had them (``lanes`` holds each model's lane summed over the shards) and adds each
+shard's own numbers in ``shards``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -78,10 +85,52 @@ class LaneStats:
     oldest_waiting_age_seconds: float | None = None
     model: str = ""
     staged: int = 0
+    shard: int | None = None  # the shard of this lane's stream; None: every shard's together (QueueStats.lanes)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
         return vars_of(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStats:
+    """One shard's part of the queue: its lanes (every served model's), dead letters and throughput.
+
+    ``lag`` is ``None`` when any of its lanes' is unknown; ``lanes`` are this shard's streams, each
+    with ``shard`` set.
+    """
+
+    shard: int
+    length: int
+    lag: int | None
+    lag_capped: bool
+    pending: int
+    staged: int
+    oldest_pending_age_seconds: float | None
+    finished_last_minute: int
+    dead_letters: int
+    lanes: list[LaneStats] = field(default_factory=list)
+
+    @property
+    def jobs_per_second(self) -> float:
+        """Jobs finished per second on this shard over the last minute."""
+        return self.finished_last_minute / THROUGHPUT_WINDOW_S
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "shard": self.shard,
+            "length": self.length,
+            "lag": self.lag,
+            "lag_capped": self.lag_capped,
+            "pending": self.pending,
+            "staged": self.staged,
+            "oldest_pending_age_seconds": self.oldest_pending_age_seconds,
+            "finished_last_minute": self.finished_last_minute,
+            "jobs_per_second": round(self.jobs_per_second, 3),
+            "dead_letters": self.dead_letters,
+            "lanes": [lane.to_dict() for lane in self.lanes],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +139,9 @@ class QueueStats:
 
     ``stream`` names the default model's interactive lane's stream (the others are in ``lanes``,
     each with its model); ``models`` lists the models covered, the default first; ``lag`` is
-    ``None`` when any lane's is unknown; consumers' ``pending`` counts every lane.
+    ``None`` when any lane's is unknown; consumers' ``pending`` counts every lane. Every number
+    counts every shard; ``lanes`` holds one entry per model and lane (its shards summed, named by
+    shard 0's stream), and ``shards`` each shard's own numbers (one entry with one shard).
     """
 
     taken_at: float
@@ -108,6 +159,12 @@ class QueueStats:
     workers: list[WorkerStats] = field(default_factory=list)
     lanes: list[LaneStats] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    shards: list[ShardStats] = field(default_factory=list)
+
+    @property
+    def shard_count(self) -> int:
+        """How many shards the snapshot covers (``DRAGOMAN_REDIS_SHARDS``)."""
+        return max(1, len(self.shards))
 
     def model_lanes(self, model: str) -> list[LaneStats]:
         """The lanes of one model."""
@@ -137,6 +194,8 @@ class QueueStats:
             "workers": [vars_of(w) for w in self.workers],
             "lanes": [lane.to_dict() for lane in self.lanes],
             "models": self.models,
+            "shard_count": self.shard_count,
+            "shards": [shard.to_dict() for shard in self.shards],
         }
 
 
@@ -152,46 +211,106 @@ def _plain(value: object) -> object:
 async def read_queue_stats(
     redis: aioredis.Redis, keys: RedisKeys, *, models: Iterable[str] = (), with_workers: bool = True
 ) -> QueueStats:
-    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane).
+    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane and shard).
 
-    Covers the default model, every model a worker has registered (``broker.model_registry``)
-    and ``models`` (say, those the routing rules name).
+    Covers every shard of ``keys`` (read concurrently, each command on one shard's keys), the
+    default model, every model a worker has registered (``broker.model_registry``) and ``models``
+    (say, those the routing rules name).
     """
     now = time.time()
     registered = set((await read_served_names(redis, keys))[0].values())
     covered = [keys.default_model, *sorted((registered | set(models)) - {keys.default_model})]
-    second = int(now)
-    async with redis.pipeline(transaction=False) as pipe:
-        pipe.xlen(keys.dead_letter_stream)
-        pipe.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)])
-        dead, finished = await pipe.execute()
+    read = await asyncio.gather(*(_read_shard(redis, shard, covered, now) for shard in keys.shards))
+    shards = [shard for shard, _ in read]
     consumers: dict[str, ConsumerStats] = {}
-    lanes = []
-    for model in covered:
-        for lane, stream in keys.for_model(model).lanes:
-            lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
-            lanes.append(replace(lane_stats, model=model))
-            for consumer in lane_consumers:
-                seen = consumers.get(consumer.name)
-                consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
-    ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
-    lags = [lane.lag for lane in lanes]
+    for _, shard_consumers in read:
+        for consumer in shard_consumers:
+            seen = consumers.get(consumer.name)
+            consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
+    lanes = [
+        _summed([shard.lanes[at] for shard in shards], keys.shard_count)
+        for at in range(len(shards[0].lanes) if shards else 0)
+    ]
+    ages = [shard.oldest_pending_age_seconds for shard in shards if shard.oldest_pending_age_seconds is not None]
+    lags = [shard.lag for shard in shards]
     return QueueStats(
         taken_at=now,
         stream=keys.default_jobs_stream,
         group=keys.consumer_group,
-        length=sum(lane.length for lane in lanes),
+        length=sum(shard.length for shard in shards),
         lag=None if None in lags else sum(lag for lag in lags if lag is not None),
-        lag_capped=any(lane.lag_capped for lane in lanes),
-        pending=sum(lane.pending for lane in lanes),
+        lag_capped=any(shard.lag_capped for shard in shards),
+        pending=sum(shard.pending for shard in shards),
         oldest_pending_age_seconds=max(ages) if ages else None,
-        finished_last_minute=sum(int(n) for n in finished if n is not None),
-        dead_letters=int(dead),
+        finished_last_minute=sum(shard.finished_last_minute for shard in shards),
+        dead_letters=sum(shard.dead_letters for shard in shards),
         group_exists=any(lane.group_exists for lane in lanes),
         consumers=sorted(consumers.values(), key=lambda c: c.name),
         workers=await _read_workers(redis, keys) if with_workers else [],
         lanes=lanes,
         models=covered,
+        shards=shards,
+    )
+
+
+async def _read_shard(
+    redis: aioredis.Redis, keys: RedisKeys, models: list[str], now: float
+) -> tuple[ShardStats, list[ConsumerStats]]:
+    """One shard's numbers (``keys`` are its names) and the consumers of its lanes (one entry per lane each)."""
+    second = int(now)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.xlen(keys.dead_letter_stream)
+        # One shard's counters only: they share its hash tag, so one MGET is one slot on a cluster.
+        pipe.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)])
+        dead, finished = await pipe.execute()
+    consumers: list[ConsumerStats] = []
+    lanes = []
+    for model in models:
+        for lane, stream in keys.for_model(model).lanes:
+            lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
+            lanes.append(replace(lane_stats, model=model, shard=keys.shard))
+            consumers += lane_consumers
+    ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
+    lags = [lane.lag for lane in lanes]
+    stats = ShardStats(
+        shard=keys.shard,
+        length=sum(lane.length for lane in lanes),
+        lag=None if None in lags else sum(lag for lag in lags if lag is not None),
+        lag_capped=any(lane.lag_capped for lane in lanes),
+        pending=sum(lane.pending for lane in lanes),
+        staged=sum(lane.staged for lane in lanes),
+        oldest_pending_age_seconds=max(ages) if ages else None,
+        finished_last_minute=sum(int(n) for n in finished if n is not None),
+        dead_letters=int(dead),
+        lanes=lanes,
+    )
+    return stats, consumers
+
+
+def _summed(lanes: list[LaneStats], shard_count: int) -> LaneStats:
+    """One model's lane over every shard (``lanes``: its stream on each shard, shard 0 first).
+
+    With one shard it is that shard's lane as it always was (``shard`` None all the same).
+    """
+    first = lanes[0]
+    if shard_count == 1:
+        return replace(first, shard=None)
+    lags = [lane.lag for lane in lanes]
+    pending_ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
+    waiting_ages = [lane.oldest_waiting_age_seconds for lane in lanes if lane.oldest_waiting_age_seconds is not None]
+    return LaneStats(
+        lane=first.lane,
+        stream=first.stream,
+        length=sum(lane.length for lane in lanes),
+        lag=None if None in lags else sum(lag for lag in lags if lag is not None),
+        lag_capped=any(lane.lag_capped for lane in lanes),
+        pending=sum(lane.pending for lane in lanes),
+        oldest_pending_age_seconds=max(pending_ages) if pending_ages else None,
+        group_exists=any(lane.group_exists for lane in lanes),
+        oldest_waiting_age_seconds=max(waiting_ages) if waiting_ages else None,
+        model=first.model,
+        staged=sum(lane.staged for lane in lanes),
+        shard=None,
     )
 
 
@@ -249,7 +368,7 @@ async def _oldest_waiting_age(
 
 
 def _merged(one: ConsumerStats, other: ConsumerStats) -> ConsumerStats:
-    """A consumer seen in both lanes: what it holds in both, idle since its latest read in either."""
+    """A consumer seen in several lanes or shards: what it holds in all, idle since its latest read in any."""
     return ConsumerStats(
         name=one.name, pending=one.pending + other.pending, idle_seconds=min(one.idle_seconds, other.idle_seconds)
     )

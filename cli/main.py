@@ -224,7 +224,9 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from cli.check import check_health
 
     report = check_health(settings, args.consumer, require_worker=not args.services_only)
-    print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
+    layout = f" ({report.redis_layout})" if report.redis_layout else ""
+    redis_state = "ok" if report.redis_ok else "DEGRADED" if report.redis_layout else "UNREACHABLE"
+    print(f"redis       {redis_state}{layout}")
     print(f"postgres    {'ok' if report.postgres_ok else 'UNREACHABLE'}")
     for worker in [] if args.services_only else report.workers:
         print(
@@ -284,7 +286,7 @@ async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) ->
         if args.action == "list":
             entries = await dead.entries(args.count)
             for entry in entries:
-                print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
+                print(f"{entry.ident}  job {entry.job_id or '-'}  {entry.reason}")
             print(f"{counted(len(entries), 'dead letter')} shown")
         elif args.action == "retry":
             print(f"job {await dead.retry(args.ident)} queued again")
