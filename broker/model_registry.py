@@ -103,9 +103,8 @@ async def forget_model_names(redis: aioredis.Redis, keys: RedisKeys, names: Sequ
                 await pipe.watch(keys.default_model_pin)
                 pinned = await pipe.get(keys.default_model_pin)
                 if pinned is None or _text(pinned) not in names:
-                    await pipe.unwatch()
-                    break
-                pipe.multi()
+                    break  # leaving the pipeline unwatches
+                pipe.multi()  # type: ignore[no-untyped-call]
                 pipe.delete(keys.default_model_pin)
                 await pipe.execute()
                 break

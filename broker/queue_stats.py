@@ -258,11 +258,12 @@ async def _read_shard(
 ) -> tuple[ShardStats, list[ConsumerStats]]:
     """One shard's numbers (``keys`` are its names) and the consumers of its lanes (one entry per lane each)."""
     second = int(now)
-    async with redis.pipeline(transaction=False) as pipe:
-        pipe.xlen(keys.dead_letter_stream)
-        # One shard's counters only: they share its hash tag, so one MGET is one slot on a cluster.
-        pipe.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)])
-        dead, finished = await pipe.execute()
+    # Concurrently, not pipelined: redis-py refuses MGET in a cluster pipeline. One shard's counters share its hash
+    # tag, so the MGET is one slot (one node) on a cluster.
+    dead, finished = await asyncio.gather(
+        redis.xlen(keys.dead_letter_stream),
+        redis.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)]),
+    )
     consumers: list[ConsumerStats] = []
     lanes = []
     for model in models:

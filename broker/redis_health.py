@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class RedisHealth:
-    """What the check found: the server kind, how many primaries answered healthy, the deployment's shards, problems.
+    """What the check found: the server kind, its primaries (known, and healthy), the deployment's shards, problems.
 
     ``problems`` empty: every primary answered and every shard has one.
     """
@@ -35,6 +35,7 @@ class RedisHealth:
     primaries: int
     shards: int
     problems: tuple[str, ...] = ()
+    healthy_primaries: int | None = None  # None: all of them
 
     @property
     def ok(self) -> bool:
@@ -46,16 +47,22 @@ class RedisHealth:
         """``cluster of 3 primaries, 3 shards`` or ``one server, 2 shards``; empty for one server and one shard."""
         if not self.cluster and self.shards == 1:
             return ""
-        where = (
-            f"cluster of {self.primaries} primar{'y' if self.primaries == 1 else 'ies'}"
-            if self.cluster
-            else "one server"
-        )
+        where = "one server"
+        if self.cluster:
+            where = f"cluster of {self.primaries} primar{'y' if self.primaries == 1 else 'ies'}"
+            if self.healthy_primaries is not None and self.healthy_primaries != self.primaries:
+                where += f" ({self.healthy_primaries} healthy)"
         return f"{where}, {self.shards} shard{'s' if self.shards != 1 else ''}"
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready view (``/readyz``'s ``redis``)."""
-        return {"cluster": self.cluster, "primaries": self.primaries, "shards": self.shards}
+        healthy = self.primaries if self.healthy_primaries is None else self.healthy_primaries
+        return {
+            "cluster": self.cluster,
+            "primaries": self.primaries,
+            "healthy_primaries": healthy,
+            "shards": self.shards,
+        }
 
 
 async def check_redis(client: aioredis.Redis, keys: RedisKeys) -> RedisHealth:
@@ -88,9 +95,10 @@ async def check_redis(client: aioredis.Redis, keys: RedisKeys) -> RedisHealth:
             problems.append(f"shard {shard.shard} (slot {slot}) is on {node.name}, which is not a known primary")
     return RedisHealth(
         cluster=True,
-        primaries=sum(answer is None for answer in answers),
+        primaries=len(primaries),
         shards=keys.shard_count,
         problems=tuple(problems),
+        healthy_primaries=sum(answer is None for answer in answers),
     )
 
 

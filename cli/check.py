@@ -79,6 +79,8 @@ async def _read_redis(report: HealthReport, redis_url: str, keys: RedisKeys) -> 
         report.redis_layout = health.layout
         report.problems += [f"Redis Cluster at {redact_url(redis_url)}: {problem}" for problem in health.problems]
         report.redis_ok = health.ok
+        if not health.ok:
+            return  # a primary is down or the cluster failed: reading heartbeats (on every node) would only fail too
         beats = await read_heartbeats(client, keys)
     finally:
         await client.aclose()
