@@ -289,7 +289,7 @@ async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) ->
                 print(f"{entry.ident}  job {entry.job_id or '-'}  {entry.reason}")
             print(f"{counted(len(entries), 'dead letter')} shown")
         elif args.action == "retry":
-            print(f"job {await dead.retry(args.ident)} queued again")
+            print(f"job {await dead.retry(args.ident)} queued again")  # on the dead letter's shard
         else:
             print(f"purged {counted(await dead.purge(), 'dead letter')}")
     finally:
@@ -428,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats = add_command(
         sub,
         "stats",
-        help="the queue: length, lag, pending per consumer, jobs/s, dead letters",
+        help="the queue: length, lag, pending per consumer, jobs/s, dead letters (and per shard, with several)",
         epilog=examples("dragoman stats", "dragoman stats --watch 5"),
     )
     stats.add_argument(
@@ -448,14 +448,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="dead-lettered jobs: list, retry ID, purge",
         description=choices(
             "Dead letters: jobs failed for good, and entries that could not be read, copied to the dead-letter stream.",
-            ("list", "show the dead letters with their reasons (the oldest --count of them)"),
-            ("retry ID", "queue a dead-lettered job again by entry id or job id (same job id, attempts reset)"),
-            ("purge", "drop every dead letter (the jobs' rows in PostgreSQL stay)"),
+            ("list", "show the dead letters with their reasons (the oldest --count of them, of every shard)"),
+            (
+                "retry ID",
+                "queue a dead-lettered job again by entry id or job id (same job id, attempts reset) on its shard's "
+                "lane; with several shards an entry id may be written SHARD/ID, as list shows it",
+            ),
+            ("purge", "drop every dead letter of every shard (the jobs' rows in PostgreSQL stay)"),
         ),
         epilog=examples("dragoman dead list --count 20", f"dragoman dead retry {EXAMPLE_ID}", "dragoman dead purge"),
     )
     dead.add_argument("action", choices=["list", "retry", "purge"], help="list, retry or purge (see above)")
-    dead.add_argument("ident", nargs="?", help="for retry: the dead-letter entry id or the job id")
+    dead.add_argument(
+        "ident", nargs="?", help="for retry: the dead-letter entry id ([SHARD/]ID, as list shows it) or the job id"
+    )
     dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
     dead.set_defaults(func=cmd_dead)
 

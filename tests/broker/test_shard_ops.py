@@ -251,3 +251,28 @@ async def test_readiness_reports_the_shards(sharded: Settings, settings: Setting
             await ops.close()
         assert readiness.ready
         assert json.loads(readiness.to_json()).get("redis") == layout
+
+
+def test_dead_command_lists_each_shard_and_retries_by_shard_and_id(
+    sharded: Settings, raw_redis: redis.Redis, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert sharded.redis_url and sharded.database_url
+    monkeypatch.setenv("DRAGOMAN_REDIS_URL", sharded.redis_url)
+    monkeypatch.setenv("DRAGOMAN_DATABASE_URL", sharded.database_url)
+    monkeypatch.setenv("DRAGOMAN_KEY_PREFIX", sharded.key_prefix)
+    monkeypatch.setenv("DRAGOMAN_REDIS_SHARDS", str(SHARDS))
+    keys = RedisKeys.from_settings(sharded)
+    on0, on2 = new_job_id_on_shard(0, SHARDS), new_job_id_on_shard(2, SHARDS)
+    first = _dead_letter(raw_redis, keys.for_shard(0), _spec(on0, "zero"), "engine error")
+    second = _dead_letter(raw_redis, keys.for_shard(2), _spec(on2, "two"), "too long")
+    assert main(["dead", "list"]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines() == [
+        f"{first}  job {on0}  engine error",
+        f"2/{second}  job {on2}  too long",
+        "2 dead letters shown",
+    ]
+    assert main(["dead", "retry", f"2/{second}"]) == EXIT_OK
+    assert capsys.readouterr().out.strip() == f"job {on2} queued again"
+    assert [f["id"] for _, f in raw_redis.xrange(keys.for_shard(2).jobs_stream)] == [on2]
+    assert main(["dead", "purge"]) == EXIT_OK
+    assert capsys.readouterr().out.strip() == "purged 1 dead letter"
