@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
-from broker.fair_share import staged_entries
 from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
 from broker.model_registry import read_served_names
@@ -264,13 +264,8 @@ async def _read_shard(
         redis.xlen(keys.dead_letter_stream),
         redis.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)]),
     )
-    consumers: list[ConsumerStats] = []
-    lanes = []
-    for model in models:
-        for lane, stream in keys.for_model(model).lanes:
-            lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
-            lanes.append(replace(lane_stats, model=model, shard=keys.shard))
-            consumers += lane_consumers
+    streams = [(model, lane.value, stream) for model in models for lane, stream in keys.for_model(model).lanes]
+    lanes, consumers = await _read_lanes(redis, keys, streams, now)
     ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
     lags = [lane.lag for lane in lanes]
     stats = ShardStats(
@@ -315,57 +310,111 @@ def _summed(lanes: list[LaneStats], shard_count: int) -> LaneStats:
     )
 
 
-async def _read_lane(
-    redis: aioredis.Redis, keys: RedisKeys, lane: str, stream: str, now: float
-) -> tuple[LaneStats, list[ConsumerStats]]:
-    """One lane's numbers and its consumers."""
-    length = int(await redis.xlen(stream))
-    group: dict[str, Any] | None = None
-    consumers: list[ConsumerStats] = []
-    oldest_age: float | None = None
-    if length or await redis.exists(stream):
-        groups: list[dict[str, Any]] = await redis.xinfo_groups(stream)
-        group = next((g for g in groups if _text(g.get("name")) == keys.consumer_group), None)
-    if group is not None:
-        for info in await redis.xinfo_consumers(stream, keys.consumer_group):
-            consumers.append(
-                ConsumerStats(
-                    name=_text(info["name"]), pending=int(info["pending"]), idle_seconds=int(info["idle"]) / 1000
-                )
-            )
-        if int(group.get("pending") or 0):
-            oldest = await redis.xpending_range(stream, keys.consumer_group, min="-", max="+", count=1)
+@dataclass(slots=True)
+class _LaneRead:
+    """What the first round trip said of one lane: what the second one asks about it."""
+
+    model: str
+    lane: str
+    stream: str
+    length: int
+    group: dict[str, Any] | None
+    consumers: list[ConsumerStats]
+    tenants: list[str]
+
+
+async def _read_lanes(
+    redis: aioredis.Redis, keys: RedisKeys, streams: list[tuple[str, str, str]], now: float
+) -> tuple[list[LaneStats], list[ConsumerStats]]:
+    """The lanes ``streams`` (model, lane, stream) of one shard and their consumers, in two pipelined round trips.
+
+    The first asks each lane's length, groups, consumers and staging rotation; the second, what those
+    answers lead to: the oldest pending entry, the next entry to be read, each staging stream's length.
+    Every key is the shard's (one slot on a cluster, where a pipeline goes node by node).
+    """
+    async with redis.pipeline(transaction=False) as pipe:
+        for _, _, stream in streams:
+            pipe.xlen(stream)
+            pipe.xinfo_groups(stream)
+            pipe.xinfo_consumers(stream, keys.consumer_group)
+            pipe.lrange(keys.rotation(stream), 0, -1)
+        first: list[Any] = await pipe.execute(raise_on_error=False) if streams else []
+    reads = [
+        _first_read(model, lane, stream, keys.consumer_group, first[4 * at : 4 * at + 4])
+        for at, (model, lane, stream) in enumerate(streams)
+    ]
+    asked = 0
+    async with redis.pipeline(transaction=False) as pipe:
+        for read in reads:
+            if read.group is not None and int(read.group.get("pending") or 0):
+                pipe.xpending_range(read.stream, keys.consumer_group, min="-", max="+", count=1)
+                asked += 1
+            if read.length:
+                after = "-" if read.group is None else "(" + _text(read.group["last-delivered-id"])
+                pipe.xrange(read.stream, min=after, max="+", count=1)
+                asked += 1
+            for tenant in read.tenants:
+                pipe.xlen(keys.staging(read.stream, tenant))
+                asked += 1
+        second: list[Any] = await pipe.execute() if asked else []
+    # Redis 7 reports each group's lag in XINFO GROUPS; only older servers need the counting script (concurrently).
+    lags = await asyncio.gather(*(_group_lag(redis, read.stream, read.group, read.length) for read in reads))
+    replies = iter(second)
+    lanes = []
+    for read, (lag, capped) in zip(reads, lags, strict=True):
+        oldest_age = waiting_age = None
+        pending = int(read.group.get("pending") or 0) if read.group is not None else 0
+        if pending:
+            oldest = next(replies)
             if oldest:
                 oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
-    lag, capped = await _group_lag(redis, stream, group, length)
-    staged = await staged_entries(redis, keys, stream)
-    if lag is not None:
-        lag += staged
-    waiting_age = await _oldest_waiting_age(redis, stream, group, now) if length else None
-    stats = LaneStats(
-        lane=lane,
-        stream=stream,
-        length=length,
-        lag=lag,
-        lag_capped=capped,
-        pending=int(group.get("pending") or 0) if group is not None else 0,
-        oldest_pending_age_seconds=oldest_age,
-        group_exists=group is not None,
-        oldest_waiting_age_seconds=waiting_age,
-        staged=staged,
-    )
-    return stats, consumers
+        if read.length:
+            waiting = next(replies)
+            if waiting:
+                waiting_age = max(0.0, now - int(_text(waiting[0][0]).split("-")[0]) / 1000)
+        staged = sum(int(next(replies)) for _ in read.tenants)
+        lanes.append(
+            LaneStats(
+                lane=read.lane,
+                stream=read.stream,
+                length=read.length,
+                lag=None if lag is None else lag + staged,
+                lag_capped=capped,
+                pending=pending,
+                oldest_pending_age_seconds=oldest_age,
+                group_exists=read.group is not None,
+                oldest_waiting_age_seconds=waiting_age,
+                model=read.model,
+                staged=staged,
+                shard=keys.shard,
+            )
+        )
+    return lanes, [consumer for read in reads for consumer in read.consumers]
 
 
-async def _oldest_waiting_age(
-    redis: aioredis.Redis, stream: str, group: dict[str, Any] | None, now: float
-) -> float | None:
-    """Age of the first entry after the group's last delivered one (the next to be read), if any."""
-    after = "-" if group is None else "(" + _text(group["last-delivered-id"])
-    first: Any = await redis.xrange(stream, min=after, max="+", count=1)
-    if not first:
-        return None
-    return max(0.0, now - int(_text(first[0][0]).split("-")[0]) / 1000)
+def _first_read(model: str, lane: str, stream: str, group_name: str, replies: list[Any]) -> _LaneRead:
+    """One lane's replies to the first round trip: XLEN, XINFO GROUPS, XINFO CONSUMERS, LRANGE of its rotation.
+
+    The two XINFO fail for a stream or a group that does not exist yet: no group, no consumers.
+    """
+    length, groups, consumers, tenants = replies
+    for reply in (length, tenants):
+        if isinstance(reply, Exception):
+            raise reply
+    group = None
+    if not isinstance(groups, Exception):
+        group = next((g for g in groups if _text(g.get("name")) == group_name), None)
+    elif not isinstance(groups, ResponseError):
+        raise groups
+    read = _LaneRead(model, lane, stream, int(length), group, [], [_text(tenant) for tenant in tenants])
+    if group is not None:
+        if isinstance(consumers, Exception):
+            raise consumers
+        read.consumers = [
+            ConsumerStats(name=_text(info["name"]), pending=int(info["pending"]), idle_seconds=int(info["idle"]) / 1000)
+            for info in consumers
+        ]
+    return read
 
 
 def _merged(one: ConsumerStats, other: ConsumerStats) -> ConsumerStats:

@@ -39,9 +39,13 @@ def sharded(settings: Settings) -> Settings:
 
 
 def _fill(raw_redis: redis.Redis, keys: RedisKeys) -> None:
-    """A known queue: shard 0 has 2 interactive jobs, shard 1 none, shard 2 five interactive (3 of them read by
-    worker-a) and 4 bulk; 30 + 60 jobs finished on shards 0 and 2 this minute; dead letters 1, 0 and 2."""
-    shard0, shard2 = keys.for_shard(0), keys.for_shard(2)
+    """A known queue: shard 0 has 2 interactive jobs, shard 1 none but 3 staged by tenant acme (fair share), shard 2
+    five interactive (3 of them read by worker-a) and 4 bulk; 30 + 60 jobs finished on shards 0 and 2 this minute;
+    dead letters 1, 0 and 2."""
+    shard0, shard1, shard2 = keys.shards
+    raw_redis.rpush(shard1.rotation(shard1.jobs_stream), "acme")
+    for i in range(3):
+        raw_redis.xadd(shard1.staging(shard1.jobs_stream, "acme"), {"id": f"s1-staged-{i}"})
     for i in range(2):
         raw_redis.xadd(shard0.jobs_stream, {"id": f"s0-{i}"})
     for i in range(5):
@@ -65,16 +69,19 @@ async def test_stats_add_up_every_shard_and_show_each(
     keys = RedisKeys.from_settings(sharded)
     _fill(raw_redis, keys)
     stats = await read_queue_stats(async_redis, keys)
-    assert (stats.length, stats.lag, stats.pending) == (11, 8, 3)
+    assert (stats.length, stats.lag, stats.pending) == (11, 11, 3)
     assert (stats.finished_last_minute, stats.dead_letters) == (90, 3)
     assert {c.name: c.pending for c in stats.consumers} == {"worker-a": 3}
     assert stats.shard_count == SHARDS
-    per_shard = [(s.shard, s.length, s.lag, s.pending, s.finished_last_minute, s.dead_letters) for s in stats.shards]
-    assert per_shard == [(0, 2, 2, 0, 30, 1), (1, 0, 0, 0, 0, 0), (2, 9, 6, 3, 60, 2)]
+    per_shard = [
+        (s.shard, s.length, s.lag, s.pending, s.staged, s.finished_last_minute, s.dead_letters) for s in stats.shards
+    ]
+    assert per_shard == [(0, 2, 2, 0, 0, 30, 1), (1, 0, 3, 0, 3, 0, 0), (2, 9, 6, 3, 0, 60, 2)]
     # The lanes keep one entry per model and lane, every shard's summed, named by shard 0's stream.
     lanes = {lane.lane: lane for lane in stats.lanes}
     assert len(stats.lanes) == 2
-    assert (lanes["interactive"].length, lanes["interactive"].lag, lanes["interactive"].pending) == (7, 4, 3)
+    assert (lanes["interactive"].length, lanes["interactive"].lag, lanes["interactive"].pending) == (7, 7, 3)
+    assert lanes["interactive"].staged == 3
     assert (lanes["bulk"].length, lanes["bulk"].lag) == (4, 4)
     assert lanes["interactive"].stream == keys.jobs_stream and lanes["interactive"].shard is None
     shard2_lanes = {lane.lane: lane for lane in stats.shards[2].lanes}
@@ -114,7 +121,9 @@ async def test_gauges_keep_totals_and_add_a_shard_breakdown(
     values = _samples(generate_latest(metrics.registry).decode())
     assert values[("dragoman_stream_length", ())] == 11
     assert values[("dragoman_dead_letters", ())] == 3
-    assert values[("dragoman_lane_lag", (("lane", "interactive"), ("model", "default")))] == 4
+    assert values[("dragoman_lane_lag", (("lane", "interactive"), ("model", "default")))] == 7
+    staged1 = (("lane", "interactive"), ("model", "default"), ("shard", "1"))
+    assert values[("dragoman_shard_lane_staged", staged1)] == values[("dragoman_shard_lane_lag", staged1)] == 3
     shard2 = (("lane", "interactive"), ("model", "default"), ("shard", "2"))
     assert values[("dragoman_shard_lane_lag", shard2)] == 2
     assert values[("dragoman_shard_lane_pending", shard2)] == 3
@@ -140,7 +149,7 @@ def test_stats_command_shows_each_shard(
     _fill(raw_redis, RedisKeys.from_settings(sharded))
     assert main(["stats", "--json"]) == EXIT_OK
     stats = json.loads(capsys.readouterr().out)
-    assert (stats["length"], stats["lag"], stats["dead_letters"], stats["shard_count"]) == (11, 8, 3, 3)
+    assert (stats["length"], stats["lag"], stats["dead_letters"], stats["shard_count"]) == (11, 11, 3, 3)
     assert [s["length"] for s in stats["shards"]] == [2, 0, 9]
     assert main(["stats"]) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
@@ -148,7 +157,7 @@ def test_stats_command_shows_each_shard(
     table = [line.split() for line in lines[head:]]
     assert table[1:4] == [
         ["0", "2", "2", "0", "0", "30", "1"],
-        ["1", "0", "0", "0", "0", "0", "0"],
+        ["1", "0", "3", "0", "3", "0", "0"],
         ["2", "9", "6", "3", "0", "60", "2"],
     ]
 
