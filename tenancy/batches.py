@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 
 from contract.errors import DragomanError, ModelNotFoundError
-from contract.ids import job_id_for
+from contract.ids import job_id_for, new_job_id
 from contract.schemas import JobSpec
 from producer.async_client import AsyncClient
 from producer.duplicates import DuplicateFinder, custom_ids_at
@@ -220,7 +220,7 @@ class BatchService:
                 f'file {input_file_id} has purpose {source.purpose!r}; upload the input with purpose "batch"',
                 "input_file_id",
             )
-        run_id = str(uuid.uuid4())
+        run_id = new_job_id()
         row = await self._batches.create(
             batch_id_for(run_id), tenant, run_id, endpoint, input_file_id, completion_window, window, checked
         )
