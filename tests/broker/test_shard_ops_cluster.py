@@ -2,12 +2,13 @@
 
 On a single server, a command naming keys of two hash tags works; on a cluster it is refused
 (``CROSSSLOT``), and redis-py refuses some commands in a cluster pipeline outright (``MGET``): only
-here do those mistakes show. Needs the ``cluster_settings`` fixture (the local cluster ``make test``
-starts); skipped where it is not available.
+here do those mistakes show. On the test cluster (``cluster_settings``: 3 primaries and their replicas).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,22 +22,21 @@ from broker.model_registry import forget_model_names, pin_default_model, read_se
 from broker.queue_stats import read_queue_stats
 from broker.redis_client import is_cluster, open_redis
 from broker.redis_health import check_redis
+from cli.check import check_health
 from contract.ids import new_job_id_on_shard
 from contract.schemas import JobSpec
 from contract.settings import Settings
 from contract.wire import encode_job_entry
+from worker.metrics import WorkerMetrics
+from worker.ops_server import OpsServer
 
 SHARDS = 3
 
 
 @pytest.fixture
-def on_cluster(request: pytest.FixtureRequest) -> Settings:
+def on_cluster(cluster_settings: Settings) -> Settings:
     """The cluster's settings with 3 shards and a key prefix of this test's own."""
-    try:
-        cluster: Settings = request.getfixturevalue("cluster_settings")
-    except pytest.FixtureLookupError:
-        pytest.skip("no cluster_settings fixture: the local Redis Cluster is not set up in this checkout")
-    return cluster.model_copy(update={"redis_shards": SHARDS, "key_prefix": f"ops-{uuid.uuid4().hex[:8]}"})
+    return cluster_settings.model_copy(update={"redis_shards": SHARDS, "key_prefix": f"ops-{uuid.uuid4().hex[:8]}"})
 
 
 @pytest.fixture
@@ -97,3 +97,30 @@ async def test_the_model_registry_on_a_cluster(on_cluster: Settings, cluster: ai
     assert await read_served_names(cluster, keys) == ({"hy": "hy"}, "default")  # the pin names no forgotten name
     assert await forget_model_names(cluster, keys, ["hy", keys.default_model]) == 1
     assert await read_served_names(cluster, keys) == ({}, None)  # forgetting the default unpins it
+
+
+async def test_readiness_metrics_and_check_on_a_cluster(on_cluster: Settings, cluster: aioredis.Redis) -> None:
+    assert on_cluster.redis_url and on_cluster.database_url
+    keys = RedisKeys.from_settings(on_cluster)
+    await cluster.xadd(keys.for_shard(1).dead_letter_stream, {"reason": "r"})
+    ops = OpsServer(
+        on_cluster,
+        redis_url=on_cluster.redis_url,
+        database_url=on_cluster.database_url,
+        metrics=WorkerMetrics(),
+        engine_state=lambda: "ok",
+    )
+    try:
+        readiness = await ops.readiness()
+        page = (await ops.render_metrics()).decode()
+    finally:
+        await ops.close()
+    assert readiness.ready, readiness.checks
+    layout = json.loads(readiness.to_json())["redis"]
+    assert layout["cluster"] is True and layout["shards"] == SHARDS
+    assert layout["primaries"] == layout["healthy_primaries"] >= 3
+    assert 'dragoman_shard_dead_letters{shard="1"} 1.0' in page
+    assert "dragoman_dead_letters 1.0" in page
+
+    report = await asyncio.to_thread(check_health, on_cluster, require_worker=False)
+    assert report.healthy and report.redis_layout.startswith("cluster of ") and report.redis_layout.endswith("3 shards")
