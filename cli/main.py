@@ -272,7 +272,9 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from cli.check import check_health
 
     report = check_health(settings, args.consumer, require_worker=not args.services_only)
-    print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
+    layout = f" ({report.redis_layout})" if report.redis_layout else ""
+    redis_state = "ok" if report.redis_ok else "DEGRADED" if report.redis_layout else "UNREACHABLE"
+    print(f"redis       {redis_state}{layout}")
     print(f"postgres    {'ok' if report.postgres_ok else 'UNREACHABLE'}")
     for worker in [] if args.services_only else report.workers:
         print(
@@ -332,10 +334,10 @@ async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) ->
         if args.action == "list":
             entries = await dead.entries(args.count)
             for entry in entries:
-                print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
+                print(f"{entry.ident}  job {entry.job_id or '-'}  {entry.reason}")
             print(f"{counted(len(entries), 'dead letter')} shown")
         elif args.action == "retry":
-            print(f"job {await dead.retry(args.ident)} queued again")
+            print(f"job {await dead.retry(args.ident)} queued again")  # on the dead letter's shard
         else:
             print(f"purged {counted(await dead.purge(), 'dead letter')}")
     finally:
@@ -482,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats = add_command(
         sub,
         "stats",
-        help="the queue: length, lag, pending per consumer, jobs/s, dead letters",
+        help="the queue: length, lag, pending per consumer, jobs/s, dead letters (and per shard, with several)",
         epilog=examples("dragoman stats", "dragoman stats --watch 5"),
     )
     stats.add_argument(
@@ -502,14 +504,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="dead-lettered jobs: list, retry ID, purge",
         description=choices(
             "Dead letters: jobs failed for good, and entries that could not be read, copied to the dead-letter stream.",
-            ("list", "show the dead letters with their reasons (the oldest --count of them)"),
-            ("retry ID", "queue a dead-lettered job again by entry id or job id (same job id, attempts reset)"),
-            ("purge", "drop every dead letter (the jobs' rows in PostgreSQL stay)"),
+            ("list", "show the dead letters with their reasons (the oldest --count of them, of every shard)"),
+            (
+                "retry ID",
+                "queue a dead-lettered job again by entry id or job id (same job id, attempts reset) on its shard's "
+                "lane; with several shards an entry id may be written SHARD/ID, as list shows it",
+            ),
+            ("purge", "drop every dead letter of every shard (the jobs' rows in PostgreSQL stay)"),
         ),
         epilog=examples("dragoman dead list --count 20", f"dragoman dead retry {EXAMPLE_ID}", "dragoman dead purge"),
     )
     dead.add_argument("action", choices=["list", "retry", "purge"], help="list, retry or purge (see above)")
-    dead.add_argument("ident", nargs="?", help="for retry: the dead-letter entry id or the job id")
+    dead.add_argument(
+        "ident", nargs="?", help="for retry: the dead-letter entry id ([SHARD/]ID, as list shows it) or the job id"
+    )
     dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
     dead.set_defaults(func=cmd_dead)
 
