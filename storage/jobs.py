@@ -36,9 +36,9 @@ JOB_COLUMNS = (
 # The same statement keeps ``usage_daily`` (usage per tenant, UTC day, model and status) exact: each
 # row it writes is added there, and a row it overwrites (a failure retried) is taken out first, as
 # the statement's snapshot saw it (``prior``; a data-modifying CTE's own writes are invisible to the
-# rest of the statement). Only overwritten rows are looked up there: a row ON CONFLICT updated
-# carries its writer's lock in ``xmax``, a row inserted has none (so new rows, nearly all of them,
-# cost no second index probe; a row taken for overwritten by mistake finds nothing in ``prior``).
+# rest of the statement). A written row is looked up there in its day's partition (a second probe
+# of the primary key: ``xmax``, which told an updated row from an inserted one on a plain table, is
+# not readable from a partitioned table's RETURNING); a row inserted finds nothing there.
 # The usage keys are upserted in key order after every job row is locked,
 # so two writers never wait on each other's usage rows in opposite orders.
 UPSERT_SQL = """
@@ -53,7 +53,7 @@ WITH u AS MATERIALIZED (
               from_memory boolean, inline_tags text, quality_flags jsonb, controls jsonb)
 ),
 prior AS (
-    SELECT j.id, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
+    SELECT j.id, j.created_day, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
            j.prompt_tokens, j.output_tokens
     FROM jobs j
     WHERE (j.id, j.created_day) IN (SELECT id, created_day FROM u) AND j.status NOT IN ('succeeded', 'cancelled')
@@ -91,13 +91,13 @@ ON CONFLICT (id, created_day) DO UPDATE SET
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING jobs.id, jobs.tenant, jobs.model, jobs.status, jobs.finished_at,
           char_length(jobs.source_text) AS characters, jobs.prompt_tokens, jobs.output_tokens,
-          jobs.xmax <> 0 AS overwritten
+          jobs.created_day
 ),
 counted AS (
     SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, 1 AS sign FROM written
     UNION ALL
     SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, -1 FROM prior
-    WHERE id IN (SELECT id FROM written WHERE overwritten)
+    WHERE (id, created_day) IN (SELECT id, created_day FROM written)
 ),
 summed AS (
 INSERT INTO usage_daily AS d (tenant, day, model, status, jobs, characters, prompt_tokens, output_tokens)
