@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=examples(
             "dragoman db upgrade",
             "dragoman db downgrade --revision 0002",
-            "DRAGOMAN_RETENTION_DAYS=30 dragoman db retention --dry-run",
+            "dragoman db retention --dry-run",
         ),
     )
     db.add_argument(
