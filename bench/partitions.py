@@ -182,6 +182,43 @@ async def _lookups(url: str, statement: str, params: list[tuple[Any, ...]]) -> f
         await conn.close()
 
 
+# The same lookups timed inside the server (no client round trip, no client process competing for the
+# CPU): each statement planned with its values (EXECUTE ... USING, as psycopg's first executions).
+SERVER_LOOP_SQL = """
+CREATE FUNCTION pg_temp.lookups(statement text, ids uuid[], days date[]) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+    began timestamptz := clock_timestamp();
+    found int := 0;
+    hit record;
+BEGIN
+    FOR i IN 1 .. cardinality(ids) LOOP
+        IF days IS NULL THEN
+            EXECUTE statement INTO hit USING ids[i];
+        ELSE
+            EXECUTE statement INTO hit USING ids[i], days[i];
+        END IF;
+        IF FOUND THEN
+            found := found + 1;
+        END IF;
+    END LOOP;
+    IF found <> cardinality(ids) THEN
+        RAISE EXCEPTION 'found % of % rows', found, cardinality(ids);
+    END IF;
+    RETURN extract(epoch FROM clock_timestamp() - began) * 1e6 / cardinality(ids);
+END
+$$
+"""
+
+
+def _server_us(url: str, statement: str, ids: list[str], days: list[Any] | None) -> float:
+    """Microseconds per lookup of ``ids`` by ``statement`` timed inside the server."""
+    numbered = statement.replace("%s", "$1", 1).replace("%s", "$2", 1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(SERVER_LOOP_SQL)
+        row = conn.execute("SELECT pg_temp.lookups(%s, %s::uuid[], %s::date[])", (numbered, ids, days)).fetchone()
+        return round(float(row[0]), 1) if row else float("nan")
+
+
 def bench_lookups(partitioned: str, plain: str, lookups: int, rounds: int) -> dict[str, Any]:
     """Lookups by id, v7 and uuid4, partitioned and plain, in alternating rounds; microseconds per lookup."""
     v7, v4 = _sample(partitioned, lookups, v4=False), _sample(partitioned, lookups, v4=True)
@@ -198,9 +235,18 @@ def bench_lookups(partitioned: str, plain: str, lookups: int, rounds: int) -> di
         for name in order:
             url, statement, params = cases[name]
             seconds[name] += asyncio.run(_lookups(url, statement, params[r * per_round : (r + 1) * per_round]))
+    server: dict[str, list[float]] = {name: [] for name in cases}
+    for r in range(rounds):
+        order = list(cases) if r % 2 == 0 else list(reversed(cases))
+        for name in order:
+            url, statement, params = cases[name]
+            part = params[r * per_round : (r + 1) * per_round]
+            days = [values[1] for values in part] if len(part[0]) == 2 else None
+            server[name].append(_server_us(url, statement, [values[0] for values in part], days))
     result: dict[str, Any] = {
         "lookups_each": {name: len(cases[name][2]) for name in cases},
         "us_per_lookup": {name: round(seconds[name] / len(cases[name][2]) * 1e6, 1) for name in cases},
+        "server_us_per_lookup_median": {name: round(statistics.median(server[name]), 1) for name in cases},
         "explain": {
             "partitioned_v7": _explain(partitioned, _GET_SQL, (v7[0], job_day(v7[0]))),
             "partitioned_non_v7": _explain(partitioned, _GET_ANY_DAY_SQL, (v4[0],)),
@@ -306,6 +352,7 @@ def main() -> None:
     )
     lookups, writes = result["lookups"], result["writes"]
     print(f"{result['rows']:,} rows over {args.days} days; lookups, microseconds each: {lookups['us_per_lookup']}")
+    print(f"  inside the server: {lookups['server_us_per_lookup_median']}")
     print(f"writes, batches of {BATCH}: ms per batch {writes['ms_per_batch_median']}")
     print(f"  rows/s {writes['rows_per_s_median_batch']}, partitioned/plain {writes['partitioned_vs_plain']}")
     print("EXPLAIN, v7 id on the partitioned table:\n" + lookups["explain"]["partitioned_v7"])

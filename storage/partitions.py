@@ -56,6 +56,16 @@ def job_day(job_id: str) -> datetime.date | None:
         return None
 
 
+def day_bounds(job_id: str) -> tuple[datetime.date, datetime.date]:
+    """The ``created_day`` range the row of ``job_id`` can be in, for ``created_day BETWEEN %s AND %s``.
+
+    One day for a v7 id (PostgreSQL reads that day's partition alone), every day for another id:
+    one statement serves both.
+    """
+    day = job_day(job_id)
+    return (datetime.date.min, datetime.date.max) if day is None else (day, day)
+
+
 def partition_name(day: datetime.date) -> str:
     """The name of ``day``'s partition of ``jobs``: ``jobs_dYYYYMMDD``."""
     return f"jobs_d{day:%Y%m%d}"

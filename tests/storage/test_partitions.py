@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -301,3 +302,26 @@ def test_the_migration_moves_an_existing_table_and_back(fresh_database: str) -> 
     upgrade_database(fresh_database)
     ahead = {partition_name(TODAY + dt.timedelta(days=n)) for n in range(-2, AHEAD_DAYS + 1)}
     assert _partitions(fresh_database) == ahead | {partition_name(TODAY - dt.timedelta(days=400))}
+
+
+async def test_a_job_to_retry_is_read_from_its_day_s_partition(
+    pool: AsyncConnectionPool, service_urls: ServiceUrls
+) -> None:
+    from storage.history import RETRY_JOB_SQL, HistoryStore
+    from storage.partitions import day_bounds
+
+    v7, v4 = new_job_id(), str(uuid.uuid4())
+    writer = JobRowWriter(service_urls.database_url)
+    try:
+        await writer.write_rows([_record(v7, tenant="acme", status="failed"), _record(v4, tenant="acme")])
+    finally:
+        await writer.close()
+    history = HistoryStore(pool)
+    for job_id in (v7, v4):
+        found = await history.job_to_retry("acme", job_id)
+        assert found is not None and found[0].id == job_id
+        assert await history.job_to_retry("other", job_id) is None
+    async with pool.connection() as conn:
+        cursor = await conn.execute("EXPLAIN (COSTS OFF) " + RETRY_JOB_SQL, (v7, "acme", *day_bounds(v7)))
+        plan = "\n".join(row[0] for row in await cursor.fetchall())
+    assert set(re.findall(r"jobs_d\d{8}", plan)) == {partition_name(job_day(v7))}, plan  # type: ignore[arg-type]
