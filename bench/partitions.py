@@ -189,6 +189,7 @@ CREATE FUNCTION pg_temp.lookups(statement text, ids uuid[], days date[]) RETURNS
 DECLARE
     began timestamptz := clock_timestamp();
     found int := 0;
+    hits int;
     hit record;
 BEGIN
     FOR i IN 1 .. cardinality(ids) LOOP
@@ -197,9 +198,8 @@ BEGIN
         ELSE
             EXECUTE statement INTO hit USING ids[i], days[i];
         END IF;
-        IF FOUND THEN
-            found := found + 1;
-        END IF;
+        GET DIAGNOSTICS hits = ROW_COUNT;  -- EXECUTE leaves FOUND alone
+        found := found + hits;
     END LOOP;
     IF found <> cardinality(ids) THEN
         RAISE EXCEPTION 'found % of % rows', found, cardinality(ids);
