@@ -36,11 +36,12 @@ from bench.servers import benchmark_servers
 from contract.ids import new_job_id
 from storage import RowRecord, libpq_url, upgrade_database
 from storage.connection import create_database
-from storage.jobs import _GET_ANY_DAY_SQL, _GET_SQL, UPSERT_SQL
-from storage.partitions import create_partitions, job_day
+from storage.jobs import _GET_ANY_DAY_SQL, _GET_DAY_SQL, UPSERT_SQL, get_day_sql
+from storage.partitions import create_partitions, job_day, partition_name
 
 BATCH = 256  # bench.pipeline's raw PostgreSQL line
 PLAIN_GET_SQL = _GET_ANY_DAY_SQL  # the same text: on the plain table it is the statement of 0021
+PARENT_GET_SQL = _GET_ANY_DAY_SQL + " AND created_day = %s"  # a v7 lookup through the parent (pruned)
 
 # The writer's statement of migration 0021 (main at 19b9fa5), for the comparison only.
 PLAIN_UPSERT_SQL = """
@@ -168,13 +169,19 @@ def _explain(url: str, statement: str, params: tuple[Any, ...]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
+BY_PARTITION = "by partition"  # the statement of ``JobStore.get``: the id's day partition read by name
+
+
 async def _lookups(url: str, statement: str, params: list[tuple[Any, ...]]) -> float:
     """Seconds for ``params``' lookups one after another on one connection (as ``JobStore.get`` makes them)."""
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     try:
         begin = time.perf_counter()
         for values in params:
-            cursor = await conn.execute(statement, values)
+            if statement == BY_PARTITION:
+                cursor = await conn.execute(get_day_sql(values[1]), values[:1])
+            else:
+                cursor = await conn.execute(statement, values)
             if await cursor.fetchone() is None:
                 raise AssertionError(f"{values} not found")
         return time.perf_counter() - begin
@@ -185,7 +192,8 @@ async def _lookups(url: str, statement: str, params: list[tuple[Any, ...]]) -> f
 # The same lookups timed inside the server (no client round trip, no client process competing for the
 # CPU): each statement planned with its values (EXECUTE ... USING, as psycopg's first executions).
 SERVER_LOOP_SQL = """
-CREATE FUNCTION pg_temp.lookups(statement text, ids uuid[], days date[]) RETURNS float8 LANGUAGE plpgsql AS $$
+CREATE FUNCTION pg_temp.lookups(statement text, ids uuid[], days date[], by_partition boolean)
+RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
     began timestamptz := clock_timestamp();
     found int := 0;
@@ -193,7 +201,9 @@ DECLARE
     hit record;
 BEGIN
     FOR i IN 1 .. cardinality(ids) LOOP
-        IF days IS NULL THEN
+        IF by_partition THEN
+            EXECUTE format(statement, 'jobs_d' || to_char(days[i], 'YYYYMMDD')) INTO hit USING ids[i];
+        ELSIF days IS NULL THEN
             EXECUTE statement INTO hit USING ids[i];
         ELSE
             EXECUTE statement INTO hit USING ids[i], days[i];
@@ -212,10 +222,15 @@ $$
 
 def _server_us(url: str, statement: str, ids: list[str], days: list[Any] | None) -> float:
     """Microseconds per lookup of ``ids`` by ``statement`` timed inside the server."""
+    by_partition = statement == BY_PARTITION
+    if by_partition:
+        statement = _GET_DAY_SQL.replace("{partition}", "%I")
     numbered = statement.replace("%s", "$1", 1).replace("%s", "$2", 1)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(SERVER_LOOP_SQL)
-        row = conn.execute("SELECT pg_temp.lookups(%s, %s::uuid[], %s::date[])", (numbered, ids, days)).fetchone()
+        row = conn.execute(
+            "SELECT pg_temp.lookups(%s, %s::uuid[], %s::date[], %s)", (numbered, ids, days, by_partition)
+        ).fetchone()
         return round(float(row[0]), 1) if row else float("nan")
 
 
@@ -223,7 +238,8 @@ def bench_lookups(partitioned: str, plain: str, lookups: int, rounds: int) -> di
     """Lookups by id, v7 and uuid4, partitioned and plain, in alternating rounds; microseconds per lookup."""
     v7, v4 = _sample(partitioned, lookups, v4=False), _sample(partitioned, lookups, v4=True)
     cases: dict[str, tuple[str, str, list[tuple[Any, ...]]]] = {
-        "partitioned_v7": (partitioned, _GET_SQL, [(i, job_day(i)) for i in v7]),
+        "partitioned_v7_by_partition": (partitioned, BY_PARTITION, [(i, job_day(i)) for i in v7]),
+        "partitioned_v7_through_parent": (partitioned, PARENT_GET_SQL, [(i, job_day(i)) for i in v7]),
         "partitioned_non_v7": (partitioned, _GET_ANY_DAY_SQL, [(i,) for i in v4]),
         "plain_v7_ids": (plain, PLAIN_GET_SQL, [(i,) for i in v7]),
         "plain_non_v7_ids": (plain, PLAIN_GET_SQL, [(i,) for i in v4]),
@@ -248,7 +264,12 @@ def bench_lookups(partitioned: str, plain: str, lookups: int, rounds: int) -> di
         "us_per_lookup": {name: round(seconds[name] / len(cases[name][2]) * 1e6, 1) for name in cases},
         "server_us_per_lookup_median": {name: round(statistics.median(server[name]), 1) for name in cases},
         "explain": {
-            "partitioned_v7": _explain(partitioned, _GET_SQL, (v7[0], job_day(v7[0]))),
+            "partitioned_v7_through_parent": _explain(partitioned, PARENT_GET_SQL, (v7[0], job_day(v7[0]))),
+            "partitioned_v7_by_partition": _explain(
+                partitioned,
+                _GET_DAY_SQL.replace("{partition}", partition_name(job_day(v7[0]))),  # type: ignore[arg-type]
+                (v7[0],),
+            ),
             "partitioned_non_v7": _explain(partitioned, _GET_ANY_DAY_SQL, (v4[0],)),
             "plain": _explain(plain, PLAIN_GET_SQL, (v7[0],)),
         },
@@ -355,7 +376,7 @@ def main() -> None:
     print(f"  inside the server: {lookups['server_us_per_lookup_median']}")
     print(f"writes, batches of {BATCH}: ms per batch {writes['ms_per_batch_median']}")
     print(f"  rows/s {writes['rows_per_s_median_batch']}, partitioned/plain {writes['partitioned_vs_plain']}")
-    print("EXPLAIN, v7 id on the partitioned table:\n" + lookups["explain"]["partitioned_v7"])
+    print("EXPLAIN, v7 id through the parent:\n" + lookups["explain"]["partitioned_v7_through_parent"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -20,7 +20,7 @@ from storage.connection import (
     AsyncPostgresConnection,
     DatabaseUnavailableError,
 )
-from storage.partitions import PartitionError, create_partitions, job_day
+from storage.partitions import PartitionError, create_partitions, job_day, partition_name
 
 log = logging.getLogger(__name__)
 
@@ -461,11 +461,22 @@ def _str_or_none(value: uuid.UUID | str | None) -> str | None:
     return None if value is None else str(value)
 
 
-# A lookup by a v7 id names its day: PostgreSQL prunes to that partition and probes its primary key.
-# Any other id (a uuid4 from before migration 0022 or from another producer) is looked up in every
-# partition: one probe of each day's primary key index.
-_GET_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s AND created_day = %s"
+# A lookup by a v7 id names its day, and reads that day's partition by name: PostgreSQL plans it as
+# a plain table (one primary key probe). Through the parent (``WHERE id = %s AND created_day = %s``)
+# it prunes to the same probe, but planning that statement costs about twice the lookup with 30 days
+# kept (bench/RESULTS.md, "Partitioned jobs table"). Any other id (a uuid4 from before migration
+# 0022 or from another producer) is looked up through the parent in every partition: one probe each.
+_GET_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM {{partition}} WHERE id = %s"
 _GET_ANY_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
+
+
+def get_day_sql(day: datetime.date) -> Any:
+    """The statement that reads a job row by id from ``day``'s partition (composed, the name quoted)."""
+    from psycopg import sql
+
+    return sql.SQL(_GET_DAY_SQL).format(partition=sql.Identifier(partition_name(day)))
+
+
 _GET_MANY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ANY(%s::uuid[]) AND created_day = ANY(%s::date[])"
 _GET_MANY_ANY_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ANY(%s::uuid[])"
 
@@ -481,12 +492,17 @@ class JobStore:
 
         Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
         """
+        import psycopg
+
         day = job_day(job_id)
         async with self._pool.connection() as conn:
             if day is None:
                 cursor = await conn.execute(_GET_ANY_DAY_SQL, (job_id,))
             else:
-                cursor = await conn.execute(_GET_SQL, (job_id, day))
+                try:
+                    cursor = await conn.execute(get_day_sql(day), (job_id,))
+                except psycopg.errors.UndefinedTable:  # a day retention dropped, or one that never had rows
+                    return None
             row = await cursor.fetchone()
         return None if row is None else row_to_job(row)
 

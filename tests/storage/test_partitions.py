@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from broker.keys import RedisKeys
 from contract.ids import job_id_for, new_job_id
@@ -30,7 +31,7 @@ from storage import (
     libpq_url,
     upgrade_database,
 )
-from storage.jobs import _GET_ANY_DAY_SQL, _GET_SQL
+from storage.jobs import _GET_ANY_DAY_SQL, get_day_sql
 from storage.partitions import AHEAD_DAYS, job_day, maintain_partitions, partition_name
 
 TODAY = dt.datetime.now(dt.UTC).date()
@@ -143,10 +144,14 @@ async def test_a_v7_lookup_probes_one_partition_and_any_other_id_every_one(
     found, old = await store.get(v7), await store.get(v4)
     assert found is not None and found.id == v7 and old is not None and old.text == "old id"
     assert set(await store.get_many([v7, v4, new_job_id(), str(uuid.uuid4())])) == {v7, v4}
+    assert await store.get(_v7_on(dt.date(1999, 1, 2))) is None  # a day with no partition: not found
     day = job_day(v7)
     async with pool.connection() as conn:
         await conn.execute("SET enable_seqscan = off")  # the test's days hold a few rows: a scan costs less
-        cursor = await conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + _GET_SQL, (v7, day))
+        cursor = await conn.execute(
+            sql.SQL("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ") + get_day_sql(day),  # type: ignore[arg-type]
+            (v7,),
+        )
         plan = "\n".join(row[0] for row in await cursor.fetchall())
         cursor = await conn.execute("EXPLAIN (COSTS OFF) " + _GET_ANY_DAY_SQL, (v4,))
         every = "\n".join(row[0] for row in await cursor.fetchall())
