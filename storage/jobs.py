@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import math
 import time
@@ -470,6 +471,7 @@ _GET_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM {{partition}} WHERE id = %s"
 _GET_ANY_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
 
 
+@functools.lru_cache(maxsize=64)
 def get_day_sql(day: datetime.date) -> Any:
     """The statement that reads a job row by id from ``day``'s partition (composed, the name quoted)."""
     from psycopg import sql
