@@ -254,16 +254,36 @@ def _print_cluster_status(cluster: EmbeddedCluster) -> None:
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the Alembic migrations up (or down)."""
+    """Run the Alembic migrations up (or down), or keep the jobs table's daily partitions (retention)."""
     from storage import downgrade_database, upgrade_database
     from storage.embedded import resolve_urls
 
     url = resolve_urls(settings).database_url
+    if args.action == "retention":
+        return _db_retention(url, settings.retention_days, dry_run=args.dry_run)
     if args.action == "upgrade":
         upgrade_database(url, args.revision or "head")
     else:
         downgrade_database(url, args.revision or "base")
     print(f"database {args.action}d to {args.revision or ('head' if args.action == 'upgrade' else 'base')}")
+    return EXIT_OK
+
+
+def _db_retention(url: str, retention_days: int | None, *, dry_run: bool) -> int:
+    """Create the coming days' jobs partitions, drop those past DRAGOMAN_RETENTION_DAYS; print both."""
+    from contract.sync_bridge import run_sync
+    from storage.partitions import run_maintenance
+
+    report = run_sync(run_maintenance(url, retention_days, dry_run=dry_run))
+    verb = "would " if dry_run else ""
+    for name in report.created:
+        print(f"{verb}create  {name}")
+    for name in report.dropped:
+        print(f"{verb}drop    {name}")
+    if retention_days is None:
+        print("DRAGOMAN_RETENTION_DAYS is not set: every day's jobs are kept")
+    elif not report.dropped:
+        print(f"no jobs partition is older than {retention_days} days")
     return EXIT_OK
 
 
@@ -460,13 +480,24 @@ def build_parser() -> argparse.ArgumentParser:
     db = add_command(
         sub,
         "db",
-        help="database migrations",
+        help="database migrations and the jobs table's retention",
         description="Run the Alembic migrations on DRAGOMAN_DATABASE_URL (or the embedded PostgreSQL). "
-        "The worker upgrades on start too.",
-        epilog=examples("dragoman db upgrade", "dragoman db downgrade --revision 0002"),
+        "The worker upgrades on start too. 'retention' creates the jobs table's partitions of the coming "
+        "days and drops the days older than DRAGOMAN_RETENTION_DAYS (whole partitions; the orchestrator's "
+        "sweeper does the same once an hour).",
+        epilog=examples(
+            "dragoman db upgrade",
+            "dragoman db downgrade --revision 0002",
+            "dragoman db retention --dry-run",
+        ),
     )
-    db.add_argument("action", choices=["upgrade", "downgrade"], help="upgrade (to head) or downgrade (to base)")
+    db.add_argument(
+        "action",
+        choices=["upgrade", "downgrade", "retention"],
+        help="upgrade (to head), downgrade (to base), or retention (create and drop jobs partitions)",
+    )
     db.add_argument("--revision", help="target revision (default: head / base)")
+    db.add_argument("--dry-run", action="store_true", help="retention: print what would be created and dropped only")
     db.set_defaults(func=cmd_db)
 
     check = add_command(
