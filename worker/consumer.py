@@ -13,7 +13,8 @@ semaphore; each loop reads only its shard's lanes (both in one ``XREADGROUP``: o
 Redis Cluster), refills them, claims their stale entries and starts their jobs on that shard (START), and
 hands each result to the writer with the shard it was read from. Fairness comes from the semaphore,
 whose waiters are served in turn: the loops read one after the other, each taking the slots that freed
-since, so a shard with 10,000 jobs waiting cannot keep another shard's first job from the next read.
+since (at most its share, ``max_in_flight / shards``), so a shard with 10,000 jobs waiting cannot keep
+another shard's first job from the next read.
 With several shards a loop whose shard has nothing gives back all but :data:`_BLOCKING_SLOTS` slots
 before it blocks (``read_block_ms``), so an empty shard never holds slots another shard's jobs need; with
 one shard (the default) nothing changes: the loop blocks holding its slots, as it always did. A shard
@@ -152,6 +153,9 @@ class StreamConsumer:
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._stopping = asyncio.Event()
         self._held = dict.fromkeys(Lane, 0)  # jobs of each lane running here (with a task), all shards together
+        shards = self._keys.shard_count
+        # One read takes at most its shard's share of the slots, so that the first shard read cannot fill them all.
+        self._read_most = _MAX_READ if shards == 1 else max(1, min(_MAX_READ, -(-max_in_flight // shards)))
         # Tenants' staged jobs are moved into a lane right before each read of it (broker.fair_share);
         # done whatever DRAGOMAN_FAIR_SHARE says, so that jobs staged before it was turned off still run.
         self._shards = [
@@ -218,7 +222,7 @@ class StreamConsumer:
         backoff = Backoff(0.2, 10.0)
         while not self._stopping.is_set():
             await self._slots.acquire()
-            taken = _Taken(1 + await self.take_free_slots(_MAX_READ - 1))
+            taken = _Taken(1 + await self.take_free_slots(self._read_most - 1))
             if self._stopping.is_set():  # asked to stop while waiting for a slot: read nothing more
                 self.release_slots(taken.count)
                 return
