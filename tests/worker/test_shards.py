@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import redis
+from redis.exceptions import ClusterDownError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from broker.keys import RedisKeys, shard_tag
 from contract.ids import new_job_id_on_shard
@@ -21,6 +23,7 @@ from contract.schemas import JobSpec, Lane
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from contract.wire import encode_job_entry
+from worker import writer as writer_module
 from worker.deterministic_engine import DeterministicEngine
 from worker.service import Worker
 
@@ -210,3 +213,54 @@ async def test_empty_shards_waiting_for_jobs_leave_the_slots_to_the_busy_one(
     finally:
         await worker.stop(grace_seconds=5)
     assert engine.peak_in_flight >= 12 - 2 * 2, engine.peak_in_flight
+
+
+async def test_a_failing_shard_is_backed_off_alone_and_logged_once(
+    sharded: Settings,
+    service_urls: ServiceUrls,
+    raw_redis: redis.Redis,
+    pg: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Shard 1's server is away (its primary failing over): shards 0 and 2 are read and acknowledged all the same,
+    shard 1's acknowledgements wait in the writer's retry, and everything is finished once it is back."""
+    down = {"read": True, "ack": True}
+    ids = {shard: [_queue(raw_redis, sharded, shard, f"s{shard} {i}") for i in range(5)] for shard in range(SHARDS)}
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    read_lanes = worker.consumer._read_lanes
+    acknowledge = writer_module.acknowledge_writer_batch
+
+    async def failing_read(shard: Any, counts: Any) -> Any:
+        if shard.number == 1 and down["read"]:
+            raise ClusterDownError("CLUSTERDOWN The cluster is down (simulated)")
+        return await read_lanes(shard, counts)
+
+    async def failing_ack(redis_: Any, keys: RedisKeys, *args: Any) -> None:
+        if keys.shard == 1 and down["ack"]:
+            raise RedisConnectionError("Connection refused (simulated)")
+        await acknowledge(redis_, keys, *args)
+
+    worker.consumer._read_lanes = failing_read  # type: ignore[method-assign]
+    monkeypatch.setattr(writer_module, "acknowledge_writer_batch", failing_ack)
+    shards = _keys(sharded).shards
+    await worker.start()
+    try:
+        others = ids[0] + ids[2]
+        await _until(lambda: len(_statuses(pg, others)) == 10, what="the healthy shards' rows")
+        await _until(lambda: _pending(raw_redis, shards[0]) == _pending(raw_redis, shards[2]) == 0, what="their acks")
+        assert not _statuses(pg, ids[1])  # shard 1 was not read
+        down["read"] = False  # shard 1 answers reads again, not yet its acknowledgements
+        await _until(lambda: len(_statuses(pg, ids[1])) == 5, what="shard 1's rows")
+        late = _queue(raw_redis, sharded, 0, "queued while shard 1 still cannot acknowledge")
+        await _until(lambda: _statuses(pg, [late]) == {late: "succeeded"}, what="a later job of shard 0")
+        await _until(lambda: _pending(raw_redis, shards[0]) == 0, what="its ack, while shard 1's wait")
+        assert _pending(raw_redis, shards[1]) == 5
+        down["ack"] = False
+        await _until(lambda: _pending(raw_redis, shards[1]) == 0, what="shard 1's acks")
+    finally:
+        await worker.stop(grace_seconds=5)
+    warnings = [r.getMessage() for r in caplog.records if "shard 1" in r.getMessage() and r.levelname == "WARNING"]
+    reads = [message for message in warnings if "while reading" in message]
+    assert len(reads) == 1, warnings  # once per outage, however many retries
+    assert len(raw_redis.xrange(shards[1].events_stream)) == 5
