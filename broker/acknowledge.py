@@ -2,7 +2,8 @@
 
 The worker's writer calls it once the batch's rows are committed (commit first, acknowledge
 second). FINISH and the dead-letter copies go together: a job failed for good is acknowledged
-exactly when its copy is in the dead-letter stream. Every key involved carries the deployment's hash tag.
+exactly when its copy is in the dead-letter stream. Every key involved carries one shard's hash tag (the
+shard the entries were read from), so the transaction is legal on a Redis Cluster.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.redis_client import is_cluster
 from broker.scripts import FinishedJob, FinishScript
 
 
@@ -29,7 +31,7 @@ async def acknowledge_writer_batch(
     dead-letter stream, atomically, in one round trip."""
     interactive, bulk = entry_ids
     async with redis.pipeline(transaction=True) as pipe:
-        finish.queue_on(pipe, interactive, jobs, now, bulk)
+        finish.queue_on(pipe, interactive, jobs, now, bulk, by_source=is_cluster(redis))
         for letter in dead_letters:
             pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
         await pipe.execute()

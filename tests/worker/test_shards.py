@@ -9,8 +9,12 @@ they check the worker reads every shard, starts and finishes each job on the sha
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import time
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -18,6 +22,7 @@ from redis.exceptions import ClusterDownError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from broker.keys import RedisKeys, shard_tag
+from broker.redis_client import is_cluster_url
 from contract.ids import new_job_id_on_shard
 from contract.schemas import JobSpec, Lane
 from contract.services import ServiceUrls
@@ -32,10 +37,35 @@ from .conftest import identity_worker
 SHARDS = 3
 
 
-@pytest.fixture
-def sharded(settings: Settings) -> Settings:
-    """The test's settings with three shards (each under its own tag, all on the embedded server)."""
+CLUSTER_URL_VARIABLE = "DRAGOMAN_TEST_CLUSTER_URL"
+"""A Redis Cluster to run these tests on as well (``redis+cluster://host:port``); skipped without it."""
+
+
+@pytest.fixture(params=["server", "cluster"])
+def sharded(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """The test's settings with three shards: on the embedded server (each shard its own tag), or on a real
+    Redis Cluster (each shard its own slot)."""
+    if request.param == "cluster":
+        url = os.environ.get(CLUSTER_URL_VARIABLE)
+        if not url:
+            pytest.skip(f"no Redis Cluster to run on: set {CLUSTER_URL_VARIABLE}=redis+cluster://host:port")
+        # metrics_enabled: the ops server (worker/ops_server.py) opens its own client, not a cluster one yet
+        return settings.model_copy(update={"redis_shards": SHARDS, "redis_url": url, "metrics_enabled": False})
     return settings.model_copy(update={"redis_shards": SHARDS})
+
+
+@pytest.fixture
+def raw(sharded: Settings) -> Iterator[redis.Redis]:
+    """A plain synchronous client of the test's Redis (a cluster client on a cluster), for what a producer
+    in another language would do by hand."""
+    url = sharded.redis_url
+    if is_cluster_url(url):
+        host, _, port = urlsplit(url).netloc.split(",")[0].rpartition("@")[2].partition(":")
+        connection: redis.Redis = redis.RedisCluster(host=host, port=int(port), decode_responses=True)  # type: ignore[assignment]
+    else:
+        connection = redis.Redis.from_url(url, decode_responses=True)
+    yield connection
+    connection.close()
 
 
 def _keys(settings: Settings) -> RedisKeys:
@@ -69,15 +99,15 @@ def _pending(raw: redis.Redis, keys: RedisKeys) -> int:
 
 
 def _worker(settings: Settings, urls: ServiceUrls, engine: DeterministicEngine, **kwargs: Any) -> Worker:
-    return identity_worker(settings, urls, engine, **kwargs)
+    return identity_worker(settings, dataclasses.replace(urls, redis_url=settings.redis_url), engine, **kwargs)
 
 
 async def test_jobs_on_every_shard_finish_there_acked_with_their_events(
-    sharded: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
 ) -> None:
     ids = {
         shard: [
-            _queue(raw_redis, sharded, shard, f"s{shard} job {i}", Lane.BULK if i % 3 == 0 else Lane.INTERACTIVE)
+            _queue(raw, sharded, shard, f"s{shard} job {i}", Lane.BULK if i % 3 == 0 else Lane.INTERACTIVE)
             for i in range(12)
         ]
         for shard in range(SHARDS)
@@ -91,82 +121,82 @@ async def test_jobs_on_every_shard_finish_there_acked_with_their_events(
             what="every job's row",
         )
         shards = _keys(sharded).shards
-        await _until(lambda: all(_pending(raw_redis, keys) == 0 for keys in shards), what="every shard's acks")
+        await _until(lambda: all(_pending(raw, keys) == 0 for keys in shards), what="every shard's acks")
     finally:
         await worker.stop(grace_seconds=5)
     for keys in shards:
         assert keys.tag == shard_tag(keys.prefix, keys.shard) and keys.shard_count == SHARDS
-        events = raw_redis.xrange(keys.events_stream)
+        events = raw.xrange(keys.events_stream)
         assert sorted(fields["id"] for _, fields in events) == sorted(ids[keys.shard])  # each on its own shard
-        assert raw_redis.xlen(keys.dead_letter_stream) == 0
-        groups = {g["name"] for _, stream in keys.lanes for g in raw_redis.xinfo_groups(stream)}
+        assert raw.xlen(keys.dead_letter_stream) == 0
+        groups = {g["name"] for _, stream in keys.lanes for g in raw.xinfo_groups(stream)}
         assert groups == {keys.consumer_group}  # the group was made on every shard's lanes
 
 
 async def test_a_stale_entry_on_shard_2_is_reclaimed(
-    sharded: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any, monkeypatch: pytest.MonkeyPatch
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("worker.consumer.HEARTBEAT_TTL_S", 0)
     settings = sharded.model_copy(update={"visibility_timeout_seconds": 0.3, "reclaim_interval_seconds": 0.1})
     worker = _worker(settings, service_urls, DeterministicEngine(), max_in_flight=8)
     await worker.consumer.ensure_group()
     keys = _keys(settings).for_shard(2)
-    job_id = _queue(raw_redis, settings, 2, "left behind by a dead worker")
-    raw_redis.xreadgroup(keys.consumer_group, "ghost", {keys.jobs_stream: ">"}, count=10)  # read, never acked
-    assert _pending(raw_redis, keys) == 1
+    job_id = _queue(raw, settings, 2, "left behind by a dead worker")
+    raw.xreadgroup(keys.consumer_group, "ghost", {keys.jobs_stream: ">"}, count=10)  # read, never acked
+    assert _pending(raw, keys) == 1
     await worker.start()
     try:
         await _until(lambda: _statuses(pg, [job_id]) == {job_id: "succeeded"}, what="the reclaimed job's row")
-        await _until(lambda: _pending(raw_redis, keys) == 0, what="the ack on shard 2")
+        await _until(lambda: _pending(raw, keys) == 0, what="the ack on shard 2")
     finally:
         await worker.stop(grace_seconds=5)
     assert worker.consumer.reclaimed == 1
-    [(_, event)] = raw_redis.xrange(keys.events_stream)
+    [(_, event)] = raw.xrange(keys.events_stream)
     assert event["id"] == job_id
 
 
 async def test_a_dead_letter_from_shard_1_lands_in_shard_1s_dead_letter_stream(
-    sharded: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
 ) -> None:
     shards = _keys(sharded).shards
-    raw_redis.xadd(shards[1].bulk_jobs_stream, {"garbage": "yes"})
-    good = _queue(raw_redis, sharded, 1, "still works")
+    raw.xadd(shards[1].bulk_jobs_stream, {"garbage": "yes"})
+    good = _queue(raw, sharded, 1, "still works")
     worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=4)
     await worker.start()
     try:
-        await _until(lambda: raw_redis.xlen(shards[1].dead_letter_stream) == 1, what="the dead letter")
+        await _until(lambda: raw.xlen(shards[1].dead_letter_stream) == 1, what="the dead letter")
         await _until(lambda: _statuses(pg, [good]) == {good: "succeeded"}, what="the good job's row")
-        await _until(lambda: _pending(raw_redis, shards[1]) == 0, what="the acks on shard 1")
+        await _until(lambda: _pending(raw, shards[1]) == 0, what="the acks on shard 1")
     finally:
         await worker.stop(grace_seconds=5)
-    [(_, letter)] = raw_redis.xrange(shards[1].dead_letter_stream)
+    [(_, letter)] = raw.xrange(shards[1].dead_letter_stream)
     assert letter["garbage"] == "yes" and letter["reason"]
-    assert [raw_redis.xlen(keys.dead_letter_stream) for keys in shards] == [0, 1, 0]
+    assert [raw.xlen(keys.dead_letter_stream) for keys in shards] == [0, 1, 0]
 
 
 async def test_a_running_job_on_shard_2_is_cancelled(
-    sharded: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
 ) -> None:
     engine = DeterministicEngine(delay_for=lambda prompt: 60.0 if prompt == "slow" else 0.0)
-    slow = _queue(raw_redis, sharded, 2, "slow")
+    slow = _queue(raw, sharded, 2, "slow")
     worker = _worker(sharded, service_urls, engine, max_in_flight=4)
     await worker.start()
     try:
         await _until(lambda: engine.in_flight == 1, what="the slow job's start")
         keys = _keys(sharded).for_shard(2)
-        assert raw_redis.hget(keys.state(slow), "status") == "running"  # START ran on the job's own shard
-        raw_redis.publish(keys.control_channel, f"cancel {slow}")
+        assert raw.hget(keys.state(slow), "status") == "running"  # START ran on the job's own shard
+        raw.publish(keys.control_channel, f"cancel {slow}")
         await _until(lambda: _statuses(pg, [slow]) == {slow: "cancelled"}, within=10, what="the cancelled row")
-        await _until(lambda: _pending(raw_redis, keys) == 0, what="the ack on shard 2")
+        await _until(lambda: _pending(raw, keys) == 0, what="the ack on shard 2")
     finally:
         await worker.stop(grace_seconds=1)
     assert engine.aborted and engine.aborted[0].startswith(slow)
 
 
 async def test_no_shard_is_starved_each_makes_progress_within_the_first_reads(
-    sharded: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
 ) -> None:
-    ids = {shard: [_queue(raw_redis, sharded, shard, f"s{shard} {i}") for i in range(300)] for shard in range(SHARDS)}
+    ids = {shard: [_queue(raw, sharded, shard, f"s{shard} {i}") for i in range(300)] for shard in range(SHARDS)}
     worker = _worker(sharded, service_urls, DeterministicEngine(delay_s=0.01), max_in_flight=16)
     reads: list[tuple[int, int]] = []  # (shard, entries) of each read, in order
     dispatch = worker.consumer.dispatch
@@ -200,11 +230,11 @@ async def test_one_shard_keeps_todays_single_read_loop(settings: Settings, servi
 
 
 async def test_empty_shards_waiting_for_jobs_leave_the_slots_to_the_busy_one(
-    sharded: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
 ) -> None:
     """Shards 1 and 2 have nothing: their blocking reads keep two slots each, not their share of the worker."""
     sharded = sharded.model_copy(update={"read_block_ms": 2000})
-    ids = [_queue(raw_redis, sharded, 0, f"busy {i}") for i in range(60)]
+    ids = [_queue(raw, sharded, 0, f"busy {i}") for i in range(60)]
     engine = DeterministicEngine(delay_s=0.2)
     worker = _worker(sharded, service_urls, engine, max_in_flight=12)
     await worker.start()
@@ -218,7 +248,7 @@ async def test_empty_shards_waiting_for_jobs_leave_the_slots_to_the_busy_one(
 async def test_a_failing_shard_is_backed_off_alone_and_logged_once(
     sharded: Settings,
     service_urls: ServiceUrls,
-    raw_redis: redis.Redis,
+    raw: redis.Redis,
     pg: Any,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -226,7 +256,7 @@ async def test_a_failing_shard_is_backed_off_alone_and_logged_once(
     """Shard 1's server is away (its primary failing over): shards 0 and 2 are read and acknowledged all the same,
     shard 1's acknowledgements wait in the writer's retry, and everything is finished once it is back."""
     down = {"read": True, "ack": True}
-    ids = {shard: [_queue(raw_redis, sharded, shard, f"s{shard} {i}") for i in range(5)] for shard in range(SHARDS)}
+    ids = {shard: [_queue(raw, sharded, shard, f"s{shard} {i}") for i in range(5)] for shard in range(SHARDS)}
     worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
     read_lanes = worker.consumer._read_lanes
     acknowledge = writer_module.acknowledge_writer_batch
@@ -248,19 +278,19 @@ async def test_a_failing_shard_is_backed_off_alone_and_logged_once(
     try:
         others = ids[0] + ids[2]
         await _until(lambda: len(_statuses(pg, others)) == 10, what="the healthy shards' rows")
-        await _until(lambda: _pending(raw_redis, shards[0]) == _pending(raw_redis, shards[2]) == 0, what="their acks")
+        await _until(lambda: _pending(raw, shards[0]) == _pending(raw, shards[2]) == 0, what="their acks")
         assert not _statuses(pg, ids[1])  # shard 1 was not read
         down["read"] = False  # shard 1 answers reads again, not yet its acknowledgements
         await _until(lambda: len(_statuses(pg, ids[1])) == 5, what="shard 1's rows")
-        late = _queue(raw_redis, sharded, 0, "queued while shard 1 still cannot acknowledge")
+        late = _queue(raw, sharded, 0, "queued while shard 1 still cannot acknowledge")
         await _until(lambda: _statuses(pg, [late]) == {late: "succeeded"}, what="a later job of shard 0")
-        await _until(lambda: _pending(raw_redis, shards[0]) == 0, what="its ack, while shard 1's wait")
-        assert _pending(raw_redis, shards[1]) == 5
+        await _until(lambda: _pending(raw, shards[0]) == 0, what="its ack, while shard 1's wait")
+        assert _pending(raw, shards[1]) == 5
         down["ack"] = False
-        await _until(lambda: _pending(raw_redis, shards[1]) == 0, what="shard 1's acks")
+        await _until(lambda: _pending(raw, shards[1]) == 0, what="shard 1's acks")
     finally:
         await worker.stop(grace_seconds=5)
     warnings = [r.getMessage() for r in caplog.records if "shard 1" in r.getMessage() and r.levelname == "WARNING"]
     reads = [message for message in warnings if "while reading" in message]
     assert len(reads) == 1, warnings  # once per outage, however many retries
-    assert len(raw_redis.xrange(shards[1].events_stream)) == 5
+    assert len(raw.xrange(shards[1].events_stream)) == 5
