@@ -57,6 +57,15 @@ def shard_of(job_id: str, shards: int) -> int:
     return zlib.crc32(job_id.encode()) % shards
 
 
+def key_shard(idempotency_key: str, tenant: str | None, shards: int) -> int:
+    """The shard an idempotency key lives on: :func:`shard_of` of ``<tenant>:<key>`` (a tenant's) or ``<key>``.
+
+    A job submitted under the key is placed on this shard (:func:`new_job_id_on_shard`), so a retry
+    under a fresh id finds the key where the first submission wrote it.
+    """
+    return shard_of(idempotency_key if tenant is None else f"{tenant}:{idempotency_key}", shards)
+
+
 def new_job_id_on_shard(shard: int, shards: int) -> str:
     """A :func:`new_job_id` that lives on ``shard`` of ``shards`` (:func:`shard_of`).
 

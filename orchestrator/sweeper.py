@@ -5,7 +5,9 @@ the group's last job is committed, the dispatcher queues the finish task. That c
 the group's Redis hash expired before its last job finished (no entry is written), a finish
 task ran out of retries in an older version, a submission was cancelled half-way (the missing
 jobs never finish). The database knows the truth, so every ``DRAGOMAN_SWEEP_INTERVAL_SECONDS``
-the sweeper asks it which groups have a final row for every job and queues their finish task
+the sweeper asks it which groups have a final row for every job (wherever their jobs ran: every
+shard's part of a group is in the one table, so a part whose record expired or whose completion entry
+was lost is found like a whole group) and queues their finish task
 (idempotent: a group finished meanwhile is left as it is). It also queues the split task again
 for a document still ``splitting`` long after it was stored (its task was lost with a killed
 orchestrator; splitting a document twice submits nothing twice).

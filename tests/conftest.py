@@ -23,6 +23,7 @@ from contract.settings import Settings
 from producer.client import Client
 from storage import libpq_url, upgrade_database
 from storage.embedded import EmbeddedServices
+from storage.embedded_cluster import EmbeddedCluster
 
 if TYPE_CHECKING:
     from worker.vllm_engine import VllmEngine
@@ -74,6 +75,35 @@ def settings_for(service_urls: ServiceUrls, data_dir: Path) -> Settings:
         memory_enabled=False,  # see DRAGOMAN_MEMORY_ENABLED above
         quality_check_processes=0,  # inline: a spawned check process costs 1-2 s (tests/worker/test_quality_pool.py)
     )
+
+
+CLUSTER_SHARDS = 3
+"""``DRAGOMAN_REDIS_SHARDS`` of ``cluster_settings``: one shard per primary of the test cluster."""
+
+
+@pytest.fixture(scope="session")
+def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Redis Cluster (3 primaries, 3 replicas) for this pytest process: ``redis+cluster://...``.
+
+    Each process (each xdist worker) starts its own on free ports (about 2 s), unless
+    ``DRAGOMAN_REDIS_CLUSTER_URL`` names one to use instead.
+    """
+    configured = os.environ.get("DRAGOMAN_REDIS_CLUSTER_URL")
+    if configured:
+        yield configured
+        return
+    cluster = EmbeddedCluster(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        yield cluster.up()
+    finally:
+        cluster.down()
+
+
+@pytest.fixture
+def cluster_settings(service_urls: ServiceUrls, cluster_url: str, tmp_path: Path) -> Settings:
+    """``settings`` on the Redis Cluster, with ``redis_shards=3`` (PostgreSQL as ``settings``)."""
+    single = settings_for(service_urls, tmp_path / "data").model_dump(exclude_unset=True)
+    return Settings(**{**single, "redis_url": cluster_url, "redis_shards": CLUSTER_SHARDS})
 
 
 @pytest.fixture
