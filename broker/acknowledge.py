@@ -14,7 +14,6 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
-from broker.redis_client import is_cluster
 from broker.scripts import FinishedJob, FinishScript
 
 
@@ -31,7 +30,7 @@ async def acknowledge_writer_batch(
     dead-letter stream, atomically, in one round trip."""
     interactive, bulk = entry_ids
     async with redis.pipeline(transaction=True) as pipe:
-        finish.queue_on(pipe, interactive, jobs, now, bulk, by_source=is_cluster(redis))
+        finish.queue_on(pipe, interactive, jobs, now, bulk)
         for letter in dead_letters:
             pipe.xadd(keys.dead_letter_stream, dict[Any, Any](letter))
         await pipe.execute()

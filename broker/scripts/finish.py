@@ -97,22 +97,9 @@ class FinishScript:
         jobs: Sequence[FinishedJob],
         now: float,
         bulk_entry_ids: Sequence[str] = (),
-        *,
-        by_source: bool = False,
     ) -> None:
-        """Queue the finish on an asyncio pipeline (a MULTI/EXEC one, beside the dead-letter writes).
-
-        ``by_source`` (a Redis Cluster's pipeline): ``EVAL`` with the script's source instead of ``EVALSHA``.
-        redis-py's cluster pipeline neither takes ``EVALSHA`` nor checks ``SCRIPT EXISTS`` first, and a
-        ``NOSCRIPT`` inside MULTI/EXEC (a replica just promoted lacks the script) would still run the
-        dead-letter writes queued beside it; ``EVAL`` cannot miss. It costs the source's few kilobytes
-        once per writer batch and shard.
-        """
-        keys, args = self.layout(entry_ids, jobs, now, bulk_entry_ids)
-        if by_source:
-            pipe.execute_command("EVAL", _LUA.source, len(keys), *keys, *args)
-        else:
-            _LUA.queue_on(pipe, keys, args)
+        """Queue the finish on an asyncio pipeline (a MULTI/EXEC one, beside the dead-letter writes)."""
+        _LUA.queue_on(pipe, *self.layout(entry_ids, jobs, now, bulk_entry_ids))
 
     async def call(
         self,

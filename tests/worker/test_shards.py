@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,20 +36,14 @@ from .conftest import identity_worker
 SHARDS = 3
 
 
-CLUSTER_URL_VARIABLE = "DRAGOMAN_TEST_CLUSTER_URL"
-"""A Redis Cluster to run these tests on as well (``redis+cluster://host:port``); skipped without it."""
-
-
 @pytest.fixture(params=["server", "cluster"])
 def sharded(request: pytest.FixtureRequest, settings: Settings) -> Settings:
     """The test's settings with three shards: on the embedded server (each shard its own tag), or on a real
-    Redis Cluster (each shard its own slot)."""
+    Redis Cluster (each shard its own slot: the ``cluster_settings`` fixture)."""
     if request.param == "cluster":
-        url = os.environ.get(CLUSTER_URL_VARIABLE)
-        if not url:
-            pytest.skip(f"no Redis Cluster to run on: set {CLUSTER_URL_VARIABLE}=redis+cluster://host:port")
-        # metrics_enabled: the ops server (worker/ops_server.py) opens its own client, not a cluster one yet
-        return settings.model_copy(update={"redis_shards": SHARDS, "redis_url": url, "metrics_enabled": False})
+        on_cluster: Settings = request.getfixturevalue("cluster_settings")
+        assert on_cluster.redis_shards == SHARDS
+        return on_cluster
     return settings.model_copy(update={"redis_shards": SHARDS})
 
 
