@@ -27,6 +27,7 @@ from contract.schemas import JobSpec, Lane
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from contract.wire import encode_job_entry
+from worker import consumer as consumer_module
 from worker import writer as writer_module
 from worker.deterministic_engine import DeterministicEngine
 from worker.service import Worker
@@ -215,11 +216,15 @@ async def test_no_shard_is_starved_each_makes_progress_within_the_first_reads(
 
 
 async def test_one_shard_keeps_todays_single_read_loop(settings: Settings, service_urls: ServiceUrls) -> None:
-    """The default (one shard): one loop, reading the unsuffixed names, as before shards existed."""
+    """The default (one shard): one loop over the unsuffixed names, whose reads may take every free slot."""
     worker = _worker(settings, service_urls, DeterministicEngine(), max_in_flight=4)
     assert worker.consumer.shards == 1
-    keys = _keys(settings)
-    assert keys.jobs_stream == f"{{{settings.key_prefix}}}:jobs"
+    assert worker.consumer._read_most == consumer_module._MAX_READ  # no per-shard share
+    assert worker.consumer._shards[0].keys.jobs_stream == f"{{{settings.key_prefix}}}:jobs"
+    three = _worker(
+        settings.model_copy(update={"redis_shards": SHARDS}), service_urls, DeterministicEngine(), max_in_flight=12
+    )
+    assert three.consumer._read_most == 4  # each shard's read takes at most its share
 
 
 async def test_empty_shards_waiting_for_jobs_leave_the_slots_to_the_busy_one(
