@@ -203,8 +203,8 @@ async def run_maintenance(database_url: str, retention_days: int | None, *, dry_
     Raises :class:`~storage.connection.DatabaseUnavailableError` when PostgreSQL cannot be reached
     and :class:`PartitionError` when a partition cannot be created or dropped.
     """
-    connection = AsyncPostgresConnection(database_url)
+    postgres = AsyncPostgresConnection(database_url)
     try:
-        return await maintain_partitions(await connection.get(), retention_days, dry_run=dry_run)
+        return await maintain_partitions(await postgres.get(), retention_days, dry_run=dry_run)
     finally:
-        await connection.close()
+        await postgres.close()

@@ -231,7 +231,9 @@ def test_the_sweeper_creates_and_drops_partitions_once_an_interval(
         redis_url=service_urls.redis_url, database_url=fresh_database, data_dir=tmp_path, retention_days=90
     )
     sweeper = GroupSweeper(
-        TaskContext(settings, service_urls.redis_url, fresh_database, RedisKeys.from_settings(settings))
+        TaskContext(
+            settings, service_urls.redis_url, fresh_database, RedisKeys.from_settings(settings), service_urls.redis_url
+        )
     )
     assert sweeper.sweep_once().partitions_dropped == 1
     left = _partitions(fresh_database)
@@ -245,6 +247,7 @@ def test_the_sweeper_creates_and_drops_partitions_once_an_interval(
 def test_dragoman_db_retention_prints_what_it_drops(
     fresh_database: str, service_urls: ServiceUrls, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The example of docs/guides/operations/retention-and-partitions.md: a dry run, then for real."""
     from cli.main import main
 
     upgrade_database(fresh_database)
