@@ -17,7 +17,7 @@ embedded PostgreSQL:
    primary's replica (what a restarted pod does; without it a shard with ``wait-replicas 1`` has
    no replica to confirm its writes and cannot take jobs);
 4. it waits until every acknowledged job has a row and nothing more happens (no new row, no new
-   engine call for a few visibility timeouts), or ``--deadline`` seconds.
+   engine call for ``--settle-s`` seconds, two visibility timeouts), or ``--deadline`` seconds.
 
 Reported: **lost** (acknowledged to the producer, no row, and in no lane any more), **duplicated**
 (jobs the engine ran more than once), **stuck** (acknowledged, no row, still in a lane, unread or
@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +47,13 @@ from bench.enqueue import workload
 from bench.servers import benchmark_servers
 from bench.shards import spread_prefix
 from broker.keys import RedisKeys
+from broker.redis_client import open_redis
 from contract.errors import DragomanError
 from contract.ids import new_job_id
 from contract.schemas import JobSpec
 from contract.settings import Settings
-from producer.async_client import AsyncClient
+from producer.submitter import JobSubmitter
+from storage import AsyncConnectionPool
 from storage.embedded_cluster import EmbeddedCluster
 from storage.jobs import JobStore
 from worker.deterministic_engine import DeterministicEngine
@@ -71,19 +74,22 @@ class CountingEngine(DeterministicEngine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls: Counter[str] = Counter()
+        self.calls: dict[str, list[float]] = {}  # job id -> when (monotonic) each call came
         self.last_call = 0.0
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
-        """Count the call under its job's id, then echo."""
-        self.calls[request.request_id[:36]] += 1
+        """Note the call under its job's id, then echo."""
         self.last_call = time.monotonic()
+        self.calls.setdefault(request.request_id[:36], []).append(self.last_call)
         return await super().generate(request)
 
 
-def settings_for(redis_url: str, database_url: str, prefix: str, wait_replicas: int) -> Settings:
+def settings_for(
+    redis_url: str, database_url: str, prefix: str, wait_replicas: int, visibility_s: float = 10.0
+) -> Settings:
     """The deployment: 3 shards, submit WAIT as asked, a short visibility timeout (pending entries of a
-    lost acknowledgement come back within seconds, not the default five minutes)."""
+    lost acknowledgement come back within seconds, not the default five minutes, yet well after a
+    job's usual latency, so that a merely slow job is not taken over)."""
     return Settings(
         redis_url=redis_url,
         database_url=database_url,
@@ -91,7 +97,7 @@ def settings_for(redis_url: str, database_url: str, prefix: str, wait_replicas: 
         redis_shards=3,
         submit_wait_replicas=wait_replicas,
         submit_wait_timeout_ms=500,
-        visibility_timeout_seconds=3.0,
+        visibility_timeout_seconds=visibility_s,
         reclaim_interval_seconds=0.5,
         memory_enabled=False,
         quality_check_processes=0,
@@ -100,7 +106,9 @@ def settings_for(redis_url: str, database_url: str, prefix: str, wait_replicas: 
     )
 
 
-async def _produce(client: AsyncClient, specs: Sequence[JobSpec], rate: float, chunk: int, log: dict[str, Any]) -> None:
+async def _produce(
+    submitter: JobSubmitter, specs: Sequence[JobSpec], rate: float, chunk: int, log: dict[str, Any]
+) -> None:
     """Submit ``specs`` at ``rate`` jobs/s; every chunk retried until acknowledged (``only_new`` after a failure)."""
     began = time.monotonic()
     for start in range(0, len(specs), chunk):
@@ -112,9 +120,11 @@ async def _produce(client: AsyncClient, specs: Sequence[JobSpec], rate: float, c
         while True:
             sent = time.monotonic()
             try:
-                await client.submitter.submit_specs(batch, only_new=tries > 0)
+                await submitter.submit_specs(batch, only_new=tries > 0)
             except Exception as exc:  # the node is gone, the cluster is reconfiguring, WAIT fell short
                 tries += 1
+                if not log["errors"][type(exc).__name__]:
+                    print(f"submit failed ({type(exc).__name__}: {exc}); sending the chunk again", flush=True)
                 log["errors"][type(exc).__name__] += 1
                 await asyncio.sleep(0.05)
                 continue
@@ -124,10 +134,9 @@ async def _produce(client: AsyncClient, specs: Sequence[JobSpec], rate: float, c
             break
 
 
-async def _lane_ids(client: AsyncClient, keys: RedisKeys) -> dict[str, str]:
+async def _lane_ids(redis: Any, keys: RedisKeys) -> dict[str, str]:
     """Job id -> ``"unread"`` or ``"pending"`` for every entry still in a lane of any shard."""
     found: dict[str, str] = {}
-    redis = client.redis
     for shard in keys.shards:
         for _, stream in shard.lanes:
             if not await redis.exists(stream):
@@ -151,9 +160,9 @@ def _after(entry_id: str, last: str) -> bool:
     return (int(a), int(b)) > (int(c), int(d))
 
 
-async def _rows(client: AsyncClient, ids: Sequence[str]) -> dict[str, float]:
+async def _rows(pool: AsyncConnectionPool, ids: Sequence[str]) -> dict[str, float]:
     """Job id -> its row's finished_at (unix seconds), for those of ``ids`` that have a row."""
-    store = JobStore(client.pool)
+    store = JobStore(pool)
     found: dict[str, float] = {}
     for start in range(0, len(ids), 2000):
         for job_id, job in (await store.get_many(ids[start : start + 2000])).items():
@@ -161,12 +170,23 @@ async def _rows(client: AsyncClient, ids: Sequence[str]) -> dict[str, float]:
     return found
 
 
-async def run_once(
-    cluster: EmbeddedCluster, database_url: str, jobs: int, rate: float, chunk: int, wait_replicas: int, deadline: float
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Plan:
+    """One run's sizes and clocks (see the command line)."""
+
+    jobs: int = 10_000
+    rate: float = 1_000.0
+    chunk: int = 50
+    deadline: float = 120.0
+    visibility_s: float = 10.0
+    settle_s: float = 20.0
+
+
+async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait_replicas: int) -> dict[str, Any]:
     """One run: jobs flowing, shard 0's primary killed halfway, everything counted once it settles."""
+    jobs, rate, chunk, deadline = plan.jobs, plan.rate, plan.chunk, plan.deadline
     prefix = spread_prefix(cluster, 3)
-    settings = settings_for(cluster.url, database_url, prefix, wait_replicas)
+    settings = settings_for(cluster.url, database_url, prefix, wait_replicas, plan.visibility_s)
     keys = RedisKeys.from_settings(settings)
     engine = CountingEngine()
     worker = Worker(
@@ -187,9 +207,11 @@ async def run_once(
     log: dict[str, Any] = {"acked": {}, "errors": Counter(), "retried_chunks": 0}
     timeline: list[tuple[float, int]] = []
     await worker.start()
-    client = AsyncClient(settings)
+    redis = open_redis(cluster.url)
+    pool = AsyncConnectionPool(database_url, max_connections=2)
+    submitter = JobSubmitter(redis, keys, settings)  # the one path every front door submits through
     began = time.monotonic()
-    producer = asyncio.create_task(_produce(client, specs, rate, chunk, log))
+    producer = asyncio.create_task(_produce(submitter, specs, rate, chunk, log))
     killed_at: float | None = None
     promoted_at: float | None = None
     try:
@@ -205,7 +227,7 @@ async def run_once(
                 if await asyncio.to_thread(_promoted, cluster, keys, victim):
                     promoted_at = time.monotonic()
                     await asyncio.to_thread(cluster.start_node, victim)
-            quiet = moment - max(engine.last_call, killed_at or 0.0) > 3 * settings.visibility_timeout_seconds
+            quiet = moment - max(engine.last_call, killed_at or 0.0) > plan.settle_s
             if producer.done() and rows >= len(log["acked"]) and quiet:
                 break
             if moment - began > deadline:
@@ -218,18 +240,20 @@ async def run_once(
         await asyncio.to_thread(cluster.wait_healthy, 30.0)
         await worker.stop()
         ids = [spec.job_id for spec in specs]
-        rows_at = await _rows(client, ids)
-        in_lanes = await _lane_ids(client, keys)
+        rows_at = await _rows(pool, ids)
+        in_lanes = await _lane_ids(redis, keys)
     finally:
         if not producer.done():
             producer.cancel()
-        await client.close()
+        await redis.aclose()
+        await pool.close()
     if killed_at is None:
         raise FailoverBenchError(f"only {timeline[-1][1] if timeline else 0} of {jobs} rows: no primary was killed")
     acked = log["acked"]
     lost = [i for i in acked if i not in rows_at and i not in in_lanes]
     stuck = [i for i in acked if i not in rows_at and i in in_lanes]
-    duplicated = {i: n for i, n in engine.calls.items() if n > 1}
+    duplicated = {i: calls for i, calls in engine.calls.items() if len(calls) > 1}
+    again_after_kill = [i for i, calls in duplicated.items() if calls[1] >= killed_at]
     kill_wall = time.time() - (time.monotonic() - killed_at)
 
     def described(job_id: str) -> dict[str, Any]:
@@ -240,7 +264,7 @@ async def run_once(
             "submitted_ms_after_kill": None if sent is None else round((sent - killed_at) * 1000),
             "acked_ms_after_kill": None if confirmed is None else round((confirmed - killed_at) * 1000),
             "row_ms_after_kill": round((rows_at[job_id] - kill_wall) * 1000) if job_id in rows_at else None,
-            "engine_calls": engine.calls.get(job_id, 0),
+            "engine_calls_ms_after_kill": [round((t - killed_at) * 1000) for t in engine.calls.get(job_id, [])],
         }
 
     before = [rows for moment, rows in timeline if moment <= killed_at - began]
@@ -256,6 +280,7 @@ async def run_once(
         "rows": len(rows_at),
         "lost": len(lost),
         "duplicated": len(duplicated),
+        "duplicated_run_again_after_kill": len(again_after_kill),
         "stuck": len(stuck),
         "rows_of_unacknowledged": len([i for i in rows_at if i not in acked]),
         "submit_errors": dict(log["errors"]),
@@ -299,14 +324,15 @@ def _recovery(timeline: Sequence[tuple[float, int]], kill: float, base_rate: flo
     return None
 
 
-async def _run_all(jobs: int, rate: float, chunk: int, waits: Sequence[int], deadline: float) -> list[dict[str, Any]]:
+async def run_all(plan: Plan, waits: Sequence[int]) -> list[dict[str, Any]]:
+    """One run per submit WAIT value, each on a fresh cluster, against one embedded PostgreSQL."""
     results = []
     with benchmark_servers() as urls:
         for wait in waits:
             cluster = EmbeddedCluster(Path(tempfile.mkdtemp(prefix="dragoman-failover-")), 3, 1)
             await asyncio.to_thread(cluster.up)
             try:
-                result = await run_once(cluster, urls.database_url, jobs, rate, chunk, wait, deadline)
+                result = await run_once(cluster, urls.database_url, plan, wait)
             finally:
                 await asyncio.to_thread(cluster.down)
             results.append(result)
@@ -333,6 +359,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--wait-replicas", default="0,1", help="comma-separated DRAGOMAN_SUBMIT_WAIT_REPLICAS values, one run each"
     )
     parser.add_argument("--deadline", type=float, default=120.0, help="seconds a run may take before it is counted")
+    parser.add_argument(
+        "--visibility-s", type=float, default=10.0, help="DRAGOMAN_VISIBILITY_TIMEOUT_SECONDS of the worker"
+    )
+    parser.add_argument(
+        "--settle-s", type=float, default=20.0, help="quiet seconds (no engine call) ending a run once all rows are in"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/failover.json"), help="where the JSON goes")
     args = parser.parse_args(argv)
     args.wait_replicas = tuple(int(value) for value in args.wait_replicas.split(",") if value.strip())
@@ -342,7 +374,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run once per ``--wait-replicas`` value, print a line each, write JSON with the machine."""
     args = parse_args(argv)
-    runs = asyncio.run(_run_all(args.jobs, args.rate, args.chunk, args.wait_replicas, args.deadline))
+    plan = Plan(args.jobs, args.rate, args.chunk, args.deadline, args.visibility_s, args.settle_s)
+    runs = asyncio.run(run_all(plan, args.wait_replicas))
     result = {
         "runs": runs,
         "machine": {
