@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis as redis_client
+
 from bench.enqueue import workload
 from bench.servers import benchmark_servers
 from bench.shards import spread_prefix
@@ -213,6 +215,8 @@ async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait
     began = time.monotonic()
     producer = asyncio.create_task(_produce(submitter, specs, rate, chunk, log))
     killed_at: float | None = None
+    replication_lag: int | None = None
+    lags: list[int] = []  # shard 0's replica's lag in bytes, every tick before the kill
     promoted_at: float | None = None
     try:
         while True:
@@ -220,7 +224,12 @@ async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait
             moment = time.monotonic()
             rows = worker.writer.stats.rows
             timeline.append((moment - began, rows))
+            if killed_at is None:
+                lag = await asyncio.to_thread(_replication_lag, cluster, victim)
+                if lag is not None:
+                    lags.append(lag)
             if killed_at is None and rows >= jobs // 2:
+                replication_lag = await asyncio.to_thread(_replication_lag, cluster, victim)
                 await asyncio.to_thread(cluster.kill_node, victim)
                 killed_at = time.monotonic()
             if killed_at is not None and promoted_at is None:
@@ -287,6 +296,12 @@ async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait
         "retried_chunks": log["retried_chunks"],
         "killed_primary": victim,
         "rows_at_kill": before[-1] if before else 0,
+        "replica_lag_bytes_at_kill": replication_lag,
+        "replica_lag_bytes_before_kill": {
+            "samples": len(lags),
+            "nonzero": sum(1 for lag in lags if lag),
+            "max": max(lags, default=0),
+        },
         "failover_s": None if promoted_at is None else round(promoted_at - killed_at, 2),
         "rate_before_kill": round(base_rate),
         "recovered_after_s": recovered,
@@ -296,6 +311,19 @@ async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait
         "duplicated_jobs": [described(i) for i in list(duplicated)[:50]],
         "stuck_jobs": [described(i) | {"where": in_lanes[i]} for i in stuck[:50]],
     }
+
+
+def _replication_lag(cluster: EmbeddedCluster, port: int) -> int | None:
+    """Bytes of the primary's replication stream its replica had not received, just before the kill
+    (what a failover can lose: asynchronous replication's window); None without a replica."""
+    replicas = cluster.replicas_of(port)
+    if not replicas:
+        return None
+    with redis_client.Redis(host="127.0.0.1", port=port, decode_responses=True, socket_timeout=2) as node:
+        written = int(node.info("replication")["master_repl_offset"])
+    with redis_client.Redis(host="127.0.0.1", port=replicas[0], decode_responses=True, socket_timeout=2) as node:
+        received = int(node.info("replication")["slave_repl_offset"])
+    return max(0, written - received)
 
 
 def _promoted(cluster: EmbeddedCluster, keys: RedisKeys, victim: int) -> bool:
