@@ -237,7 +237,7 @@ async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait
                     promoted_at = time.monotonic()
                     await asyncio.to_thread(cluster.start_node, victim)
             quiet = moment - max(engine.last_call, killed_at or 0.0) > plan.settle_s
-            if producer.done() and rows >= len(log["acked"]) and quiet:
+            if producer.done() and rows >= len(log["acked"]) and quiet and promoted_at is not None:
                 break
             if moment - began > deadline:
                 break
