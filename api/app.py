@@ -31,6 +31,7 @@ from api.routes import (
 )
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
+from broker.orchestration import orchestration_redis_url
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
@@ -73,6 +74,7 @@ def create_app(settings: Settings) -> FastAPI:
         raise ConfigurationError(
             "the API needs DRAGOMAN_REDIS_URL and DRAGOMAN_DATABASE_URL (or resolved embedded URLs)"
         )
+    orchestration_redis_url(settings)  # documents and webhooks go through RQ: no server for it fails here, at start
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -35,6 +35,7 @@ from contract.errors import (
     JobNotFoundError,
     ModelNotFoundError,
     RunNotFinishedError,
+    SubmitNotReplicatedError,
     TextTooLongError,
     UnsupportedLanguageError,
 )
@@ -108,6 +109,7 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (ConfigurationError, 400, "not_configured"),  # from a request: a callback URL without a webhook secret
     (JobNotFoundError, 404, "job_not_found"),
     (JobNotCancellableError, 409, "job_not_cancellable"),
+    (SubmitNotReplicatedError, 503, "not_replicated"),  # queued on the primary, not yet on enough replicas
     (ServerBusyError, 503, "server_busy"),  # a pool busy past its wait; also a DatabaseUnavailableError
     (DatabaseUnavailableError, 503, "service_unavailable"),
     (BatchNotFoundError, 404, "batch_not_found"),

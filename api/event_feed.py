@@ -5,10 +5,20 @@ connection pool, sized to ``DRAGOMAN_API_MAX_EVENT_STREAMS``: event streams neve
 request handlers' connections, and a stream past the limit is refused instead of waiting. One
 API key holds at most ``DRAGOMAN_API_MAX_EVENT_STREAMS_PER_KEY`` of them, so no key can take
 every stream from the others.
+
+**Shards.** FINISH writes each completion on its shard's events stream (``DRAGOMAN_REDIS_SHARDS``),
+so a stream follows every shard's: one blocking ``XREAD`` per shard (a read of two shards' streams
+is ``CROSSSLOT`` on a Redis Cluster), each a task the stream owns and cancels when it ends. An
+event's ``id:`` is then the position in every shard's stream, comma-separated, shard 0 first
+(``1700000000000-0,1700000000002-5,0-0``); with one shard it is the plain entry id, as before.
+A single entry id given to a feed of several shards resumes every shard after it (entry ids
+start with the server's clock in milliseconds).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
 import time
@@ -17,8 +27,9 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from broker.events import newest_event_id, oldest_event_id, read_events
+from broker.events import Entries, newest_event_ids, oldest_event_ids, read_events
 from broker.keys import RedisKeys
+from broker.redis_client import open_redis
 from broker.revocations import is_revoked
 
 BLOCK_MS = 15_000
@@ -58,6 +69,13 @@ def valid_entry_id(value: str) -> bool:
     return int(ms) <= _MAX_ID_PART and int(seq) <= _MAX_ID_PART
 
 
+def valid_cursor(value: str, shards: int) -> bool:
+    """Whether ``value`` is where a feed of ``shards`` shards can resume: one entry id, or one per shard
+    (comma-separated, shard 0 first), each :func:`valid_entry_id`."""
+    parts = value.split(",")
+    return (len(parts) == 1 or len(parts) == shards) and all(valid_entry_id(part) for part in parts)
+
+
 def _after(a: str, b: str) -> bool:
     """Whether entry id ``a`` comes after ``b``."""
     ams, _, aseq = a.partition("-")
@@ -76,10 +94,11 @@ class EventFeed:
         self.open_streams = 0
         self.max_streams_per_key = max_streams if max_streams_per_key is None else max_streams_per_key
         self.open_by_key: dict[str, int] = {}
-        self._redis: aioredis.Redis = aioredis.Redis.from_url(
+        self._shards = keys.shards
+        # One blocking read per shard per stream, and one for the gap checks and revocation reads.
+        self._redis: aioredis.Redis = open_redis(
             redis_url,
-            decode_responses=True,
-            max_connections=max_streams + 1,
+            max_connections=max_streams * len(self._shards) + 1,
             socket_timeout=BLOCK_MS / 1000 + 10,
         )
 
@@ -110,44 +129,73 @@ class EventFeed:
         """Close the pool (the application's shutdown)."""
         await self._redis.aclose()
 
+    def valid_cursor(self, value: str) -> bool:
+        """Whether a stream can resume after ``value`` (a ``Last-Event-ID``): see :func:`valid_cursor`."""
+        return valid_cursor(value, len(self._shards))
+
     async def start_id(self, last_event_id: str | None) -> str:
-        """Where a stream starts: after ``last_event_id``, else after the newest entry now."""
+        """Where a stream starts: after ``last_event_id``, else after each shard's newest entry now."""
         if last_event_id:
             return last_event_id
-        return await newest_event_id(self._redis, self._keys) or "0-0"
+        return ",".join(newest or "0-0" for newest in await newest_event_ids(self._redis, self._keys))
+
+    def _positions(self, cursor: str) -> list[str]:
+        """A cursor (one entry id, or one per shard) as each shard's position."""
+        parts = cursor.split(",")
+        return parts * len(self._shards) if len(parts) == 1 else parts
 
     async def follow(
         self, tenant: str, after: str, *, job_ids: frozenset[str], group_ids: frozenset[str], api_key_id: str
     ) -> AsyncIterator[FeedItem]:
-        """The tenant's completion events after entry ``after``, until the caller stops reading.
+        """The tenant's completion events after cursor ``after`` (:meth:`start_id`), until the caller stops reading.
 
         With ``job_ids`` or ``group_ids``, only those jobs' events, or those runs', documents' or
-        batches'. If the stream was trimmed past ``after``, a ``gap`` item comes first: events were
-        missed, and the client should look the jobs up instead. A keep-alive goes out whenever
-        nothing was sent for :data:`BLOCK_MS` (however busy other tenants keep the stream), and
-        the stream ends there if ``api_key_id`` has been revoked meanwhile.
+        batches'. If a shard's stream was trimmed past its position, a ``gap`` item comes first:
+        events were missed, and the client should look the jobs up instead. A keep-alive goes out
+        whenever nothing was sent for :data:`BLOCK_MS` (however busy other tenants keep the
+        streams), and the stream ends there if ``api_key_id`` has been revoked meanwhile.
         """
-        if after != "0-0":
-            oldest = await oldest_event_id(self._redis, self._keys)
-            if oldest is not None and _after(oldest, _next(after)):
+        positions = self._positions(after)
+        if any(position != "0-0" for position in positions):
+            oldest = await oldest_event_ids(self._redis, self._keys)
+            if any(  # "0-0": from the start of that shard's stream (it was empty when the feed began), never a gap
+                first is not None and position != "0-0" and _after(first, _next(position))
+                for first, position in zip(oldest, positions, strict=True)
+            ):
                 message = "events before the oldest kept one were trimmed; look missed jobs up by id"
-                yield FeedItem("gap", data=json.dumps({"oldest": oldest, "message": message}))
+                kept = ",".join(first or position for first, position in zip(oldest, positions, strict=True))
+                yield FeedItem("gap", data=json.dumps({"oldest": kept, "message": message}))
+        reads: dict[int, asyncio.Task[Entries]] = {}
         last_sent = time.monotonic()
-        while True:
-            for entry_id, fields in await read_events(self._redis, self._keys, after, READ_COUNT, BLOCK_MS):
-                after = str(entry_id)
-                if fields.get("tenant") != tenant:
-                    continue
-                group = fields.get("group")
-                if (job_ids or group_ids) and fields.get("id") not in job_ids and group not in group_ids:
-                    continue
-                yield FeedItem("event", after, _data(fields.get("payload", "{}"), group))
-                last_sent = time.monotonic()
-            if time.monotonic() - last_sent >= BLOCK_MS / 1000:
-                if await is_revoked(self._redis, self._keys, api_key_id):
-                    return
-                yield FeedItem("keepalive")
-                last_sent = time.monotonic()
+        try:
+            while True:
+                for shard, keys in enumerate(self._shards):
+                    if shard not in reads:
+                        reads[shard] = asyncio.create_task(
+                            read_events(self._redis, keys, positions[shard], READ_COUNT, BLOCK_MS)
+                        )
+                done, _ = await asyncio.wait(reads.values(), return_when=asyncio.FIRST_COMPLETED)
+                for shard in sorted(shard for shard, task in reads.items() if task in done):
+                    for entry_id, fields in reads.pop(shard).result():
+                        positions[shard] = str(entry_id)
+                        if fields.get("tenant") != tenant:
+                            continue
+                        group = fields.get("group")
+                        if (job_ids or group_ids) and fields.get("id") not in job_ids and group not in group_ids:
+                            continue
+                        yield FeedItem("event", ",".join(positions), _data(fields.get("payload", "{}"), group))
+                        last_sent = time.monotonic()
+                if time.monotonic() - last_sent >= BLOCK_MS / 1000:
+                    if await is_revoked(self._redis, self._keys, api_key_id):
+                        return
+                    yield FeedItem("keepalive")
+                    last_sent = time.monotonic()
+        finally:
+            for task in reads.values():
+                task.cancel()
+            for task in reads.values():
+                with contextlib.suppress(BaseException):
+                    await task
 
 
 def _next(entry_id: str) -> str:

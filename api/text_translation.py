@@ -34,8 +34,9 @@ async def submit_admitted(api: ApiServices, caller: Caller, prepared: list[Prepa
             await reservation.release()
         raise
     unused = [spec.job_id for (spec, _), job_id in zip(prepared, ids, strict=True) if job_id != spec.job_id]
-    if unused:
-        await reservation.release(unused)
+    # Gives back the unused jobs, and the token holding other shards' jobs (queued now, so in their sets);
+    # a call with neither does nothing.
+    await reservation.release(unused)
     return ids
 
 

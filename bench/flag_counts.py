@@ -46,7 +46,7 @@ KEYS_SQL = "SELECT key, count(*) FROM jobs, jsonb_object_keys(quality_flags) AS 
 
 FILL_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error, attempts,
-                  created_at, started_at, finished_at, metadata, run_id, sequence, quality_flags)
+                  created_at, started_at, finished_at, metadata, run_id, sequence, quality_flags, created_day)
 SELECT gen_random_uuid(), s.status, 'en', 'fr', 'Line ' || n || ' of the benchmark run.',
        CASE WHEN s.status = 'succeeded' THEN 'Ligne ' || n || ' du banc.' END,
        CASE WHEN s.status <> 'succeeded' THEN 'boom' END, 1,
@@ -56,7 +56,8 @@ SELECT gen_random_uuid(), s.status, 'en', 'fr', 'Line ' || n || ' of the benchma
             WHEN n %% 25 = 0 THEN '{"numbers": "source number 42 missing", "wrong_language": "output is en"}'::jsonb
             WHEN n %% 25 IN (1, 2) THEN '{"length_ratio": "output 3.1x the source"}'::jsonb
             WHEN n %% 50 = 3 THEN '{"glossary": "queue not rendered as file"}'::jsonb
-            ELSE '{}'::jsonb END
+            ELSE '{}'::jsonb END,
+       ((now() - interval '1 hour' + n * interval '10 ms') AT TIME ZONE 'UTC')::date
 FROM generate_series(0, %s - 1) AS n,
      LATERAL (SELECT CASE WHEN n %% 100 < 95 THEN 'succeeded' WHEN n %% 100 < 99 THEN 'failed'
                           ELSE 'cancelled' END AS status) AS s

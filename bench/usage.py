@@ -47,12 +47,13 @@ BEFORE_SQL = """
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
-                  pieces, detected_source_lang, glossary_misses, from_memory, inline_tags)
+                  pieces, detected_source_lang, glossary_misses, from_memory, inline_tags, created_day)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces, u.detected_source_lang,
-       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags
+       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags,
+       jobs_created_day(u.id, to_timestamp(u.created_at))
 FROM json_to_recordset(%s::json)
      AS u(id uuid, status text, source_lang text, target_lang text, source_text text,
           translated_text text, error text, attempts int, model text, prompt_tokens int,
@@ -60,7 +61,7 @@ FROM json_to_recordset(%s::json)
           metadata jsonb, run_id uuid, document_id uuid, sequence int, tenant text,
           finish_reason text, pieces int, detected_source_lang text, glossary_misses jsonb,
           from_memory boolean, inline_tags text)
-ON CONFLICT (id) DO UPDATE SET
+ON CONFLICT (id, created_day) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
     error = EXCLUDED.error,
@@ -191,6 +192,23 @@ def bench_read(conn: psycopg.Connection[Any], rows: int, texts: list[str]) -> di
     }
 
 
+def _create_days(database_url: str) -> None:
+    """The jobs table's partitions of the benchmark's 30 days (migration 0022; the worker's writer makes its own)."""
+    from contract.sync_bridge import run_sync
+    from storage.connection import AsyncPostgresConnection
+    from storage.partitions import create_partitions
+
+    async def create() -> None:
+        connection = AsyncPostgresConnection(database_url)
+        first = dt.datetime.fromtimestamp(DAY0, dt.UTC).date()
+        try:
+            await create_partitions(await connection.get(), [first + dt.timedelta(days=n) for n in range(31)])
+        finally:
+            await connection.close()
+
+    run_sync(create())
+
+
 def main() -> None:
     """Run both measurements once, print them, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,6 +219,7 @@ def main() -> None:
     args = parser.parse_args()
     texts = [item.text for item in workload(2_000)]
     with benchmark_servers() as urls, psycopg.connect(libpq_url(urls.database_url), autocommit=True) as conn:
+        _create_days(urls.database_url)
         result: dict[str, Any] = {
             "write": bench_write(conn, args.rounds, args.batches_per_round, texts),
             "read": bench_read(conn, args.rows, texts),

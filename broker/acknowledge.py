@@ -2,7 +2,8 @@
 
 The worker's writer calls it once the batch's rows are committed (commit first, acknowledge
 second). FINISH and the dead-letter copies go together: a job failed for good is acknowledged
-exactly when its copy is in the dead-letter stream. Every key involved carries the deployment's hash tag.
+exactly when its copy is in the dead-letter stream. Every key involved carries one shard's hash tag (the
+shard the entries were read from), so the transaction is legal on a Redis Cluster.
 """
 
 from __future__ import annotations

@@ -11,8 +11,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ClusterDownError, ClusterError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.keys import RedisKeys
+
+SHARD_UNAVAILABLE: tuple[type[Exception], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    ClusterDownError,
+    ClusterError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+"""What Redis raises while one shard cannot answer (its server is down, its primary fails over on a Redis
+Cluster: redis-py follows ``MOVED`` itself, and raises these once its retries are spent). The worker backs
+off that shard only and keeps reading and acknowledging the others."""
 
 Entries = list[tuple[str, dict[str, str]]]
 """Stream entries as read: (entry id, fields)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis.asyncio as aioredis
+from redis.exceptions import WatchError
 
 from broker.keys import RedisKeys
 from contract.errors import ConfigurationError
@@ -86,16 +87,30 @@ async def forget_model_names(redis: aioredis.Redis, keys: RedisKeys, names: Sequ
     """Forget ``names`` (a model retired for good, a mistyped alias); return how many were registered.
 
     Forgetting the pinned default model unpins it, so that the next worker pins its own.
+
+    The two keys are untagged (their names predate hash tags, and renaming them would strand every
+    deployment's registry), so on a Redis Cluster they lie in two slots and cannot share a
+    MULTI/EXEC. None is needed: the names are deleted first, then the pin is deleted only if it
+    still names one of them, with ``WATCH`` on the pin alone (one key, one slot), so a worker that
+    pins its own default model meanwhile keeps its pin instead of losing it to a stale read.
     """
     if not names:
         return 0
+    forgotten = int(await redis.hdel(keys.models, *names))
     async with redis.pipeline(transaction=True) as pipe:
-        pipe.hdel(keys.models, *names)
-        pipe.get(keys.default_model_pin)
-        forgotten, pinned = await pipe.execute()
-    if pinned is not None and _text(pinned) in names:
-        await redis.delete(keys.default_model_pin)
-    return int(forgotten)
+        while True:
+            try:
+                await pipe.watch(keys.default_model_pin)
+                pinned = await pipe.get(keys.default_model_pin)
+                if pinned is None or _text(pinned) not in names:
+                    break  # leaving the pipeline unwatches
+                pipe.multi()  # type: ignore[no-untyped-call]
+                pipe.delete(keys.default_model_pin)
+                await pipe.execute()
+                break
+            except WatchError:
+                continue  # the pin changed between GET and DEL: look again
+    return forgotten
 
 
 def _text(value: object) -> str:

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 import redis
 
 from broker.keys import RedisKeys
+from broker.redis_client import is_cluster_url
 from contract.backoff import retry_intervals
+from contract.errors import ConfigurationError
 from contract.orchestration import (
     RESULT_TTL_SECONDS,
     RETRY_MAX_SECONDS,
@@ -20,6 +22,8 @@ from contract.orchestration import (
     WEBHOOK_GAVE_UP,
     OrchestratorTask,
 )
+from contract.services import redact_url
+from contract.settings import Settings
 
 
 def enqueue_orchestration(
@@ -60,6 +64,42 @@ def enqueue_orchestration(
     )
 
 
+def orchestration_redis_url(settings: Settings, redis_url: str | None = None) -> str:
+    """The single Redis server RQ's queues live on: ``DRAGOMAN_ORCHESTRATION_REDIS_URL``, else the queue's
+    Redis (``redis_url``: the resolved one, default ``settings.redis_url``) when that is a single server.
+
+    RQ does not support Redis Cluster (its keys span slots), so a cluster ``redis_url`` with no
+    orchestration URL raises :class:`~contract.errors.ConfigurationError` saying what to set: every
+    process that queues or runs orchestration work calls this at start.
+    """
+    configured = settings.orchestration_redis_url
+    if configured:
+        if is_cluster_url(configured):
+            raise ConfigurationError(
+                f"DRAGOMAN_ORCHESTRATION_REDIS_URL={redact_url(configured)} names a Redis Cluster, but RQ (the "
+                "orchestration and webhook queues) needs a single Redis server: set it to redis://host:port"
+            )
+        return configured
+    queue_url = redis_url or settings.redis_url
+    if not queue_url:
+        raise ConfigurationError(
+            "no Redis for the orchestration queue: set DRAGOMAN_ORCHESTRATION_REDIS_URL (or DRAGOMAN_REDIS_URL)"
+        )
+    if is_cluster_url(queue_url):
+        raise ConfigurationError(
+            f"DRAGOMAN_REDIS_URL={redact_url(queue_url)} is a Redis Cluster, and the orchestration and webhook "
+            "queues (RQ) cannot live on one: set DRAGOMAN_ORCHESTRATION_REDIS_URL to a single Redis server "
+            "(redis://host:port; `dragoman services up --cluster` prints the embedded one)"
+        )
+    return queue_url
+
+
 def open_rq_connection(redis_url: str) -> redis.Redis:
-    """A Redis connection as RQ needs it (replies as bytes, not decoded)."""
+    """A Redis connection as RQ needs it (replies as bytes, not decoded), to :func:`orchestration_redis_url`'s
+    server (a cluster URL here is a :class:`~contract.errors.ConfigurationError`, not RQ's CROSSSLOT later)."""
+    if is_cluster_url(redis_url):
+        raise ConfigurationError(
+            f"{redact_url(redis_url)} is a Redis Cluster; RQ needs a single server: "
+            "set DRAGOMAN_ORCHESTRATION_REDIS_URL"
+        )
     return redis.Redis.from_url(redis_url)

@@ -1,20 +1,27 @@
 """A snapshot of the queue: per lane stream length, group lag (staged tenants' jobs included) and pending;
-throughput, dead letters.
+throughput, dead letters; in total and per shard.
 
 ``dragoman stats`` prints it and the worker's ``/metrics`` exports it as gauges; both read it
 with the few cheap commands below (no scan of the stream).
+
+With ``DRAGOMAN_REDIS_SHARDS`` > 1 every shard (:attr:`broker.keys.RedisKeys.shards`) is read, the
+shards concurrently: each command names one shard's keys only (the per-second counters of one
+shard in one ``MGET``), so it runs on a Redis Cluster. :class:`QueueStats` keeps the totals where
+it always had them (``lanes`` holds each model's lane summed over the shards) and adds each
+shard's own numbers in ``shards``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
-from broker.fair_share import staged_entries
 from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
 from broker.model_registry import read_served_names
@@ -78,10 +85,52 @@ class LaneStats:
     oldest_waiting_age_seconds: float | None = None
     model: str = ""
     staged: int = 0
+    shard: int | None = None  # the shard of this lane's stream; None: every shard's together (QueueStats.lanes)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
         return vars_of(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStats:
+    """One shard's part of the queue: its lanes (every served model's), dead letters and throughput.
+
+    ``lag`` is ``None`` when any of its lanes' is unknown; ``lanes`` are this shard's streams, each
+    with ``shard`` set.
+    """
+
+    shard: int
+    length: int
+    lag: int | None
+    lag_capped: bool
+    pending: int
+    staged: int
+    oldest_pending_age_seconds: float | None
+    finished_last_minute: int
+    dead_letters: int
+    lanes: list[LaneStats] = field(default_factory=list)
+
+    @property
+    def jobs_per_second(self) -> float:
+        """Jobs finished per second on this shard over the last minute."""
+        return self.finished_last_minute / THROUGHPUT_WINDOW_S
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "shard": self.shard,
+            "length": self.length,
+            "lag": self.lag,
+            "lag_capped": self.lag_capped,
+            "pending": self.pending,
+            "staged": self.staged,
+            "oldest_pending_age_seconds": self.oldest_pending_age_seconds,
+            "finished_last_minute": self.finished_last_minute,
+            "jobs_per_second": round(self.jobs_per_second, 3),
+            "dead_letters": self.dead_letters,
+            "lanes": [lane.to_dict() for lane in self.lanes],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +139,9 @@ class QueueStats:
 
     ``stream`` names the default model's interactive lane's stream (the others are in ``lanes``,
     each with its model); ``models`` lists the models covered, the default first; ``lag`` is
-    ``None`` when any lane's is unknown; consumers' ``pending`` counts every lane.
+    ``None`` when any lane's is unknown; consumers' ``pending`` counts every lane. Every number
+    counts every shard; ``lanes`` holds one entry per model and lane (its shards summed, named by
+    shard 0's stream), and ``shards`` each shard's own numbers (one entry with one shard).
     """
 
     taken_at: float
@@ -108,6 +159,12 @@ class QueueStats:
     workers: list[WorkerStats] = field(default_factory=list)
     lanes: list[LaneStats] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    shards: list[ShardStats] = field(default_factory=list)
+
+    @property
+    def shard_count(self) -> int:
+        """How many shards the snapshot covers (``DRAGOMAN_REDIS_SHARDS``)."""
+        return max(1, len(self.shards))
 
     def model_lanes(self, model: str) -> list[LaneStats]:
         """The lanes of one model."""
@@ -137,6 +194,8 @@ class QueueStats:
             "workers": [vars_of(w) for w in self.workers],
             "lanes": [lane.to_dict() for lane in self.lanes],
             "models": self.models,
+            "shard_count": self.shard_count,
+            "shards": [shard.to_dict() for shard in self.shards],
         }
 
 
@@ -152,104 +211,214 @@ def _plain(value: object) -> object:
 async def read_queue_stats(
     redis: aioredis.Redis, keys: RedisKeys, *, models: Iterable[str] = (), with_workers: bool = True
 ) -> QueueStats:
-    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane).
+    """Read the queue's numbers from Redis (a handful of O(1)/O(consumers) commands per lane and shard).
 
-    Covers the default model, every model a worker has registered (``broker.model_registry``)
-    and ``models`` (say, those the routing rules name).
+    Covers every shard of ``keys`` (read concurrently, each command on one shard's keys), the
+    default model, every model a worker has registered (``broker.model_registry``) and ``models``
+    (say, those the routing rules name).
     """
     now = time.time()
     registered = set((await read_served_names(redis, keys))[0].values())
     covered = [keys.default_model, *sorted((registered | set(models)) - {keys.default_model})]
-    second = int(now)
-    async with redis.pipeline(transaction=False) as pipe:
-        pipe.xlen(keys.dead_letter_stream)
-        pipe.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)])
-        dead, finished = await pipe.execute()
+    read = await asyncio.gather(*(_read_shard(redis, shard, covered, now) for shard in keys.shards))
+    shards = [shard for shard, _ in read]
     consumers: dict[str, ConsumerStats] = {}
-    lanes = []
-    for model in covered:
-        for lane, stream in keys.for_model(model).lanes:
-            lane_stats, lane_consumers = await _read_lane(redis, keys, lane.value, stream, now)
-            lanes.append(replace(lane_stats, model=model))
-            for consumer in lane_consumers:
-                seen = consumers.get(consumer.name)
-                consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
-    ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
-    lags = [lane.lag for lane in lanes]
+    for _, shard_consumers in read:
+        for consumer in shard_consumers:
+            seen = consumers.get(consumer.name)
+            consumers[consumer.name] = consumer if seen is None else _merged(seen, consumer)
+    lanes = [
+        _summed([shard.lanes[at] for shard in shards], keys.shard_count)
+        for at in range(len(shards[0].lanes) if shards else 0)
+    ]
+    ages = [shard.oldest_pending_age_seconds for shard in shards if shard.oldest_pending_age_seconds is not None]
+    lags = [shard.lag for shard in shards]
     return QueueStats(
         taken_at=now,
         stream=keys.default_jobs_stream,
         group=keys.consumer_group,
-        length=sum(lane.length for lane in lanes),
+        length=sum(shard.length for shard in shards),
         lag=None if None in lags else sum(lag for lag in lags if lag is not None),
-        lag_capped=any(lane.lag_capped for lane in lanes),
-        pending=sum(lane.pending for lane in lanes),
+        lag_capped=any(shard.lag_capped for shard in shards),
+        pending=sum(shard.pending for shard in shards),
         oldest_pending_age_seconds=max(ages) if ages else None,
-        finished_last_minute=sum(int(n) for n in finished if n is not None),
-        dead_letters=int(dead),
+        finished_last_minute=sum(shard.finished_last_minute for shard in shards),
+        dead_letters=sum(shard.dead_letters for shard in shards),
         group_exists=any(lane.group_exists for lane in lanes),
         consumers=sorted(consumers.values(), key=lambda c: c.name),
         workers=await _read_workers(redis, keys) if with_workers else [],
         lanes=lanes,
         models=covered,
+        shards=shards,
     )
 
 
-async def _read_lane(
-    redis: aioredis.Redis, keys: RedisKeys, lane: str, stream: str, now: float
-) -> tuple[LaneStats, list[ConsumerStats]]:
-    """One lane's numbers and its consumers."""
-    length = int(await redis.xlen(stream))
-    group: dict[str, Any] | None = None
-    consumers: list[ConsumerStats] = []
-    oldest_age: float | None = None
-    if length or await redis.exists(stream):
-        groups: list[dict[str, Any]] = await redis.xinfo_groups(stream)
-        group = next((g for g in groups if _text(g.get("name")) == keys.consumer_group), None)
-    if group is not None:
-        for info in await redis.xinfo_consumers(stream, keys.consumer_group):
-            consumers.append(
-                ConsumerStats(
-                    name=_text(info["name"]), pending=int(info["pending"]), idle_seconds=int(info["idle"]) / 1000
-                )
-            )
-        if int(group.get("pending") or 0):
-            oldest = await redis.xpending_range(stream, keys.consumer_group, min="-", max="+", count=1)
-            if oldest:
-                oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
-    lag, capped = await _group_lag(redis, stream, group, length)
-    staged = await staged_entries(redis, keys, stream)
-    if lag is not None:
-        lag += staged
-    waiting_age = await _oldest_waiting_age(redis, stream, group, now) if length else None
-    stats = LaneStats(
-        lane=lane,
-        stream=stream,
-        length=length,
-        lag=lag,
-        lag_capped=capped,
-        pending=int(group.get("pending") or 0) if group is not None else 0,
-        oldest_pending_age_seconds=oldest_age,
-        group_exists=group is not None,
-        oldest_waiting_age_seconds=waiting_age,
-        staged=staged,
+async def _read_shard(
+    redis: aioredis.Redis, keys: RedisKeys, models: list[str], now: float
+) -> tuple[ShardStats, list[ConsumerStats]]:
+    """One shard's numbers (``keys`` are its names) and the consumers of its lanes (one entry per lane each)."""
+    second = int(now)
+    # Concurrently, not pipelined: redis-py refuses MGET in a cluster pipeline. One shard's counters share its hash
+    # tag, so the MGET is one slot (one node) on a cluster.
+    dead, finished = await asyncio.gather(
+        redis.xlen(keys.dead_letter_stream),
+        redis.mget([keys.finished_in_second(s) for s in range(second - THROUGHPUT_WINDOW_S + 1, second + 1)]),
+    )
+    streams = [(model, lane.value, stream) for model in models for lane, stream in keys.for_model(model).lanes]
+    lanes, consumers = await _read_lanes(redis, keys, streams, now)
+    ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
+    lags = [lane.lag for lane in lanes]
+    stats = ShardStats(
+        shard=keys.shard,
+        length=sum(lane.length for lane in lanes),
+        lag=None if None in lags else sum(lag for lag in lags if lag is not None),
+        lag_capped=any(lane.lag_capped for lane in lanes),
+        pending=sum(lane.pending for lane in lanes),
+        staged=sum(lane.staged for lane in lanes),
+        oldest_pending_age_seconds=max(ages) if ages else None,
+        finished_last_minute=sum(int(n) for n in finished if n is not None),
+        dead_letters=int(dead),
+        lanes=lanes,
     )
     return stats, consumers
 
 
-async def _oldest_waiting_age(
-    redis: aioredis.Redis, stream: str, group: dict[str, Any] | None, now: float
-) -> float | None:
-    """Age of the first entry after the group's last delivered one (the next to be read), if any."""
-    after = "-" if group is None else "(" + _text(group["last-delivered-id"])
-    first: Any = await redis.xrange(stream, min=after, max="+", count=1)
-    if not first:
-        return None
-    return max(0.0, now - int(_text(first[0][0]).split("-")[0]) / 1000)
+def _summed(lanes: list[LaneStats], shard_count: int) -> LaneStats:
+    """One model's lane over every shard (``lanes``: its stream on each shard, shard 0 first).
+
+    With one shard it is that shard's lane as it always was (``shard`` None all the same).
+    """
+    first = lanes[0]
+    if shard_count == 1:
+        return replace(first, shard=None)
+    lags = [lane.lag for lane in lanes]
+    pending_ages = [lane.oldest_pending_age_seconds for lane in lanes if lane.oldest_pending_age_seconds is not None]
+    waiting_ages = [lane.oldest_waiting_age_seconds for lane in lanes if lane.oldest_waiting_age_seconds is not None]
+    return LaneStats(
+        lane=first.lane,
+        stream=first.stream,
+        length=sum(lane.length for lane in lanes),
+        lag=None if None in lags else sum(lag for lag in lags if lag is not None),
+        lag_capped=any(lane.lag_capped for lane in lanes),
+        pending=sum(lane.pending for lane in lanes),
+        oldest_pending_age_seconds=max(pending_ages) if pending_ages else None,
+        group_exists=any(lane.group_exists for lane in lanes),
+        oldest_waiting_age_seconds=max(waiting_ages) if waiting_ages else None,
+        model=first.model,
+        staged=sum(lane.staged for lane in lanes),
+        shard=None,
+    )
+
+
+@dataclass(slots=True)
+class _LaneRead:
+    """What the first round trip said of one lane: what the second one asks about it."""
+
+    model: str
+    lane: str
+    stream: str
+    length: int
+    group: dict[str, Any] | None
+    consumers: list[ConsumerStats]
+    tenants: list[str]
+
+
+async def _read_lanes(
+    redis: aioredis.Redis, keys: RedisKeys, streams: list[tuple[str, str, str]], now: float
+) -> tuple[list[LaneStats], list[ConsumerStats]]:
+    """The lanes ``streams`` (model, lane, stream) of one shard and their consumers, in two pipelined round trips.
+
+    The first asks each lane's length, groups, consumers and staging rotation; the second, what those
+    answers lead to: the oldest pending entry, the next entry to be read, each staging stream's length.
+    Every key is the shard's (one slot on a cluster, where a pipeline goes node by node).
+    """
+    async with redis.pipeline(transaction=False) as pipe:
+        for _, _, stream in streams:
+            pipe.xlen(stream)
+            pipe.xinfo_groups(stream)
+            pipe.xinfo_consumers(stream, keys.consumer_group)
+            pipe.lrange(keys.rotation(stream), 0, -1)
+        first: list[Any] = await pipe.execute(raise_on_error=False) if streams else []
+    reads = [
+        _first_read(model, lane, stream, keys.consumer_group, first[4 * at : 4 * at + 4])
+        for at, (model, lane, stream) in enumerate(streams)
+    ]
+    asked = 0
+    async with redis.pipeline(transaction=False) as pipe:
+        for read in reads:
+            if read.group is not None and int(read.group.get("pending") or 0):
+                pipe.xpending_range(read.stream, keys.consumer_group, min="-", max="+", count=1)
+                asked += 1
+            if read.length:
+                after = "-" if read.group is None else "(" + _text(read.group["last-delivered-id"])
+                pipe.xrange(read.stream, min=after, max="+", count=1)
+                asked += 1
+            for tenant in read.tenants:
+                pipe.xlen(keys.staging(read.stream, tenant))
+                asked += 1
+        second: list[Any] = await pipe.execute() if asked else []
+    # Redis 7 reports each group's lag in XINFO GROUPS; only older servers need the counting script (concurrently).
+    lags = await asyncio.gather(*(_group_lag(redis, read.stream, read.group, read.length) for read in reads))
+    replies = iter(second)
+    lanes = []
+    for read, (lag, capped) in zip(reads, lags, strict=True):
+        oldest_age = waiting_age = None
+        pending = int(read.group.get("pending") or 0) if read.group is not None else 0
+        if pending:
+            oldest = next(replies)
+            if oldest:
+                oldest_age = max(0.0, now - int(_text(oldest[0]["message_id"]).split("-")[0]) / 1000)
+        if read.length:
+            waiting = next(replies)
+            if waiting:
+                waiting_age = max(0.0, now - int(_text(waiting[0][0]).split("-")[0]) / 1000)
+        staged = sum(int(next(replies)) for _ in read.tenants)
+        lanes.append(
+            LaneStats(
+                lane=read.lane,
+                stream=read.stream,
+                length=read.length,
+                lag=None if lag is None else lag + staged,
+                lag_capped=capped,
+                pending=pending,
+                oldest_pending_age_seconds=oldest_age,
+                group_exists=read.group is not None,
+                oldest_waiting_age_seconds=waiting_age,
+                model=read.model,
+                staged=staged,
+                shard=keys.shard,
+            )
+        )
+    return lanes, [consumer for read in reads for consumer in read.consumers]
+
+
+def _first_read(model: str, lane: str, stream: str, group_name: str, replies: list[Any]) -> _LaneRead:
+    """One lane's replies to the first round trip: XLEN, XINFO GROUPS, XINFO CONSUMERS, LRANGE of its rotation.
+
+    The two XINFO fail for a stream or a group that does not exist yet: no group, no consumers.
+    """
+    length, groups, consumers, tenants = replies
+    for reply in (length, tenants):
+        if isinstance(reply, Exception):
+            raise reply
+    group = None
+    if not isinstance(groups, Exception):
+        group = next((g for g in groups if _text(g.get("name")) == group_name), None)
+    elif not isinstance(groups, ResponseError):
+        raise groups
+    read = _LaneRead(model, lane, stream, int(length), group, [], [_text(tenant) for tenant in tenants])
+    if group is not None:
+        if isinstance(consumers, Exception):
+            raise consumers
+        read.consumers = [
+            ConsumerStats(name=_text(info["name"]), pending=int(info["pending"]), idle_seconds=int(info["idle"]) / 1000)
+            for info in consumers
+        ]
+    return read
 
 
 def _merged(one: ConsumerStats, other: ConsumerStats) -> ConsumerStats:
-    """A consumer seen in both lanes: what it holds in both, idle since its latest read in either."""
+    """A consumer seen in several lanes or shards: what it holds in all, idle since its latest read in any."""
     return ConsumerStats(
         name=one.name, pending=one.pending + other.pending, idle_seconds=min(one.idle_seconds, other.idle_seconds)
     )

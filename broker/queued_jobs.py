@@ -1,5 +1,5 @@
-"""The tenant's unfinished jobs: SUBMIT adds each to the tenant's set, FINISH removes it; with the tenant's
-reservations (``reserve.lua``) it is what the API limits.
+"""The tenant's unfinished jobs: SUBMIT adds each to the tenant's set on the job's shard, FINISH removes it; with
+the tenant's reservations (``reserve.lua``) the sum over shards is what the API limits.
 
 A member that outlived the state records' TTL belongs to a job whose record expired before it
 finished (FINISH could not see its tenant): :func:`count_queued` drops those before counting.

@@ -21,13 +21,14 @@ async def count_request(
     redis: aioredis.Redis, keys: RedisKeys, api_key_id: str, window: int, window_s: int
 ) -> WindowCount:
     """Count one request of ``api_key_id`` in ``window`` (lasting ``window_s``) and read the key's revocation
-    marker: one MULTI/EXEC round trip."""
+    marker: one pipelined round trip, no transaction (the counter and the marker are in different Redis
+    Cluster slots, which a MULTI/EXEC may not span)."""
     key = keys.rate_window(api_key_id, window)
-    async with redis.pipeline(transaction=True) as pipe:
+    async with redis.pipeline(transaction=False) as pipe:
+        # The window's counter is created with its expiry (SET NX EX), then counted: it can never be left
+        # without one, whatever happens between the commands, and goes at most a window after its last use.
+        pipe.set(key, 0, ex=window_s + 1, nx=True)
         pipe.incr(key)
-        # Refreshed on every hit (EXPIRE NX needs Redis 7; the embedded server is 6.2): the
-        # window's key is never used after the window, so it goes at most a window later.
-        pipe.expire(key, window_s + 1)
         pipe.exists(keys.revoked_api_key(api_key_id))
-        count, _, revoked = await pipe.execute()
+        _, count, revoked = await pipe.execute()
     return WindowCount(int(count), bool(revoked))

@@ -12,6 +12,10 @@ it). Finished members leave the stand-alone set two ways, each costing about one
   it removes): a tenant that submits a lot and never lists holds a bounded set.
 
 The set expires with the state records when the tenant submits nothing.
+
+With several shards a tenant has one such set per shard, beside that shard's unfinished-jobs set:
+a job is noted on its own shard, and a read walks every shard's set (one script call each, in one
+pipelined round trip) and merges them, newest first.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
 from broker.scripts import UnfinishedStandaloneScript
+from contract.ids import shard_of
 
 PRUNE_ABOVE = 1_000
 """Finished members (at least: the set's size less the tenant's unfinished jobs) past which a write prunes."""
@@ -35,26 +40,28 @@ async def note_standalone(
     a second for a set with many finished members)."""
     if not jobs:
         return
-    by_tenant: dict[str, dict[str, float]] = defaultdict(dict)
+    shards = keys.shards
+    by_tenant: dict[tuple[int, str], dict[str, float]] = defaultdict(dict)
     for tenant, job_id, created_at in jobs:
-        by_tenant[tenant][job_id] = created_at
+        by_tenant[shard_of(job_id, len(shards)), tenant][job_id] = created_at
     async with client.pipeline(transaction=False) as pipe:
-        for tenant, members in by_tenant.items():
-            key = keys.tenant_standalone(tenant)
+        for (shard, tenant), members in by_tenant.items():
+            key = shards[shard].tenant_standalone(tenant)
             pipe.zadd(key, members)
             pipe.expire(key, ttl_seconds)
             pipe.zcard(key)
-            pipe.zcard(keys.tenant_queued(tenant))
+            pipe.zcard(shards[shard].tenant_queued(tenant))
         replies = await pipe.execute()
-    for index, tenant in enumerate(by_tenant):
+    for index, (shard, tenant) in enumerate(by_tenant):
         noted, unfinished = int(replies[4 * index + 2]), int(replies[4 * index + 3])
         finished_at_least = noted - unfinished  # the unfinished set also holds the tenant's runs' jobs
         if finished_at_least > max(PRUNE_ABOVE, unfinished):
-            await _prune(client, keys, tenant, ttl_seconds)
+            await _prune(client, shards[shard], tenant, ttl_seconds)
 
 
 async def _prune(client: aioredis.Redis, keys: RedisKeys, tenant: str, ttl_seconds: int) -> None:
-    """Keep only the members that are still among the tenant's unfinished jobs (their scores kept)."""
+    """Keep only the members that are still among the tenant's unfinished jobs (their scores kept), on the shard
+    ``keys`` name (both sets are that shard's: one hash tag, as MULTI/EXEC on a cluster needs)."""
     key = keys.tenant_standalone(tenant)
     async with client.pipeline(transaction=True) as pipe:
         pipe.zinterstore(key, {key: 1, keys.tenant_queued(tenant): 0}, aggregate="SUM")

@@ -12,7 +12,7 @@ import redis
 from broker.heartbeats import read_heartbeats
 from broker.keys import RedisKeys
 from broker.redis_client import open_redis
-from broker.redis_client import ping as ping_redis
+from broker.redis_health import check_redis
 from contract.services import redact_url
 from contract.settings import Settings
 from contract.sync_bridge import run_sync
@@ -36,6 +36,7 @@ class HealthReport:
     """What ``dragoman check`` found; ``healthy`` decides its exit code."""
 
     redis_ok: bool = False
+    redis_layout: str = ""  # a cluster's or a sharded deployment's: "cluster of 3 primaries, 3 shards"
     postgres_ok: bool = False
     workers: list[WorkerBeat] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -47,7 +48,7 @@ class HealthReport:
 
 
 def check_health(settings: Settings, consumer: str | None = None, *, require_worker: bool = True) -> HealthReport:
-    """Check Redis, PostgreSQL and the worker heartbeat(s).
+    """Check Redis (on a cluster: every primary, see ``broker.redis_health``), PostgreSQL and the worker heartbeat(s).
 
     With ``consumer``, that worker must have a live heartbeat; otherwise a worker on this host
     (consumer names start with the host name, so inside a container that means its own worker).
@@ -71,11 +72,15 @@ def check_health(settings: Settings, consumer: str | None = None, *, require_wor
 
 
 async def _read_redis(report: HealthReport, redis_url: str, keys: RedisKeys) -> None:
-    """PING Redis (``report.redis_ok``), then read every worker's heartbeat into ``report.workers``."""
+    """Check Redis (``report.redis_ok``), then read every worker's heartbeat into ``report.workers``."""
     client = open_redis(redis_url, socket_timeout=5)
     try:
-        await ping_redis(client)
-        report.redis_ok = True
+        health = await check_redis(client, keys)
+        report.redis_layout = health.layout
+        report.problems += [f"Redis Cluster at {redact_url(redis_url)}: {problem}" for problem in health.problems]
+        report.redis_ok = health.ok
+        if not health.ok:
+            return  # a primary is down or the cluster failed: reading heartbeats (on every node) would only fail too
         beats = await read_heartbeats(client, keys)
     finally:
         await client.aclose()

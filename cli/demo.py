@@ -17,6 +17,7 @@ from pathlib import Path
 
 from broker.heartbeats import any_heartbeat
 from broker.keys import RedisKeys
+from broker.orchestration import orchestration_redis_url
 from broker.redis_client import open_redis
 from cli.demo_api import show_curl_round_trip
 from cli.embedded import starts_embedded_services
@@ -79,6 +80,8 @@ def _run_with_services(settings: Settings, python: str, urls: ServiceUrls, *, st
     env = {
         **os.environ,
         "DRAGOMAN_REDIS_URL": urls.redis_url,
+        # RQ's single server (a cluster's needs DRAGOMAN_ORCHESTRATION_REDIS_URL: refused here, before anything starts)
+        "DRAGOMAN_ORCHESTRATION_REDIS_URL": orchestration_redis_url(settings, urls.redis_url),
         "DRAGOMAN_DATABASE_URL": urls.database_url,
         "DRAGOMAN_METRICS_PORT": str(metrics_port),
         "DRAGOMAN_DATA_DIR": str(settings.data_dir),

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -37,6 +38,9 @@ from contract.settings import Settings
 from contract.version import dragoman_version
 from contract.wording import counted
 from storage.api_keys import ApiKeyNotFoundError
+
+if TYPE_CHECKING:
+    from storage.embedded_cluster import EmbeddedCluster
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 0, 1, 2, 3
 
@@ -168,14 +172,19 @@ def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
     """Start, stop or show the embedded Redis and PostgreSQL, or say which configured URLs are used instead.
 
     Every other command uses ``DRAGOMAN_REDIS_URL``/``DRAGOMAN_DATABASE_URL`` when they are set, so
-    ``up`` prints the URLs those commands will use: with both set it starts nothing.
+    ``up`` prints the URLs those commands will use: with both set it starts nothing. ``up --cluster``
+    starts a local Redis Cluster beside them (``storage.embedded_cluster``) and prints its URL instead.
     """
     from contract.services import redact_url
     from storage.embedded import EmbeddedServices, ensure_services
+    from storage.embedded_cluster import services_cluster
 
     services = EmbeddedServices(settings.data_dir)
+    cluster = services_cluster(settings.data_dir)
     urls = (("DRAGOMAN_REDIS_URL", settings.redis_url), ("DRAGOMAN_DATABASE_URL", settings.database_url))
     configured = [name for name, value in urls if value]
+    if args.action == "up" and args.cluster:
+        return _services_up_cluster(settings, cluster)
     if args.action == "up":
         used = ensure_services(settings)
         if len(configured) == 2:
@@ -189,8 +198,12 @@ def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
         print(f"DRAGOMAN_DATABASE_URL={redact_url(used.database_url)}")
         return EXIT_OK
     if args.action == "down":
-        print("stopped" if services.down() else f"no embedded services were running in {services.data_dir}")
+        stopped_cluster = cluster.down()
+        stopped = services.down() or stopped_cluster
+        print("stopped" if stopped else f"no embedded services were running in {services.data_dir}")
         return EXIT_OK
+    if cluster.ports:  # `up --cluster` made one here: it is what the exported URL names
+        _print_cluster_status(cluster)
     if len(configured) == 2:
         print("both URLs are configured (the embedded servers are not used):", file=sys.stderr)
         print(f"DRAGOMAN_REDIS_URL={redact_url(settings.redis_url or '')}")
@@ -205,12 +218,49 @@ def cmd_services(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _services_up_cluster(settings: Settings, cluster: EmbeddedCluster) -> int:
+    """``services up --cluster``: the single embedded Redis (the orchestration queue: RQ cannot run on a
+    cluster), PostgreSQL unless configured, and the cluster, whose URL and shard count it prints."""
+    from contract.services import redact_url
+    from storage.embedded import ensure_services
+
+    if settings.redis_url and settings.redis_url != cluster.url_if_created():
+        print(
+            f"DRAGOMAN_REDIS_URL is set to {redact_url(settings.redis_url)}: the other commands use it "
+            "until you export the URL below",
+            file=sys.stderr,
+        )
+    single = ensure_services(settings.model_copy(update={"redis_url": None}))
+    cluster_url = cluster.up()
+    print(f"DRAGOMAN_REDIS_URL={cluster_url}")
+    print(f"DRAGOMAN_REDIS_SHARDS={cluster.recommended_shards}")
+    print(f"DRAGOMAN_ORCHESTRATION_REDIS_URL={redact_url(single.redis_url)}")
+    print(f"DRAGOMAN_DATABASE_URL={redact_url(single.database_url)}")
+    return EXIT_OK
+
+
+def _print_cluster_status(cluster: EmbeddedCluster) -> None:
+    """``services status``'s lines about the embedded Redis Cluster (on stderr: stdout stays the URLs in use)."""
+    nodes = cluster.nodes()
+    state = "running" if cluster.running() else "not running (`dragoman services up --cluster` starts it)"
+    print(f"embedded Redis Cluster in {cluster.data_dir}: {state}", file=sys.stderr)
+    for node in nodes:
+        slots = " ".join(f"{first}-{last}" for first, last in node.slots)
+        print(f"  127.0.0.1:{node.port}  {node.role:<8} pid {node.pid or '-'}  {slots}".rstrip(), file=sys.stderr)
+    print(
+        f"  DRAGOMAN_REDIS_URL={cluster.url} DRAGOMAN_REDIS_SHARDS={cluster.recommended_shards}",
+        file=sys.stderr,
+    )
+
+
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the Alembic migrations up (or down)."""
+    """Run the Alembic migrations up (or down), or keep the jobs table's daily partitions (retention)."""
     from storage import downgrade_database, upgrade_database
     from storage.embedded import resolve_urls
 
     url = resolve_urls(settings).database_url
+    if args.action == "retention":
+        return _db_retention(url, settings.retention_days, dry_run=args.dry_run)
     if args.action == "upgrade":
         upgrade_database(url, args.revision or "head")
     else:
@@ -219,12 +269,32 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _db_retention(url: str, retention_days: int | None, *, dry_run: bool) -> int:
+    """Create the coming days' jobs partitions, drop those past DRAGOMAN_RETENTION_DAYS; print both."""
+    from contract.sync_bridge import run_sync
+    from storage.partitions import run_maintenance
+
+    report = run_sync(run_maintenance(url, retention_days, dry_run=dry_run))
+    verb = "would " if dry_run else ""
+    for name in report.created:
+        print(f"{verb}create  {name}")
+    for name in report.dropped:
+        print(f"{verb}drop    {name}")
+    if retention_days is None:
+        print("DRAGOMAN_RETENTION_DAYS is not set: every day's jobs are kept")
+    elif not report.dropped:
+        print(f"no jobs partition is older than {retention_days} days")
+    return EXIT_OK
+
+
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 if Redis, PostgreSQL and the worker are healthy, 1 otherwise (for container health checks)."""
     from cli.check import check_health
 
     report = check_health(settings, args.consumer, require_worker=not args.services_only)
-    print(f"redis       {'ok' if report.redis_ok else 'UNREACHABLE'}")
+    layout = f" ({report.redis_layout})" if report.redis_layout else ""
+    redis_state = "ok" if report.redis_ok else "DEGRADED" if report.redis_layout else "UNREACHABLE"
+    print(f"redis       {redis_state}{layout}")
     print(f"postgres    {'ok' if report.postgres_ok else 'UNREACHABLE'}")
     for worker in [] if args.services_only else report.workers:
         print(
@@ -284,10 +354,10 @@ async def _dead(args: argparse.Namespace, settings: Settings, redis_url: str) ->
         if args.action == "list":
             entries = await dead.entries(args.count)
             for entry in entries:
-                print(f"{entry.dead_id}  job {entry.job_id or '-'}  {entry.reason}")
+                print(f"{entry.ident}  job {entry.job_id or '-'}  {entry.reason}")
             print(f"{counted(len(entries), 'dead letter')} shown")
         elif args.action == "retry":
-            print(f"job {await dead.retry(args.ident)} queued again")
+            print(f"job {await dead.retry(args.ident)} queued again")  # on the dead letter's shard
         else:
             print(f"purged {counted(await dead.purge(), 'dead letter')}")
     finally:
@@ -397,18 +467,37 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=examples("dragoman services up", "dragoman services down"),
     )
     services.add_argument("action", choices=["up", "down", "status"], help="up, down or status (see above)")
+    services.add_argument(
+        "--cluster",
+        action="store_true",
+        help="with up: also start a local Redis Cluster (3 primaries, 3 replicas) "
+        "under DRAGOMAN_DATA_DIR/redis-cluster "
+        "and print its DRAGOMAN_REDIS_URL and DRAGOMAN_REDIS_SHARDS, with the single embedded Redis as "
+        "DRAGOMAN_ORCHESTRATION_REDIS_URL (down and status include the cluster whenever one was started)",
+    )
     services.set_defaults(func=cmd_services)
 
     db = add_command(
         sub,
         "db",
-        help="database migrations",
+        help="database migrations and the jobs table's retention",
         description="Run the Alembic migrations on DRAGOMAN_DATABASE_URL (or the embedded PostgreSQL). "
-        "The worker upgrades on start too.",
-        epilog=examples("dragoman db upgrade", "dragoman db downgrade --revision 0002"),
+        "The worker upgrades on start too. 'retention' creates the jobs table's partitions of the coming "
+        "days and drops the days older than DRAGOMAN_RETENTION_DAYS (whole partitions; the orchestrator's "
+        "sweeper does the same once an hour).",
+        epilog=examples(
+            "dragoman db upgrade",
+            "dragoman db downgrade --revision 0002",
+            "dragoman db retention --dry-run",
+        ),
     )
-    db.add_argument("action", choices=["upgrade", "downgrade"], help="upgrade (to head) or downgrade (to base)")
+    db.add_argument(
+        "action",
+        choices=["upgrade", "downgrade", "retention"],
+        help="upgrade (to head), downgrade (to base), or retention (create and drop jobs partitions)",
+    )
     db.add_argument("--revision", help="target revision (default: head / base)")
+    db.add_argument("--dry-run", action="store_true", help="retention: print what would be created and dropped only")
     db.set_defaults(func=cmd_db)
 
     check = add_command(
@@ -426,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats = add_command(
         sub,
         "stats",
-        help="the queue: length, lag, pending per consumer, jobs/s, dead letters",
+        help="the queue: length, lag, pending per consumer, jobs/s, dead letters (and per shard, with several)",
         epilog=examples("dragoman stats", "dragoman stats --watch 5"),
     )
     stats.add_argument(
@@ -446,14 +535,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="dead-lettered jobs: list, retry ID, purge",
         description=choices(
             "Dead letters: jobs failed for good, and entries that could not be read, copied to the dead-letter stream.",
-            ("list", "show the dead letters with their reasons (the oldest --count of them)"),
-            ("retry ID", "queue a dead-lettered job again by entry id or job id (same job id, attempts reset)"),
-            ("purge", "drop every dead letter (the jobs' rows in PostgreSQL stay)"),
+            ("list", "show the dead letters with their reasons (the oldest --count of them, of every shard)"),
+            (
+                "retry ID",
+                "queue a dead-lettered job again by entry id or job id (same job id, attempts reset) on its shard's "
+                "lane; with several shards an entry id may be written SHARD/ID, as list shows it",
+            ),
+            ("purge", "drop every dead letter of every shard (the jobs' rows in PostgreSQL stay)"),
         ),
         epilog=examples("dragoman dead list --count 20", f"dragoman dead retry {EXAMPLE_ID}", "dragoman dead purge"),
     )
     dead.add_argument("action", choices=["list", "retry", "purge"], help="list, retry or purge (see above)")
-    dead.add_argument("ident", nargs="?", help="for retry: the dead-letter entry id or the job id")
+    dead.add_argument(
+        "ident", nargs="?", help="for retry: the dead-letter entry id ([SHARD/]ID, as list shows it) or the job id"
+    )
     dead.add_argument("--count", type=int, default=100, help="for list: how many (default 100)")
     dead.set_defaults(func=cmd_dead)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from cli.help import SubParsers, add_command, examples
 from cli.setting_flags import mirror_settings
 from contract.log_format import LOG_FORMATS, configure_logging
+from contract.services import redact_url
 from contract.settings import Settings
 
 if TYPE_CHECKING:
@@ -73,8 +74,14 @@ def cmd_rq_worker(args: argparse.Namespace, settings: Settings) -> int:
 
     log_format = settings.log_format
     configure_logging("INFO", log_format)
-    ctx = TaskContext.from_environment()
+    ctx = TaskContext.from_environment()  # a Redis Cluster without DRAGOMAN_ORCHESTRATION_REDIS_URL fails here
     keys = ctx.keys
+    log.info(
+        "jobs on %s (%d shards), RQ queues on %s",
+        redact_url(ctx.redis_url),
+        keys.shard_count,
+        redact_url(ctx.orchestration_redis_url),
+    )
     gave_up = threading.Event()
     if args.queue == "webhooks":
         if args.parent_pid is not None:

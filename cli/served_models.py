@@ -49,9 +49,9 @@ def cmd_served_models(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _run(args: argparse.Namespace, redis_url: str, keys: RedisKeys) -> int:
-    import redis.asyncio as aioredis
+    from broker.redis_client import open_redis
 
-    connection: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True, socket_timeout=10)
+    connection = open_redis(redis_url, socket_timeout=10)
     try:
         if args.action == "forget":
             forgotten = await forget_model_names(connection, keys, args.names)

@@ -1,4 +1,9 @@
-"""``dragoman stats``: the queue as a few aligned lines, once or refreshed with ``--watch``."""
+"""``dragoman stats``: the queue as a few aligned lines, once or refreshed with ``--watch``.
+
+Every number is the whole deployment's (every shard's, with ``DRAGOMAN_REDIS_SHARDS`` > 1); a
+sharded deployment gets a ``shard`` table after them: each shard's length, lag, pending, staged
+jobs, finished jobs and dead letters (``--json``: ``shards``).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,9 @@ import time
 from collections.abc import Iterable
 from typing import TextIO
 
-import redis.asyncio as aioredis
-
 from broker.keys import RedisKeys
-from broker.queue_stats import QueueStats, read_queue_stats
+from broker.queue_stats import QueueStats, ShardStats, read_queue_stats
+from broker.redis_client import open_redis
 from contract.services import redact_url
 
 _CLEAR_SCREEN = "\x1b[H\x1b[2J"
@@ -50,6 +54,11 @@ def format_queue_stats(stats: QueueStats, redis_label: str) -> str:
             + (f"   ({lane.staged:,} of the lag staged by tenants)" if lane.staged else "")
         )
     lines += [_model_line(stats, model) for model in stats.models]
+    if stats.shard_count > 1:
+        lines.append(
+            f"  {'shard':<6} {'length':>10} {'lag':>10} {'pending':>9} {'staged':>9} {'finished/min':>13} {'dead':>7}"
+        )
+        lines += [_shard_line(shard) for shard in stats.shards]
     lines += [
         f"  finished in the last minute          {stats.finished_last_minute:,}  ({stats.jobs_per_second:,.1f} jobs/s)",
         f"  dead letters                         {stats.dead_letters:,}"
@@ -87,6 +96,15 @@ def _model_line(stats: QueueStats, model: str) -> str:
     return f"  model  {model:<28} lag {lag}   pending {sum(lane.pending for lane in lanes):,}   {alive}{named}"
 
 
+def _shard_line(shard: ShardStats) -> str:
+    """One shard's numbers (every served model's lanes on it), under the table's head."""
+    lag = "?" if shard.lag is None else f"{'>=' if shard.lag_capped else ''}{shard.lag:,}"
+    return (
+        f"  {shard.shard:<6} {shard.length:>10,} {lag:>10} {shard.pending:>9,} {shard.staged:>9,} "
+        f"{shard.finished_last_minute:>13,} {shard.dead_letters:>7,}"
+    )
+
+
 async def show_queue_stats(
     redis_url: str,
     keys: RedisKeys,
@@ -101,7 +119,7 @@ async def show_queue_stats(
     ``models``: served models to show beside the registered ones (those the routes name, whose
     jobs may wait before any worker of theirs ever ran)."""
     out = out or sys.stdout
-    connection: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True, socket_timeout=10)
+    connection = open_redis(redis_url, socket_timeout=10)
     label = redact_url(redis_url)
     try:
         while True:

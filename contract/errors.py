@@ -69,6 +69,27 @@ class SubmitInterruptedError(DragomanError):
         self.written = written
 
 
+class IdempotencyShardError(InvalidJobError):
+    """A job given its own id and an idempotency key that live on different Redis shards (``DRAGOMAN_REDIS_SHARDS``).
+
+    The key is checked on its own shard by the script that queues the job on the job's shard, so both
+    must be one shard; nothing was written.
+    """
+
+
+class SubmitNotReplicatedError(DragomanError):
+    """Jobs were queued on a Redis primary, but fewer replicas than ``DRAGOMAN_SUBMIT_WAIT_REPLICAS`` confirmed them
+    within ``DRAGOMAN_SUBMIT_WAIT_TIMEOUT_MS``: a failover now could lose them.
+
+    ``job_ids`` are queued (a worker may run them). Submitting them again with the same idempotency
+    keys (or a run again with its run id) is safe: what is queued already is not queued twice.
+    """
+
+    def __init__(self, message: str, job_ids: list[str]) -> None:
+        super().__init__(message)
+        self.job_ids = job_ids
+
+
 class RunFileMismatchError(InvalidJobError):
     """A run was resumed with a file that does not match it (a different number of jobs)."""
 

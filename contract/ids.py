@@ -57,6 +57,15 @@ def shard_of(job_id: str, shards: int) -> int:
     return zlib.crc32(job_id.encode()) % shards
 
 
+def key_shard(idempotency_key: str, tenant: str | None, shards: int) -> int:
+    """The shard an idempotency key lives on: :func:`shard_of` of ``<tenant>:<key>`` (a tenant's) or ``<key>``.
+
+    A job submitted under the key is placed on this shard (:func:`new_job_id_on_shard`), so a retry
+    under a fresh id finds the key where the first submission wrote it.
+    """
+    return shard_of(idempotency_key if tenant is None else f"{tenant}:{idempotency_key}", shards)
+
+
 def new_job_id_on_shard(shard: int, shards: int) -> str:
     """A :func:`new_job_id` that lives on ``shard`` of ``shards`` (:func:`shard_of`).
 
@@ -72,13 +81,24 @@ def new_job_id_on_shard(shard: int, shards: int) -> str:
 def job_id_for(group_id: str, sequence: int) -> str:
     """The id of a run's (or document's) job number ``sequence``: the same every time it is computed.
 
-    It is ``uuid5(UUID(group_id), str(sequence))``, computed without building UUID objects: a
+    For a group id that is a UUID version 7 (every group made since job ids became v7), the job's
+    id is a v7 UUID too: the group's 48-bit timestamp, then the bits of the SHA-1 below, so all
+    of a group's jobs name the group's creation day (the ``jobs`` table's partition: a group's
+    rows lie in one partition, ``storage.partitions``). For an older group id it is
+    ``uuid5(UUID(group_id), str(sequence))`` as before, so a run created before the upgrade and
+    resumed after it recomputes the same ids. Computed without building UUID objects: a
     100,000-line batch derives every id when it is validated and again when it is cancelled.
     """
-    digest = bytearray(hashlib.sha1(_namespace(group_id) + str(sequence).encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
+    namespace = _namespace(group_id)
+    digest = hashlib.sha1(namespace + str(sequence).encode()).digest()
+    if namespace[6] >> 4 == 7 and namespace[8] >> 6 == 0b10:
+        raw = bytearray(namespace[:6] + digest[:10])
+        raw[6] = (raw[6] & 0x0F) | 0x70  # version 7
+    else:
+        raw = bytearray(digest[:16])
+        raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

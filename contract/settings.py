@@ -284,6 +284,11 @@ class Settings(BaseSettings):
 
     # --- Orchestrator and webhooks ---
     # dragoman rq-worker: the sweeper and webhook deliveries.
+    orchestration_redis_url: str | None = Field(
+        default=None,
+        description="the single Redis server (redis://, rediss://, unix://) the orchestration and webhook queues "
+        "(RQ) live on; unset: DRAGOMAN_REDIS_URL, which must then be a single server (RQ cannot use a Redis Cluster)",
+    )
     sweep_interval_seconds: float = Field(
         default=60.0, gt=0, description="how often the orchestrator looks for runs and documents left unfinished"
     )
@@ -630,6 +635,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "Orchestrator and webhooks",
         "dragoman rq-worker: the sweeper and webhook deliveries.",
         (
+            "orchestration_redis_url",
             "sweep_interval_seconds",
             "webhook_secret",
             "webhook_retry_seconds",

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 OUTAGES: tuple[type[BaseException], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
+    redis.exceptions.ClusterDownError,  # a Redis Cluster between a primary's loss and its replica's promotion
     psycopg.OperationalError,
     psycopg.InterfaceError,
     DatabaseUnavailableError,

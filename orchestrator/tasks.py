@@ -188,7 +188,7 @@ async def _finish_group(ctx: TaskContext, kind: str, group_id: str) -> str:
 
 
 async def _forget_group(ctx: TaskContext, group_id: str) -> None:
-    """Delete a finished group's hash and done-set (they expire anyway; this frees them now)."""
+    """Delete a finished group's hash and done-set on every shard (they expire anyway; this frees them now)."""
     client = open_redis(ctx.redis_url)
     try:
         await forget_group(client, ctx.keys, group_id)

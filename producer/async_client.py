@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import redis
 import redis.asyncio as aioredis
 from typing_extensions import Unpack
 
 from broker.job_records import read_state, read_states
 from broker.keys import RedisKeys
-from broker.orchestration import open_rq_connection
+from broker.orchestration import open_rq_connection, orchestration_redis_url
 from broker.redis_client import open_redis
 from broker.scripts import CancelOutcome
 from contract.backoff import Backoff
@@ -104,9 +105,9 @@ class AsyncClient:
         )
         self.pool = AsyncConnectionPool(database_url, max_connections=max_connections, acquire_timeout_s=pool_wait_s)
         self._store = JobStore(self.pool)
-        self._rq = open_rq_connection(redis_url)
+        self._rq: redis.Redis | None = None  # RQ's Redis, opened on first use (_rq_connection)
         self.submitter = JobSubmitter(self.redis, self.keys, self.settings)
-        self.groups = Groups(self.submitter, GroupStore(self.pool), self._rq)
+        self.groups = Groups(self.submitter, GroupStore(self.pool), self._rq_connection)
         self.models = ModelCatalog(self.redis, self.keys, self.submitter.models)
         self._finishes = FinishWaiter(self.redis, self.keys)
 
@@ -121,7 +122,19 @@ class AsyncClient:
         await self._finishes.close()
         await self.redis.aclose()
         await self.pool.close()
-        self._rq.close()
+        if self._rq is not None:
+            self._rq.close()
+
+    def _rq_connection(self) -> redis.Redis:
+        """The connection to RQ's Redis (``broker.orchestration.orchestration_redis_url``), opened on first use.
+
+        Raises :class:`~contract.errors.ConfigurationError` on a Redis Cluster with no
+        ``DRAGOMAN_ORCHESTRATION_REDIS_URL``: only runs and documents need RQ, so a producer of jobs
+        alone works on a cluster without it.
+        """
+        if self._rq is None:
+            self._rq = open_rq_connection(orchestration_redis_url(self.settings, self.redis_url))
+        return self._rq
 
     # Submitting ------------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from contract.errors import (
     RunNotFinishedError,
 )
 from contract.flag_filter import FlagFilter
-from contract.ids import canonical_uuid, job_id_for
+from contract.ids import canonical_uuid, job_id_for, new_job_id
 from contract.job_controls import document_controls
 from contract.languages import normalize_language
 from contract.model_names import validate_model_name
@@ -79,10 +78,12 @@ def document_format(path: Path, fmt: str | None = None) -> str:
 class Groups:
     """Runs and documents: submitted through a :class:`JobSubmitter`, followed through a :class:`GroupStore`.
 
-    ``rq_connection`` (bytes replies) queues the orchestrator's tasks; the owner closes it.
+    ``rq_connection`` gives the connection (bytes replies) to RQ's Redis that queues the orchestrator's
+    tasks, opened on first use (a producer that only submits jobs needs no RQ server; on a Redis Cluster
+    with no ``DRAGOMAN_ORCHESTRATION_REDIS_URL`` it raises ``ConfigurationError``); the owner closes it.
     """
 
-    def __init__(self, submitter: JobSubmitter, store: GroupStore, rq_connection: redis.Redis) -> None:
+    def __init__(self, submitter: JobSubmitter, store: GroupStore, rq_connection: Callable[[], redis.Redis]) -> None:
         self._submitter = submitter
         self._store = store
         self._rq = rq_connection
@@ -127,7 +128,7 @@ class Groups:
             model = validate_model_name(model)
         total, models = await asyncio.to_thread(validate_run_file, path, source, target, settings.max_text_chars, model)
         await self.check_models(models)
-        run_id = group_uuid(run_id, "run") if run_id else str(uuid.uuid4())
+        run_id = group_uuid(run_id, "run") if run_id else new_job_id()
         existing = await self._store.resume_run(run_id, total)
         if existing is None:
             label = storable(name, "the run's name") or path.name.encode("utf-8", "replace").decode()
@@ -291,7 +292,8 @@ class Groups:
             await admit()
         source = normalize_source_language(source_lang or AUTO_LANGUAGE)
         target = normalize_language(target_lang)
-        document_id = str(uuid.uuid4())
+        self._rq()  # no RQ server configured: refused here, before a document is stored that nothing would split
+        document_id = new_job_id()
         label = storable(name, "the document's name")
         await self._store.create_document(
             document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model, controls
@@ -318,7 +320,7 @@ class Groups:
 
     async def _orchestrate(self, task: OrchestratorTask, *args: str) -> None:
         """Queue an orchestrator task (RQ is synchronous: in a thread, off the event loop)."""
-        await asyncio.to_thread(enqueue_orchestration, self._rq, self._submitter.keys, task, *args)
+        await asyncio.to_thread(enqueue_orchestration, self._rq(), self._submitter.keys, task, *args)
 
 
 async def _read_in_thread(items: Iterator[JobSpec], chunk_size: int) -> AsyncIterator[JobSpec]:

@@ -6,13 +6,12 @@ what a cancel's outcome means live here, beside the client that applies them.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from broker.scripts import CancelOutcome
 from contract.errors import InvalidJobError, JobNotCancellableError, JobNotFoundError
-from contract.ids import canonical_uuid
+from contract.ids import canonical_uuid, key_shard, new_job_id, new_job_id_on_shard
 from contract.schemas import Job, JobSpec, JobStatus, TranslationRequest, build_job_spec
 from contract.settings import Settings
 from contract.state import state_to_job
@@ -93,9 +92,20 @@ def translation_request(
 
 
 def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | None = None) -> Prepared:
-    """Validate one request (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad."""
+    """Validate one request (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad.
+
+    The id is a UUIDv7 (``contract.ids``). A request with an idempotency key gets an id on the key's
+    Redis shard (:func:`~contract.ids.key_shard`), so a retry (a new id each time) is queued where the
+    key was written and finds it.
+    """
+    idempotency_key = check_idempotency_key(request.idempotency_key)
+    shards = settings.redis_shards
+    if idempotency_key is None or shards <= 1:
+        job_id = new_job_id()
+    else:
+        job_id = new_job_id_on_shard(key_shard(idempotency_key, tenant, shards), shards)
     spec = build_job_spec(
-        str(uuid.uuid4()),
+        job_id,
         request.text,
         request.source_lang,
         request.target_lang,
@@ -109,7 +119,7 @@ def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | No
         memory=request.memory,
         model=request.model,
     )
-    return spec, check_idempotency_key(request.idempotency_key)
+    return spec, idempotency_key
 
 
 def prepare_many(

@@ -8,18 +8,21 @@ only code that knows each script's KEYS and ARGV.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import redis
 import redis.asyncio as aioredis
 
-from broker.group_records import register_group
+from broker.group_records import part_totals, register_group
 from broker.keys import RedisKeys
 from broker.scripts import CancelOutcome, CancelScript, SubmitScript
+from broker.scripts.lua import Replication
+from broker.scripts.submit import check_idempotency_shards
 from broker.standalone_jobs import note_standalone
-from contract.errors import SubmitInterruptedError
+from contract.errors import SubmitInterruptedError, SubmitNotReplicatedError
 from contract.schemas import JobSpec
 from contract.settings import Settings
 from contract.wording import counted
@@ -41,6 +44,11 @@ class JobSubmitter:
             settings.state_ttl_seconds,
             settings.idempotency_ttl_seconds,
             fair_share_buffer=settings.fair_share_buffer if settings.fair_share else None,
+            wait=(
+                Replication(settings.submit_wait_replicas, settings.submit_wait_timeout_ms)
+                if settings.submit_wait_replicas > 0
+                else None
+            ),
         )
         self._cancel = CancelScript(keys)
         self._weights: dict[str, int] = {}  # tenant -> its API key's weight, as last seen here
@@ -64,8 +72,14 @@ class JobSubmitter:
         serves raises :class:`~contract.errors.ModelNotFoundError` before anything is written.
         Each chunk is one round trip. If Redis fails after earlier chunks were queued,
         :class:`SubmitInterruptedError` carries their ids (the failed chunk's jobs may be
-        partly queued); on the first chunk, Redis's own error is raised.
+        partly queued); on the first chunk, Redis's own error is raised. Each job goes to its own
+        shard (``RedisKeys.for_job``); a job whose id and idempotency key live on different shards
+        raises :class:`~contract.errors.IdempotencyShardError` before anything is written.
+        With ``DRAGOMAN_SUBMIT_WAIT_REPLICAS`` set, each chunk waits for that many replicas of every
+        primary it wrote; fewer in time raises :class:`~contract.errors.SubmitNotReplicatedError`
+        (its ``job_ids`` are queued; the chunks after it are not sent).
         """
+        check_idempotency_shards(prepared, self.settings.redis_shards)
         specs = await self.models.assign([spec for spec, _ in prepared])
         prepared = [(spec, key) for spec, (_, key) in zip(specs, prepared, strict=True)]
         chunk = self.settings.submit_chunk_size
@@ -74,6 +88,8 @@ class JobSubmitter:
             try:
                 batch = prepared[start : start + chunk]
                 ids.extend(await self._submit.call_many(self.redis, batch, only_new=only_new, weights=self._weights))
+            except SubmitNotReplicatedError as exc:
+                raise _unreplicated(exc, [*ids, *exc.job_ids], len(prepared)) from None
             except redis.RedisError as exc:
                 if not ids:
                     raise  # no earlier chunk was queued: the error as Redis gave it
@@ -105,13 +121,22 @@ class JobSubmitter:
         await self.write([(spec, None) for spec in specs], only_new=only_new)
         return len(specs)
 
-    async def register_group(self, group_id: str, kind: str, total: int) -> None:
+    async def register_group(self, group_id: str, kind: str, total: int, *, skipped: Collection[int] = ()) -> None:
         """Write the record of a run or document that the worker's finish script counts jobs against.
 
-        ``kind`` is ``"run"`` or ``"document"``; the record expires with the jobs' state records
-        (see ``broker/scripts/finish.lua``). Register before submitting the group's jobs.
+        ``kind`` is ``"run"`` or ``"document"``; its jobs are numbers ``0 .. total - 1`` (``job_id_for``)
+        but those in ``skipped`` (never queued). With several shards each shard gets its part, the
+        number of those jobs that live on it (``broker/group_records.py``; the ids are hashed in a
+        thread). The record expires with the jobs' state records (see ``broker/scripts/finish.lua``).
+        Register before submitting the group's jobs.
         """
-        await register_group(self.redis, self.keys, group_id, kind, total, self.settings.state_ttl_seconds)
+        shards = self.keys.shard_count
+        totals = (
+            part_totals(group_id, total, shards, skipped)
+            if shards <= 1
+            else await asyncio.to_thread(part_totals, group_id, total, shards, skipped)
+        )
+        await register_group(self.redis, self.keys, group_id, kind, totals, self.settings.state_ttl_seconds)
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Run the cancel script for one job; return its outcome."""
@@ -128,6 +153,16 @@ class JobSubmitter:
         for start in range(0, len(job_ids), chunk):
             outcomes.extend(await self._cancel.call_many(self.redis, job_ids[start : start + chunk], now))
         return outcomes
+
+
+def _unreplicated(exc: SubmitNotReplicatedError, queued: list[str], total: int) -> SubmitNotReplicatedError:
+    """The error for a submit whose last chunk was queued but not confirmed by enough replicas in time."""
+    return SubmitNotReplicatedError(
+        f"{len(queued):,} of {counted(total, 'job')} ARE queued on the Redis primary but not yet replicated ({exc}): "
+        "a failover now could lose them. Submitting again with the same idempotency keys (or, for a run, the same "
+        "run id) is safe; check the replicas (DRAGOMAN_SUBMIT_WAIT_REPLICAS, DRAGOMAN_SUBMIT_WAIT_TIMEOUT_MS)",
+        queued,
+    )
 
 
 def _interrupted(exc: Exception, written: list[str], total: int, in_flight: int) -> SubmitInterruptedError:

@@ -27,6 +27,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -46,7 +47,21 @@ NODE_TIMEOUT_MS = 1000
 """How long a node may be unreachable before the others fail it over (1 s, not Redis's 15 s: tests fail
 over quickly). A new cluster also says ``cluster_state:ok`` only this long after its primaries met."""
 
+SHARDS_PER_PRIMARY = 3
+"""``DRAGOMAN_REDIS_SHARDS`` per primary that ``dragoman services up --cluster`` prints. A shard's keys sit
+in the slot of its hash tag's CRC16, which no one chooses: with one shard per primary, two or all of
+them often share a primary (``{dragoman}``, ``{dragoman:1}`` and ``{dragoman:2}`` all hash into the
+middle third of the slots); three per primary spread the load over every primary, most of the time
+evenly enough."""
+
+SERVICES_FOLDER = "redis-cluster"
+"""The folder under ``DRAGOMAN_DATA_DIR`` of the cluster ``dragoman services up --cluster`` starts."""
+
+SERVICES_NODE_TIMEOUT_MS = 2000
+"""``cluster-node-timeout`` of that cluster: a busy laptop's node that misses 1 s of pings is not failed over."""
+
 _LAYOUT_FILE = "cluster.json"
+_PID_FILE_WAIT_S = 5.0  # a started redis-server writes its pid file within milliseconds
 _HOST = "127.0.0.1"
 _ADDSLOTS_BATCH = 2048  # slots per CLUSTER ADDSLOTS (Redis 6.2 has no ADDSLOTSRANGE)
 
@@ -102,6 +117,15 @@ class EmbeddedCluster:
             raise ServiceError(f"no embedded Redis Cluster was created in {self.data_dir}: run up() first")
         return "redis+cluster://" + ",".join(f"{_HOST}:{port}" for port in self._ports)
 
+    @property
+    def recommended_shards(self) -> int:
+        """The ``DRAGOMAN_REDIS_SHARDS`` to run on this cluster (see :data:`SHARDS_PER_PRIMARY`)."""
+        return SHARDS_PER_PRIMARY * self.primaries
+
+    def url_if_created(self) -> str | None:
+        """:attr:`url`, or ``None`` if this folder holds no cluster yet."""
+        return self.url if self._ports else None
+
     def running(self) -> bool:
         """Whether every node's process is running (not whether the cluster is healthy: see :meth:`up`)."""
         return bool(self._ports) and all(self._pid(port) is not None for port in self._ports)
@@ -113,18 +137,40 @@ class EmbeddedCluster:
         until every node says ``cluster_state:ok`` and every replica is linked; return :attr:`url`."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         created = bool(self._ports)
-        if not created:
-            self._ports = _free_ports(self.primaries * (1 + self.replicas_per_primary))
-            self._write_layout()
+        if created:
+            self._start_all(timeout)
+        else:
+            self._create(timeout)
+        if not created or not self._joined():
+            self._join(timeout)
+        self.wait_healthy(timeout)
+        return self.url
+
+    def _start_all(self, timeout: float) -> None:
         for port in self._ports:
             if self._pid(port) is None:
                 self._start(port)
         for port in self._ports:
             self._wait_listening(port, timeout)
-        if not created or not self._joined():
-            self._join(timeout)
-        self.wait_healthy(timeout)
-        return self.url
+
+    def _create(self, timeout: float, attempts: int = 3) -> None:
+        """Start new nodes on free ports. Another process (a parallel test run) may take a port between
+        the check and the start: then the nodes are stopped, and started again on other ports."""
+        for attempt in range(1, attempts + 1):
+            self._ports = _free_ports(self.primaries * (1 + self.replicas_per_primary))
+            self._write_layout()
+            try:
+                self._start_all(timeout)
+                return
+            except ServiceError:
+                self.down()
+                if attempt == attempts:
+                    raise
+                for port in self._ports:
+                    with contextlib.suppress(FileNotFoundError):
+                        for leftover in self._node_dir(port).iterdir():
+                            leftover.unlink()
+                        self._node_dir(port).rmdir()
 
     def down(self) -> bool:
         """Stop every node gracefully (SIGTERM: the append-only files flushed); return whether any ran."""
@@ -192,8 +238,8 @@ class EmbeddedCluster:
         replicas = []
         for other in self._ports:
             if other != port and self._pid(other) is not None:
-                with contextlib.suppress(redis.RedisError), self._client(other) as client:
-                    info = client.info("replication")
+                with contextlib.suppress(redis.RedisError):
+                    info = self._replication(other)
                     if info.get("role") == "slave" and int(info.get("master_port", 0)) == port:
                         replicas.append(other)
         return replicas
@@ -287,13 +333,18 @@ class EmbeddedCluster:
 
     def _wait_listening(self, port: int, timeout: float) -> None:
         log = self.log_of(port)
+        pid_file = self._node_dir(port) / "redis.pid"
         started = False
+        since = time.monotonic()
 
         def answers() -> bool:
             nonlocal started
             running = self._pid(port) is not None
-            if not running and (started or (self._node_dir(port) / "redis.pid").exists()):  # it started, then exited
+            if not running and (started or pid_file.exists()):  # it started, then exited
                 raise ServiceError(f"the Redis Cluster node on port {port} exited on start; see {log}")
+            if not running and time.monotonic() - since > _PID_FILE_WAIT_S:
+                # redis-server writes its pid file once it listens: one that cannot (the port taken) never does
+                raise ServiceError(f"the Redis Cluster node on port {port} did not start; see {log}")
             started = started or running
             try:
                 return running and self._call(port, "PING") == "True"
@@ -314,8 +365,22 @@ class EmbeddedCluster:
         )
 
     def _call(self, port: int, *command: str | int) -> str:
+        return str(self._command(port, *command))
+
+    def _replication(self, port: int) -> dict[str, Any]:
+        """``INFO replication`` of one node, as redis-py parses it (``role``, ``master_port``, ...)."""
+        info: dict[str, Any] = self._command(port, "INFO", "replication")
+        return info
+
+    def _command(self, port: int, *command: str | int) -> Any:
+        """Send one command to one node on a connection of its own: the only place this module talks to Redis.
+
+        These are the commands that build and inspect the local cluster (CLUSTER MEET, ADDSLOTS,
+        REPLICATE, INFO, PING), not dragoman's own, which all live in ``broker/``; storage may not import
+        broker, and a launcher that could not speak to its servers could not join them.
+        """
         with self._client(port) as client:
-            return str(client.execute_command(*command))
+            return client.execute_command(*command)
 
     def _joined(self) -> bool:
         """Whether the nodes already form a cluster (they were created and joined before)."""
@@ -361,9 +426,8 @@ class EmbeddedCluster:
             return "no node is running"
         for port in running:
             try:
-                with self._client(port) as client:
-                    info = str(client.execute_command("CLUSTER", "INFO"))
-                    replication = client.info("replication")
+                info = self._call(port, "CLUSTER", "INFO")
+                replication = self._replication(port)
             except redis.RedisError as exc:
                 return f"node {port} does not answer ({exc})"
             if _info_field(info, "cluster_state") != "ok":
@@ -389,6 +453,11 @@ class EmbeddedCluster:
                 continue
             return _parse_cluster_nodes(nodes)
         return {}
+
+
+def services_cluster(data_dir: Path) -> EmbeddedCluster:
+    """The cluster of ``dragoman services`` for ``DRAGOMAN_DATA_DIR`` ``data_dir`` (started or not)."""
+    return EmbeddedCluster(data_dir.expanduser() / SERVICES_FOLDER, node_timeout_ms=SERVICES_NODE_TIMEOUT_MS)
 
 
 def _parse_cluster_nodes(text: str) -> dict[int, tuple[str, tuple[tuple[int, int], ...]]]:

@@ -25,6 +25,7 @@ from contract.progress import GroupProgress
 from contract.schemas import Job
 from storage.connection import AsyncConnectionPool
 from storage.jobs import JOB_COLUMNS, row_to_job
+from storage.partitions import day_bounds
 from storage.runs import FLAG_COUNTS_SQL, KINDS, group_progress
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -96,7 +97,10 @@ def group_counts_sql(column: str) -> str:
     )
 
 
-RETRY_JOB_SQL = f"SELECT {JOB_COLUMNS}, controls FROM jobs WHERE id = %s AND tenant = %s"
+RETRY_JOB_SQL = (
+    f"SELECT {JOB_COLUMNS}, controls FROM jobs WHERE id = %s AND tenant = %s AND created_day BETWEEN %s AND %s"
+)
+"""A job row to retry, in its day's partition when its id names the day (``storage.partitions.day_bounds``)."""
 RETRY_DOCUMENT_SQL = (
     "SELECT status, format, source_text, source_lang, target_lang, name, callback_url, max_segment_chars, "
     "retranslate, model, controls, failed_segments FROM documents WHERE id = %s AND tenant = %s"
@@ -185,7 +189,7 @@ class HistoryStore:
 
     async def job_to_retry(self, tenant: str, job_id: str) -> tuple[Job, dict[str, Any]] | None:
         """The tenant's job row and its controls (``{}``: none), or ``None`` (no row, or another tenant's)."""
-        rows = await self._all(RETRY_JOB_SQL, (job_id, tenant))
+        rows = await self._all(RETRY_JOB_SQL, (job_id, tenant, *day_bounds(job_id)))
         if not rows:
             return None
         *columns, controls = rows[0]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+import functools
+import logging
 import math
 import time
 import uuid
@@ -18,6 +21,9 @@ from storage.connection import (
     AsyncPostgresConnection,
     DatabaseUnavailableError,
 )
+from storage.partitions import PartitionError, create_partitions, job_day, partition_name
+
+log = logging.getLogger(__name__)
 
 JOB_COLUMNS = (
     "id, status, source_lang, target_lang, source_text, translated_text, error, attempts, model, "
@@ -31,14 +37,15 @@ JOB_COLUMNS = (
 # The same statement keeps ``usage_daily`` (usage per tenant, UTC day, model and status) exact: each
 # row it writes is added there, and a row it overwrites (a failure retried) is taken out first, as
 # the statement's snapshot saw it (``prior``; a data-modifying CTE's own writes are invisible to the
-# rest of the statement). Only overwritten rows are looked up there: a row ON CONFLICT updated
-# carries its writer's lock in ``xmax``, a row inserted has none (so new rows, nearly all of them,
-# cost no second index probe; a row taken for overwritten by mistake finds nothing in ``prior``).
+# rest of the statement). A written row is looked up there in its day's partition (a second probe
+# of the primary key: ``xmax``, which told an updated row from an inserted one on a plain table, is
+# not readable from a partitioned table's RETURNING); a row inserted finds nothing there.
 # The usage keys are upserted in key order after every job row is locked,
 # so two writers never wait on each other's usage rows in opposite orders.
 UPSERT_SQL = """
 WITH u AS MATERIALIZED (
-    SELECT * FROM json_to_recordset(%s::json)
+    SELECT r.*, jobs_created_day(r.id, to_timestamp(r.created_at)) AS created_day
+    FROM json_to_recordset(%s::json)
          AS r(id uuid, status text, source_lang text, target_lang text, source_text text,
               translated_text text, error text, attempts int, model text, prompt_tokens int,
               output_tokens int, created_at float8, started_at float8, finished_at float8,
@@ -47,24 +54,25 @@ WITH u AS MATERIALIZED (
               from_memory boolean, inline_tags text, quality_flags jsonb, controls jsonb)
 ),
 prior AS (
-    SELECT j.id, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
+    SELECT j.id, j.created_day, j.tenant, j.model, j.status, j.finished_at, char_length(j.source_text) AS characters,
            j.prompt_tokens, j.output_tokens
     FROM jobs j
-    WHERE j.id IN (SELECT id FROM u) AND j.status NOT IN ('succeeded', 'cancelled')
+    WHERE (j.id, j.created_day) IN (SELECT id, created_day FROM u) AND j.status NOT IN ('succeeded', 'cancelled')
 ),
 written AS (
 INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error,
                   attempts, model, prompt_tokens, output_tokens, created_at, started_at,
                   finished_at, metadata, run_id, document_id, sequence, tenant, finish_reason,
                   pieces, detected_source_lang, glossary_misses, from_memory, inline_tags,
-                  quality_flags, controls)
+                  quality_flags, controls, created_day)
 SELECT u.id, u.status, u.source_lang, u.target_lang, u.source_text, u.translated_text, u.error,
        u.attempts, u.model, u.prompt_tokens, u.output_tokens, to_timestamp(u.created_at),
        to_timestamp(u.started_at), to_timestamp(u.finished_at), u.metadata, u.run_id,
        u.document_id, u.sequence, u.tenant, u.finish_reason, u.pieces, u.detected_source_lang,
-       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags, u.quality_flags, u.controls
+       u.glossary_misses, coalesce(u.from_memory, false), u.inline_tags, u.quality_flags, u.controls,
+       u.created_day
 FROM u
-ON CONFLICT (id) DO UPDATE SET
+ON CONFLICT (id, created_day) DO UPDATE SET
     status = EXCLUDED.status,
     translated_text = EXCLUDED.translated_text,
     error = EXCLUDED.error,
@@ -84,13 +92,13 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE jobs.status NOT IN ('succeeded', 'cancelled')
 RETURNING jobs.id, jobs.tenant, jobs.model, jobs.status, jobs.finished_at,
           char_length(jobs.source_text) AS characters, jobs.prompt_tokens, jobs.output_tokens,
-          jobs.xmax <> 0 AS overwritten
+          jobs.created_day
 ),
 counted AS (
     SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, 1 AS sign FROM written
     UNION ALL
     SELECT tenant, model, status, finished_at, characters, prompt_tokens, output_tokens, -1 FROM prior
-    WHERE id IN (SELECT id FROM written WHERE overwritten)
+    WHERE (id, created_day) IN (SELECT id, created_day FROM written)
 ),
 summed AS (
 INSERT INTO usage_daily AS d (tenant, day, model, status, jobs, characters, prompt_tokens, output_tokens)
@@ -109,10 +117,22 @@ ON CONFLICT (tenant, day, model, status) DO UPDATE SET
 SELECT id::text FROM written
 """
 
-# Rows the upsert left alone (already final): their events must say what the row says.
+# Rows the upsert left alone (already final): their events must say what the row says. Each is
+# looked up in its day's partition, as the upsert found it.
 EXISTING_SQL = """
-SELECT id::text, status, error, extract(epoch FROM finished_at), prompt_tokens, output_tokens
-FROM jobs WHERE id = ANY(%s::uuid[])
+SELECT j.id::text, j.status, j.error, extract(epoch FROM j.finished_at), j.prompt_tokens, j.output_tokens
+FROM jobs j
+WHERE (j.id, j.created_day) IN (
+    SELECT s.id, jobs_created_day(s.id, to_timestamp(s.created_at))
+    FROM unnest(%s::uuid[], %s::float8[]) AS s(id, created_at)
+)
+"""
+
+# The days of a writer batch's rows, by the partition key's own rule (for a batch PostgreSQL refused
+# because a day has no partition yet).
+BATCH_DAYS_SQL = """
+SELECT DISTINCT jobs_created_day(r.id, to_timestamp(r.created_at))
+FROM json_to_recordset(%s::json) AS r(id uuid, created_at float8)
 """
 
 
@@ -210,26 +230,45 @@ class JobRowWriter:
 
         Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached (nothing was
         committed then; the caller retries the same batch), and :class:`UnstorableRowError` when
-        a value cannot be encoded or PostgreSQL refuses one (nothing was committed either).
+        a value cannot be encoded or PostgreSQL refuses one (nothing was committed either). A row
+        whose day has no partition of ``jobs`` yet (the sweeper creates the coming days' ahead)
+        has it created, and the batch is written again, once.
         """
-        import psycopg
-        from psycopg.types.json import Json
-
         try:
             # msgspec's bytes go to the server as they are (no str round trip).
             payload = _encode_rows(records)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # a lone surrogate, say
             raise UnstorableRowError(f"a row cannot be written as JSON: {exc}") from exc
         try:
+            return await self._upsert(payload, records)
+        except _MissingPartitionError:
+            await self._create_partitions(payload)
+        try:
+            return await self._upsert(payload, records)
+        except _MissingPartitionError as exc:
+            raise UnstorableRowError(str(exc)) from exc
+
+    async def _upsert(self, payload: bytes, records: Sequence[RowRecord]) -> tuple[set[str], list[FinalRow]]:
+        """One try of :meth:`write_rows`; raises :class:`_MissingPartitionError` for a day with no partition."""
+        import psycopg
+        from psycopg.types.json import Json
+
+        try:
             conn = await self._connection.get()
             async with conn.transaction():
                 cursor = await conn.execute(UPSERT_SQL, (Json(payload, dumps=_encoded),), binary=True)
                 written = {row[0] for row in await cursor.fetchall()}
-                skipped = [record.id for record in records if record.id not in written]
+                skipped = [record for record in records if record.id not in written]
                 existing = []
                 if skipped:
-                    cursor = await conn.execute(EXISTING_SQL, (skipped,))
+                    cursor = await conn.execute(
+                        EXISTING_SQL, ([record.id for record in skipped], [record.created_at for record in skipped])
+                    )
                     existing = await cursor.fetchall()
+        except psycopg.errors.CheckViolation as exc:
+            if _NO_PARTITION in str(exc):
+                raise _MissingPartitionError(_driver_message(exc)) from exc
+            raise UnstorableRowError(_driver_message(exc)) from exc
         except (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError) as exc:
             raise UnstorableRowError(_driver_message(exc)) from exc
         except psycopg.OperationalError as exc:
@@ -238,9 +277,36 @@ class JobRowWriter:
             raise DatabaseUnavailableError.from_driver(exc) from exc
         return written, [_final_row(*row) for row in existing]
 
+    async def _create_partitions(self, payload: bytes) -> None:
+        """Create the partitions of the days of ``payload``'s rows that have none (DDL off the hot path)."""
+        import psycopg
+        from psycopg.types.json import Json
+
+        try:
+            conn = await self._connection.get()
+            cursor = await conn.execute(BATCH_DAYS_SQL, (Json(payload, dumps=_encoded),), binary=True)
+            days = [row[0] for row in await cursor.fetchall()]
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailableError.from_driver(exc) from exc
+        except psycopg.Error as exc:
+            raise UnstorableRowError(_driver_message(exc)) from exc
+        try:
+            created = await create_partitions(conn, days)
+        except PartitionError as exc:
+            raise UnstorableRowError(str(exc)) from exc
+        if created:
+            log.warning("jobs: created the partitions %s for a batch's rows", ", ".join(created))
+
     async def close(self) -> None:
         """Close the connection (after an outage, or when the writer stops)."""
         await self._connection.close()
+
+
+_NO_PARTITION = "no partition of relation"  # PostgreSQL's message for a row whose day has no partition
+
+
+class _MissingPartitionError(DragomanError):
+    """A row of the batch has a day with no partition of ``jobs`` (nothing was committed)."""
 
 
 def _driver_message(exc: BaseException) -> str:
@@ -258,6 +324,8 @@ def storable_failure(record: RowRecord, error: str, *, bare: bool = False) -> Ro
     ``bare`` keeps only the id, the error and the times, for a row that still failed.
     """
     finished = _timestamp(record.finished_at) or time.time()
+    # created_at names a non-v7 id's partition (storage.partitions): a failure keeps it where it can
+    created = _timestamp(record.created_at) or finished
     error = _text(error) or "failed"
     if bare:
         return RowRecord(
@@ -272,7 +340,7 @@ def storable_failure(record: RowRecord, error: str, *, bare: bool = False) -> Ro
             model=None,
             prompt_tokens=None,
             output_tokens=None,
-            created_at=finished,
+            created_at=created,
             started_at=None,
             finished_at=finished,
             metadata={},
@@ -297,7 +365,7 @@ def storable_failure(record: RowRecord, error: str, *, bare: bool = False) -> Ro
         model=_text(record.model) if record.model is not None else None,
         prompt_tokens=None,
         output_tokens=None,
-        created_at=_timestamp(record.created_at) or finished,
+        created_at=created,
         started_at=_timestamp(record.started_at),
         finished_at=finished,
         metadata=metadata,
@@ -394,8 +462,25 @@ def _str_or_none(value: uuid.UUID | str | None) -> str | None:
     return None if value is None else str(value)
 
 
-_GET_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
-_GET_MANY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ANY(%s::uuid[])"
+# A lookup by a v7 id names its day, and reads that day's partition by name: PostgreSQL plans it as
+# a plain table (one primary key probe). Through the parent (``WHERE id = %s AND created_day = %s``)
+# it prunes to the same probe, but planning that statement costs about twice the lookup with 30 days
+# kept (bench/RESULTS.md, "Partitioned jobs table"). Any other id (a uuid4 from before migration
+# 0022 or from another producer) is looked up through the parent in every partition: one probe each.
+_GET_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM {{partition}} WHERE id = %s"
+_GET_ANY_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s"
+
+
+@functools.lru_cache(maxsize=64)
+def get_day_sql(day: datetime.date) -> Any:
+    """The statement that reads a job row by id from ``day``'s partition (composed, the name quoted)."""
+    from psycopg import sql
+
+    return sql.SQL(_GET_DAY_SQL).format(partition=sql.Identifier(partition_name(day)))
+
+
+_GET_MANY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ANY(%s::uuid[]) AND created_day = ANY(%s::date[])"
+_GET_MANY_ANY_DAY_SQL = f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ANY(%s::uuid[])"
 
 
 class JobStore:
@@ -405,24 +490,49 @@ class JobStore:
         self._pool = pool
 
     async def get(self, job_id: str) -> Job | None:
-        """The job's final row, or ``None`` if it has none (yet).
+        """The job's final row, or ``None`` if it has none (yet, or no more: its day was dropped by retention).
 
         Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
         """
+        import psycopg
+
+        day = job_day(job_id)
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(_GET_SQL, (job_id,))
+            if day is None:
+                cursor = await conn.execute(_GET_ANY_DAY_SQL, (job_id,))
+            else:
+                try:
+                    cursor = await conn.execute(get_day_sql(day), (job_id,))
+                except psycopg.errors.UndefinedTable:  # a day retention dropped, or one that never had rows
+                    return None
             row = await cursor.fetchone()
         return None if row is None else row_to_job(row)
 
     async def get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
-        """The final rows of those of ``job_ids`` that have one, by id, in one statement (a waiter of many jobs).
+        """The final rows of those of ``job_ids`` that have one, by id (a waiter of many jobs).
 
-        Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
+        One statement for the v7 ids (pruned to their days' partitions), one more only if some ids
+        are not v7. Raises :class:`DatabaseUnavailableError` when PostgreSQL cannot be reached.
         """
         if not job_ids:
             return {}
+        dated: list[str] = []
+        days: set[datetime.date] = set()
+        undated: list[str] = []
+        for job_id in job_ids:
+            day = job_day(job_id)
+            if day is None:
+                undated.append(job_id)
+            else:
+                dated.append(job_id)
+                days.add(day)
+        rows: list[tuple[Any, ...]] = []
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(_GET_MANY_SQL, (list(job_ids),))
-            rows = await cursor.fetchall()
+            if dated:
+                cursor = await conn.execute(_GET_MANY_SQL, (dated, sorted(days)))
+                rows += await cursor.fetchall()
+            if undated:
+                cursor = await conn.execute(_GET_MANY_ANY_DAY_SQL, (undated,))
+                rows += await cursor.fetchall()
         jobs = (row_to_job(row) for row in rows)
         return {job.id: job for job in jobs}

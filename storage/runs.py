@@ -107,10 +107,10 @@ RUN_SUBMITTED_SQL = (
 REQUEST_CANCEL_SQL = "UPDATE {table} SET cancel_requested = true WHERE id = %s RETURNING coalesce(total, 0)"
 CANCEL_UNSUBMITTED_SQL = (
     "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, error, created_at, finished_at, "
-    "run_id, sequence) SELECT j.id, 'cancelled', r.source_lang, r.target_lang, '', "
-    "'cancelled before it was submitted', now(), now(), r.id, j.sequence "
+    "run_id, sequence, created_day) SELECT j.id, 'cancelled', r.source_lang, r.target_lang, '', "
+    "'cancelled before it was submitted', now(), now(), r.id, j.sequence, jobs_created_day(j.id, now()) "
     "FROM runs r, unnest(%s::uuid[], %s::int[]) AS j(id, sequence) WHERE r.id = %s "
-    "ON CONFLICT (id) DO NOTHING"
+    "ON CONFLICT (id, created_day) DO NOTHING"
 )
 RESULTS_PAGE_SQL = (
     "SELECT sequence, metadata->>'custom_id', status, translated_text, error, metadata, quality_flags "

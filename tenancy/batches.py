@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 
 from contract.errors import DragomanError, ModelNotFoundError
-from contract.ids import job_id_for
+from contract.ids import job_id_for, new_job_id
 from contract.schemas import JobSpec
 from producer.async_client import AsyncClient
 from producer.duplicates import DuplicateFinder, custom_ids_at
@@ -220,7 +220,7 @@ class BatchService:
                 f'file {input_file_id} has purpose {source.purpose!r}; upload the input with purpose "batch"',
                 "input_file_id",
             )
-        run_id = str(uuid.uuid4())
+        run_id = new_job_id()
         row = await self._batches.create(
             batch_id_for(run_id), tenant, run_id, endpoint, input_file_id, completion_window, window, checked
         )
@@ -328,7 +328,7 @@ class BatchService:
         await self._batches.create_run(row.id, run_id, total)
         submitter = self._client.submitter
         # The finish script counts the queued jobs; the run is complete once every line has its row.
-        await submitter.register_group(run_id, "run", total - unknown.lines)
+        await submitter.register_group(run_id, "run", total, skipped=unknown.sequences)
         finished = await self._batches.sequences_with_rows(run_id) if resuming else frozenset[int]()
         try:
             await self._write_jobs(spill, finished, unknown, reservation)
@@ -397,6 +397,8 @@ class BatchService:
                     ids.add(custom_id, number)
                     if spec.model is not None:
                         spec = await self._resolved(spec, spec.model, resolved, unknown)
+                        if spec.model in unknown.names:
+                            unknown.sequences.add(count - 1)
                     if not bad:  # once a line is bad nothing is queued: the jobs need not be kept
                         await spill.add(numbered(spec, run_id, count - 1, tenant))
                 except BadLineError as exc:
@@ -641,6 +643,8 @@ class UnknownModels:
 
     names: dict[str, str] = field(default_factory=dict)
     lines: int = 0
+    sequences: set[int] = field(default_factory=set)
+    """The numbers of those lines (never queued: the run's record counts the others, on each shard)."""
 
 
 def _refused_row(spec: JobSpec, reasons: dict[str, str], finished_at: float) -> RowRecord:

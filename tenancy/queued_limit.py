@@ -14,6 +14,25 @@ fails, its reserved jobs age out of the set after :data:`LEASE_SECONDS`, as does
 nobody claims from, so a lost release never shrinks the tenant's allowance for good. A member
 that outlived the state records' TTL belongs to a job whose record expired before it finished
 (FINISH could not see its tenant): those are dropped before counting.
+
+**With several Redis shards** (``DRAGOMAN_REDIS_SHARDS``) a tenant's unfinished jobs are one set per
+shard (each job in its own shard's), and the limit is on their sum. Admission reads the other
+shards' counts (one pipelined round trip), then the tenant's *home* shard (``shard_of(tenant)``)
+admits atomically with that sum added and holds the reservations (``broker/scripts/reserve.py``).
+What is exact and what is not:
+
+- Two admissions of one tenant are decided one after the other on its home shard, each seeing the
+  other's reservation: concurrent requests never share the last places through the home shard.
+- Jobs on other shards are read one round trip before the decision. A job of another submission
+  that moves onto another shard's set *and* off that submission's reservation inside that window
+  (a claim of a run's or batch's chunk, or a ``POST /v1/jobs`` whose jobs were queued and released)
+  is missed by this decision, so the limit can be passed by at most the jobs other submissions of
+  the same tenant moved that way during one round trip: at most :data:`CLAIM_CHUNK` per running
+  claim, in practice a few milliseconds' worth. Claims add a chunk's jobs to their shards' sets
+  before taking them off the reservation, and named jobs of other shards stay counted in the
+  reservation until it is released, so a job in flight is counted twice for a moment rather than
+  missed; the error on that side is a refusal while the tenant is within a round trip of its limit.
+- With one shard everything is one script call on shard 0: exact, as before.
 """
 
 from __future__ import annotations
@@ -136,7 +155,8 @@ class QueuedJobLimit:
         admission = await self._script.admit(self._redis, tenant, limit, time.time(), jobs=named)
         if not admission.admitted:
             raise _too_many(admission.queued, len(jobs), limit)
-        return Reservation(self._redis, self._script, tenant, "", [job_id for job_id, _ in named])
+        # The token holds the named jobs of shards other than the tenant's home shard until they are queued.
+        return Reservation(self._redis, self._script, tenant, admission.token, [job_id for job_id, _ in named])
 
     async def reserve(self, tenant: str, limit: int, adding: int) -> Reservation:
         """Reserve ``adding`` places, claimed by id as jobs are submitted; :class:`TooManyQueuedJobsError` if full."""

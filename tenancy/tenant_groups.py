@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from contract.flag_filter import FlagFilter
+from contract.ids import new_job_id
 from contract.languages import normalize_language
 from contract.progress import GroupProgress
 from contract.schemas import JobSpec, normalize_source_language
@@ -97,7 +98,7 @@ class TenantGroups:
         try:
             total, models = await self._validate(upload.id, source, target, model)
             await self._groups.check_models(models)
-            run_id = str(uuid.uuid4())
+            run_id = new_job_id()
             # Admitted atomically: the run's jobs hold their places from here, claimed by id as they are queued.
             async with self._limit.reserved(tenant, max_queued_jobs, total) as reservation:
                 try:

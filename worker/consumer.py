@@ -6,6 +6,19 @@ running, and starts one task per job. A task holds its slot until its result is 
 writer's buffer, so a slow database stops the reading instead of filling memory. What each read
 asks of the interactive and the bulk lane is the worker's lane policy's to say (``worker.lanes``:
 shared by weight, interactive first, or bulk first); the reading, and what it must never do, is here.
+
+**Shards** (``DRAGOMAN_REDIS_SHARDS``, issue 37). Each shard is a whole queue with its own two lanes
+(``RedisKeys.shards``). The consumer runs one read loop per shard, all taking slots from the one
+semaphore; each loop reads only its shard's lanes (both in one ``XREADGROUP``: one hash tag, legal on a
+Redis Cluster), refills them, claims their stale entries and starts their jobs on that shard (START), and
+hands each result to the writer with the shard it was read from. Fairness comes from the semaphore,
+whose waiters are served in turn: the loops read one after the other, each taking the slots that freed
+since (at most its share, ``max_in_flight / shards``), so a shard with 10,000 jobs waiting cannot keep
+another shard's first job from the next read.
+With several shards a loop whose shard has nothing gives back all but :data:`_BLOCKING_SLOTS` slots
+before it blocks (``read_block_ms``), so an empty shard never holds slots another shard's jobs need; with
+one shard (the default) nothing changes: the loop blocks holding its slots, as it always did. A shard
+whose server fails (its primary failing over) is backed off alone, logged once; the others go on.
 """
 
 from __future__ import annotations
@@ -14,6 +27,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -26,8 +40,8 @@ from broker.consumer_groups import ensure_group
 from broker.control import CancelRequests
 from broker.fair_share import LaneRefiller
 from broker.heartbeats import HEARTBEAT_TTL_S
-from broker.keys import served_keys
-from broker.lanes import Entries, StreamEntries, read_own_pending, wait_for_new
+from broker.keys import RedisKeys, served_keys
+from broker.lanes import SHARD_UNAVAILABLE, Entries, StreamEntries, read_own_pending, wait_for_new
 from broker.pending import claim_orphans, claim_stale
 from broker.scripts import StartOutcome, StartScript
 from broker.state_records import record_types
@@ -61,6 +75,35 @@ log = logging.getLogger(__name__)
 
 _MAX_READ = 512  # entries per XREADGROUP, whatever the number of free slots
 _REMEMBERED_CANCELS = 10_000
+_BLOCKING_SLOTS = 2
+"""With several shards, the slots a read loop keeps while it blocks on its empty shard (one per lane)."""
+
+
+@dataclass(eq=False)
+class _Shard:
+    """One shard's reading state in a consumer: its names, scripts, lane policy, refills and cursors."""
+
+    keys: RedisKeys
+    start: StartScript
+    policy: LanePolicy
+    refiller: LaneRefiller
+    lane_of_stream: dict[str, Lane]
+    next_reclaim: float = 0.0
+    reclaim_start: dict[Lane, str] = field(default_factory=lambda: dict.fromkeys(Lane, "0-0"))
+    own_cursor: dict[Lane, str] = field(default_factory=lambda: dict.fromkeys(Lane, "0"))  # ">" once exhausted
+    down_since: float | None = None  # when reading it began to fail (logged once), None while it answers
+
+    @property
+    def number(self) -> int:
+        """The shard's number (0 .. shards - 1)."""
+        return self.keys.shard
+
+
+@dataclass(eq=False)
+class _Taken:
+    """The slots one read holds: what it took, less what it gave back before blocking."""
+
+    count: int
 
 
 class StreamConsumer:
@@ -105,31 +148,43 @@ class StreamConsumer:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: dict[str, asyncio.Task[None]] = {}  # job id -> its task
         self._requests: dict[str, str] = {}  # job id -> its current engine request id
-        self._entries: dict[str, tuple[Lane, str]] = {}  # job id -> the lane and stream entry it came from
+        # job id -> the shard, lane and stream entry it came from
+        self._entries: dict[str, tuple[int, Lane, str]] = {}
         self._cancelled: OrderedDict[str, None] = OrderedDict()
-        self._start = StartScript(self._keys, settings.state_ttl_seconds)
         self._stopping = asyncio.Event()
-        self._next_reclaim = 0.0
-        self._reclaim_start = dict.fromkeys(Lane, "0-0")  # where the next scan of each pending list goes on from
-        self._own_cursor = dict.fromkeys(Lane, "0")  # own pending entries first; ">" once exhausted
-        self._policy = lane_policy(settings, redis, self._keys)
-        self._held = dict.fromkeys(Lane, 0)  # jobs of each lane running here (with a task)
-        self._lane_of_stream = {stream: lane for lane, stream in self._keys.lanes}
+        self._held = dict.fromkeys(Lane, 0)  # jobs of each lane running here (with a task), all shards together
+        shards = self._keys.shard_count
+        # One read takes at most its shard's share of the slots, so that the first shard read cannot fill them all.
+        self._read_most = _MAX_READ if shards == 1 else max(1, min(_MAX_READ, -(-max_in_flight // shards)))
         # Tenants' staged jobs are moved into a lane right before each read of it (broker.fair_share);
         # done whatever DRAGOMAN_FAIR_SHARE says, so that jobs staged before it was turned off still run.
-        self._refiller = LaneRefiller(self._keys, settings.fair_share_quantum)
+        self._shards = [
+            _Shard(
+                keys=keys,
+                start=StartScript(keys, settings.state_ttl_seconds),
+                policy=lane_policy(settings, redis, keys),
+                refiller=LaneRefiller(keys, settings.fair_share_quantum),
+                lane_of_stream={stream: lane for lane, stream in keys.lanes},
+            )
+            for keys in self._keys.shards
+        ]
         self.reclaimed = 0
         self.engine_failure: EngineUnavailableError | None = None
         self.failed = asyncio.Event()  # set when the engine is gone and the worker must stop
 
-    def held_entries(self) -> list[tuple[Lane, str]]:
-        """Lanes and stream entries of the jobs running here."""
+    def held_entries(self) -> list[tuple[int, Lane, str]]:
+        """Shards, lanes and stream entries of the jobs running here."""
         return list(self._entries.values())
 
     @property
     def lane_policy(self) -> LanePolicy:
-        """What this consumer reads from each lane (``DRAGOMAN_LANE_POLICY``)."""
-        return self._policy
+        """What this consumer reads from each lane (``DRAGOMAN_LANE_POLICY``; each shard has its own, alike)."""
+        return self._shards[0].policy
+
+    @property
+    def shards(self) -> int:
+        """How many shards this consumer reads."""
+        return len(self._shards)
 
     @property
     def in_flight(self) -> int:
@@ -137,9 +192,11 @@ class StreamConsumer:
         return len(self._tasks)
 
     async def ensure_group(self) -> None:
-        """Create the consumer group on each lane's stream (reading it from its start) if it does not exist."""
-        for _, stream in self._keys.lanes:
-            await ensure_group(self._redis, stream, self._keys.consumer_group)
+        """Create the consumer group on each lane's stream of every shard (reading it from its start) if it
+        does not exist."""
+        for shard in self._shards:
+            for _, stream in shard.keys.lanes:
+                await ensure_group(self._redis, stream, shard.keys.consumer_group)
 
     def stop_reading(self) -> None:
         """Make :meth:`run` return after its current read (at most ``read_block_ms`` later)."""
@@ -153,29 +210,53 @@ class StreamConsumer:
         """
         await self.ensure_group()
         await self._load_language_check()
+        if len(self._shards) == 1:
+            await self._read_shard(self._shards[0])
+            return
+        async with asyncio.TaskGroup() as loops:  # one fails: the others are cancelled and the error raised
+            for shard in self._shards:
+                loops.create_task(self._read_shard(shard), name=f"dragoman-reader-shard-{shard.number}")
+
+    async def _read_shard(self, shard: _Shard) -> None:
+        """One shard's read loop (see the module docstring): slots from the shared semaphore, entries from its lanes."""
         backoff = Backoff(0.2, 10.0)
         while not self._stopping.is_set():
             await self._slots.acquire()
-            taken = 1 + await self.take_free_slots(_MAX_READ - 1)
+            taken = _Taken(1 + await self.take_free_slots(self._read_most - 1))
             if self._stopping.is_set():  # asked to stop while waiting for a slot: read nothing more
-                self.release_slots(taken)
+                self.release_slots(taken.count)
                 return
             try:
-                read = await self._next_entries(taken)
+                read = await self._next_entries(shard, taken)
+                if shard.down_since is not None:
+                    log.info(
+                        "Redis answers again for shard %d, after %.0fs", shard.number, time.time() - shard.down_since
+                    )
+                    shard.down_since = None
                 backoff.reset()
-            except (RedisConnectionError, RedisTimeoutError) as exc:
-                self.release_slots(taken)
+            except SHARD_UNAVAILABLE as exc:
+                self.release_slots(taken.count)
                 delay = backoff.next_delay()
-                log.warning("Redis unavailable while reading (%s); retrying in %.1fs", exc, delay)
+                self._shard_unavailable(shard, exc, delay)
                 await asyncio.sleep(delay)
                 continue
             except BaseException:
-                self.release_slots(taken)
+                self.release_slots(taken.count)
                 raise
-            self.release_slots(taken - sum(len(entries) for entries in read.values()))  # never more than taken
+            self.release_slots(taken.count - sum(len(entries) for entries in read.values()))  # never more than taken
             for lane, entries in read.items():
                 if entries:
-                    await self.dispatch(entries, lane)
+                    await self.dispatch(entries, lane, shard.number)
+
+    def _shard_unavailable(self, shard: _Shard, exc: Exception, delay: float) -> None:
+        """Log a shard's read failure: a warning when it begins (once per outage with several shards), then debug."""
+        if shard.down_since is None or len(self._shards) == 1:
+            where = "" if len(self._shards) == 1 else f" shard {shard.number} (the other shards are read meanwhile)"
+            log.warning("Redis unavailable while reading%s (%s); retrying in %.1fs", where, exc, delay)
+        else:
+            log.debug("shard %d still unavailable (%s); retrying in %.1fs", shard.number, exc, delay)
+        if shard.down_since is None:
+            shard.down_since = time.time()
 
     async def _load_language_check(self) -> None:
         """Load the language detector off the event loop before jobs flow (the quality check uses it on every job).
@@ -193,36 +274,37 @@ class StreamConsumer:
             log.warning("the language detector did not load (%s): wrong_language is not checked", _first_line(exc))
             self._language_check = None
 
-    async def _next_entries(self, count: int) -> dict[Lane, Entries]:
-        """Up to ``count`` entries, never more (each holds a slot taken for it): own pending
+    async def _next_entries(self, shard: _Shard, taken: _Taken) -> dict[Lane, Entries]:
+        """Up to ``taken.count`` entries of ``shard``, never more (each holds a slot taken for it): own pending
         ones after a restart, else those of dead or stale consumers, else new ones."""
-        if any(cursor != ">" for cursor in self._own_cursor.values()):
-            own = await self._read_own_pending(count)
+        count = taken.count
+        if any(cursor != ">" for cursor in shard.own_cursor.values()):
+            own = await self._read_own_pending(shard, count)
             if own:
                 return own
-        claimed = await self._claim_stale(count)
+        claimed = await self._claim_stale(shard, count)
         if claimed:
             return claimed
-        return await self._read_new(count)
+        return await self._read_new(shard, taken)
 
-    async def _read_own_pending(self, count: int) -> dict[Lane, Entries]:
-        """The next page of entries this consumer name owned before a restart, one lane at a time."""
-        for lane, stream in self._keys.lanes:
-            cursor = self._own_cursor[lane]
+    async def _read_own_pending(self, shard: _Shard, count: int) -> dict[Lane, Entries]:
+        """The next page of ``shard``'s entries this consumer name owned before a restart, one lane at a time."""
+        for lane, stream in shard.keys.lanes:
+            cursor = shard.own_cursor[lane]
             if cursor == ">":
                 continue
-            page = await read_own_pending(self._redis, self._keys, self.consumer_name, stream, cursor, count)
+            page = await read_own_pending(self._redis, shard.keys, self.consumer_name, stream, cursor, count)
             if not page:
-                self._own_cursor[lane] = ">"
+                shard.own_cursor[lane] = ">"
                 continue
-            self._own_cursor[lane] = page[-1][0]
+            shard.own_cursor[lane] = page[-1][0]
             # Own pending entries whose message was trimmed or deleted come back without fields.
             entries = [(entry_id, fields) for entry_id, fields in page if fields is not None]
             log.info("resuming %d %s jobs this consumer owned before a restart", len(entries), lane.value)
             return {lane: entries}
         return {}
 
-    async def _read_new(self, count: int) -> dict[Lane, Entries]:
+    async def _read_new(self, shard: _Shard, taken: _Taken) -> dict[Lane, Entries]:
         """New entries for ``count`` free slots, as the lane policy plans them (see ``worker.lanes``).
 
         Each lane is first offered what the plan says (both reads in one round trip); slots left
@@ -230,8 +312,9 @@ class StreamConsumer:
         each within its limit. Only when nothing was read does the read block, on the lanes the
         policy waits on.
         """
-        plan = await self._policy.plan(count, self._held)
-        got = await self._read_lanes({lane: n for lane, n in plan.offers.items() if n})
+        count = taken.count
+        plan = await shard.policy.plan(count, self._held)
+        got = await self._read_lanes(shard, {lane: n for lane, n in plan.offers.items() if n})
         left = count - sum(len(entries) for entries in got.values())
         for lane in plan.top_up:
             if not left:
@@ -242,8 +325,8 @@ class StreamConsumer:
             if asked <= 0:
                 continue
             try:
-                more = (await self._read_lanes({lane: asked})).get(lane, [])
-            except (RedisConnectionError, RedisTimeoutError):
+                more = (await self._read_lanes(shard, {lane: asked})).get(lane, [])
+            except SHARD_UNAVAILABLE:
                 if any(got.values()):  # run what was read; the next read meets the error again
                     break
                 raise
@@ -251,29 +334,33 @@ class StreamConsumer:
             left -= len(more)
         if any(got.values()):
             return got
-        return await self._wait_for_entries(count)
+        if len(self._shards) > 1 and count > _BLOCKING_SLOTS:  # an empty shard holds no slots others need
+            self.release_slots(count - _BLOCKING_SLOTS)
+            taken.count = _BLOCKING_SLOTS
+        return await self._wait_for_entries(shard, taken.count)
 
-    async def _wait_for_entries(self, count: int) -> dict[Lane, Entries]:
-        """Block until a lane the policy waits on has entries (at most ``read_block_ms``); never more than
-        ``count`` in all.
+    async def _wait_for_entries(self, shard: _Shard, count: int) -> dict[Lane, Entries]:
+        """Block until a lane of ``shard`` the policy waits on has entries (at most ``read_block_ms``); never
+        more than ``count`` in all.
 
         ``COUNT`` applies to each stream of an ``XREADGROUP``, so with both lanes in one blocking
         read each may bring half the slots (the policy's :class:`~worker.lanes.WaitPlan` says so).
         Reading more than there are slots would leave entries that no slot frees, on a worker
         whose reader holds them all.
         """
-        wait = self._policy.wait(count, self._held)
+        wait = shard.policy.wait(count, self._held)
         assert wait.count * len(wait.lanes) <= count, wait
-        streams = [self._keys.lane(lane) for lane in wait.lanes]
+        keys = shard.keys
+        streams = [keys.lane(lane) for lane in wait.lanes]
         # Staged jobs must never wait while every worker blocks: top the lanes up before blocking (a
         # lane this read does not wait on gets one entry, which a policy looking at it then sees).
-        refills = {stream: wait.count if stream in streams else 1 for _, stream in self._keys.lanes}
-        await self._refiller.refill_and_read(self._redis, self.consumer_name, refills, {})
+        refills = {stream: wait.count if stream in streams else 1 for _, stream in keys.lanes}
+        await shard.refiller.refill_and_read(self._redis, self.consumer_name, refills, {})
         return self._by_lane(
-            await wait_for_new(self._redis, self._keys, self.consumer_name, streams, wait.count, wait.block_ms)
+            shard, await wait_for_new(self._redis, keys, self.consumer_name, streams, wait.count, wait.block_ms)
         )
 
-    async def _read_lanes(self, counts: dict[Lane, int]) -> dict[Lane, Entries]:
+    async def _read_lanes(self, shard: _Shard, counts: dict[Lane, int]) -> dict[Lane, Entries]:
         """New entries of the given lanes, up to each one's count, without waiting (one round trip).
 
         Each lane read is refilled first, in the same round trip, with what it is about to be asked
@@ -282,48 +369,53 @@ class StreamConsumer:
         """
         if not counts:
             return {}
-        streams = {self._keys.lane(lane): n for lane, n in counts.items()}
-        refills = {stream: streams.get(stream, 1) for _, stream in self._keys.lanes}
-        return self._by_lane(await self._refiller.refill_and_read(self._redis, self.consumer_name, refills, streams))
+        keys = shard.keys
+        streams = {keys.lane(lane): n for lane, n in counts.items()}
+        refills = {stream: streams.get(stream, 1) for _, stream in keys.lanes}
+        return self._by_lane(
+            shard, await shard.refiller.refill_and_read(self._redis, self.consumer_name, refills, streams)
+        )
 
-    def _by_lane(self, response: StreamEntries) -> dict[Lane, Entries]:
-        """An ``XREADGROUP`` reply (one item per stream) as entries per lane."""
+    def _by_lane(self, shard: _Shard, response: StreamEntries) -> dict[Lane, Entries]:
+        """An ``XREADGROUP`` reply of ``shard`` (one item per stream) as entries per lane."""
         return {
-            self._lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries]
+            shard.lane_of_stream[stream]: [(entry_id, fields) for entry_id, fields in entries]
             for stream, entries in response
         }
 
-    async def _claim_stale(self, count: int) -> dict[Lane, Entries]:
-        """Every ``reclaim_interval_seconds``, take over jobs of dead workers (heartbeat gone, or idle too long)."""
+    async def _claim_stale(self, shard: _Shard, count: int) -> dict[Lane, Entries]:
+        """Every ``reclaim_interval_seconds``, take over ``shard``'s jobs of dead workers (heartbeat gone, or idle
+        too long)."""
         now = time.monotonic()
-        if now < self._next_reclaim:
+        if now < shard.next_reclaim:
             return {}
-        self._next_reclaim = now + self._settings.reclaim_interval_seconds
+        shard.next_reclaim = now + self._settings.reclaim_interval_seconds
         claimed: dict[Lane, Entries] = {}
         left = count
-        limits = self._policy.claim_limits(count, self._held)
-        for lane, stream in self._keys.lanes:
+        limits = shard.policy.claim_limits(count, self._held)
+        keys = shard.keys
+        for lane, stream in keys.lanes:
             entries: Entries = []
             most = min(left, limits[lane])
             if not most:
                 continue
             try:
                 entries += await claim_orphans(
-                    self._redis, self._keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, most, stream
+                    self._redis, keys, self.consumer_name, HEARTBEAT_TTL_S * 1000, most, stream
                 )
                 if len(entries) < most:
                     min_idle_ms = int(self._settings.visibility_timeout_seconds * 1000)
-                    self._reclaim_start[lane], stale = await claim_stale(
+                    shard.reclaim_start[lane], stale = await claim_stale(
                         self._redis,
-                        self._keys,
+                        keys,
                         self.consumer_name,
                         min_idle_ms,
                         most - len(entries),
-                        self._reclaim_start[lane],
+                        shard.reclaim_start[lane],
                         stream,
                     )
                     entries += stale
-            except (RedisConnectionError, RedisTimeoutError):
+            except SHARD_UNAVAILABLE:
                 # Entries claimed before the error are ours now: run them rather than leave them
                 # pending under a live consumer (nobody would take them before the visibility timeout).
                 if entries:
@@ -355,8 +447,9 @@ class StreamConsumer:
         for _ in range(count):
             self._slots.release()
 
-    async def dispatch(self, entries: Entries, lane: Lane) -> None:
-        """Mark decodable entries running (one round trip) and start a task for each.
+    async def dispatch(self, entries: Entries, lane: Lane, shard: int = 0) -> None:
+        """Mark decodable entries of ``shard``'s ``lane`` running (one round trip, on that shard) and start a
+        task for each.
 
         Every entry already holds a slot; each path below gives it back exactly once. An entry
         that cannot be decoded, whatever the error, is dead-lettered with the reason. If Redis
@@ -364,20 +457,23 @@ class StreamConsumer:
         pending (un-acked) and are reclaimed later.
         """
         try:
-            await self._dispatch(entries, lane)
-        except (RedisConnectionError, RedisTimeoutError) as exc:
+            await self._dispatch(entries, lane, self._shards[shard])
+        except SHARD_UNAVAILABLE as exc:
             log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
         except ResponseError as exc:
             log.error("Redis refused to start %d jobs (%s); they stay pending", len(entries), exc)
 
-    async def _dispatch(self, entries: Entries, lane: Lane) -> None:
+    async def _dispatch(self, entries: Entries, lane: Lane, shard: _Shard) -> None:
+        number = shard.number
         now = time.time()
         decoded: list[tuple[str, JobSpec]] = []
         for entry_id, fields in entries:
             try:
                 spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
             except Exception as exc:  # malformed, or a bug that must stay this entry's problem
-                await self._dead_letter(entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now, lane)
+                await self._dead_letter(
+                    entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now, lane, number
+                )
                 continue
             if spec.lane is not lane or spec.model != self._keys.model:
                 # The stream it came from decides its lane and model (where it is acknowledged, where a dead
@@ -392,9 +488,11 @@ class StreamConsumer:
         stuck: list[tuple[str, str]] = []  # (entry id, reason) of jobs whose state record START cannot use
         try:
             try:
-                started = await self._mark_started(decoded, now)
+                started = await self._mark_started(shard, decoded, now)
+            except SHARD_UNAVAILABLE:
+                raise
             except ResponseError as exc:
-                foreign = await self._foreign_state_records(decoded)
+                foreign = await self._foreign_state_records(shard, decoded)
                 if not foreign:
                     raise
                 stuck = [
@@ -407,7 +505,7 @@ class StreamConsumer:
                     if spec.job_id in foreign
                 ]
                 decoded = [item for item in decoded if item[1].job_id not in foreign]
-                started = await self._mark_started(decoded, now) if decoded else []
+                started = await self._mark_started(shard, decoded, now) if decoded else []
         except BaseException:
             self.release_slots(len(decoded) + len(stuck))
             raise
@@ -415,11 +513,11 @@ class StreamConsumer:
         if stuck:
             fields_of = dict(entries)
             for entry_id, reason in stuck:  # not failed by id: the record is not ours to finalise
-                await self._dead_letter(entry_id, fields_of[entry_id], reason, None, now, lane)
+                await self._dead_letter(entry_id, fields_of[entry_id], reason, None, now, lane, number)
         for (entry_id, spec), outcome in zip(decoded, started, strict=True):
             attempts = outcome.attempts
             if outcome.cancelled:
-                await self._finish(self._result(entry_id, spec, attempts, None, JobStatus.CANCELLED))
+                await self._finish(self._result(entry_id, spec, attempts, None, JobStatus.CANCELLED, shard=number))
             elif attempts > self._settings.max_attempts:
                 reason = (
                     f"gave up after {attempts - 1} deliveries that never finished "
@@ -427,13 +525,22 @@ class StreamConsumer:
                 )
                 log.warning("job %s: %s; dead-lettering it", spec.job_id, reason, extra={"job_id": spec.job_id})
                 await self._finish(
-                    self._result(entry_id, spec, attempts - 1, now, JobStatus.FAILED, error=reason, dead_letter=True)
+                    self._result(
+                        entry_id,
+                        spec,
+                        attempts - 1,
+                        now,
+                        JobStatus.FAILED,
+                        error=reason,
+                        dead_letter=True,
+                        shard=number,
+                    )
                 )
             else:
                 runnable.append((entry_id, spec, attempts))
-        await self._start_jobs(runnable, lane, now)
+        await self._start_jobs(runnable, lane, now, number)
 
-    async def _start_jobs(self, runnable: list[tuple[str, JobSpec, int]], lane: Lane, now: float) -> None:
+    async def _start_jobs(self, runnable: list[tuple[str, JobSpec, int]], lane: Lane, now: float, shard: int) -> None:
         """Detect ``auto`` source languages, serve what the translation memory holds, start a task for the rest."""
         work: dict[str, JobSpec] = {}  # job id -> the spec to translate (its detected source language set)
         for entry_id, spec, attempts in runnable:
@@ -444,11 +551,15 @@ class StreamConsumer:
                 await self._detector.ready()
                 work[spec.job_id] = msgspec.structs.replace(spec, source_lang=self._detector.detect(spec.text))
             except LanguageNotDetectedError as exc:
-                await self._finish(self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=str(exc)))
+                await self._finish(
+                    self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=str(exc), shard=shard)
+                )
             except Exception as exc:  # the detector itself is broken (not installed, say): this job's failure
                 log.exception("language detection failed for job %s", spec.job_id, extra={"job_id": spec.job_id})
                 error = f"source_lang 'auto': language detection failed on this worker ({_first_line(exc)})"
-                await self._finish(self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=error))
+                await self._finish(
+                    self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=error, shard=shard)
+                )
         recalled = await self._memory.recall(list(work.values())) if self._memory is not None else {}
         hits: list[tuple[str, JobSpec, JobSpec, int, Translation]] = []
         for entry_id, spec, attempts in runnable:
@@ -461,41 +572,59 @@ class StreamConsumer:
                 continue
             previous = self._entries.get(spec.job_id)  # the same job twice in one read: counted once
             if previous is not None:
-                self._held[previous[0]] -= 1
-            self._entries[spec.job_id] = (lane, entry_id)
+                self._held[previous[1]] -= 1
+            self._entries[spec.job_id] = (shard, lane, entry_id)
             self._held[lane] += 1
             self._tasks[spec.job_id] = asyncio.create_task(
-                self._run_job(entry_id, spec, job, attempts, now), name=f"job-{spec.job_id}"
+                self._run_job(entry_id, spec, job, attempts, now, shard), name=f"job-{spec.job_id}"
             )
         if hits:  # re-checked (the memory stores text only), all at once: one batch for the check process
             checked = await asyncio.gather(*(self._quality(job, done) for _, _, job, _, done in hits))
             for (entry_id, spec, job, attempts, done), flags in zip(hits, checked, strict=True):
                 await self._finish(
-                    self._succeeded(entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags)
+                    self._succeeded(
+                        entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags, shard=shard
+                    )
                 )
 
-    async def _mark_started(self, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
-        """Run the start script for the whole read in one call; return what it found for each job."""
-        return await self._start.call(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
+    async def _mark_started(self, shard: _Shard, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
+        """Run the start script for the whole read in one call, on ``shard``; return what it found for each job."""
+        return await shard.start.call(self._redis, self.consumer_name, now, [spec for _, spec in decoded])
 
-    async def _foreign_state_records(self, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:
+    async def _foreign_state_records(self, shard: _Shard, decoded: list[tuple[str, JobSpec]]) -> dict[str, str]:
         """Job id -> the Redis type of its state record, for the records that are not hashes (START fails on them).
 
         Such a key was written by something other than dragoman; the job cannot be started until
         it is replaced, and it must not stop the jobs read with it.
         """
-        types = await record_types(self._redis, self._keys, [spec.job_id for _, spec in decoded])
+        types = await record_types(self._redis, shard.keys, [spec.job_id for _, spec in decoded])
         return {
             spec.job_id: kind for (_, spec), kind in zip(decoded, types, strict=True) if kind not in ("hash", "none")
         }
 
     async def _dead_letter(
-        self, entry_id: str, fields: dict[str, str], reason: str, job_id: str | None, now: float, lane: Lane
+        self,
+        entry_id: str,
+        fields: dict[str, str],
+        reason: str,
+        job_id: str | None,
+        now: float,
+        lane: Lane,
+        shard: int,
     ) -> None:
-        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then dead-lettered."""
+        """Hand an entry that cannot be run to the writer: failed by ``job_id`` if given, then dead-lettered
+        (on ``shard``, the one it was read from)."""
         log.warning("dead-lettering entry %s: %s", entry_id, reason, extra={"entry_id": entry_id, "job_id": job_id})
         await self._finish(
-            DeadLetter(entry_id=entry_id, fields=dict(fields), reason=reason, job_id=job_id, finished_at=now, lane=lane)
+            DeadLetter(
+                entry_id=entry_id,
+                fields=dict(fields),
+                reason=reason,
+                job_id=job_id,
+                finished_at=now,
+                lane=lane,
+                shard=shard,
+            )
         )
 
     async def _finish(self, result: JobResult | DeadLetter) -> None:
@@ -505,9 +634,11 @@ class StreamConsumer:
         finally:
             self._slots.release()
 
-    async def _run_job(self, entry_id: str, spec: JobSpec, work: JobSpec, attempts: int, started_at: float) -> None:
+    async def _run_job(
+        self, entry_id: str, spec: JobSpec, work: JobSpec, attempts: int, started_at: float, shard: int
+    ) -> None:
         try:
-            result = await self._execute(entry_id, spec, work, attempts, started_at)
+            result = await self._execute(entry_id, spec, work, attempts, started_at, shard)
             if result is not None:
                 await self._writer.put(result)
         finally:
@@ -515,11 +646,11 @@ class StreamConsumer:
             self._requests.pop(spec.job_id, None)
             held = self._entries.pop(spec.job_id, None)
             if held is not None:
-                self._held[held[0]] -= 1
+                self._held[held[1]] -= 1
             self._slots.release()
 
     async def _execute(
-        self, entry_id: str, spec: JobSpec, work: JobSpec, attempts: int, started_at: float
+        self, entry_id: str, spec: JobSpec, work: JobSpec, attempts: int, started_at: float, shard: int
     ) -> JobResult | None:
         """Run one job, retrying engine errors until ``max_attempts``; ``None`` means leave it pending.
 
@@ -528,12 +659,12 @@ class StreamConsumer:
         attempt = attempts
         while True:
             if spec.job_id in self._cancelled:
-                return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED)
+                return self._result(entry_id, spec, attempt, started_at, JobStatus.CANCELLED, shard=shard)
             request_id = self._requests[spec.job_id] = f"{spec.job_id}-{attempt}"
             try:
                 translation, shared = await self._translate(work, request_id)
             except UnrunnableJobError as exc:
-                return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=str(exc))
+                return self._result(entry_id, spec, attempt, started_at, JobStatus.FAILED, error=str(exc), shard=shard)
             except TruncatedTranslationError as exc:  # already retried once: another attempt would end the same
                 log.warning("job %s: %s", spec.job_id, exc, extra={"job_id": spec.job_id})
                 return self._result(
@@ -547,6 +678,7 @@ class StreamConsumer:
                     pieces=exc.pieces,
                     prompt_tokens=exc.prompt_tokens,
                     output_tokens=exc.output_tokens,
+                    shard=shard,
                 )
             except EngineUnavailableError as exc:
                 if self.engine_failure is None:
@@ -565,7 +697,14 @@ class StreamConsumer:
                         extra={"job_id": spec.job_id},
                     )
                     return self._result(
-                        entry_id, spec, attempt, started_at, JobStatus.FAILED, error=error, dead_letter=True
+                        entry_id,
+                        spec,
+                        attempt,
+                        started_at,
+                        JobStatus.FAILED,
+                        error=error,
+                        dead_letter=True,
+                        shard=shard,
                     )
                 log.info(
                     "job %s attempt %d failed (%s); retrying",
@@ -581,12 +720,18 @@ class StreamConsumer:
                 translation, flags, attempt = await self._retry_flagged(spec, work, attempt, translation, flags)
             if translation.finish_reason == "abort" or spec.job_id in self._cancelled:
                 return self._result(
-                    entry_id, spec, attempt, started_at, JobStatus.CANCELLED, finish_reason=translation.finish_reason
+                    entry_id,
+                    spec,
+                    attempt,
+                    started_at,
+                    JobStatus.CANCELLED,
+                    finish_reason=translation.finish_reason,
+                    shard=shard,
                 )
             if self._memory is not None and not shared and not self._retry_on.intersection(flags or ()):
                 self._memory.remember(work, translation)
             return self._succeeded(
-                entry_id, spec, work, attempt, started_at, translation, from_memory=shared, flags=flags
+                entry_id, spec, work, attempt, started_at, translation, from_memory=shared, flags=flags, shard=shard
             )
 
     async def _retry_flagged(
@@ -675,6 +820,7 @@ class StreamConsumer:
         *,
         from_memory: bool,
         flags: QualityFlags | None,
+        shard: int,
     ) -> JobResult:
         """The result of a translated job: tokens only if this job generated them, what the controls left, its flags."""
         return self._result(
@@ -693,6 +839,7 @@ class StreamConsumer:
             glossary_misses=glossary_misses(work.glossary, work.text, translation.text) if work.glossary else None,
             inline_tags=translation.inline_tags,
             quality_flags=flags,
+            shard=shard,
         )
 
     def _result(

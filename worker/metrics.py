@@ -391,6 +391,46 @@ class WorkerMetrics:
         self.finished_per_second = Gauge(
             "dragoman_queue_jobs_per_second", "Jobs finished per second by all workers over the last minute", registry=r
         )
+        # A sharded deployment's breakdown (DRAGOMAN_REDIS_SHARDS > 1; no series with one shard). The gauges
+        # above keep every shard's sum: dashboards and autoscalers aggregate them with max (each worker reports
+        # the same queue), which a shard label on them would turn into the largest shard's number.
+        shard_lane = ["model", "lane", "shard"]
+        self.shard_lane_length = Gauge(
+            "dragoman_shard_lane_stream_length", "Entries in one shard's stream of a lane", shard_lane, registry=r
+        )
+        self.shard_lane_lag = Gauge(
+            "dragoman_shard_lane_lag",
+            "Entries of one shard's stream of a lane no consumer has read yet, and tenants' jobs staged for it",
+            shard_lane,
+            registry=r,
+        )
+        self.shard_lane_pending = Gauge(
+            "dragoman_shard_lane_pending",
+            "Entries of one shard's stream of a lane read by a consumer and not acknowledged yet",
+            shard_lane,
+            registry=r,
+        )
+        self.shard_lane_staged = Gauge(
+            "dragoman_shard_lane_staged",
+            "Tenants' jobs waiting in one shard's staging streams of a lane (fair share)",
+            shard_lane,
+            registry=r,
+        )
+        self.shard_lane_oldest_pending_age = Gauge(
+            "dragoman_shard_lane_oldest_pending_age_seconds",
+            "Age of the oldest pending entry of one shard's stream of a lane (0 when none)",
+            shard_lane,
+            registry=r,
+        )
+        self.shard_dead_letters = Gauge(
+            "dragoman_shard_dead_letters", "Entries in one shard's dead-letter stream", ["shard"], registry=r
+        )
+        self.shard_jobs_per_second = Gauge(
+            "dragoman_shard_jobs_per_second",
+            "Jobs finished per second on one shard by all workers over the last minute",
+            ["shard"],
+            registry=r,
+        )
         self.tenants = TenantCounters()  # its limit is the writer's DRAGOMAN_METRICS_MAX_TENANTS
         r.register(self.tenants)
 
@@ -515,3 +555,19 @@ class WorkerMetrics:
             self.lane_waiting_age.labels(*labels).set(lane.oldest_waiting_age_seconds or 0.0)
         self.dead_letters.set(stats.dead_letters)
         self.finished_per_second.set(stats.jobs_per_second)
+        if stats.shard_count > 1:
+            self._update_shards(stats)
+
+    def _update_shards(self, stats: QueueStats) -> None:
+        """Set the per-shard gauges (a sharded deployment only)."""
+        for shard in stats.shards:
+            label = str(shard.shard)
+            self.shard_dead_letters.labels(label).set(shard.dead_letters)
+            self.shard_jobs_per_second.labels(label).set(shard.jobs_per_second)
+            for lane in shard.lanes:
+                labels = (lane.model, lane.lane, label)
+                self.shard_lane_length.labels(*labels).set(lane.length)
+                self.shard_lane_lag.labels(*labels).set(lane.lag if lane.lag is not None else float("nan"))
+                self.shard_lane_pending.labels(*labels).set(lane.pending)
+                self.shard_lane_staged.labels(*labels).set(lane.staged)
+                self.shard_lane_oldest_pending_age.labels(*labels).set(lane.oldest_pending_age_seconds or 0.0)

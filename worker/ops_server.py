@@ -5,7 +5,9 @@ connection): it needs no framework, and a scrape or a probe never waits on the e
 
 - ``/healthz``: 200 while the process and its event loop are alive (liveness), with dragoman's version.
 - ``/readyz``: 200 when the engine is loaded and Redis and PostgreSQL answer; 503 with the
-  reason otherwise, and while the worker drains on shutdown (readiness).
+  reason otherwise, and while the worker drains on shutdown (readiness). On a Redis Cluster every
+  primary must answer and report ``cluster_state:ok`` (``broker.redis_health``); a cluster or a
+  sharded deployment adds its layout to the body (``"redis": {"cluster", "primaries", "shards"}``).
 - ``/metrics``: the Prometheus text format; the queue gauges are refreshed from Redis first.
 
 However many requests come in, Redis and PostgreSQL see at most one check at a time: the
@@ -22,16 +24,16 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis.asyncio as aioredis
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
 from broker.keys import served_keys
 from broker.queue_stats import read_queue_stats
-from broker.redis_client import ping
+from broker.redis_client import open_redis
+from broker.redis_health import check_redis
 from contract.errors import ConfigurationError
 from contract.log_format import scrub_secrets
 from contract.models import ModelRouter
@@ -54,6 +56,7 @@ class Readiness:
     """The outcome of the readiness checks: one line per check, ``"ok"`` or what is wrong."""
 
     checks: dict[str, str]
+    redis: dict[str, object] = field(default_factory=dict)  # a cluster's or a sharded deployment's layout
 
     @property
     def ready(self) -> bool:
@@ -62,7 +65,10 @@ class Readiness:
 
     def to_json(self) -> str:
         """The ``/readyz`` response body."""
-        return json.dumps({"ready": self.ready, "checks": self.checks})
+        body: dict[str, object] = {"ready": self.ready, "checks": self.checks}
+        if self.redis:
+            body["redis"] = self.redis
+        return json.dumps(body)
 
 
 def write_port_file(path: Path, port: int) -> None:
@@ -94,12 +100,11 @@ class OpsServer:
         self._redis_url = redis_url
         self._metrics = metrics
         self._engine_state = engine_state
-        self._redis: aioredis.Redis = aioredis.Redis.from_url(
-            redis_url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S
-        )
+        self._redis = open_redis(redis_url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S)
         self._postgres = ReadinessProbe(database_url)
         self._services_lock = asyncio.Lock()
         self._services: tuple[float, dict[str, str]] | None = None  # (when checked, the checks)
+        self._redis_layout: dict[str, object] = {}  # the last Redis check's layout (a cluster or shards only)
         self._gauges_lock = asyncio.Lock()
         self._gauges_at = -CHECK_CACHE_S
         self._last_failing: dict[str, str] = {}
@@ -137,7 +142,7 @@ class OpsServer:
     async def readiness(self) -> Readiness:
         """The engine's state now; Redis and PostgreSQL as checked within the last ``CHECK_CACHE_S``."""
         services = await self._service_checks()
-        return Readiness({"engine": self._engine_state(), **services})
+        return Readiness({"engine": self._engine_state(), **services}, self._redis_layout)
 
     async def _service_checks(self) -> dict[str, str]:
         """Redis and PostgreSQL (each within ``PROBE_TIMEOUT_S``), one check at a time, reused a while."""
@@ -166,10 +171,15 @@ class OpsServer:
 
     async def _check_redis(self) -> str:
         try:
-            await asyncio.wait_for(ping(self._redis), PROBE_TIMEOUT_S)
-            return "ok"
+            health = await asyncio.wait_for(check_redis(self._redis, self._keys), PROBE_TIMEOUT_S)
         except (TimeoutError, RedisError, OSError) as exc:
             return f"Redis at {redact_url(self._redis_url)} unreachable: {exc or type(exc).__name__}"
+        self._redis_layout = health.to_dict() if health.layout else {}
+        if not health.ok:
+            return f"Redis Cluster at {redact_url(self._redis_url)} cannot serve every shard: " + "; ".join(
+                health.problems
+            )
+        return "ok"
 
     async def _check_postgres(self) -> str:
         try:

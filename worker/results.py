@@ -10,7 +10,10 @@ from contract.schemas import JobSpec, JobStatus, Lane
 class JobResult(msgspec.Struct, frozen=True):
     """The final outcome of one job, tied to the stream entry that delivered it (one per job: a Struct, built in C).
 
-    The entry's lane is ``lane_of(spec)``: the reader sets the spec's lane to the one it read it from.
+    The entry's lane is ``lane_of(spec)``: the reader sets the spec's lane to the one it read it from;
+    ``shard`` is the shard whose lane it was read from (where the writer acknowledges it and publishes
+    its event), which is not recomputed from the job id: a plain-``XADD`` producer may have put the
+    entry on any shard.
     """
 
     entry_id: str
@@ -32,6 +35,7 @@ class JobResult(msgspec.Struct, frozen=True):
     from_memory: bool = False  # served from the translation memory
     inline_tags: str | None = None  # a tagged document segment's outcome: kept, retried, fallback
     quality_flags: dict[str, str] | None = None  # what the quality checks found; None: not checked
+    shard: int = 0  # the shard the entry was read from (RedisKeys.for_shard)
 
 
 class DeadLetter(msgspec.Struct, frozen=True):
@@ -43,6 +47,7 @@ class DeadLetter(msgspec.Struct, frozen=True):
     job_id: str | None
     finished_at: float
     lane: Lane = Lane.INTERACTIVE  # the stream it was read from (where it is acknowledged)
+    shard: int = 0  # the shard of that stream (its dead letter goes to that shard's dead-letter stream)
 
 
 def storable_text(text: str | None) -> str | None:

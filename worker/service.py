@@ -144,13 +144,14 @@ class Worker:
         self._housekeeping = asyncio.create_task(self.housekeeper.run(), name="dragoman-housekeeping")
         self._remembering = asyncio.create_task(self.memory.run(), name="dragoman-memory")
         log.info(
-            "worker %s (dragoman %s) serving model %s%s, reading %s and %s (group %s, up to %d jobs in flight, %s)",
+            "worker %s (dragoman %s) serving model %s%s, reading %s and %s%s (group %s, up to %d jobs in flight, %s)",
             self.consumer.consumer_name,
             dragoman_version(),
             self.keys.model,
             f" (also named {', '.join(self.served_names[1:])})" if len(self.served_names) > 1 else "",
             self.keys.jobs_stream,
             self.keys.bulk_jobs_stream,
+            f" on each of {self.consumer.shards} shards" if self.consumer.shards > 1 else "",
             self.settings.consumer_group,
             self.consumer.max_in_flight,
             self.consumer.lane_policy.describe(),
@@ -164,7 +165,7 @@ class Worker:
             return "draining: the worker is shutting down"
         return "ok"
 
-    def _held_entries(self) -> list[tuple[Lane, str]]:
+    def _held_entries(self) -> list[tuple[int, Lane, str]]:
         return [*self.consumer.held_entries(), *self.writer.held_entries()]
 
     async def _write_heartbeat(self) -> None:

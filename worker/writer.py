@@ -5,6 +5,13 @@ acknowledged, the state records finalised and the completion events published (o
 A crash before the commit means the entries are redelivered; a crash after it means a duplicate
 delivery that the upsert absorbs (a succeeded or cancelled row is never overwritten).
 
+**Shards** (issue 37): each result carries the shard its entry was read from; a batch is acknowledged
+with one FINISH (and its dead letters) per shard, with that shard's keys, on that shard. With several
+shards, a shard whose FINISH fails (its primary failing over) is retried with backoff in a task of its
+own, its later batches queued behind (per shard, in order), while the other shards' acknowledgements go
+on: its rows are committed (the upsert absorbs a redelivery), its entries stay pending (kept alive while
+held here) until it answers. With one shard the writer waits for it, as it always did.
+
 A value PostgreSQL refuses is one job's problem: the writer batch is split in halves down to the row
 that holds it, which is stored as a failure with its fields made storable, while the rest
 commit. Only an outage is retried; no data error ends the writer.
@@ -15,17 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker.acknowledge import acknowledge_writer_batch
 from broker.keys import served_keys
+from broker.lanes import SHARD_UNAVAILABLE
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
 from contract.job_controls import job_controls
@@ -48,6 +55,17 @@ log = logging.getLogger(__name__)
 
 _RETRY_INITIAL_S = 0.2
 _RETRY_MAX_S = 10.0
+
+
+@dataclass(slots=True)
+class _ShardPart:
+    """One writer batch's part on one shard: the FINISH of its jobs and entries there, and its dead letters."""
+
+    jobs: list[FinishedJob] = field(default_factory=list)
+    interactive: list[str] = field(default_factory=list)  # entry ids of the shard's interactive lane
+    bulk: list[str] = field(default_factory=list)
+    dead_letters: list[dict[str, str]] = field(default_factory=list)
+    held: list[tuple[int, Lane, str]] = field(default_factory=list)  # what it releases from ResultWriter._held
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +92,16 @@ class ResultWriter:
         self._metrics = metrics if metrics is not None else WorkerMetrics()
         self._metrics.tenants.max_tenants = settings.metrics_max_tenants
         self._keys = served_keys(settings)
+        self._shard_keys = self._keys.shards
         self._redis = redis
-        self._finish = FinishScript(self._keys, settings.finished_state_ttl_seconds, settings.events_maxlen)
+        self._finishes = [
+            FinishScript(keys, settings.finished_state_ttl_seconds, settings.events_maxlen) for keys in self._shard_keys
+        ]
         self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)
-        self._held: set[tuple[Lane, str]] = set()  # (lane, entry) handed over and not yet acknowledged
+        self._held: set[tuple[int, Lane, str]] = set()  # (shard, lane, entry) handed over and not yet acknowledged
+        self._backlogs: dict[int, deque[_ShardPart]] = {}  # shard -> parts waiting for it to answer again
+        self._retrying: dict[int, asyncio.Task[None]] = {}  # shard -> the task retrying its backlog
         self._unavailable_since: float | None = None
         self._batches = 0
         self._rows = 0
@@ -102,8 +125,8 @@ class ResultWriter:
         except asyncio.QueueFull:
             await self._queue.put(result)
 
-    def held_entries(self) -> list[tuple[Lane, str]]:
-        """Lanes and stream entries whose results are buffered or being written (not acknowledged yet)."""
+    def held_entries(self) -> list[tuple[int, Lane, str]]:
+        """Shards, lanes and stream entries whose results are buffered or being written (not acknowledged yet)."""
         return list(self._held)
 
     @property
@@ -133,6 +156,9 @@ class ResultWriter:
                     break
                 if acking is not None and acking.done():
                     acking.result()  # a failed acknowledgement stops the writer
+                for retry in list(self._retrying.values()):
+                    if retry.done():
+                        retry.result()  # so does a shard's retry that failed other than by an outage
                 batch: list[JobResult | DeadLetter] = [first]
                 closing = self._drain(batch, batch_size)
                 if not closing and len(batch) < batch_size and flush_s > 0:
@@ -154,6 +180,10 @@ class ResultWriter:
         finally:
             if acking is not None:
                 await asyncio.gather(asyncio.shield(acking), return_exceptions=True)
+            while self._retrying:  # shards still failing: their committed batches are acknowledged before the end
+                await asyncio.gather(
+                    *(asyncio.shield(t) for t in list(self._retrying.values())), return_exceptions=True
+                )
             await self._job_rows.close()
 
     def _drain(self, batch: list[JobResult | DeadLetter], limit: int) -> bool:
@@ -182,7 +212,6 @@ class ResultWriter:
             await previous
         dead_letters = _dead_letter_entries(results, dead, events, refused)
         await self._acknowledge(batch, events, dead_letters)
-        self._held.difference_update(_held_entry(item) for item in batch)
         self._batches += 1
         self._rows += len(events)
         self._dead += len(dead_letters)
@@ -309,61 +338,136 @@ class ResultWriter:
         self,
         batch: Sequence[JobResult | DeadLetter],
         events: list[JobEvent],
-        dead_letters: list[dict[str, str]],
+        dead_letters: list[tuple[int, dict[str, str]]],
     ) -> None:
-        """XACK every entry of the batch, finalise state records, publish events: one atomic script."""
-        owners = _owners(batch)
-        finished = [FinishedJob(event, *owners.get(event.job_id, _NO_OWNER)) for event in events]
-        entry_ids = _entry_ids_by_lane(batch)
-        now = time.time()
+        """XACK every entry of the batch, finalise state records, publish events: one atomic script per shard."""
+        parts = _parts_by_shard(batch, events, dead_letters)
+        if len(self._shard_keys) == 1:  # one shard: wait for it, as the writer always did
+            for shard, part in parts.items():
+                await self._finish_retrying(shard, part)
+            return
+        await asyncio.gather(*(self._finish_shard(shard, part) for shard, part in parts.items()))
+
+    async def _finish_once(self, shard: int, part: _ShardPart) -> None:
+        """One FINISH of ``part`` on ``shard`` (with its dead letters, atomically); its entries are then released."""
+        await acknowledge_writer_batch(
+            self._redis,
+            self._shard_keys[shard],
+            self._finishes[shard],
+            part.jobs,
+            time.time(),
+            (part.interactive, part.bulk),
+            part.dead_letters,
+        )
+        self._held.difference_update(part.held)
+
+    async def _finish_retrying(self, shard: int, part: _ShardPart) -> None:
+        """FINISH ``part``, retrying with backoff while its shard is unavailable."""
         backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
         while True:
             try:
-                await acknowledge_writer_batch(
-                    self._redis, self._keys, self._finish, finished, now, entry_ids, dead_letters
-                )
+                await self._finish_once(shard, part)
                 return
-            except (RedisConnectionError, RedisTimeoutError) as exc:
+            except SHARD_UNAVAILABLE as exc:
                 delay = backoff.next_delay()
                 log.warning("Redis unavailable while acknowledging (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
 
+    async def _finish_shard(self, shard: int, part: _ShardPart) -> None:
+        """FINISH ``part`` now, or, if its shard fails, leave it to that shard's retry task (the others go on)."""
+        backlog = self._backlogs.get(shard)
+        if backlog is not None:  # the shard is failing: behind its earlier parts, in order
+            backlog.append(part)
+            return
+        try:
+            await self._finish_once(shard, part)
+        except SHARD_UNAVAILABLE as exc:
+            log.warning(
+                "Redis unavailable while acknowledging on shard %d (%s); retrying it in the background, "
+                "the other shards are acknowledged meanwhile",
+                shard,
+                _first_line(exc),
+            )
+            self._backlogs[shard] = deque([part])
+            self._retrying[shard] = asyncio.create_task(self._retry_shard(shard), name=f"dragoman-writer-shard-{shard}")
+
+    async def _retry_shard(self, shard: int) -> None:
+        """FINISH a failing shard's queued parts in order, with backoff, until none is left."""
+        backlog = self._backlogs[shard]
+        backoff = Backoff(_RETRY_INITIAL_S, _RETRY_MAX_S)
+        started = time.time()
+        try:
+            while backlog:
+                await asyncio.sleep(backoff.next_delay())
+                try:
+                    while backlog:
+                        await self._finish_once(shard, backlog[0])
+                        backlog.popleft()
+                except SHARD_UNAVAILABLE as exc:
+                    log.debug("shard %d still unavailable while acknowledging (%s)", shard, _first_line(exc))
+            log.info("shard %d acknowledges again, after %.0fs", shard, time.time() - started)
+        finally:  # done, or cancelled: what is left stays pending in Redis and is delivered again
+            self._backlogs.pop(shard, None)
+            self._retrying.pop(shard, None)
+
+
+def _parts_by_shard(
+    batch: Sequence[JobResult | DeadLetter], events: list[JobEvent], dead_letters: list[tuple[int, dict[str, str]]]
+) -> dict[int, _ShardPart]:
+    """The batch split by the shard each entry was read from: its entries, its jobs' events, its dead letters.
+
+    A job's event goes to the shard its result was read from (where its state record, run and tenant
+    sets are); a job read twice in one batch from two shards is finished on one, both entries acknowledged.
+    """
+    parts: dict[int, _ShardPart] = {}
+    shard_of_job: dict[str, int] = {}
+    for item in batch:
+        shard, lane, entry_id = _held_entry(item)
+        part = parts.setdefault(shard, _ShardPart())
+        (part.interactive if lane is Lane.INTERACTIVE else part.bulk).append(entry_id)
+        part.held.append((shard, lane, entry_id))
+        job_id = item.spec.job_id if isinstance(item, JobResult) else item.job_id
+        if job_id is not None:
+            shard_of_job.setdefault(job_id, shard)
+    owners = _owners(batch)
+    for event in events:
+        shard = shard_of_job.get(event.job_id, 0)
+        parts.setdefault(shard, _ShardPart()).jobs.append(FinishedJob(event, *owners.get(event.job_id, _NO_OWNER)))
+    for shard, letter in dead_letters:
+        parts.setdefault(shard, _ShardPart()).dead_letters.append(letter)
+    return parts
+
 
 def _dead_letter_entries(
     results: list[JobResult], dead: list[DeadLetter], events: list[JobEvent], refused: set[str]
-) -> list[dict[str, str]]:
+) -> list[tuple[int, dict[str, str]]]:
     """Dead-letter copies: malformed entries as they came, and jobs failed for good as re-runnable entries.
 
     A job is dead-lettered only if its row really says failed (a duplicate delivery of a job that
     succeeded elsewhere is not), and not when its row was refused: its own values are what
-    failed it, so running it again cannot help (and the copy would carry them).
+    failed it, so running it again cannot help (and the copy would carry them). Each copy comes with
+    the shard its entry was read from: it goes to that shard's dead-letter stream.
     """
     now = repr(time.time())
     dead_letters = [
-        {**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "dead_lettered_at": now} for d in dead
+        (d.shard, {**_valid_fields(d.fields), "reason": d.reason, "entry_id": d.entry_id, "dead_lettered_at": now})
+        for d in dead
     ]
     failed = {e.job_id for e in events if e.status is JobStatus.FAILED}
     dead_letters += [
-        {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "dead_lettered_at": now}
+        (
+            r.shard,
+            {**encode_job_entry(r.spec), "reason": r.error or "", "entry_id": r.entry_id, "dead_lettered_at": now},
+        )
         for r in results
         if r.dead_letter and r.spec.job_id in failed and r.spec.job_id not in refused
     ]
     return dead_letters
 
 
-def _held_entry(item: JobResult | DeadLetter) -> tuple[Lane, str]:
-    """The lane and stream entry a result acknowledges."""
-    return (item.lane if isinstance(item, DeadLetter) else lane_of(item.spec)), item.entry_id
-
-
-def _entry_ids_by_lane(batch: Sequence[JobResult | DeadLetter]) -> tuple[list[str], list[str]]:
-    """The batch's entry ids of the interactive lane and of the bulk lane."""
-    interactive: list[str] = []
-    bulk: list[str] = []
-    for item in batch:
-        lane, entry_id = _held_entry(item)
-        (interactive if lane is Lane.INTERACTIVE else bulk).append(entry_id)
-    return interactive, bulk
+def _held_entry(item: JobResult | DeadLetter) -> tuple[int, Lane, str]:
+    """The shard, lane and stream entry a result acknowledges."""
+    return item.shard, (item.lane if isinstance(item, DeadLetter) else lane_of(item.spec)), item.entry_id
 
 
 _NO_OWNER: tuple[None, None] = (None, None)

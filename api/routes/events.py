@@ -11,7 +11,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.auth import CallerDep
 from api.errors import ApiError
-from api.event_feed import EventFeed, valid_entry_id
+from api.event_feed import EventFeed
 from api.schemas import ErrorBody
 from api.services import ApiServices, services
 from producer.groups import group_uuid
@@ -59,9 +59,12 @@ async def events(
     beyond, with ``Retry-After``).
     """
     resume = last_event_id or after
-    if resume is not None and not valid_entry_id(resume):
+    if resume is not None and not api.events.valid_cursor(resume):
         raise ApiError(
-            400, "invalid_event_id", f"Last-Event-ID must be an event id like 1700000000000-0, got {resume!r}"
+            400,
+            "invalid_event_id",
+            f"Last-Event-ID must be an event id like 1700000000000-0 (or, with several Redis shards, one per "
+            f"shard, comma-separated, as each event's id: carries them), got {resume!r}",
         )
     if len(job_id) + len(run_id) > MAX_FILTER_IDS:
         raise ApiError(400, "too_many_filters", f"filter on at most {MAX_FILTER_IDS} job and run ids")

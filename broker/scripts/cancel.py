@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from broker.keys import RedisKeys
 from broker.scripts.lua import Arg, LuaScript
+from contract.ids import shard_of
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -43,10 +44,11 @@ class CancelScript:
 
     def __init__(self, keys: RedisKeys) -> None:
         self._keys = keys
+        self._shards = keys.shards
 
     def layout(self, job_id: str, now: float) -> tuple[list[str], list[Arg]]:
-        """KEYS and ARGV that cancel ``job_id`` at ``now`` (unix seconds)."""
-        keys = self._keys
+        """KEYS and ARGV that cancel ``job_id`` at ``now`` (unix seconds): its state record, on its shard."""
+        keys = self._shards[shard_of(job_id, len(self._shards))]
         return [keys.state(job_id)], [repr(now), keys.control_channel, job_id]
 
     async def call(self, client: aioredis.Redis, job_id: str, now: float) -> CancelOutcome:

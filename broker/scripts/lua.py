@@ -17,17 +17,28 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
+from broker.redis_client import is_cluster
+from contract.errors import SubmitNotReplicatedError
+
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
     from redis.asyncio.client import Pipeline as AsyncPipeline
+    from redis.asyncio.cluster import RedisCluster
 
 Arg = str | int | float
 """One ARGV value (redis-py sends a float as its ``repr``)."""
+
+
+class Replication(NamedTuple):
+    """How many replicas must hold a pipeline's writes (Redis ``WAIT``), and how long to wait for them."""
+
+    replicas: int
+    timeout_ms: int
 
 
 class LuaScript:
@@ -46,34 +57,76 @@ class LuaScript:
             await client.script_load(self.source)
             return await client.evalsha(self.sha, len(keys), *keys, *args)
 
-    async def run_pipelined(self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None]) -> list[Any]:
+    async def run_pipelined(
+        self, client: aioredis.Redis, queue: Callable[[AsyncPipeline], None], *, wait: Replication | None = None
+    ) -> list[Any]:
         """Send what ``queue`` puts on a non-transactional pipeline in one round trip; return the replies.
 
         ``queue`` must add only EVALSHAs of this script (``pipe.evalsha(self.sha, ...)``). The calls
         a server answered NOSCRIPT (it lost its script cache in a restart; on a Redis Cluster, a
         replica just promoted, while the other nodes ran theirs) did not run: the script is
         loaded and those calls, only those, are sent again, once. Any other error is raised.
+
+        With ``wait``, ``WAIT <replicas> <timeout>`` follows the calls on each connection that sent
+        them (``WAIT`` counts the writes of the connection it is sent on): at the end of the pipeline
+        on a single server; on a Redis Cluster, where the pipeline sends each node's commands on one
+        connection of that node, one ``WAIT`` per node, targeted at it. Fewer replicas in time raises
+        :class:`~contract.errors.SubmitNotReplicatedError` carrying the replies (the calls did run).
         """
         calls = _EvalshaCalls()
         queue(cast("AsyncPipeline", calls))
-        async with client.pipeline(transaction=False) as pipe:
-            for args in calls.args:
-                # execute_command, not pipe.evalsha: redis-py's cluster pipeline blocks its evalsha method
-                # (it routes the command itself by its first key all the same).
-                pipe.execute_command("EVALSHA", *args)
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        replies, acknowledged = await self._send(client, calls.args, wait)
         missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if missing:
             await client.script_load(self.source)
-            async with client.pipeline(transaction=False) as pipe:
-                for i in missing:
-                    pipe.execute_command("EVALSHA", *calls.args[i])
-                for i, reply in zip(missing, await pipe.execute(raise_on_error=False), strict=True):
-                    replies[i] = reply
+            resent, acknowledged_again = await self._send(client, [calls.args[i] for i in missing], wait)
+            for i, reply in zip(missing, resent, strict=True):
+                replies[i] = reply
+            acknowledged = min(acknowledged, acknowledged_again)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
+        if wait is not None and acknowledged < wait.replicas:
+            raise SubmitNotReplicatedError(
+                f"{len(replies):,} calls ran on the Redis primary, but only {acknowledged} of {wait.replicas} "
+                f"replicas confirmed them within {wait.timeout_ms} ms",
+                [str(reply) for reply in replies],
+            )
         return replies
+
+    async def _send(
+        self, client: aioredis.Redis, calls: Sequence[tuple[Any, ...]], wait: Replication | None
+    ) -> tuple[list[Any], int]:
+        """One pipeline of ``calls`` (EVALSHA arguments), with ``wait``'s WAITs after them; the calls' replies
+        and the fewest replicas any WAIT counted (``wait.replicas`` without a wait)."""
+        waits = 0
+        async with client.pipeline(transaction=False) as pipe:
+            for args in calls:
+                # Not pipe.evalsha: redis-py's cluster pipeline refuses that method ("blocked in cluster mode"),
+                # while the command itself routes by its first key like any keyed command.
+                pipe.execute_command("EVALSHA", *args)
+            if wait is not None and calls:
+                if is_cluster(client):
+                    cluster = cast("RedisCluster", client)
+                    await cluster.initialize()
+                    nodes = {}
+                    for args in calls:  # (sha, number of keys, first key, ...): the node of its slot ran it
+                        node = cluster.get_node_from_key(str(args[2]))
+                        if node is not None:
+                            nodes[node.name] = node
+                    for node in nodes.values():
+                        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms, target_nodes=node)
+                    waits = len(nodes)
+                else:
+                    pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
+                    waits = 1
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        acknowledged = 0 if wait is None else wait.replicas
+        for reply in replies[len(calls) : len(calls) + waits]:
+            if isinstance(reply, Exception):
+                raise reply
+            acknowledged = min(acknowledged, int(reply))
+        return replies[: len(calls)], acknowledged
 
     def queue_on(self, pipe: AsyncPipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue one EVALSHA on an asyncio pipeline (a MULTI/EXEC one too, beside other writes).

@@ -60,7 +60,9 @@ class RefillScript:
     def queue_on(self, pipe: AsyncPipeline, lane: str, want: int, tenants: Sequence[str]) -> None:
         """Queue one REFILL by EVALSHA on a non-transactional pipeline (the caller handles NOSCRIPT in its reply)."""
         keys, args = self.layout(lane, want, tenants)
-        pipe.evalsha(LUA.sha, len(keys), *keys, *args)
+        # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the method (it routes the command
+        # by its first key all the same); on a single server both queue the same EVALSHA.
+        pipe.execute_command("EVALSHA", LUA.sha, len(keys), *keys, *args)
 
 
 def parse_refilled(reply: Any) -> Refilled:

@@ -13,12 +13,17 @@
 --   release: the state record of each named job
 -- ARGV[1] is the operation:
 --   admit   now, prune cutoff, limit, token ('' to reserve no count), count to reserve, lease,
---           reserved score, state TTL, n, then n job ids, then n KEYS indexes of their
+--           reserved score, state TTL, n, the tenant's count on its other shards (added to this
+--           shard's; '0' with one shard), then n job ids, then n KEYS indexes of their
 --           idempotency keys ('0': none). A named job is not counted if its idempotency key is
 --           taken (SUBMIT will answer the earlier job) or it is in the set already. Returns
---           {1, count before} and reserves, or {0, count} and changes nothing past the pruning.
---   claim   now, token, lease, reserved score, state TTL, then job ids: add them to the set and
---           take them off the token's count. Returns the count left on the token.
+--           {1, count before, named jobs counted} and reserves, or {0, count, named jobs that
+--           would count} and changes nothing past the pruning (a limit of -1 only counts).
+--   claim   now, token ('' for none), lease, reserved score, state TTL, the number to take off
+--           the token's count, then job ids: add them to the set and take the number off the
+--           token's count (the ids of a claim are on several shards; each shard's are added there
+--           and the whole number is taken off on the tenant's home shard). Returns the count left
+--           on the token.
 --   release token ('' for none), then job ids: drop the token, and each job whose state record
 --           is missing or final (it was never queued, or was already finished). Returns 1.
 local set, held = KEYS[1], KEYS[2]
@@ -42,7 +47,7 @@ if op == 'admit' then
   local token, counted, lease = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
   local score, state_ttl, n = ARGV[8], ARGV[9], tonumber(ARGV[10])
   redis.call('ZREMRANGEBYSCORE', set, '-inf', cutoff)
-  local count = redis.call('ZCARD', set)
+  local count = redis.call('ZCARD', set) + tonumber(ARGV[11])
   local fields = redis.call('HGETALL', held)
   for i = 1, #fields, 2 do
     local remaining, deadline = string.match(fields[i + 1], '^(%-?%d+):(.+)$')
@@ -54,12 +59,12 @@ if op == 'admit' then
   end
   local fresh = {}
   for i = 1, n do
-    local id, index = ARGV[10 + i], tonumber(ARGV[10 + n + i])
+    local id, index = ARGV[11 + i], tonumber(ARGV[11 + n + i])
     if (index == 0 or redis.call('EXISTS', KEYS[index]) == 0) and not redis.call('ZSCORE', set, id) then
       fresh[#fresh + 1] = id
     end
   end
-  if count + #fresh + counted > limit then return {0, count} end
+  if count + #fresh + counted > limit then return {0, count, #fresh} end
   if #fresh > 0 then
     add_members(score, fresh, 1, #fresh)
     redis.call('EXPIRE', set, state_ttl)
@@ -68,18 +73,20 @@ if op == 'admit' then
     redis.call('HSET', held, token, counted .. ':' .. (now + lease))
     redis.call('EXPIRE', held, lease)
   end
-  return {1, count}
+  return {1, count, #fresh}
 elseif op == 'claim' then
   local now, token, lease, score, state_ttl = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+  local taken = tonumber(ARGV[7])
   local ids = {}
-  for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
+  for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
   if #ids > 0 then
     add_members(score, ids, 1, #ids)
     redis.call('EXPIRE', set, state_ttl)
   end
+  if token == '' then return 0 end
   local value = redis.call('HGET', held, token)
   if not value then return 0 end
-  local remaining = tonumber(string.match(value, '^(%-?%d+):')) - #ids
+  local remaining = tonumber(string.match(value, '^(%-?%d+):')) - taken
   if remaining > 0 then
     redis.call('HSET', held, token, remaining .. ':' .. (now + lease))
     redis.call('EXPIRE', held, lease)

@@ -42,9 +42,18 @@ def _finish_early_lines(pg: Any, run_id: str, tenant: str) -> None:
     for n in range(EARLY):
         pg.execute(
             "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, created_at, "
-            "finished_at, run_id, sequence, tenant, metadata) VALUES (%s, 'succeeded', 'en', 'fr', %s, %s, now(), "
-            "now(), %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-            (job_id_for(run_id, n), f"text {n}", f"early {n}", run_id, n, tenant, json.dumps({"custom_id": f"r{n}"})),
+            "finished_at, run_id, sequence, tenant, metadata, created_day) VALUES (%s, 'succeeded', 'en', 'fr', %s, "
+            "%s, now(), now(), %s, %s, %s, %s, jobs_created_day(%s, now())) ON CONFLICT (id, created_day) DO NOTHING",
+            (
+                job_id_for(run_id, n),
+                f"text {n}",
+                f"early {n}",
+                run_id,
+                n,
+                tenant,
+                json.dumps({"custom_id": f"r{n}"}),
+                job_id_for(run_id, n),
+            ),
         )
 
 

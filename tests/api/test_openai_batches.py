@@ -437,9 +437,9 @@ async def test_a_batch_left_validating_by_a_dead_server_is_resumed_on_read_witho
         # ... and line 2 enqueued and finished long ago: its row is written, its state record expired.
         pg.execute(
             "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, created_at, "
-            "finished_at, run_id, sequence, tenant) VALUES (%s, 'succeeded', 'en', 'fr', 'text 2', 'text 2', now(), "
-            "now(), %s, 2, %s)",
-            (job_id_for(run_id, 2), run_id, tenant),
+            "finished_at, run_id, sequence, tenant, created_day) VALUES (%s, 'succeeded', 'en', 'fr', 'text 2', "
+            "'text 2', now(), now(), %s, 2, %s, jobs_created_day(%s, now()))",
+            (job_id_for(run_id, 2), run_id, tenant, job_id_for(run_id, 2)),
         )
         assert (await call(client.batches.retrieve, batch_id)).status == "validating"  # not stale yet
         monkeypatch.setattr(tenancy.batches, "VALIDATING_TIMEOUT_SECONDS", 0)

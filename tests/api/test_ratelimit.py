@@ -9,6 +9,8 @@ import redis.asyncio as aioredis
 
 from api.ratelimit import WINDOW_SECONDS, RateLimiter
 from broker.keys import RedisKeys
+from broker.rate_windows import count_request
+from broker.redis_client import open_redis
 from contract.services import ServiceUrls
 from contract.settings import Settings
 
@@ -34,3 +36,19 @@ async def test_a_window_counts_to_its_limit_then_refuses_until_it_ends(
     assert not last.allowed and last.retry_after == 1  # never 0: a client must wait at least a second
     key = RedisKeys.from_settings(settings).rate_window("k1", start // WINDOW_SECONDS)
     assert 0 < await client.ttl(key) <= WINDOW_SECONDS + 1  # windows do not pile up in Redis
+
+
+async def test_a_request_is_counted_on_a_redis_cluster(cluster_settings: Settings) -> None:
+    """The window's counter and the revoked-key marker are in different cluster slots: no transaction spans them."""
+    assert cluster_settings.redis_url
+    client = open_redis(cluster_settings.redis_url)
+    keys = RedisKeys.from_settings(cluster_settings)
+    try:
+        counts = [await count_request(client, keys, "key-1", 7, 60) for _ in range(3)]
+        await client.set(keys.revoked_api_key("key-1"), "1")
+        revoked = await count_request(client, keys, "key-1", 7, 60)
+        assert 0 < await client.ttl(keys.rate_window("key-1", 7)) <= 61
+    finally:
+        await client.aclose()
+    assert [c.count for c in counts] == [1, 2, 3] and not any(c.revoked for c in counts)
+    assert revoked.count == 4 and revoked.revoked

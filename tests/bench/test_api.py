@@ -26,8 +26,9 @@ def users_database(service_urls: ServiceUrls, pg: Any) -> Iterator[str]:
         upgrade_database(url)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(
-                "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at) "
-                "VALUES (gen_random_uuid(), 'succeeded', 'en', 'fr', 'a user''s job', now())"
+                "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, created_day) "
+                "VALUES (gen_random_uuid(), 'succeeded', 'en', 'fr', 'a user''s job', now(), "
+                "(now() AT TIME ZONE 'UTC')::date)"
             )
         yield url
     finally:

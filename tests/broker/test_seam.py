@@ -55,12 +55,24 @@ def _modules() -> list[Path]:
     return sorted(path for package in packages for path in package.rglob("*.py"))
 
 
+# Raw calls outside broker/ on purpose: (module, receiver.command) -> why. Each must still be there.
+EXEMPT = {
+    ("storage/embedded_cluster.py", "client.execute_command"): "EmbeddedCluster._command joins and inspects the "
+    "local cluster's nodes (CLUSTER MEET/ADDSLOTS/REPLICATE, INFO): no dragoman data; storage may not import broker",
+}
+
+
 def test_no_module_outside_broker_sends_a_raw_redis_command() -> None:
     offenders = []
+    exempt_seen = set()
     for path in _modules():
         relative = path.relative_to(ROOT).as_posix()
         for line, name, receiver in raw_redis_calls(path.read_text(encoding="utf-8")):
+            if (relative, f"{receiver}.{name}") in EXEMPT:
+                exempt_seen.add((relative, f"{receiver}.{name}"))
+                continue
             offenders.append(f"{relative}:{line}: {receiver}.{name}(...)")
+    assert exempt_seen == set(EXEMPT), f"exemptions no longer needed: {set(EXEMPT) - exempt_seen}"
     assert not offenders, "send Redis commands through broker/ (a function there):\n" + "\n".join(offenders)
 
 

@@ -22,6 +22,7 @@ import yaml
 from psycopg import sql
 
 from broker.keys import RedisKeys
+from broker.redis_client import is_cluster_url
 from cli.main import parse_command_line
 from cli.worker import cmd_worker
 from contract.services import ServiceUrls
@@ -120,8 +121,9 @@ def _metric_names(expr: str) -> set[str]:
 # docker compose --------------------------------------------------------------------------------
 
 
-def _compose_config(env: dict[str, str], *overrides: str) -> dict[str, Any]:
+def _compose_config(env: dict[str, str], *overrides: str, profiles: tuple[str, ...] = ()) -> dict[str, Any]:
     files = [arg for name in ("docker-compose.yml", *overrides) for arg in ("-f", str(ROOT / name))]
+    files += [arg for profile in profiles for arg in ("--profile", profile)]
     result = subprocess.run(
         [_docker_compose(), *files, "config", "--format", "json"],
         capture_output=True,
@@ -152,6 +154,54 @@ def test_compose_file_is_accepted_by_docker_compose() -> None:
         _assert_known_settings(service.get("environment", {}))
     assert services["migrate"]["command"] == ["db", "upgrade"]
     assert worker["environment"]["DRAGOMAN_METRICS_HOST"] == "0.0.0.0"  # set explicitly: the default is loopback
+
+
+CLUSTER_NODES = [f"redis-node-{n}" for n in range(1, 7)]
+CLUSTER_VARIABLES = {"DRAGOMAN_REDIS_URL", "DRAGOMAN_REDIS_SHARDS", "DRAGOMAN_ORCHESTRATION_REDIS_URL"}
+CLUSTER_SERVICES = {"worker-cluster": "worker", "rq-worker-cluster": "rq-worker", "api-cluster": "api"}
+
+
+def test_the_cluster_profile_runs_the_jobs_on_six_cluster_nodes_and_leaves_the_rest_as_it_is() -> None:
+    env = {"DRAGOMAN_MODEL": "some-model", **CREDENTIALS}
+    plain = _compose_config(env)["services"]
+    services = _compose_config(env, profiles=("cluster",))["services"]
+    assert not set(plain) & {*CLUSTER_NODES, "redis-cluster-init", *CLUSTER_SERVICES}  # only under the profile
+    assert {name: services[name] for name in plain} == plain  # the existing services unchanged
+    for name in CLUSTER_NODES:
+        command = services[name]["command"]
+        assert command[command.index("--cluster-enabled") + 1] == "yes", name
+        assert command[command.index("--appendonly") + 1] == "yes", name
+        assert command[command.index("--requirepass") + 1] == command[command.index("--masterauth") + 1] == "r3dis"
+        assert services[name]["volumes"][0]["source"] == name  # a volume of its own: nodes.conf and the AOF
+    init = services["redis-cluster-init"]
+    script = " ".join(init["command"])
+    assert "--cluster create" in script and "--cluster-replicas 1" in script and "--cluster-yes" in script
+    assert "redis-node-$$n" in script and "for n in 1 2 3 4 5 6" in script
+    assert set(init["depends_on"]) == set(CLUSTER_NODES)
+    for name, base in CLUSTER_SERVICES.items():
+        service, env_vars = services[name], services[name]["environment"]
+        assert service["command"] == services[base]["command"]
+        assert env_vars["DRAGOMAN_REDIS_SHARDS"] == "6"
+        url = env_vars["DRAGOMAN_REDIS_URL"]
+        assert is_cluster_url(url)
+        assert url.split("@", 1)[1].split(",") == [f"{node}:6379" for node in CLUSTER_NODES]
+        assert env_vars["DRAGOMAN_ORCHESTRATION_REDIS_URL"] == services[base]["environment"]["DRAGOMAN_REDIS_URL"]
+        # everything else as the single-server service has it
+        own = {*CLUSTER_VARIABLES, "DRAGOMAN_CONSUMER_NAME"}  # a consumer name of its own, for its logs
+        assert {k: v for k, v in env_vars.items() if k not in own} == {
+            k: v for k, v in services[base]["environment"].items() if k not in own
+        }
+        same = {k: v for k, v in services[base].items() if k not in {"environment", "ports", "depends_on", "profiles"}}
+        assert {k: service[k] for k in same} == same and set(service) <= {*services[base], "profiles"}
+        assert service["depends_on"]["redis-cluster-init"]["condition"] == "service_completed_successfully"
+        known = {
+            n
+            for n in env_vars
+            if n != "DRAGOMAN_ORCHESTRATION_REDIS_URL" or "orchestration_redis_url" in Settings.model_fields
+        }
+        _assert_known_settings(known)  # the orchestration URL's setting comes with the orch branch
+    published = [p["published"] for s in services.values() for p in s.get("ports", [])]
+    assert len(published) == len(set(published)), "two services publish the same host port"
 
 
 def test_compose_requires_credentials_and_uses_them() -> None:
@@ -411,6 +461,76 @@ def test_pdb_and_keda_target_the_worker(k8s: dict[str, dict[str, Any]]) -> None:
     assert "lagCount" not in pending["metadata"] and int(pending["metadata"]["pendingEntriesCount"]) > 0
     assert bulk_lag["metadata"]["lagCount"] == lag["metadata"]["lagCount"]
     assert bulk_pending["metadata"]["pendingEntriesCount"] == pending["metadata"]["pendingEntriesCount"]
+
+
+CLUSTER_SHARDS = 6  # the DRAGOMAN_REDIS_SHARDS of deploy/k8s/cluster and the compose profile
+
+
+def _kustomize_with_cluster(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """The base manifests with the deploy/k8s/cluster component, as `kubectl kustomize` builds them."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed (it builds the kustomization)")
+    base = os.path.relpath(K8S, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{base}]\ncomponents: [{base}/cluster]\n"
+    )
+    built = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert built.returncode == 0, built.stderr
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(built.stdout) if d}
+
+
+def test_the_cluster_scaledobject_has_the_base_triggers_for_every_shards_lanes(
+    k8s: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    base = k8s["ScaledObject/dragoman-worker"]["spec"]
+    patch = yaml.safe_load((K8S / "cluster" / "keda-scaledobject.yaml").read_text())
+    triggers = patch["spec"]["triggers"]
+    keys = RedisKeys.from_settings(Settings.model_construct(redis_shards=CLUSTER_SHARDS))
+    # (stream, mode) of each trigger, exactly once each: lag and pending on both lanes of every shard
+    wanted = {
+        (stream, mode)
+        for shard in keys.shards
+        for stream in (shard.jobs_stream, shard.bulk_jobs_stream)
+        for mode in ("lagCount", "pendingEntriesCount")
+    }
+    found = [
+        (t["metadata"]["stream"], "lagCount" if "lagCount" in t["metadata"] else "pendingEntriesCount")
+        for t in triggers
+    ]
+    assert sorted(found) == sorted(wanted) and len(found) == len(set(found)) == 4 * CLUSTER_SHARDS
+    thresholds = {
+        mode: t["metadata"][mode]
+        for t in base["triggers"]
+        for mode in ("lagCount", "pendingEntriesCount")
+        if mode in t["metadata"]
+    }
+    for trigger in triggers:
+        metadata = trigger["metadata"]
+        assert trigger["type"] == "redis-cluster-streams"
+        assert metadata["consumerGroup"] == keys.consumer_group
+        assert metadata["activationLagCount"] == "0"
+        assert "lagCount" not in metadata or "pendingEntriesCount" not in metadata
+        for mode, value in thresholds.items():
+            assert metadata.get(mode, value) == value  # the single-server file's thresholds
+        assert all(seed.rsplit(":", 1)[1] == "6379" for seed in metadata["addresses"].split(","))
+        assert trigger["authenticationRef"] == base["triggers"][0]["authenticationRef"]
+    built = _kustomize_with_cluster(tmp_path)
+    scaled = built["ScaledObject/dragoman-worker"]["spec"]
+    assert scaled["triggers"] == triggers  # replaced whole, the rest (target, replicas, cooldown) kept
+    assert {k: v for k, v in scaled.items() if k != "triggers"} == {k: v for k, v in base.items() if k != "triggers"}
+    for name in (
+        "Deployment/dragoman-worker",
+        "Deployment/dragoman-api",
+        "Deployment/dragoman-rq-worker",
+        "Job/dragoman-migrate",
+    ):
+        [container] = built[name]["spec"]["template"]["spec"]["containers"]
+        env = _env(container)
+        assert env["DRAGOMAN_REDIS_SHARDS"] == str(CLUSTER_SHARDS), name
+        if name != "Job/dragoman-migrate":
+            assert env["DRAGOMAN_ORCHESTRATION_REDIS_URL"]["secretKeyRef"]["name"] == "dragoman-connections"
 
 
 def test_secrets_are_referenced_consistently(k8s: dict[str, dict[str, Any]]) -> None:

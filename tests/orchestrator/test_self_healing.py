@@ -85,8 +85,9 @@ def test_a_finish_is_retried_past_any_cap_until_postgres_is_back(
 ) -> None:
     run_id = _run(client, tmp_path, lines=1)
     pg.execute(  # every job has a row: the run is ready to finish
-        "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, run_id, sequence) "
-        "VALUES (gen_random_uuid(), 'succeeded', 'en', 'fr', 't', now(), %s, 0)",
+        "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, run_id, sequence, "
+        "created_day) VALUES (gen_random_uuid(), 'succeeded', 'en', 'fr', 't', now(), %s, 0, "
+        "(now() AT TIME ZONE 'UTC')::date)",
         (run_id,),
     )
     ctx = TaskContext.from_environment()

@@ -201,8 +201,9 @@ def test_cancel_a_finished_job_is_refused(client: Client, pg: Any) -> None:
     job_id = str(uuid.uuid4())
     pg.execute(
         "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text,"
-        " created_at, finished_at) VALUES (%s, 'succeeded', 'en', 'fr', 'Hi', 'Salut', now(), now())",
-        (job_id,),
+        " created_at, finished_at, created_day) VALUES (%s, 'succeeded', 'en', 'fr', 'Hi', 'Salut', now(), now(),"
+        " jobs_created_day(%s, now()))",
+        (job_id, job_id),
     )
     with pytest.raises(JobNotCancellableError, match="already succeeded"):
         client.cancel(job_id)

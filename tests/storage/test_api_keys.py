@@ -54,9 +54,9 @@ async def test_bad_names_tenants_and_limits(store: ApiKeyStore) -> None:
 async def test_the_async_job_store_reads_rows_with_their_tenant(service_urls: ServiceUrls, pg: object) -> None:
     job_id = str(uuid.uuid4())
     pg.execute(  # type: ignore[attr-defined]
-        "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, tenant) "
-        "VALUES (%s, 'succeeded', 'en', 'fr', 'hi', now(), 'acme')",
-        (job_id,),
+        "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, tenant, created_day) "
+        "VALUES (%s, 'succeeded', 'en', 'fr', 'hi', now(), 'acme', jobs_created_day(%s, now()))",
+        (job_id, job_id),
     )
     pool = AsyncConnectionPool(service_urls.database_url, max_connections=2)
     try:

@@ -23,9 +23,9 @@ async def batches(service_urls: ServiceUrls) -> AsyncIterator[AsyncBatchStore]:
 def _rows(pg: Any, run_id: str, sequences: list[int], status: str = "succeeded") -> None:
     for n in sequences:
         pg.execute(
-            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, run_id, sequence) "
-            "VALUES (%s, %s, 'en', 'fr', 'x', now(), %s, %s)",
-            (job_id_for(run_id, n), status, run_id, n),
+            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, run_id, sequence, "
+            "created_day) VALUES (%s, %s, 'en', 'fr', 'x', now(), %s, %s, jobs_created_day(%s, now()))",
+            (job_id_for(run_id, n), status, run_id, n, job_id_for(run_id, n)),
         )
 
 

@@ -71,9 +71,9 @@ async def test_document_progress_counts_its_segments_flags(groups: GroupStore, p
     for sequence, flags in enumerate(['{"tags": "tag <1> missing"}', "{}"]):
         pg.execute(
             "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, created_at, "
-            "finished_at, document_id, sequence, quality_flags) "
-            "VALUES (%s, 'succeeded', 'en', 'fr', 'x', 'y', now(), now(), %s, %s, %s)",
-            (job_id_for(doc, sequence), doc, sequence, flags),
+            "finished_at, document_id, sequence, quality_flags, created_day) "
+            "VALUES (%s, 'succeeded', 'en', 'fr', 'x', 'y', now(), now(), %s, %s, %s, jobs_created_day(%s, now()))",
+            (job_id_for(doc, sequence), doc, sequence, flags, job_id_for(doc, sequence)),
         )
     progress = await groups.progress("document", doc)
     assert progress is not None and progress.counts.flagged == 1 and progress.counts.flags == {"tags": 1}

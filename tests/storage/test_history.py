@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -105,8 +106,12 @@ async def test_the_pages_are_read_by_the_history_indexes(pool: AsyncConnectionPo
             for index, query in queries.items():
                 cursor = await conn.execute("EXPLAIN " + query, cursor_params)
                 plan = "\n".join(str(row[0]) for row in await cursor.fetchall())
-                assert f"Index Scan Backward using {index}" in plan, plan
-                assert "Sort" not in plan, plan
+                if index.startswith("jobs_"):  # each day's partition has its own copy of the index (0022)
+                    assert re.search(r"Index Scan Backward using jobs_d\d{8}_tenant_created_at_id_idx", plan), plan
+                    assert "Seq Scan" not in plan, plan
+                else:
+                    assert f"Index Scan Backward using {index}" in plan, plan
+                assert "Sort  (" not in plan, plan  # no sort node (a Merge Append of the partitions' scans is none)
         finally:
             await conn.execute("RESET ALL")
 

@@ -92,8 +92,8 @@ def test_status_is_constrained(fresh_database: str) -> None:
     upgrade_database(fresh_database)
     with psycopg.connect(fresh_database) as conn, pytest.raises(psycopg.errors.CheckViolation):
         conn.execute(
-            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at)"
-            " VALUES (gen_random_uuid(), 'exploded', 'en', 'fr', 'x', now())"
+            "INSERT INTO jobs (id, status, source_lang, target_lang, source_text, created_at, created_day)"
+            " VALUES (gen_random_uuid(), 'exploded', 'en', 'fr', 'x', now(), (now() AT TIME ZONE 'UTC')::date)"
         )
 
 

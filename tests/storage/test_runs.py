@@ -24,7 +24,8 @@ async def _running_run(groups: GroupStore, total: int = 2, callback_url: str | N
 def _job_row(pg: Any, column: str, group_id: str, sequence: int, status: str, translation: str | None = None) -> None:
     pg.execute(
         f"INSERT INTO jobs (id, status, source_lang, target_lang, source_text, translated_text, error, created_at, "
-        f"finished_at, {column}, sequence) VALUES (%s, %s, 'en', 'fr', 'x', %s, %s, now(), now(), %s, %s)",
+        f"finished_at, {column}, sequence, created_day) VALUES (%s, %s, 'en', 'fr', 'x', %s, %s, now(), now(), %s, %s, "
+        "(now() AT TIME ZONE 'UTC')::date)",
         (str(uuid.uuid4()), status, translation, None if status == "succeeded" else "boom", group_id, sequence),
     )
 

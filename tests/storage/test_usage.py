@@ -115,10 +115,12 @@ async def test_a_retried_failure_moves_to_its_final_status_and_a_duplicate_count
     tenant = _tenant()
     failed = _record(tenant, "failed", prompt_tokens=3, output_tokens=0)
     await rows.write_rows([failed])
-    retried = _record(tenant, id=failed.id, finished_at=_at(DAY2))  # succeeded the next day
+    # succeeded the next day; a job's created_at is its submission's, the same on every delivery
+    retried = _record(tenant, id=failed.id, finished_at=_at(DAY2), created_at=failed.created_at)
     await rows.write_rows([retried])
     await rows.write_rows([retried])  # a duplicate delivery: the upsert leaves the success alone
-    await rows.write_rows([_record(tenant, "failed", id=failed.id)])  # and a late failure too
+    late = _record(tenant, "failed", id=failed.id, created_at=failed.created_at)
+    await rows.write_rows([late])  # and a late failure too
     usage = await store.usage(DAY1, DAY2, tenant=tenant)
     assert _shape(usage) == [(DAY2, None, 1, 0, 0, 11, 11, 10, 5)]  # day 1's failure was taken out
 

@@ -69,11 +69,11 @@ async def test_entries_read_before_a_redis_error_still_run(
     original = worker.consumer._read_lanes
     calls: list[dict[Lane, int]] = []
 
-    async def fails_on_the_second_read(counts: dict[Lane, int]) -> Any:
+    async def fails_on_the_second_read(shard: Any, counts: dict[Lane, int]) -> Any:
         calls.append(dict(counts))
         if len(calls) == 2:
             raise RedisConnectionError("connection reset (simulated)")
-        return await original(counts)
+        return await original(shard, counts)
 
     worker.consumer._read_lanes = fails_on_the_second_read  # type: ignore[method-assign]
     await worker.start()
@@ -139,7 +139,7 @@ async def test_one_lanes_refused_trim_keeps_neither_lane_from_its_keep_alive(
     monkeypatch.setattr(reclaim_module, "keep_alive", keep_alive)
     monkeypatch.setattr(reclaim_module, "forget_gone_consumers", forget)
     monkeypatch.setattr(reclaim_module, "trim_acknowledged", trim)
-    housekeeper = reclaim_module.Housekeeper(settings, None, "me", lambda: [(Lane.BULK, "1-0")])  # type: ignore[arg-type]
+    housekeeper = reclaim_module.Housekeeper(settings, None, "me", lambda: [(0, Lane.BULK, "1-0")])  # type: ignore[arg-type]
     await housekeeper.tick()
     assert kept == [keys.jobs_stream, keys.bulk_jobs_stream]
     assert trimmed == [keys.jobs_stream, keys.bulk_jobs_stream]  # the bulk lane is trimmed all the same

@@ -1,0 +1,169 @@
+"""``dragoman worker`` and ``dragoman rq-worker`` on a real Redis Cluster, with a primary killed mid-work.
+
+The single-server counterpart is ``test_worker_command.py``. Here the same commands, the real engine
+and the default model run against a local cluster of three primaries and three replicas
+(:class:`storage.embedded_cluster.EmbeddedCluster`) with ``DRAGOMAN_REDIS_SHARDS=3``, every shard on
+its own primary; RQ runs on the single embedded server (``DRAGOMAN_ORCHESTRATION_REDIS_URL``).
+Submitting waits for a replica (``DRAGOMAN_SUBMIT_WAIT_REPLICAS=1``), so killing a primary while
+jobs flow loses none of them: its replica takes over, and what the old primary acknowledged but
+never replicated (finished states, acks) is done again, once more at most, never lost.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from redis.cluster import RedisCluster, key_slot
+
+from broker.keys import RedisKeys
+from contract.schemas import JobStatus, TranslationRequest
+from contract.services import ServiceUrls
+from contract.settings import Settings
+from producer.client import Client
+from storage import libpq_url
+from storage.embedded_cluster import EmbeddedCluster
+from tests.conftest import settings_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "getting-started.md"
+SHARDS = 3
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    """A cluster of this test's own: the test kills one of its primaries."""
+    embedded = EmbeddedCluster(tmp_path / "cluster")
+    embedded.up()
+    try:
+        yield embedded
+    finally:
+        embedded.down()
+
+
+def _spread_prefix(cluster: EmbeddedCluster) -> str:
+    """A key prefix whose three shard tags hash to three different primaries (so a kill hits one shard of three)."""
+    primaries = {node.port: node for node in cluster.nodes() if node.role == "primary"}
+    while True:
+        prefix = f"e2e-{uuid.uuid4().hex[:8]}"
+        owners = set()
+        for shard in range(SHARDS):
+            slot = key_slot(("{" + prefix + ("}" if shard == 0 else f":{shard}}}")).encode())
+            owners |= {port for port, node in primaries.items() if node.serves(slot)}
+        if len(owners) == SHARDS:
+            return prefix
+
+
+def _dragoman(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cli.main", *args]
+
+
+def _until(condition: object, within: float, what: str) -> None:
+    assert callable(condition)
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_worker_and_orchestrator_on_a_cluster_lose_nothing_when_a_primary_dies(
+    cluster: EmbeddedCluster, service_urls: ServiceUrls, tmp_path: Path
+) -> None:
+    prefix = _spread_prefix(cluster)
+    settings = Settings(
+        **{
+            **settings_for(service_urls, tmp_path / "data").model_dump(exclude_unset=True),
+            "redis_url": cluster.url,
+            "redis_shards": SHARDS,
+            "key_prefix": prefix,
+            "orchestration_redis_url": service_urls.redis_url,
+            "submit_wait_replicas": 1,
+        }
+    )
+    keys = RedisKeys.from_settings(settings)
+    assert settings.database_url
+    env = {
+        **os.environ,
+        "DRAGOMAN_REDIS_URL": cluster.url,
+        "DRAGOMAN_REDIS_SHARDS": str(SHARDS),
+        "DRAGOMAN_ORCHESTRATION_REDIS_URL": service_urls.redis_url,
+        "DRAGOMAN_SUBMIT_WAIT_REPLICAS": "1",
+        "DRAGOMAN_DATABASE_URL": settings.database_url,
+        "DRAGOMAN_KEY_PREFIX": prefix,
+        "DRAGOMAN_DATA_DIR": str(settings.data_dir),
+        "DRAGOMAN_VISIBILITY_TIMEOUT_SECONDS": "5",
+        "DRAGOMAN_RECLAIM_INTERVAL_SECONDS": "1",
+    }
+    texts = [f"Sentence number {i} is about the weather in the mountains." for i in range(30)]
+    log, rq_log = tmp_path / "worker.log", tmp_path / "rq-worker.log"
+    with Client(settings) as client, open(log, "w") as out, open(rq_log, "w") as rq_out:
+        ids = client.submit_many(TranslationRequest(t, "en", "fr") for t in texts)
+        assert {keys.shard_of(job_id) for job_id in ids} == set(range(SHARDS))  # every shard has work
+        worker = subprocess.Popen(
+            _dragoman("worker", "--max-num-seqs", "4"), stdout=out, stderr=subprocess.STDOUT, env=env
+        )
+        orchestrator = subprocess.Popen(_dragoman("rq-worker"), stdout=rq_out, stderr=subprocess.STDOUT, env=env)
+        try:
+            _until(
+                lambda: sum(client.get(i).status is JobStatus.SUCCEEDED for i in ids) >= 3 or worker.poll() is not None,
+                600,
+                "the first translations",
+            )
+            assert worker.poll() is None, log.read_text()[-3000:]
+            victim = cluster.primary_of(keys.for_shard(1).jobs_stream)
+            promoted = cluster.replicas_of(victim)
+            cluster.kill_node(victim)
+            _until(lambda: any(n.port in promoted and n.role == "primary" for n in cluster.nodes()), 60, "the failover")
+            jobs = [client.wait(job_id, timeout=600) for job_id in ids]
+            cluster.start_node(victim)  # it comes back as the replica of the one that replaced it
+            cluster.wait_healthy()
+            translated = subprocess.run(
+                _dragoman(
+                    "translate",
+                    str(SAMPLE),
+                    "--from",
+                    "en",
+                    "--to",
+                    "fr",
+                    "-o",
+                    str(tmp_path / "out.md"),
+                    "--no-progress",
+                ),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            stats = subprocess.run(_dragoman("stats"), env=env, capture_output=True, text=True, timeout=60)
+        finally:
+            orchestrator.send_signal(signal.SIGTERM)
+            worker.send_signal(signal.SIGTERM)
+            orchestrator_code = orchestrator.wait(timeout=60)
+            code = worker.wait(timeout=180)
+    output = log.read_text()
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * len(ids), output[-3000:]  # nothing lost
+    assert all(j.translation for j in jobs)
+    assert translated.returncode == 0, translated.stderr + rq_log.read_text()[-3000:]
+    assert (tmp_path / "out.md").read_text() != SAMPLE.read_text()
+    assert stats.returncode == 0, stats.stderr
+    assert code == 0 and orchestrator_code == 0, output[-3000:] + rq_log.read_text()[-3000:]
+    assert "Traceback" not in output
+    with psycopg.connect(libpq_url(settings.database_url)) as db:
+        rows = db.execute("SELECT count(*), count(DISTINCT id) FROM jobs WHERE id = ANY(%s::uuid[])", (ids,)).fetchone()
+    assert rows == (len(ids), len(ids))  # one row each: a job done twice after the failover is upserted
+    raw = RedisCluster(host="127.0.0.1", port=cluster.ports[0], decode_responses=True)
+    try:
+        for shard in keys.shards:
+            for _, lane in shard.lanes:
+                assert raw.xpending(lane, shard.consumer_group)["pending"] == 0, (shard.shard, lane)
+    finally:
+        raw.close()
