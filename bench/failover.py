@@ -291,6 +291,7 @@ async def run_once(cluster: EmbeddedCluster, database_url: str, plan: Plan, wait
         "duplicated": len(duplicated),
         "duplicated_run_again_after_kill": len(again_after_kill),
         "stuck": len(stuck),
+        "stuck_by_shard_and_place": dict(Counter(f"shard {shard_of[i]} {in_lanes[i]}" for i in stuck)),
         "rows_of_unacknowledged": len([i for i in rows_at if i not in acked]),
         "submit_errors": dict(log["errors"]),
         "retried_chunks": log["retried_chunks"],
@@ -352,9 +353,10 @@ def _recovery(timeline: Sequence[tuple[float, int]], kill: float, base_rate: flo
     return None
 
 
-async def run_all(plan: Plan, waits: Sequence[int]) -> list[dict[str, Any]]:
-    """One run per submit WAIT value, each on a fresh cluster, against one embedded PostgreSQL."""
-    results = []
+async def run_all(plan: Plan, waits: Sequence[int], out: Path | None = None) -> list[dict[str, Any]]:
+    """One run per submit WAIT value, each on a fresh cluster, against one embedded PostgreSQL; the JSON
+    written to ``out`` after each run (a later run that hangs keeps the earlier ones)."""
+    results: list[dict[str, Any]] = []
     with benchmark_servers() as urls:
         for wait in waits:
             cluster = EmbeddedCluster(Path(tempfile.mkdtemp(prefix="dragoman-failover-")), 3, 1)
@@ -365,7 +367,15 @@ async def run_all(plan: Plan, waits: Sequence[int]) -> list[dict[str, Any]]:
                 await asyncio.to_thread(cluster.down)
             results.append(result)
             print(_line(result), flush=True)
+            if out is not None:
+                _write(out, results)
     return results
+
+
+def _write(out: Path, runs: list[dict[str, Any]]) -> None:
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M")}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": runs, "machine": machine}, indent=2))
 
 
 def _line(result: dict[str, Any]) -> str:
@@ -403,17 +413,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run once per ``--wait-replicas`` value, print a line each, write JSON with the machine."""
     args = parse_args(argv)
     plan = Plan(args.jobs, args.rate, args.chunk, args.deadline, args.visibility_s, args.settle_s)
-    runs = asyncio.run(run_all(plan, args.wait_replicas))
-    result = {
-        "runs": runs,
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "when": time.strftime("%Y-%m-%d %H:%M"),
-        },
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    asyncio.run(run_all(plan, args.wait_replicas, args.out))
 
 
 if __name__ == "__main__":
