@@ -27,8 +27,12 @@ import asyncio
 import json
 import os
 import platform
+import shutil
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +43,12 @@ import redis.asyncio as aioredis
 
 from bench.enqueue import workload
 from bench.servers import benchmark_servers
+from bench.shards import spread_prefix
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from storage import libpq_url
+from storage.embedded_cluster import EmbeddedCluster
 from worker.deterministic_engine import DeterministicEngine
 from worker.engine import GenerationRequest
 from worker.profiles import IdentityProfile
@@ -54,13 +60,61 @@ def noop() -> None:
     """The job RQ runs: nothing."""
 
 
-def _settings(urls: ServiceUrls, *, quality_checks: bool = True) -> Settings:
+def _settings(
+    urls: ServiceUrls, *, quality_checks: bool = True, shards: int = 1, prefix: str | None = None
+) -> Settings:
     return Settings(
         redis_url=urls.redis_url,
         database_url=urls.database_url,
-        key_prefix=f"bench-{uuid.uuid4().hex[:8]}",
+        key_prefix=prefix or f"bench-{uuid.uuid4().hex[:8]}",
         quality_checks=quality_checks,
+        redis_shards=shards,
     )
+
+
+class RedisTarget:
+    """Where the pipeline's Redis is: the benchmark's own server (``single``) or a local 3-primary
+    Redis Cluster (``cluster``, one replica each), and how to read its primaries' CPU time."""
+
+    def __init__(self, kind: str, urls: ServiceUrls, cluster: EmbeddedCluster | None = None) -> None:
+        self.kind = kind
+        self.urls = urls if cluster is None else ServiceUrls(redis_url=cluster.url, database_url=urls.database_url)
+        self.cluster = cluster
+
+    def prefix(self, shards: int) -> str:
+        """A fresh key prefix; on a cluster, one whose shards sit on different primaries."""
+        return f"bench-{uuid.uuid4().hex[:8]}" if self.cluster is None else spread_prefix(self.cluster, shards)
+
+    def cpu_seconds(self) -> float:
+        """used_cpu_sys + used_cpu_user summed over the primaries (each its own process)."""
+        if self.cluster is None:
+            clients = [redis.Redis.from_url(self.urls.redis_url)]
+        else:
+            ports = [node.port for node in self.cluster.nodes() if node.role == "primary"]
+            clients = [redis.Redis(host="127.0.0.1", port=port) for port in ports]
+        total = 0.0
+        for client in clients:
+            with client:
+                info = client.info("cpu")
+            total += float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+        return total
+
+
+@contextmanager
+def redis_targets(kinds: Sequence[str], urls: ServiceUrls) -> Iterator[dict[str, RedisTarget]]:
+    """Each of ``kinds`` (``single``, ``cluster``) as a :class:`RedisTarget`; a cluster is started for the
+    run (``storage.embedded_cluster``) and stopped afterwards."""
+    cluster: EmbeddedCluster | None = None
+    folder = Path(tempfile.mkdtemp(prefix="dragoman-bench-cluster-"))
+    try:
+        if "cluster" in kinds:
+            cluster = EmbeddedCluster(folder)
+            cluster.up()
+        yield {kind: RedisTarget(kind, urls, cluster if kind == "cluster" else None) for kind in kinds}
+    finally:
+        if cluster is not None:
+            cluster.down()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def reversed_words(text: str, _: GenerationRequest) -> str:
@@ -78,7 +132,7 @@ async def _run_worker(
     engine = DeterministicEngine(rewrite=reversed_words if translate else None)
     worker = Worker(
         settings,
-        redis_url=urls.redis_url,
+        redis_url=settings.redis_url or urls.redis_url,
         database_url=urls.database_url,
         engine=engine,
         profile=IdentityProfile(engine.tokenizer),
@@ -94,19 +148,37 @@ async def _run_worker(
 
 
 def bench_dragoman(
-    urls: ServiceUrls, jobs: int, max_in_flight: int, *, quality_checks: bool = True, translate: bool = False
+    urls: ServiceUrls,
+    jobs: int,
+    max_in_flight: int,
+    *,
+    quality_checks: bool = True,
+    translate: bool = False,
+    target: RedisTarget | None = None,
+    shards: int = 1,
 ) -> dict[str, Any]:
-    """Enqueue ``jobs`` (timed: the producer rate), then process them (timed: the pipeline rate)."""
-    settings = _settings(urls, quality_checks=quality_checks)
+    """Enqueue ``jobs`` (timed: the producer rate), then process them (timed: the pipeline rate).
+
+    With a ``target``, Redis is that one (with ``shards`` shards) and the primaries' CPU time per job
+    is measured for each phase."""
+    if target is not None:
+        urls = target.urls
+    settings = _settings(
+        urls, quality_checks=quality_checks, shards=shards, prefix=target.prefix(shards) if target else None
+    )
     items = workload(jobs)
     with Client(settings) as client:
+        redis_cpu = target.cpu_seconds() if target else 0.0
         start = time.perf_counter()
         client.submit_many(items)
         enqueue_s = time.perf_counter() - start
     del items
+    submit_cpu = target.cpu_seconds() - redis_cpu if target else 0.0
     freeze_startup_heap()  # what `dragoman worker` does before jobs flow
+    redis_cpu = target.cpu_seconds() if target else 0.0
     elapsed, cpu = run_event_loop(_run_worker(settings, urls, jobs, max_in_flight, translate=translate))
-    return {
+    worker_redis_cpu = target.cpu_seconds() - redis_cpu if target else 0.0
+    result: dict[str, Any] = {
         "jobs": jobs,
         "max_in_flight": max_in_flight,
         "seconds": round(elapsed, 3),
@@ -114,6 +186,53 @@ def bench_dragoman(
         "worker_cpu_us_per_job": round(cpu / jobs * 1e6),
         "enqueue_jobs_per_s": round(jobs / enqueue_s),
     }
+    if target is not None:
+        result |= {
+            "redis": target.kind,
+            "shards": shards,
+            "redis_cpu_us_per_job_worker": round(worker_redis_cpu / jobs * 1e6, 1),
+            "redis_cpu_us_per_job_submit": round(submit_cpu / jobs * 1e6, 1),
+        }
+    return result
+
+
+def bench_targets(
+    urls: ServiceUrls, kinds: Sequence[str], shard_counts: Sequence[int], jobs: int, max_in_flight: int, rounds: int
+) -> dict[str, Any]:
+    """The pipeline on each Redis kind with each number of shards, side by side (configurations alternate
+    within each round); every run and each configuration's median."""
+    runs: list[dict[str, Any]] = []
+    with redis_targets(kinds, urls) as targets:
+        for round_number in range(rounds):
+            for kind in kinds:
+                for shards in shard_counts:
+                    result = bench_dragoman(urls, jobs, max_in_flight, target=targets[kind], shards=shards)
+                    result["round"] = round_number + 1
+                    runs.append(result)
+                    print(
+                        f"round {round_number + 1}: {kind:<7} {shards} shard(s) {result['jobs_per_s']:>7,} jobs/s, "
+                        f"Redis {result['redis_cpu_us_per_job_worker']} us/job (worker) + "
+                        f"{result['redis_cpu_us_per_job_submit']} us/job (submit), enqueue "
+                        f"{result['enqueue_jobs_per_s']:,} jobs/s",
+                        flush=True,
+                    )
+    medians: dict[str, Any] = {}
+    for kind in kinds:
+        for shards in shard_counts:
+            mine = sorted(
+                (r for r in runs if r["redis"] == kind and r["shards"] == shards), key=lambda r: r["jobs_per_s"]
+            )
+            middle = mine[len(mine) // 2]
+            medians[f"{kind}-{shards}"] = {
+                key: middle[key]
+                for key in (
+                    "jobs_per_s",
+                    "redis_cpu_us_per_job_worker",
+                    "redis_cpu_us_per_job_submit",
+                    "enqueue_jobs_per_s",
+                )
+            }
+    return {"jobs": jobs, "runs": runs, "median": medians}
 
 
 def bench_rq(urls: ServiceUrls, jobs: int) -> dict[str, Any]:
@@ -249,7 +368,35 @@ def main() -> None:
         help="what the zero-cost engine answers: each word reversed (a 'translation' sharing no word with its "
         "source: the usual path) or the source itself (untranslated: every check runs to its end)",
     )
+    parser.add_argument(
+        "--redis",
+        default="single",
+        help="comma-separated Redis kinds: single (the benchmark's own server), cluster (a local 3-primary Redis "
+        "Cluster); with more than one kind or shard count, only the dragoman pipeline is measured, side by side",
+    )
+    parser.add_argument(
+        "--shards", default="1", help="comma-separated DRAGOMAN_REDIS_SHARDS values to run on each --redis kind"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of the --redis/--shards comparison")
     args = parser.parse_args()
+    kinds = tuple(kind.strip() for kind in args.redis.split(",") if kind.strip())
+    shard_counts = tuple(int(n) for n in args.shards.split(",") if n.strip())
+    unknown = [kind for kind in kinds if kind not in ("single", "cluster")]
+    if unknown or not kinds or not shard_counts:
+        parser.error(f"--redis takes single and/or cluster (got {args.redis!r}); --shards one or more numbers")
+
+    if kinds != ("single",) or shard_counts != (1,):
+        with benchmark_servers() as urls:
+            compared = bench_targets(urls, kinds, shard_counts, args.jobs, args.max_in_flight, args.rounds)
+        compared["machine"] = {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "when": time.strftime("%Y-%m-%d %H:%M"),
+        }
+        print(json.dumps(compared["median"], indent=2))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(compared, indent=2))
+        return
 
     if args.quality_rounds:
         with benchmark_servers() as urls:
