@@ -43,7 +43,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # no stubs installed
 import psycopg
 
 from bench.servers import benchmark_servers
@@ -322,7 +322,9 @@ def parse_usage(text: str) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m bench.pg_writers``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--writers", type=parse_counts, default=[1, 2, 4, 8, 16], help="writer counts K, comma-separated")
+    parser.add_argument(
+        "--writers", type=parse_counts, default=[1, 2, 4, 8, 16], help="writer counts K, comma-separated"
+    )
     parser.add_argument("--seconds", type=float, default=15.0, help="how long each K's writers write")
     parser.add_argument(
         "--usage", type=parse_usage, default=["shared"], help="usage_daily rows: shared, per-writer (comma-separated)"
@@ -346,8 +348,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 run = run_writers(url, writers, args.seconds, usage)
                 runs.append(run)
                 top = ", ".join(f"{k} {v:.2f}" for k, v in list(run["backend_states"].items())[:3])
+                each = statistics.mean(run["per_writer_rows_per_s"])
                 print(
-                    f"{usage:10} {writers:2} {run['rows_per_s']:8,} {statistics.mean(run['per_writer_rows_per_s']):10,.0f}"
+                    f"{usage:10} {writers:2} {run['rows_per_s']:8,} {each:10,.0f}"
                     f"  {run['batch_ms_median']:7.1f}/{run['batch_ms_p95']:<7.1f}  {run['postgres_cores_busy']:8.2f}"
                     f"  {run['postgres_cpu_us_per_row']:9.1f}  {run['wal_bytes_per_row']:9}  {top}",
                     flush=True,
