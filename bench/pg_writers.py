@@ -139,12 +139,16 @@ def _writer_process(index: int, url: str, seconds: float, tenant: str | None, ba
 
 
 def _postgres_processes(conn: psycopg.Connection[Any]) -> list[psutil.Process]:
-    """The postmaster (its pid from ``postmaster.pid``) and every process it started."""
+    """The postmaster (its pid from ``postmaster.pid``) and every process it started; none for a server
+    whose data folder is not on this machine."""
     row = conn.execute("SHOW data_directory").fetchone()
     assert row is not None
-    pid = int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
-    postmaster = psutil.Process(pid)
-    return [postmaster, *postmaster.children(recursive=True)]
+    try:
+        pid = int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+        postmaster = psutil.Process(pid)
+        return [postmaster, *postmaster.children(recursive=True)]
+    except (OSError, ValueError, psutil.Error):  # a server on another machine: its CPU is not measured
+        return []
 
 
 def _cpu_snapshot(conn: psycopg.Connection[Any]) -> dict[int, float]:
