@@ -118,7 +118,7 @@ def open_cluster(url: str, *, encoding_errors: str = "strict", **options: Any) -
                 "(write redis+cluster://host:port[,host:port...])"
             )
         nodes.append(ClusterNode(host.strip("[]"), int(port)))
-    cluster = RedisCluster(
+    cluster = _InitializedFirstCluster(
         startup_nodes=nodes,
         decode_responses=True,
         encoding_errors=encoding_errors,
@@ -128,6 +128,24 @@ def open_cluster(url: str, *, encoding_errors: str = "strict", **options: Any) -
         **options,
     )
     return cast(aioredis.Redis, cluster)
+
+
+class _InitializedFirstCluster(RedisCluster):
+    """redis-py's cluster client, which learns the cluster's layout before a command's first step.
+
+    redis-py 8.1's ``execute_command`` resolves the command's routing policy (a ``COMMAND`` sent on a
+    seed node's connection) before it initializes the client, and initializing closes the seed
+    nodes' connections: on a fresh client, commands started together (one per shard, as the
+    dispatcher, stats and lookups do) failed about one time in ten with ``AttributeError:
+    'NoneType' object has no attribute 'writelines'`` (``dragoman rq-worker`` exited at start).
+    Initializing first (under redis-py's own lock, once) closes that window.
+    """
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """Initialize the client if it is not yet (or no longer, after a failover), then run the command."""
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
 
 
 def _hiredis_packing(base: type[Any]) -> type[Any]:
