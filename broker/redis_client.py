@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 import hiredis
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, ClusterPubSub, RedisCluster
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.utils import HIREDIS_AVAILABLE
@@ -198,11 +198,29 @@ class _InitializedFirstCluster(RedisCluster):
         async with self.turn():
             return await super().execute_command(*args, **kwargs)
 
+    def pubsub(
+        self, node: ClusterNode | None = None, host: str | None = None, port: int | None = None, **kwargs: Any
+    ) -> ClusterPubSub:
+        """redis-py's cluster subscription, which initializes the client before its first command."""
+        return _InitializingPubSub(self, node=node, host=host, port=port, **kwargs)
+
     def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
         """redis-py's cluster pipeline, whose ``execute`` runs in a turn."""
         if shard_hint:
             return super().pipeline(transaction, shard_hint)  # redis-py's own error
         return _TurnTakingPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py makes its own
+
+
+class _InitializingPubSub(ClusterPubSub):
+    """A cluster subscription that initializes its client first: redis-py 8.1 picks the subscription's
+    node from the slots it has learnt, and a client that had sent nothing yet (a producer whose first
+    call is a ``wait``) failed with ``KeyError`` (a slot number), which no caller takes for Redis's error."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """Initialize the client if it is not yet, then send the (P)SUBSCRIBE or other command."""
+        if self.cluster._initialize:
+            await self.cluster.initialize()
+        return await super().execute_command(*args, **kwargs)
 
 
 class _TurnTakingPipeline(ClusterPipeline):

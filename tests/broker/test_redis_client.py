@@ -94,3 +94,15 @@ async def test_a_cluster_client_whose_connections_stay_busy_says_the_server_is_b
         await blocked
     finally:
         await redis.aclose()
+
+
+async def test_a_fresh_cluster_client_can_subscribe_first(cluster_url: str) -> None:
+    """A subscription as a new client's first use (a producer whose first call waits): redis-py routed it by
+    slots it had not learnt yet (KeyError)."""
+    redis = open_redis(cluster_url)
+    pubsub = redis.pubsub(ignore_subscribe_messages=True)
+    try:
+        await pubsub.subscribe(f"test-channel-{uuid.uuid4().hex}")
+    finally:
+        await pubsub.aclose()
+        await redis.aclose()
