@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-import redis
+import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
 from broker.revocations import mark_revoked
@@ -50,6 +50,6 @@ class ApiKeyCache:
         self._entries.pop(hash_api_key(token), None)
 
 
-def announce_revocation(client: redis.Redis, keys: RedisKeys, api_key_id: str) -> None:
+async def announce_revocation(client: aioredis.Redis, keys: RedisKeys, api_key_id: str) -> None:
     """Tell every API server that ``api_key_id`` is revoked (after it is revoked in PostgreSQL)."""
-    mark_revoked(client, keys, api_key_id, REVOCATION_MARKER_SECONDS)
+    await mark_revoked(client, keys, api_key_id, REVOCATION_MARKER_SECONDS)

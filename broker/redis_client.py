@@ -16,12 +16,16 @@ them valid text before it parks them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 import hiredis
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, ClusterPubSub, RedisCluster
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.utils import HIREDIS_AVAILABLE
@@ -79,11 +83,14 @@ def open_redis(
 
     With ``wait_for_connection_s``, a command finding all ``max_connections`` in use waits that
     long for one to be free (then :class:`RedisPoolBusyError`), instead of failing at once with
-    ``MaxConnectionsError``: what a client shared by many concurrent callers needs (a cluster
-    client keeps a pool per node and fails at once instead).
+    ``MaxConnectionsError``: what a client shared by many concurrent callers needs. A cluster
+    client always waits (without ``wait_for_connection_s``, as long as it takes; see
+    :class:`_InitializedFirstCluster`).
     """
     if is_cluster_url(url):
-        return open_cluster(url, encoding_errors=encoding_errors, **options)
+        return open_cluster(
+            url, encoding_errors=encoding_errors, wait_for_connection_s=wait_for_connection_s, **options
+        )
     if wait_for_connection_s is None:
         pool = aioredis.ConnectionPool.from_url(url, decode_responses=True, encoding_errors=encoding_errors, **options)
     else:
@@ -95,12 +102,16 @@ def open_redis(
     return aioredis.Redis.from_pool(pool)
 
 
-def open_cluster(url: str, *, encoding_errors: str = "strict", **options: Any) -> aioredis.Redis:
+def open_cluster(
+    url: str, *, encoding_errors: str = "strict", wait_for_connection_s: float | None = None, **options: Any
+) -> aioredis.Redis:
     """A Redis Cluster client for ``redis+cluster://[user:password@]host:port[,host:port...]``
     (``rediss+cluster://`` for TLS): any of the seed nodes tells the client the cluster's layout.
 
     The client has the same commands as a single server's (typed as one: the broker's callers use
-    only commands both route; multi-key commands must name keys of one hash tag).
+    only commands both route; multi-key commands must name keys of one hash tag). A command or
+    pipeline finding ``max_connections`` in use waits for one (``wait_for_connection_s``, then
+    :class:`RedisPoolBusyError`; ``None``: as long as it takes).
     """
     parts = urlsplit(url)
     tls = CLUSTER_SCHEMES.get(parts.scheme)
@@ -118,16 +129,108 @@ def open_cluster(url: str, *, encoding_errors: str = "strict", **options: Any) -
                 "(write redis+cluster://host:port[,host:port...])"
             )
         nodes.append(ClusterNode(host.strip("[]"), int(port)))
-    cluster = RedisCluster(
+    cluster = _InitializedFirstCluster(
         startup_nodes=nodes,
         decode_responses=True,
         encoding_errors=encoding_errors,
         username=unquote(username) or None,
         password=unquote(password) or None,
         ssl=tls,
+        wait_for_connection_s=wait_for_connection_s,
         **options,
     )
     return cast(aioredis.Redis, cluster)
+
+
+_HOLDS_A_TURN: ContextVar[bool] = ContextVar("dragoman_cluster_turn", default=False)
+"""Whether this task already holds one of its cluster client's turns (a pipeline's redirected command
+runs inside it: taking a second turn there could wait for ever)."""
+
+
+class _InitializedFirstCluster(RedisCluster):
+    """redis-py's cluster client, which learns the cluster's layout before a command's first step and
+    lets a command wait for a connection rather than fail.
+
+    Initialized first: redis-py 8.1's ``execute_command`` resolves the command's routing policy (a
+    ``COMMAND`` sent on a seed node's connection) before it initializes the client, and initializing
+    closes the seed nodes' connections: on a fresh client, commands started together (one per shard,
+    as the dispatcher, stats and lookups do) failed about one time in ten with ``AttributeError:
+    'NoneType' object has no attribute 'writelines'`` (``dragoman rq-worker`` exited at start).
+
+    Turns: redis-py's cluster node raises ``MaxConnectionsError`` at once when its ``max_connections``
+    are in use, and a cluster *pipeline* takes that (a ``ConnectionError``) for a failed node and
+    closes every connection of the client, those of every other request in flight included: under
+    load (300 concurrent ``POST /v1/jobs?wait=`` on one API server) a tenth of the requests failed with
+    500/503 and "Connection closed by server". So at most ``max_connections - 1`` commands or
+    pipelines run at once (each holds at most one connection per node; one is left for the
+    completion-event subscription); the others wait their turn, as a single server's waiting pool does.
+    """
+
+    def __init__(self, *args: Any, wait_for_connection_s: float | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._max_connections = int(kwargs.get("max_connections", 100))
+        self._turns = asyncio.Semaphore(max(1, self._max_connections - 1))
+        self._turn_wait_s = wait_for_connection_s
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold one of the client's turns for a command or pipeline (at once if this task holds one)."""
+        if _HOLDS_A_TURN.get():
+            yield
+            return
+        try:
+            async with asyncio.timeout(self._turn_wait_s):
+                await self._turns.acquire()
+        except TimeoutError:
+            raise RedisPoolBusyError("Redis", self._max_connections, self._turn_wait_s or 0.0) from None
+        held = _HOLDS_A_TURN.set(True)
+        try:
+            yield
+        finally:
+            _HOLDS_A_TURN.reset(held)
+            self._turns.release()
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """Initialize the client if it is not yet (or no longer, after a failover), then run the command
+        in a turn."""
+        if self._initialize:
+            await self.initialize()
+        async with self.turn():
+            return await super().execute_command(*args, **kwargs)
+
+    def pubsub(
+        self, node: ClusterNode | None = None, host: str | None = None, port: int | None = None, **kwargs: Any
+    ) -> ClusterPubSub:
+        """redis-py's cluster subscription, which initializes the client before its first command."""
+        return _InitializingPubSub(self, node=node, host=host, port=port, **kwargs)
+
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
+        """redis-py's cluster pipeline, whose ``execute`` runs in a turn."""
+        if shard_hint:
+            return super().pipeline(transaction, shard_hint)  # redis-py's own error
+        return _TurnTakingPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py makes its own
+
+
+class _InitializingPubSub(ClusterPubSub):
+    """A cluster subscription that initializes its client first: redis-py 8.1 picks the subscription's
+    node from the slots it has learnt, and a client that had sent nothing yet (a producer whose first
+    call is a ``wait``) failed with ``KeyError`` (a slot number), which no caller takes for Redis's error."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """Initialize the client if it is not yet, then send the (P)SUBSCRIBE or other command."""
+        if self.cluster._initialize:
+            await self.cluster.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+
+class _TurnTakingPipeline(ClusterPipeline):
+    """A cluster pipeline that executes in one of its client's turns (:class:`_InitializedFirstCluster`)."""
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> list[Any]:
+        """Send the queued commands once a turn is free; their replies, in order."""
+        client = cast(_InitializedFirstCluster, self.cluster_client)
+        async with client.turn():
+            return await super().execute(raise_on_error, allow_redirections)
 
 
 def _hiredis_packing(base: type[Any]) -> type[Any]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import redis
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
 
 
-def mark_revoked(client: redis.Redis, keys: RedisKeys, api_key_id: str, ttl_s: int) -> None:
+async def mark_revoked(client: aioredis.Redis, keys: RedisKeys, api_key_id: str, ttl_s: int) -> None:
     """Write ``api_key_id``'s revocation marker, kept ``ttl_s`` (longer than any server caches a key)."""
-    client.set(keys.revoked_api_key(api_key_id), "1", ex=ttl_s)
+    await client.set(keys.revoked_api_key(api_key_id), "1", ex=ttl_s)
 
 
 async def is_revoked(redis_client: aioredis.Redis, keys: RedisKeys, api_key_id: str) -> bool:

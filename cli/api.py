@@ -168,20 +168,29 @@ async def _on_store(database_url: str, operation: Callable[[ApiKeyStore], Awaita
 
 
 def _announce_revocation(settings: Settings, key_id: str) -> None:
-    """Tell the API servers at once; without Redis they refuse the key once their cache expires."""
+    """Tell the API servers at once; without Redis they refuse the key once their cache expires.
+
+    Through :func:`broker.redis_client.open_redis`, so a Redis Cluster URL (``redis+cluster://``) works too.
+    """
     import redis
+    from redis.exceptions import RedisClusterException
 
     from api.key_cache import CACHE_SECONDS, announce_revocation
     from broker.keys import RedisKeys
+    from broker.redis_client import open_redis
+    from contract.sync_bridge import run_sync
     from storage.embedded import resolve_urls
 
-    try:
-        client = redis.Redis.from_url(resolve_urls(settings).redis_url, socket_timeout=5)
+    async def announce() -> None:
+        client = open_redis(resolve_urls(settings).redis_url, socket_timeout=5)
         try:
-            announce_revocation(client, RedisKeys.from_settings(settings), key_id)
+            await announce_revocation(client, RedisKeys.from_settings(settings), key_id)
         finally:
-            client.close()
-    except redis.RedisError as exc:
+            await client.aclose()
+
+    try:
+        run_sync(announce())
+    except (redis.RedisError, RedisClusterException) as exc:
         print(
             f"warning: Redis is unreachable ({exc}); API servers that used this key lately accept it "
             f"for up to {CACHE_SECONDS:.0f} s more",

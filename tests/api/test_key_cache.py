@@ -8,6 +8,8 @@ import httpx
 import pytest
 
 from api.key_cache import ApiKeyCache
+from broker.keys import RedisKeys
+from broker.redis_client import open_redis
 from cli.main import EXIT_OK, main
 from contract.settings import Settings
 from storage import ApiKey, ApiKeyStore
@@ -48,3 +50,30 @@ async def test_revoking_a_key_in_use_refuses_its_next_request(
     refused = await http.get(missing, headers=bearer(key))
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
     assert "warning" not in capsys.readouterr().err
+
+
+async def test_revoking_a_key_marks_it_on_a_redis_cluster(
+    cluster_settings: Settings,
+    key_store: ApiKeyStore,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``dragoman api-key revoke`` with ``DRAGOMAN_REDIS_URL=redis+cluster://...`` writes the marker (it opened
+    a single-server client, which refuses that URL: the command failed after revoking, and no marker)."""
+    assert cluster_settings.redis_url and cluster_settings.database_url
+    for name, value in (
+        ("DRAGOMAN_REDIS_URL", cluster_settings.redis_url),
+        ("DRAGOMAN_DATABASE_URL", cluster_settings.database_url),
+        ("DRAGOMAN_KEY_PREFIX", cluster_settings.key_prefix),
+        ("DRAGOMAN_REDIS_SHARDS", str(cluster_settings.redis_shards)),
+        ("DRAGOMAN_DATA_DIR", str(cluster_settings.data_dir)),
+    ):
+        monkeypatch.setenv(name, value)
+    record, _ = await key_store.create(f"cluster-{cluster_settings.key_prefix}")
+    assert main(["api-key", "revoke", record.id]) == EXIT_OK
+    assert "warning" not in capsys.readouterr().err
+    redis = open_redis(cluster_settings.redis_url)
+    try:
+        assert await redis.exists(RedisKeys.from_settings(cluster_settings).revoked_api_key(record.id)) == 1
+    finally:
+        await redis.aclose()
