@@ -292,3 +292,57 @@ async def test_a_failing_shard_is_backed_off_alone_and_logged_once(
     reads = [message for message in warnings if "while reading" in message]
     assert len(reads) == 1, warnings  # once per outage, however many retries
     assert len(raw.xrange(shards[1].events_stream)) == 5
+
+
+async def test_sigterm_with_a_shard_down_for_good_stops_within_a_bound(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shard 1 never acknowledges again (its primary gone for good): stopping the worker still ends, soon after
+    the grace; shard 1's rows are committed and its entries left pending for another worker, the others acked."""
+    monkeypatch.setattr(writer_module, "GIVE_UP_ACKS_AFTER_S", 1.0)
+    ids = {shard: [_queue(raw, sharded, shard, f"s{shard} {i}") for i in range(4)] for shard in range(SHARDS)}
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    acknowledge = writer_module.acknowledge_writer_batch
+
+    async def failing_ack(redis_: Any, keys: RedisKeys, *args: Any) -> None:
+        if keys.shard == 1:
+            raise RedisConnectionError("Connection refused (simulated)")
+        await acknowledge(redis_, keys, *args)
+
+    monkeypatch.setattr(writer_module, "acknowledge_writer_batch", failing_ack)
+    shards = _keys(sharded).shards
+    await worker.start()
+    try:
+        every = [job_id for shard_ids in ids.values() for job_id in shard_ids]
+        await _until(lambda: len(_statuses(pg, every)) == 12, what="every row")
+        await _until(lambda: _pending(raw, shards[0]) == _pending(raw, shards[2]) == 0, what="the healthy acks")
+    finally:
+        began = time.monotonic()
+        await asyncio.wait_for(worker.stop(grace_seconds=1), timeout=30)
+    assert time.monotonic() - began < 15
+    assert _pending(raw, shards[1]) == 4  # left for another worker: delivered again, the upsert absorbs it
+
+
+async def test_sigterm_with_the_only_shard_down_for_good_stops_within_a_bound(
+    settings: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One shard (the default) whose Redis stops answering acknowledgements: the stop ends all the same."""
+    monkeypatch.setattr(writer_module, "GIVE_UP_ACKS_AFTER_S", 1.0)
+    job_id = new_job_id_on_shard(0, 1)
+    keys = _keys(settings)
+    spec = JobSpec(job_id=job_id, text="t", source_lang="en", target_lang="fr", created_at=time.time())
+    raw_redis.xadd(keys.jobs_stream, dict[Any, Any](encode_job_entry(spec)))
+    worker = _worker(settings, service_urls, DeterministicEngine(), max_in_flight=4)
+
+    async def failing_ack(*args: Any) -> None:
+        raise RedisConnectionError("Connection refused (simulated)")
+
+    monkeypatch.setattr(writer_module, "acknowledge_writer_batch", failing_ack)
+    await worker.start()
+    try:
+        await _until(lambda: _statuses(pg, [job_id]) == {job_id: "succeeded"}, what="the row")
+    finally:
+        began = time.monotonic()
+        await asyncio.wait_for(worker.stop(grace_seconds=1), timeout=30)
+    assert time.monotonic() - began < 15
+    assert _pending(raw_redis, keys) == 1
