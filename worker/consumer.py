@@ -43,6 +43,7 @@ from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import RedisKeys, served_keys
 from broker.lanes import SHARD_UNAVAILABLE, Entries, StreamEntries, read_own_pending, wait_for_new
 from broker.pending import claim_orphans, claim_stale
+from broker.redis_client import connection_faults_as_errors
 from broker.scripts import StartOutcome, StartScript
 from broker.state_records import record_types
 from contract.backoff import Backoff
@@ -227,7 +228,8 @@ class StreamConsumer:
                 self.release_slots(taken.count)
                 return
             try:
-                read = await self._next_entries(shard, taken)
+                with connection_faults_as_errors():
+                    read = await self._next_entries(shard, taken)
                 if shard.down_since is not None:
                     log.info(
                         "Redis answers again for shard %d, after %.0fs", shard.number, time.time() - shard.down_since
@@ -457,7 +459,8 @@ class StreamConsumer:
         pending (un-acked) and are reclaimed later.
         """
         try:
-            await self._dispatch(entries, lane, self._shards[shard])
+            with connection_faults_as_errors():
+                await self._dispatch(entries, lane, self._shards[shard])
         except SHARD_UNAVAILABLE as exc:
             log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
         except ResponseError as exc:
@@ -878,10 +881,11 @@ class StreamConsumer:
         while True:
             requests = CancelRequests(self._redis, self._keys)
             try:
-                await requests.connect()
-                backoff.reset()
-                async for job_id in requests.job_ids():
-                    await self.cancel_running(job_id)
+                with connection_faults_as_errors():
+                    await requests.connect()
+                    backoff.reset()
+                    async for job_id in requests.job_ids():
+                        await self.cancel_running(job_id)
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 delay = backoff.next_delay()
                 log.warning("cancel channel lost (%s); resubscribing in %.1fs", exc, delay)

@@ -33,6 +33,7 @@ import redis.asyncio as aioredis
 from broker.acknowledge import acknowledge_writer_batch
 from broker.keys import served_keys
 from broker.lanes import SHARD_UNAVAILABLE
+from broker.redis_client import connection_faults_as_errors
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
 from contract.job_controls import job_controls
@@ -377,15 +378,16 @@ class ResultWriter:
 
     async def _finish_once(self, shard: int, part: _ShardPart) -> None:
         """One FINISH of ``part`` on ``shard`` (with its dead letters, atomically); its entries are then released."""
-        await acknowledge_writer_batch(
-            self._redis,
-            self._shard_keys[shard],
-            self._finishes[shard],
-            part.jobs,
-            time.time(),
-            (part.interactive, part.bulk),
-            part.dead_letters,
-        )
+        with connection_faults_as_errors():
+            await acknowledge_writer_batch(
+                self._redis,
+                self._shard_keys[shard],
+                self._finishes[shard],
+                part.jobs,
+                time.time(),
+                (part.interactive, part.bulk),
+                part.dead_letters,
+            )
         self._held.difference_update(part.held)
 
     async def _finish_retrying(self, shard: int, part: _ShardPart) -> None:

@@ -346,3 +346,47 @@ async def test_sigterm_with_the_only_shard_down_for_good_stops_within_a_bound(
         await asyncio.wait_for(worker.stop(grace_seconds=1), timeout=30)
     assert time.monotonic() - began < 15
     assert _pending(raw_redis, keys) == 1
+
+
+def _leaked_transport_error() -> None:
+    """Raise what redis-py 8.1 leaks when a connection breaks under it (redis/redis-py#4287), from a redis-py frame."""
+    code = "def send(writer):\n    writer.writelines([b'PING'])\n"
+    scope: dict[str, Any] = {"__name__": "redis.asyncio.connection"}
+    exec(compile(code, "redis/asyncio/connection.py", "exec"), scope)
+    scope["send"](None)
+
+
+async def test_a_broken_connection_leaking_an_attribute_error_does_not_end_the_reading(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
+) -> None:
+    """A primary killed under the worker: redis-py leaks ``AttributeError`` instead of ``ConnectionError`` from a
+    read and from a START on shard 1; both are that shard's outage, and every job still finishes."""
+    ids = {shard: [_queue(raw, sharded, shard, f"s{shard} {i}") for i in range(6)] for shard in range(SHARDS)}
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    faults = {"read": 1, "start": 1}
+    read_lanes, mark_started = worker.consumer._read_lanes, worker.consumer._mark_started
+
+    async def leaky_read(shard: Any, counts: Any) -> Any:
+        if shard.number == 1 and faults["read"]:
+            faults["read"] -= 1
+            _leaked_transport_error()
+        return await read_lanes(shard, counts)
+
+    async def leaky_start(shard: Any, decoded: Any, now: float) -> Any:
+        if shard.number == 1 and faults["start"]:
+            faults["start"] -= 1
+            _leaked_transport_error()
+        return await mark_started(shard, decoded, now)
+
+    worker.consumer._read_lanes = leaky_read  # type: ignore[method-assign]
+    worker.consumer._mark_started = leaky_start  # type: ignore[method-assign]
+    settings = sharded.model_copy(update={"visibility_timeout_seconds": 1.0, "reclaim_interval_seconds": 0.2})
+    worker.consumer._settings = settings  # the entry whose START failed is pending here: reclaimed when stale
+    every = [job_id for shard_ids in ids.values() for job_id in shard_ids]
+    await worker.start()
+    try:
+        await _until(lambda: _statuses(pg, every) == dict.fromkeys(every, "succeeded"), what="every job's row")
+        assert worker._reader is not None and not worker._reader.done()
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert faults == {"read": 0, "start": 0}
