@@ -177,6 +177,10 @@ class StreamConsumer:
         """Shards, lanes and stream entries of the jobs running here."""
         return list(self._entries.values())
 
+    def _held_here(self) -> list[tuple[int, Lane, str]]:
+        """The entries running here or handed to the writer and not acknowledged yet."""
+        return [*self._entries.values(), *self._writer.held_entries()]
+
     @property
     def lane_policy(self) -> LanePolicy:
         """What this consumer reads from each lane (``DRAGOMAN_LANE_POLICY``; each shard has its own, alike)."""
@@ -235,6 +239,7 @@ class StreamConsumer:
                         "Redis answers again for shard %d, after %.0fs", shard.number, time.time() - shard.down_since
                     )
                     shard.down_since = None
+                    self._recheck_own_pending(shard)
                 backoff.reset()
             except SHARD_UNAVAILABLE as exc:
                 self.release_slots(taken.count)
@@ -249,6 +254,17 @@ class StreamConsumer:
             for lane, entries in read.items():
                 if entries:
                     await self.dispatch(entries, lane, shard.number)
+
+    @staticmethod
+    def _recheck_own_pending(shard: _Shard) -> None:
+        """Read ``shard``'s entries pending under this consumer again, before new ones, at its next read.
+
+        After an outage some may be ours without being held here: a START that failed left its entries
+        pending, and a primary that failed over may have lost acknowledgements it had not replicated. No
+        one else takes them (this consumer is alive) before the visibility timeout; the jobs running or
+        written here are skipped.
+        """
+        shard.own_cursor = dict.fromkeys(Lane, "0")
 
     def _shard_unavailable(self, shard: _Shard, exc: Exception, delay: float) -> None:
         """Log a shard's read failure: a warning when it begins (once per outage with several shards), then debug."""
@@ -292,6 +308,7 @@ class StreamConsumer:
     async def _read_own_pending(self, shard: _Shard, count: int) -> dict[Lane, Entries]:
         """The next page of ``shard``'s entries this consumer name owned before a restart, one lane at a time."""
         for lane, stream in shard.keys.lanes:
+            key = (shard.number, lane)
             cursor = shard.own_cursor[lane]
             if cursor == ">":
                 continue
@@ -300,9 +317,11 @@ class StreamConsumer:
                 shard.own_cursor[lane] = ">"
                 continue
             shard.own_cursor[lane] = page[-1][0]
+            held = {entry_id for number, held_lane, entry_id in self._held_here() if (number, held_lane) == key}
             # Own pending entries whose message was trimmed or deleted come back without fields.
-            entries = [(entry_id, fields) for entry_id, fields in page if fields is not None]
-            log.info("resuming %d %s jobs this consumer owned before a restart", len(entries), lane.value)
+            entries = [(entry_id, fields) for entry_id, fields in page if fields is not None and entry_id not in held]
+            if entries:
+                log.info("resuming %d %s jobs this consumer owns and does not run", len(entries), lane.value)
             return {lane: entries}
         return {}
 
@@ -463,6 +482,7 @@ class StreamConsumer:
                 await self._dispatch(entries, lane, self._shards[shard])
         except SHARD_UNAVAILABLE as exc:
             log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
+            self._recheck_own_pending(self._shards[shard])
         except ResponseError as exc:
             log.error("Redis refused to start %d jobs (%s); they stay pending", len(entries), exc)
 

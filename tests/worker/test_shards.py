@@ -390,3 +390,44 @@ async def test_a_broken_connection_leaking_an_attribute_error_does_not_end_the_r
     finally:
         await worker.stop(grace_seconds=5)
     assert faults == {"read": 0, "start": 0}
+
+
+async def test_entries_left_pending_under_the_live_worker_by_an_outage_run_when_the_shard_is_back(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
+) -> None:
+    """After shard 1's outage, entries pending under this (live) consumer that it does not run — a START that
+    failed, an acknowledgement a failed-over primary lost — run at once, not after the visibility timeout."""
+    assert sharded.visibility_timeout_seconds >= 300  # nobody would reclaim them within this test
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    await worker.consumer.ensure_group()
+    keys = _keys(sharded).for_shard(1)
+    lost_ack = _queue(raw, sharded, 1, "its ack was lost with the old primary")
+    raw.xreadgroup(keys.consumer_group, worker.consumer.consumer_name, {keys.jobs_stream: ">"}, count=10)
+    failed_start = _queue(raw, sharded, 1, "its START met the outage")
+    down = {"read": True, "start": 1}
+    read_lanes, mark_started = worker.consumer._read_lanes, worker.consumer._mark_started
+    worker.consumer._shards[1].own_cursor = dict.fromkeys(Lane, ">")  # as if already resumed before the outage
+
+    async def failing_read(shard: Any, counts: Any) -> Any:
+        if shard.number == 1 and down["read"]:
+            raise RedisConnectionError("Connection refused (simulated)")
+        return await read_lanes(shard, counts)
+
+    async def failing_start(shard: Any, decoded: Any, now: float) -> Any:
+        if shard.number == 1 and down["start"] and any(spec.job_id == failed_start for _, spec in decoded):
+            down["start"] -= 1
+            raise RedisConnectionError("Connection refused (simulated)")
+        return await mark_started(shard, decoded, now)
+
+    worker.consumer._read_lanes = failing_read  # type: ignore[method-assign]
+    worker.consumer._mark_started = failing_start  # type: ignore[method-assign]
+    await worker.start()
+    try:
+        await asyncio.sleep(0.5)
+        down["read"] = False
+        both = [lost_ack, failed_start]
+        await _until(lambda: _statuses(pg, both) == dict.fromkeys(both, "succeeded"), within=20, what="both rows")
+        await _until(lambda: _pending(raw, keys) == 0, within=10, what="their acks")
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert down["start"] == 0
