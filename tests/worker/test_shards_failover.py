@@ -96,10 +96,12 @@ async def test_every_job_finishes_when_a_shards_primary_is_killed_under_an_in_pr
             "redis_url": cluster.url,
             "redis_shards": SHARDS,
             "key_prefix": prefix,
-            "visibility_timeout_seconds": 3,
             "reclaim_interval_seconds": 0.5,
         }
     )
+    # The default visibility timeout (300 s): entries left pending under the live worker by the failover (acks
+    # the old primary had not replicated) must run again without waiting for it.
+    assert settings.visibility_timeout_seconds >= 300
     keys = RedisKeys.from_settings(settings)
     shards = keys.shards
     raw = RedisCluster(host="127.0.0.1", port=cluster.ports[0], decode_responses=True)
