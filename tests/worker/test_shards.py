@@ -431,3 +431,47 @@ async def test_entries_left_pending_under_the_live_worker_by_an_outage_run_when_
     finally:
         await worker.stop(grace_seconds=5)
     assert down["start"] == 0
+
+
+async def test_two_models_on_three_shards_each_worker_reads_its_models_lanes_of_every_shard(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
+) -> None:
+    """A worker of the default model and one of ``small`` on the same 3 shards: each runs its own model's jobs
+    from every shard's lanes (never the other's), finishing them on the shard they were read from."""
+    small = sharded.model_copy(update={"served_model_names": ["small"]})
+    ids: dict[str, dict[int, list[str]]] = {"default": {}, "small": {}}
+    for shard in range(SHARDS):
+        for model in ("default", "small"):
+            keys = _keys(sharded).for_shard(shard)
+            if model == "small":
+                keys = keys.for_model("small")
+            batch = []
+            for i in range(4):
+                job_id = new_job_id_on_shard(shard, SHARDS)
+                lane = Lane.BULK if i % 2 else Lane.INTERACTIVE
+                spec = JobSpec(
+                    job_id=job_id, text=f"{model} {i}", source_lang="en", target_lang="fr", created_at=time.time()
+                )
+                raw.xadd(keys.lane(lane), dict[Any, Any](encode_job_entry(spec)))
+                batch.append(job_id)
+            ids[model][shard] = batch
+    default_worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=6)
+    small_worker = _worker(small, service_urls, DeterministicEngine(), max_in_flight=6)
+    assert small_worker.consumer._shards[2].keys.jobs_stream == f"{shard_tag(sharded.key_prefix, 2)}:model:small:jobs"
+    every = [job_id for per_model in ids.values() for batch in per_model.values() for job_id in batch]
+    await default_worker.start()
+    await small_worker.start()
+    try:
+        await _until(lambda: _statuses(pg, every) == dict.fromkeys(every, "succeeded"), what="every job's row")
+        models = dict(pg.execute("SELECT id::text, model FROM jobs WHERE id = ANY(%s::uuid[])", (every,)).fetchall())
+        shards = _keys(sharded).shards
+        lanes = [*shards, *(keys.for_model("small") for keys in shards)]
+        await _until(lambda: all(_pending(raw, keys) == 0 for keys in lanes), what="every lane's acks")
+    finally:
+        await small_worker.stop(grace_seconds=5)
+        await default_worker.stop(grace_seconds=5)
+    assert {models[job_id] for batch in ids["small"].values() for job_id in batch} == {"small"}
+    assert "small" not in {models[job_id] for batch in ids["default"].values() for job_id in batch}
+    for keys in shards:
+        events = {fields["id"] for _, fields in raw.xrange(keys.events_stream)}
+        assert events == {*ids["default"][keys.shard], *ids["small"][keys.shard]}  # both models, on their shard
