@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
+from types import TracebackType
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
@@ -100,6 +101,35 @@ def open_redis(
     if HIREDIS_AVAILABLE:
         pool.connection_class = _hiredis_packing(pool.connection_class)
     return aioredis.Redis.from_pool(pool)
+
+
+@contextlib.contextmanager
+def connection_faults_as_errors() -> Iterator[None]:
+    """Raise the ``ConnectionError`` that redis-py 8.1 leaks as an ``AttributeError`` or ``TypeError``.
+
+    A connection the server closed (a Redis Cluster primary killed mid-failover), or one a concurrent
+    command disconnects while it connects, fails deep in redis-py or asyncio's transport with
+    ``'NoneType' object has no attribute 'writelines'`` and the like (redis/redis-py#4287): not a
+    ``RedisError``, so it escaped the worker's outage handling and ended its read loop. Only errors raised
+    inside redis-py (or the asyncio transport under it) are turned; any other is left as it is.
+    """
+    try:
+        yield
+    except (AttributeError, TypeError) as exc:
+        if not _raised_in_redis(exc.__traceback__):
+            raise
+        raise RedisConnectionError(f"the connection to Redis broke ({type(exc).__name__}: {exc})") from exc
+
+
+def _raised_in_redis(trace: TracebackType | None) -> bool:
+    """Whether a traceback passes through redis-py and ends in redis-py or asyncio's own code."""
+    through_redis = False
+    module = ""
+    while trace is not None:
+        module = str(trace.tb_frame.f_globals.get("__name__", ""))
+        through_redis = through_redis or module.startswith("redis.")
+        trace = trace.tb_next
+    return through_redis and module.startswith(("redis.", "asyncio."))
 
 
 def open_cluster(

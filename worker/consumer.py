@@ -43,6 +43,7 @@ from broker.heartbeats import HEARTBEAT_TTL_S
 from broker.keys import RedisKeys, served_keys
 from broker.lanes import SHARD_UNAVAILABLE, Entries, StreamEntries, read_own_pending, wait_for_new
 from broker.pending import claim_orphans, claim_stale
+from broker.redis_client import connection_faults_as_errors
 from broker.scripts import StartOutcome, StartScript
 from broker.state_records import record_types
 from contract.backoff import Backoff
@@ -176,6 +177,10 @@ class StreamConsumer:
         """Shards, lanes and stream entries of the jobs running here."""
         return list(self._entries.values())
 
+    def _held_here(self) -> list[tuple[int, Lane, str]]:
+        """The entries running here or handed to the writer and not acknowledged yet."""
+        return [*self._entries.values(), *self._writer.held_entries()]
+
     @property
     def lane_policy(self) -> LanePolicy:
         """What this consumer reads from each lane (``DRAGOMAN_LANE_POLICY``; each shard has its own, alike)."""
@@ -227,12 +232,14 @@ class StreamConsumer:
                 self.release_slots(taken.count)
                 return
             try:
-                read = await self._next_entries(shard, taken)
+                with connection_faults_as_errors():
+                    read = await self._next_entries(shard, taken)
                 if shard.down_since is not None:
                     log.info(
                         "Redis answers again for shard %d, after %.0fs", shard.number, time.time() - shard.down_since
                     )
                     shard.down_since = None
+                    self._recheck_own_pending(shard)
                 backoff.reset()
             except SHARD_UNAVAILABLE as exc:
                 self.release_slots(taken.count)
@@ -247,6 +254,17 @@ class StreamConsumer:
             for lane, entries in read.items():
                 if entries:
                     await self.dispatch(entries, lane, shard.number)
+
+    @staticmethod
+    def _recheck_own_pending(shard: _Shard) -> None:
+        """Read ``shard``'s entries pending under this consumer again, before new ones, at its next read.
+
+        After an outage some may be ours without being held here: a START that failed left its entries
+        pending, and a primary that failed over may have lost acknowledgements it had not replicated. No
+        one else takes them (this consumer is alive) before the visibility timeout; the jobs running or
+        written here are skipped.
+        """
+        shard.own_cursor = dict.fromkeys(Lane, "0")
 
     def _shard_unavailable(self, shard: _Shard, exc: Exception, delay: float) -> None:
         """Log a shard's read failure: a warning when it begins (once per outage with several shards), then debug."""
@@ -290,6 +308,7 @@ class StreamConsumer:
     async def _read_own_pending(self, shard: _Shard, count: int) -> dict[Lane, Entries]:
         """The next page of ``shard``'s entries this consumer name owned before a restart, one lane at a time."""
         for lane, stream in shard.keys.lanes:
+            key = (shard.number, lane)
             cursor = shard.own_cursor[lane]
             if cursor == ">":
                 continue
@@ -298,9 +317,11 @@ class StreamConsumer:
                 shard.own_cursor[lane] = ">"
                 continue
             shard.own_cursor[lane] = page[-1][0]
+            held = {entry_id for number, held_lane, entry_id in self._held_here() if (number, held_lane) == key}
             # Own pending entries whose message was trimmed or deleted come back without fields.
-            entries = [(entry_id, fields) for entry_id, fields in page if fields is not None]
-            log.info("resuming %d %s jobs this consumer owned before a restart", len(entries), lane.value)
+            entries = [(entry_id, fields) for entry_id, fields in page if fields is not None and entry_id not in held]
+            if entries:
+                log.info("resuming %d %s jobs this consumer owns and does not run", len(entries), lane.value)
             return {lane: entries}
         return {}
 
@@ -457,9 +478,11 @@ class StreamConsumer:
         pending (un-acked) and are reclaimed later.
         """
         try:
-            await self._dispatch(entries, lane, self._shards[shard])
+            with connection_faults_as_errors():
+                await self._dispatch(entries, lane, self._shards[shard])
         except SHARD_UNAVAILABLE as exc:
             log.warning("Redis unavailable while starting %d jobs (%s); they stay pending", len(entries), exc)
+            self._recheck_own_pending(self._shards[shard])
         except ResponseError as exc:
             log.error("Redis refused to start %d jobs (%s); they stay pending", len(entries), exc)
 
@@ -878,10 +901,11 @@ class StreamConsumer:
         while True:
             requests = CancelRequests(self._redis, self._keys)
             try:
-                await requests.connect()
-                backoff.reset()
-                async for job_id in requests.job_ids():
-                    await self.cancel_running(job_id)
+                with connection_faults_as_errors():
+                    await requests.connect()
+                    backoff.reset()
+                    async for job_id in requests.job_ids():
+                        await self.cancel_running(job_id)
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 delay = backoff.next_delay()
                 log.warning("cancel channel lost (%s); resubscribing in %.1fs", exc, delay)

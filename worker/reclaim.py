@@ -21,6 +21,7 @@ from broker.heartbeats import HEARTBEAT_INTERVAL_S, HEARTBEAT_TTL_S
 from broker.keys import RedisKeys, served_keys
 from broker.lanes import SHARD_UNAVAILABLE
 from broker.pending import forget_gone_consumers, keep_alive, trim_acknowledged
+from broker.redis_client import connection_faults_as_errors
 from contract.schemas import Lane
 from contract.settings import Settings
 
@@ -66,9 +67,10 @@ class Housekeeper:
         shards = self._keys.shards
         for keys in shards:
             try:
-                await self._tick_shard(
-                    keys, [(lane, entry_id) for shard, lane, entry_id in held if shard == keys.shard]
-                )
+                with connection_faults_as_errors():
+                    await self._tick_shard(
+                        keys, [(lane, entry_id) for shard, lane, entry_id in held if shard == keys.shard]
+                    )
             except SHARD_UNAVAILABLE as exc:
                 if len(shards) == 1:
                     raise  # run() logs it, as it always did

@@ -23,7 +23,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from broker.heartbeats import HEARTBEAT_INTERVAL_S, delete_heartbeat, write_heartbeat
 from broker.keys import served_keys
 from broker.model_registry import pin_default_model, register_served_names
-from broker.redis_client import open_redis
+from broker.redis_client import connection_faults_as_errors, open_redis
 from contract.models import served_names
 from contract.schemas import Lane
 from contract.settings import Settings
@@ -171,24 +171,25 @@ class Worker:
     async def _write_heartbeat(self) -> None:
         """Refresh this worker's heartbeat hash (what it does, for operators) and its expiry."""
         down = self.writer.postgres_unavailable_since
-        await write_heartbeat(
-            self.redis,
-            self.keys,
-            self.consumer.consumer_name,
-            {
-                "started_at": self._started_at,
-                "pid": os.getpid(),
-                "beat_at": repr(time.time()),
-                "in_flight": self.consumer.in_flight,
-                "written": self.writer.stats.rows,
-                "reclaimed": self.consumer.reclaimed,
-                "lane_policy": self.consumer.lane_policy.name,
-                "models": " ".join(self.served_names),
-                "engine": self.engine_plan,
-                **self._served,
-                "postgres_down_since": "" if down is None else repr(down),
-            },
-        )
+        with connection_faults_as_errors():
+            await write_heartbeat(
+                self.redis,
+                self.keys,
+                self.consumer.consumer_name,
+                {
+                    "started_at": self._started_at,
+                    "pid": os.getpid(),
+                    "beat_at": repr(time.time()),
+                    "in_flight": self.consumer.in_flight,
+                    "written": self.writer.stats.rows,
+                    "reclaimed": self.consumer.reclaimed,
+                    "lane_policy": self.consumer.lane_policy.name,
+                    "models": " ".join(self.served_names),
+                    "engine": self.engine_plan,
+                    **self._served,
+                    "postgres_down_since": "" if down is None else repr(down),
+                },
+            )
 
     async def _beat(self) -> None:
         """Keep the heartbeat alive until the worker has flushed its last result, then delete it.

@@ -33,6 +33,7 @@ import redis.asyncio as aioredis
 from broker.acknowledge import acknowledge_writer_batch
 from broker.keys import served_keys
 from broker.lanes import SHARD_UNAVAILABLE
+from broker.redis_client import connection_faults_as_errors
 from broker.scripts import FinishedJob, FinishScript
 from contract.backoff import Backoff
 from contract.job_controls import job_controls
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 
 _RETRY_INITIAL_S = 0.2
 _RETRY_MAX_S = 10.0
+GIVE_UP_ACKS_AFTER_S = 10.0
+"""After :meth:`ResultWriter.close`, how long acknowledgements are retried on a shard that does not answer before
+the writer gives them up (its rows are committed; its entries stay pending and are delivered again to another
+worker, whose upsert absorbs them): a Redis down for good must not keep ``dragoman worker`` from ever stopping."""
 
 
 @dataclass(slots=True)
@@ -103,6 +108,7 @@ class ResultWriter:
         self._backlogs: dict[int, deque[_ShardPart]] = {}  # shard -> parts waiting for it to answer again
         self._retrying: dict[int, asyncio.Task[None]] = {}  # shard -> the task retrying its backlog
         self._unavailable_since: float | None = None
+        self._give_up_at: float | None = None  # monotonic; set by close(): acknowledgements retried until then
         self._batches = 0
         self._rows = 0
         self._dead = 0
@@ -135,8 +141,30 @@ class ResultWriter:
         return self._unavailable_since
 
     async def close(self) -> None:
-        """Ask :meth:`run` to write what is buffered and return."""
+        """Ask :meth:`run` to write what is buffered and return.
+
+        From now on a shard that does not acknowledge is retried for :data:`GIVE_UP_ACKS_AFTER_S` at most:
+        then its acknowledgements are given up (left pending for another worker), so that stopping ends.
+        """
+        self._give_up_at = time.monotonic() + GIVE_UP_ACKS_AFTER_S
         await self._queue.put(None)
+
+    def _retry_delay(self, backoff: Backoff) -> float | None:
+        """The wait before the next acknowledgement retry, or ``None`` once closing has given them up."""
+        delay = backoff.next_delay()
+        if self._give_up_at is None:
+            return delay
+        left = self._give_up_at - time.monotonic()
+        return None if left <= 0 else min(delay, left)
+
+    def _give_up(self, shard: int, entries: int) -> None:
+        log.error(
+            "shard %d still does not acknowledge %.0fs after the worker began to stop: giving up %d acknowledgements "
+            "(their rows are committed; the entries stay pending and another worker delivers them again)",
+            shard,
+            GIVE_UP_ACKS_AFTER_S,
+            entries,
+        )
 
     async def run(self) -> None:
         """Write writer batches until :meth:`close` is called and everything before it is written.
@@ -350,15 +378,16 @@ class ResultWriter:
 
     async def _finish_once(self, shard: int, part: _ShardPart) -> None:
         """One FINISH of ``part`` on ``shard`` (with its dead letters, atomically); its entries are then released."""
-        await acknowledge_writer_batch(
-            self._redis,
-            self._shard_keys[shard],
-            self._finishes[shard],
-            part.jobs,
-            time.time(),
-            (part.interactive, part.bulk),
-            part.dead_letters,
-        )
+        with connection_faults_as_errors():
+            await acknowledge_writer_batch(
+                self._redis,
+                self._shard_keys[shard],
+                self._finishes[shard],
+                part.jobs,
+                time.time(),
+                (part.interactive, part.bulk),
+                part.dead_letters,
+            )
         self._held.difference_update(part.held)
 
     async def _finish_retrying(self, shard: int, part: _ShardPart) -> None:
@@ -369,7 +398,10 @@ class ResultWriter:
                 await self._finish_once(shard, part)
                 return
             except SHARD_UNAVAILABLE as exc:
-                delay = backoff.next_delay()
+                delay = self._retry_delay(backoff)
+                if delay is None:
+                    self._give_up(shard, len(part.held))
+                    return
                 log.warning("Redis unavailable while acknowledging (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
 
@@ -398,7 +430,11 @@ class ResultWriter:
         started = time.time()
         try:
             while backlog:
-                await asyncio.sleep(backoff.next_delay())
+                delay = self._retry_delay(backoff)
+                if delay is None:
+                    self._give_up(shard, sum(len(part.held) for part in backlog))
+                    return
+                await asyncio.sleep(delay)
                 try:
                     while backlog:
                         await self._finish_once(shard, backlog[0])
@@ -406,7 +442,7 @@ class ResultWriter:
                 except SHARD_UNAVAILABLE as exc:
                     log.debug("shard %d still unavailable while acknowledging (%s)", shard, _first_line(exc))
             log.info("shard %d acknowledges again, after %.0fs", shard, time.time() - started)
-        finally:  # done, or cancelled: what is left stays pending in Redis and is delivered again
+        finally:  # done, given up, or cancelled: what is left stays pending in Redis and is delivered again
             self._backlogs.pop(shard, None)
             self._retrying.pop(shard, None)
 

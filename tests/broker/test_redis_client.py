@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 from redis.exceptions import DataError
@@ -106,3 +107,18 @@ async def test_a_fresh_cluster_client_can_subscribe_first(cluster_url: str) -> N
     finally:
         await pubsub.aclose()
         await redis.aclose()
+
+
+def test_connection_faults_as_errors_turns_only_redis_pys_leaked_errors() -> None:
+    """redis-py 8.1 leaks AttributeError/TypeError from a broken connection (redis/redis-py#4287): a ConnectionError;
+    the same error from anywhere else stays what it is."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from broker.redis_client import connection_faults_as_errors
+
+    scope: dict[str, Any] = {"__name__": "redis.asyncio.connection"}
+    exec(compile("def send(writer):\n    writer.writelines([b'PING'])\n", "connection.py", "exec"), scope)
+    with pytest.raises(RedisConnectionError, match="writelines"), connection_faults_as_errors():
+        scope["send"](None)
+    with pytest.raises(AttributeError), connection_faults_as_errors():
+        None.writelines  # type: ignore[attr-defined]  # noqa: B018

@@ -294,3 +294,186 @@ async def test_a_failing_shard_is_backed_off_alone_and_logged_once(
     reads = [message for message in warnings if "while reading" in message]
     assert len(reads) == 1, warnings  # once per outage, however many retries
     assert len(raw.xrange(shards[1].events_stream)) == 5
+
+
+async def test_sigterm_with_a_shard_down_for_good_stops_within_a_bound(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shard 1 never acknowledges again (its primary gone for good): stopping the worker still ends, soon after
+    the grace; shard 1's rows are committed and its entries left pending for another worker, the others acked."""
+    monkeypatch.setattr(writer_module, "GIVE_UP_ACKS_AFTER_S", 1.0)
+    ids = {shard: [_queue(raw, sharded, shard, f"s{shard} {i}") for i in range(4)] for shard in range(SHARDS)}
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    acknowledge = writer_module.acknowledge_writer_batch
+
+    async def failing_ack(redis_: Any, keys: RedisKeys, *args: Any) -> None:
+        if keys.shard == 1:
+            raise RedisConnectionError("Connection refused (simulated)")
+        await acknowledge(redis_, keys, *args)
+
+    monkeypatch.setattr(writer_module, "acknowledge_writer_batch", failing_ack)
+    shards = _keys(sharded).shards
+    await worker.start()
+    try:
+        every = [job_id for shard_ids in ids.values() for job_id in shard_ids]
+        await _until(lambda: len(_statuses(pg, every)) == 12, what="every row")
+        await _until(lambda: _pending(raw, shards[0]) == _pending(raw, shards[2]) == 0, what="the healthy acks")
+    finally:
+        began = time.monotonic()
+        await asyncio.wait_for(worker.stop(grace_seconds=1), timeout=30)
+    assert time.monotonic() - began < 15
+    assert _pending(raw, shards[1]) == 4  # left for another worker: delivered again, the upsert absorbs it
+
+
+async def test_sigterm_with_the_only_shard_down_for_good_stops_within_a_bound(
+    settings: Settings, service_urls: ServiceUrls, raw_redis: redis.Redis, pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One shard (the default) whose Redis stops answering acknowledgements: the stop ends all the same."""
+    monkeypatch.setattr(writer_module, "GIVE_UP_ACKS_AFTER_S", 1.0)
+    job_id = new_job_id_on_shard(0, 1)
+    keys = _keys(settings)
+    spec = JobSpec(job_id=job_id, text="t", source_lang="en", target_lang="fr", created_at=time.time())
+    raw_redis.xadd(keys.jobs_stream, dict[Any, Any](encode_job_entry(spec)))
+    worker = _worker(settings, service_urls, DeterministicEngine(), max_in_flight=4)
+
+    async def failing_ack(*args: Any) -> None:
+        raise RedisConnectionError("Connection refused (simulated)")
+
+    monkeypatch.setattr(writer_module, "acknowledge_writer_batch", failing_ack)
+    await worker.start()
+    try:
+        await _until(lambda: _statuses(pg, [job_id]) == {job_id: "succeeded"}, what="the row")
+    finally:
+        began = time.monotonic()
+        await asyncio.wait_for(worker.stop(grace_seconds=1), timeout=30)
+    assert time.monotonic() - began < 15
+    assert _pending(raw_redis, keys) == 1
+
+
+def _leaked_transport_error() -> None:
+    """Raise what redis-py 8.1 leaks when a connection breaks under it (redis/redis-py#4287), from a redis-py frame."""
+    code = "def send(writer):\n    writer.writelines([b'PING'])\n"
+    scope: dict[str, Any] = {"__name__": "redis.asyncio.connection"}
+    exec(compile(code, "redis/asyncio/connection.py", "exec"), scope)
+    scope["send"](None)
+
+
+async def test_a_broken_connection_leaking_an_attribute_error_does_not_end_the_reading(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
+) -> None:
+    """A primary killed under the worker: redis-py leaks ``AttributeError`` instead of ``ConnectionError`` from a
+    read and from a START on shard 1; both are that shard's outage, and every job still finishes."""
+    ids = {shard: [_queue(raw, sharded, shard, f"s{shard} {i}") for i in range(6)] for shard in range(SHARDS)}
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    faults = {"read": 1, "start": 1}
+    read_lanes, mark_started = worker.consumer._read_lanes, worker.consumer._mark_started
+
+    async def leaky_read(shard: Any, counts: Any) -> Any:
+        if shard.number == 1 and faults["read"]:
+            faults["read"] -= 1
+            _leaked_transport_error()
+        return await read_lanes(shard, counts)
+
+    async def leaky_start(shard: Any, decoded: Any, now: float) -> Any:
+        if shard.number == 1 and faults["start"]:
+            faults["start"] -= 1
+            _leaked_transport_error()
+        return await mark_started(shard, decoded, now)
+
+    worker.consumer._read_lanes = leaky_read  # type: ignore[method-assign]
+    worker.consumer._mark_started = leaky_start  # type: ignore[method-assign]
+    settings = sharded.model_copy(update={"visibility_timeout_seconds": 1.0, "reclaim_interval_seconds": 0.2})
+    worker.consumer._settings = settings  # the entry whose START failed is pending here: reclaimed when stale
+    every = [job_id for shard_ids in ids.values() for job_id in shard_ids]
+    await worker.start()
+    try:
+        await _until(lambda: _statuses(pg, every) == dict.fromkeys(every, "succeeded"), what="every job's row")
+        assert worker._reader is not None and not worker._reader.done()
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert faults == {"read": 0, "start": 0}
+
+
+async def test_entries_left_pending_under_the_live_worker_by_an_outage_run_when_the_shard_is_back(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
+) -> None:
+    """After shard 1's outage, entries pending under this (live) consumer that it does not run — a START that
+    failed, an acknowledgement a failed-over primary lost — run at once, not after the visibility timeout."""
+    assert sharded.visibility_timeout_seconds >= 300  # nobody would reclaim them within this test
+    worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=8)
+    await worker.consumer.ensure_group()
+    keys = _keys(sharded).for_shard(1)
+    lost_ack = _queue(raw, sharded, 1, "its ack was lost with the old primary")
+    raw.xreadgroup(keys.consumer_group, worker.consumer.consumer_name, {keys.jobs_stream: ">"}, count=10)
+    failed_start = _queue(raw, sharded, 1, "its START met the outage")
+    down = {"read": True, "start": 1}
+    read_lanes, mark_started = worker.consumer._read_lanes, worker.consumer._mark_started
+    worker.consumer._shards[1].own_cursor = dict.fromkeys(Lane, ">")  # as if already resumed before the outage
+
+    async def failing_read(shard: Any, counts: Any) -> Any:
+        if shard.number == 1 and down["read"]:
+            raise RedisConnectionError("Connection refused (simulated)")
+        return await read_lanes(shard, counts)
+
+    async def failing_start(shard: Any, decoded: Any, now: float) -> Any:
+        if shard.number == 1 and down["start"] and any(spec.job_id == failed_start for _, spec in decoded):
+            down["start"] -= 1
+            raise RedisConnectionError("Connection refused (simulated)")
+        return await mark_started(shard, decoded, now)
+
+    worker.consumer._read_lanes = failing_read  # type: ignore[method-assign]
+    worker.consumer._mark_started = failing_start  # type: ignore[method-assign]
+    await worker.start()
+    try:
+        await asyncio.sleep(0.5)
+        down["read"] = False
+        both = [lost_ack, failed_start]
+        await _until(lambda: _statuses(pg, both) == dict.fromkeys(both, "succeeded"), within=20, what="both rows")
+        await _until(lambda: _pending(raw, keys) == 0, within=10, what="their acks")
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert down["start"] == 0
+
+
+async def test_two_models_on_three_shards_each_worker_reads_its_models_lanes_of_every_shard(
+    sharded: Settings, service_urls: ServiceUrls, raw: redis.Redis, pg: Any
+) -> None:
+    """A worker of the default model and one of ``small`` on the same 3 shards: each runs its own model's jobs
+    from every shard's lanes (never the other's), finishing them on the shard they were read from."""
+    small = sharded.model_copy(update={"served_model_names": ["small"]})
+    ids: dict[str, dict[int, list[str]]] = {"default": {}, "small": {}}
+    for shard in range(SHARDS):
+        for model in ("default", "small"):
+            keys = _keys(sharded).for_shard(shard)
+            if model == "small":
+                keys = keys.for_model("small")
+            batch = []
+            for i in range(4):
+                job_id = new_job_id_on_shard(shard, SHARDS)
+                lane = Lane.BULK if i % 2 else Lane.INTERACTIVE
+                spec = JobSpec(
+                    job_id=job_id, text=f"{model} {i}", source_lang="en", target_lang="fr", created_at=time.time()
+                )
+                raw.xadd(keys.lane(lane), dict[Any, Any](encode_job_entry(spec)))
+                batch.append(job_id)
+            ids[model][shard] = batch
+    default_worker = _worker(sharded, service_urls, DeterministicEngine(), max_in_flight=6)
+    small_worker = _worker(small, service_urls, DeterministicEngine(), max_in_flight=6)
+    assert small_worker.consumer._shards[2].keys.jobs_stream == f"{shard_tag(sharded.key_prefix, 2)}:model:small:jobs"
+    every = [job_id for per_model in ids.values() for batch in per_model.values() for job_id in batch]
+    await default_worker.start()
+    await small_worker.start()
+    try:
+        await _until(lambda: _statuses(pg, every) == dict.fromkeys(every, "succeeded"), what="every job's row")
+        models = dict(pg.execute("SELECT id::text, model FROM jobs WHERE id = ANY(%s::uuid[])", (every,)).fetchall())
+        shards = _keys(sharded).shards
+        lanes = [*shards, *(keys.for_model("small") for keys in shards)]
+        await _until(lambda: all(_pending(raw, keys) == 0 for keys in lanes), what="every lane's acks")
+    finally:
+        await small_worker.stop(grace_seconds=5)
+        await default_worker.stop(grace_seconds=5)
+    assert {models[job_id] for batch in ids["small"].values() for job_id in batch} == {"small"}
+    assert "small" not in {models[job_id] for batch in ids["default"].values() for job_id in batch}
+    for keys in shards:
+        events = {fields["id"] for _, fields in raw.xrange(keys.events_stream)}
+        assert events == {*ids["default"][keys.shard], *ids["small"][keys.shard]}  # both models, on their shard
