@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.crc import key_slot
 
+from broker.keys import shard_tag
 from contract.errors import JobNotFoundError
 from contract.schemas import Job, JobStatus
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
+from storage.embedded_cluster import EmbeddedCluster
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile, PromptProfile
 from worker.service import Worker
@@ -105,3 +109,27 @@ async def wait_all(client: Client, ids: list[str], within: float = 30.0) -> list
             raise AssertionError(f"{len(unfinished)} jobs not final after {within}s: {unfinished[:5]}")
         pending = [j.id for j in jobs if not j.status.is_final]
         await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    """A Redis Cluster (3 primaries, 3 replicas) of this test's own: for a test that kills one of its primaries."""
+    embedded = EmbeddedCluster(tmp_path / "cluster")
+    embedded.up()
+    try:
+        yield embedded
+    finally:
+        embedded.down()
+
+
+def spread_prefix(cluster: EmbeddedCluster, shards: int) -> str:
+    """A key prefix whose ``shards`` shard tags hash to ``shards`` different primaries (a kill hits one shard)."""
+    primaries = [node for node in cluster.nodes() if node.role == "primary"]
+    while True:
+        prefix = f"test-{uuid.uuid4().hex[:8]}"
+        owners = set()
+        for shard in range(shards):
+            slot = key_slot(shard_tag(prefix, shard).encode())
+            owners |= {node.port for node in primaries if node.serves(slot)}
+        if len(owners) == shards:
+            return prefix

@@ -16,13 +16,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from redis.cluster import RedisCluster, key_slot
+from redis.cluster import RedisCluster
 
 from broker.keys import RedisKeys
 from contract.schemas import JobStatus, TranslationRequest
@@ -33,34 +31,12 @@ from storage import libpq_url
 from storage.embedded_cluster import EmbeddedCluster
 from tests.conftest import settings_for
 
+from .conftest import spread_prefix
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "getting-started.md"
 SHARDS = 3
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
-    """A cluster of this test's own: the test kills one of its primaries."""
-    embedded = EmbeddedCluster(tmp_path / "cluster")
-    embedded.up()
-    try:
-        yield embedded
-    finally:
-        embedded.down()
-
-
-def _spread_prefix(cluster: EmbeddedCluster) -> str:
-    """A key prefix whose three shard tags hash to three different primaries (so a kill hits one shard of three)."""
-    primaries = {node.port: node for node in cluster.nodes() if node.role == "primary"}
-    while True:
-        prefix = f"e2e-{uuid.uuid4().hex[:8]}"
-        owners = set()
-        for shard in range(SHARDS):
-            slot = key_slot(("{" + prefix + ("}" if shard == 0 else f":{shard}}}")).encode())
-            owners |= {port for port, node in primaries.items() if node.serves(slot)}
-        if len(owners) == SHARDS:
-            return prefix
 
 
 def _dragoman(*args: str) -> list[str]:
@@ -76,13 +52,13 @@ def _until(condition: object, within: float, what: str) -> None:
 
 
 def test_worker_and_orchestrator_on_a_cluster_lose_nothing_when_a_primary_dies(
-    cluster: EmbeddedCluster, service_urls: ServiceUrls, tmp_path: Path
+    own_cluster: EmbeddedCluster, service_urls: ServiceUrls, tmp_path: Path
 ) -> None:
-    prefix = _spread_prefix(cluster)
+    prefix = spread_prefix(own_cluster, SHARDS)
     settings = Settings(
         **{
             **settings_for(service_urls, tmp_path / "data").model_dump(exclude_unset=True),
-            "redis_url": cluster.url,
+            "redis_url": own_cluster.url,
             "redis_shards": SHARDS,
             "key_prefix": prefix,
             "orchestration_redis_url": service_urls.redis_url,
@@ -93,7 +69,7 @@ def test_worker_and_orchestrator_on_a_cluster_lose_nothing_when_a_primary_dies(
     assert settings.database_url
     env = {
         **os.environ,
-        "DRAGOMAN_REDIS_URL": cluster.url,
+        "DRAGOMAN_REDIS_URL": own_cluster.url,
         "DRAGOMAN_REDIS_SHARDS": str(SHARDS),
         "DRAGOMAN_ORCHESTRATION_REDIS_URL": service_urls.redis_url,
         "DRAGOMAN_SUBMIT_WAIT_REPLICAS": "1",
@@ -119,13 +95,15 @@ def test_worker_and_orchestrator_on_a_cluster_lose_nothing_when_a_primary_dies(
                 "the first translations",
             )
             assert worker.poll() is None, log.read_text()[-3000:]
-            victim = cluster.primary_of(keys.for_shard(1).jobs_stream)
-            promoted = cluster.replicas_of(victim)
-            cluster.kill_node(victim)
-            _until(lambda: any(n.port in promoted and n.role == "primary" for n in cluster.nodes()), 60, "the failover")
+            victim = own_cluster.primary_of(keys.for_shard(1).jobs_stream)
+            promoted = own_cluster.replicas_of(victim)
+            own_cluster.kill_node(victim)
+            _until(
+                lambda: any(n.port in promoted and n.role == "primary" for n in own_cluster.nodes()), 60, "the failover"
+            )
             jobs = [client.wait(job_id, timeout=600) for job_id in ids]
-            cluster.start_node(victim)  # it comes back as the replica of the one that replaced it
-            cluster.wait_healthy()
+            own_cluster.start_node(victim)  # it comes back as the replica of the one that replaced it
+            own_cluster.wait_healthy()
             translated = subprocess.run(
                 _dragoman(
                     "translate",
@@ -160,7 +138,7 @@ def test_worker_and_orchestrator_on_a_cluster_lose_nothing_when_a_primary_dies(
     with psycopg.connect(libpq_url(settings.database_url)) as db:
         rows = db.execute("SELECT count(*), count(DISTINCT id) FROM jobs WHERE id = ANY(%s::uuid[])", (ids,)).fetchone()
     assert rows == (len(ids), len(ids))  # one row each: a job done twice after the failover is upserted
-    raw = RedisCluster(host="127.0.0.1", port=cluster.ports[0], decode_responses=True)
+    raw = RedisCluster(host="127.0.0.1", port=own_cluster.ports[0], decode_responses=True)
     try:
         for shard in keys.shards:
             for _, lane in shard.lanes:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from redis.cluster import RedisCluster, key_slot
+from redis.cluster import RedisCluster
 
 from broker.keys import RedisKeys
 from contract.ids import new_job_id_on_shard
@@ -30,36 +28,12 @@ from storage.embedded_cluster import EmbeddedCluster
 from tests.conftest import settings_for
 from worker.deterministic_engine import DeterministicEngine
 
-from .conftest import identity_worker
+from .conftest import identity_worker, spread_prefix
 
 pytestmark = [pytest.mark.timeout(300)]
 
 SHARDS = 3
 PER_SHARD = 120
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
-    """A cluster of this test's own: the test kills one of its primaries."""
-    embedded = EmbeddedCluster(tmp_path / "cluster")
-    embedded.up()
-    try:
-        yield embedded
-    finally:
-        embedded.down()
-
-
-def _spread_prefix(cluster: EmbeddedCluster) -> str:
-    """A key prefix whose three shard tags hash to three different primaries."""
-    primaries = [node for node in cluster.nodes() if node.role == "primary"]
-    while True:
-        prefix = f"fo-{uuid.uuid4().hex[:8]}"
-        owners = set()
-        for shard in range(SHARDS):
-            slot = key_slot(("{" + prefix + ("}" if shard == 0 else f":{shard}}}")).encode())
-            owners |= {node.port for node in primaries if node.serves(slot)}
-        if len(owners) == SHARDS:
-            return prefix
 
 
 async def _until(condition: Any, within: float, what: str) -> None:
@@ -87,13 +61,13 @@ def _unfinished_entries(raw: RedisCluster, shards: list[RedisKeys]) -> dict[str,
 
 
 async def test_every_job_finishes_when_a_shards_primary_is_killed_under_an_in_process_worker(
-    cluster: EmbeddedCluster, service_urls: ServiceUrls, tmp_path: Path, pg: Any
+    own_cluster: EmbeddedCluster, service_urls: ServiceUrls, tmp_path: Path, pg: Any
 ) -> None:
-    prefix = _spread_prefix(cluster)
+    prefix = spread_prefix(own_cluster, SHARDS)
     settings = Settings(
         **{
             **settings_for(service_urls, tmp_path / "data").model_dump(exclude_unset=True),
-            "redis_url": cluster.url,
+            "redis_url": own_cluster.url,
             "redis_shards": SHARDS,
             "key_prefix": prefix,
             "reclaim_interval_seconds": 0.5,
@@ -104,7 +78,7 @@ async def test_every_job_finishes_when_a_shards_primary_is_killed_under_an_in_pr
     assert settings.visibility_timeout_seconds >= 300
     keys = RedisKeys.from_settings(settings)
     shards = keys.shards
-    raw = RedisCluster(host="127.0.0.1", port=cluster.ports[0], decode_responses=True)
+    raw = RedisCluster(host="127.0.0.1", port=own_cluster.ports[0], decode_responses=True)
     ids: list[str] = []
     for shard in range(SHARDS):
         for i in range(PER_SHARD):
@@ -120,12 +94,12 @@ async def test_every_job_finishes_when_a_shards_primary_is_killed_under_an_in_pr
             )
             raw.xadd(shards[shard].lane(lane), dict[Any, Any](encode_job_entry(spec)))
             ids.append(job_id)
-    for node in cluster.nodes():  # every queued entry is on a replica before anything is killed
+    for node in own_cluster.nodes():  # every queued entry is on a replica before anything is killed
         if node.role == "primary":
             with redis.Redis(port=node.port) as primary:
                 assert primary.execute_command("WAIT", 1, 5000) >= 1
-    victim = cluster.primary_of(shards[1].jobs_stream)
-    promoted = cluster.replicas_of(victim)
+    victim = own_cluster.primary_of(shards[1].jobs_stream)
+    promoted = own_cluster.replicas_of(victim)
     engine = DeterministicEngine(delay_s=0.05)
     worker = identity_worker(
         settings, dataclasses.replace(service_urls, redis_url=settings.redis_url), engine, max_in_flight=12
@@ -133,9 +107,9 @@ async def test_every_job_finishes_when_a_shards_primary_is_killed_under_an_in_pr
     await worker.start()
     try:
         await _until(lambda: len(_rows(pg, ids)) >= 60, 60, "the first rows")
-        cluster.kill_node(victim)
+        own_cluster.kill_node(victim)
         await _until(
-            lambda: any(n.port in promoted and n.role == "primary" for n in cluster.nodes()), 60, "the failover"
+            lambda: any(n.port in promoted and n.role == "primary" for n in own_cluster.nodes()), 60, "the failover"
         )
         await _until(lambda: len(_rows(pg, ids)) == len(ids), 120, "every job's row")
         await _until(lambda: not any(_unfinished_entries(raw, shards).values()), 60, "every entry acknowledged")
