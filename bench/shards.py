@@ -1,6 +1,6 @@
 """What a Redis shard costs per job and how far shards scale: the job path's scripts alone, no engine, no PostgreSQL.
 
-    python -m bench.shards [--jobs 60000] [--clients 4] [--targets single,cluster-1,cluster-3]
+    python -m bench.shards [--jobs 60000] [--clients 4] [--targets single,cluster-1,cluster-2,cluster-3]
                            [--rounds 1] [--out bench/out/shards.json]
 
 A cost model of the Redis side of a job, independent of how fast the Python worker is: ``--clients``
@@ -14,11 +14,13 @@ the same time, consume every shard:
   ``StartScript.call`` for the read, then ``FinishScript.call`` for the same batch (the writer's
   acknowledgement of a committed batch, without the rows).
 
-against three targets, each node of a cluster its own ``redis-server`` process:
+against four targets, each node of a cluster its own ``redis-server`` process:
 
 - ``single``: one plain ``redis-server`` (TCP on 127.0.0.1, append-only file on), ``redis_shards=1``;
 - ``cluster-1``: a 3-primary Redis Cluster (``--replicas`` replicas each), ``redis_shards=1``:
   every key of the deployment is on one slot, so one primary does all the work;
+- ``cluster-2``: the same cluster, ``redis_shards=2``, with a key prefix chosen so that the two
+  shard tags hash to slots of two different primaries (the third primary idle);
 - ``cluster-3``: the same cluster, ``redis_shards=3``, with a key prefix chosen so that the three
   shard tags hash to slots of three different primaries (a real deployment places them, or runs
   more shards than primaries; see RESULTS.md).
@@ -67,8 +69,8 @@ from contract.schemas import JobSpec, JobStatus
 from contract.settings import Settings
 from contract.wire import JobEvent, decode_job_entry
 
-TARGETS = ("single", "cluster-1", "cluster-3")
-"""The configurations measured: one server; a 3-primary cluster with one shard, then with three."""
+TARGETS = ("single", "cluster-1", "cluster-2", "cluster-3")
+"""The configurations measured: one server; a 3-primary cluster with one, two, then three shards."""
 
 WORDS = (
     "the quick brown fox jumps over a lazy dog while our team ships the new release to every "
@@ -418,6 +420,8 @@ def run(
             "client_cpu_share": middle["client_cpu_share"],
         }
     result: dict[str, Any] = {"runs": runs, "median": medians}
+    if "cluster-1" in medians and "cluster-2" in medians:
+        result["two_vs_one_shard"] = round(medians["cluster-2"]["jobs_per_s"] / medians["cluster-1"]["jobs_per_s"], 2)
     if "cluster-1" in medians and "cluster-3" in medians:
         result["three_vs_one_shard"] = round(medians["cluster-3"]["jobs_per_s"] / medians["cluster-1"]["jobs_per_s"], 2)
     if "single" in medians and "cluster-3" in medians:
@@ -466,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "when": time.strftime("%Y-%m-%d %H:%M"),
     }
     print(json.dumps(result["median"], indent=2))
-    for ratio in ("three_vs_one_shard", "three_shards_vs_single"):
+    for ratio in ("two_vs_one_shard", "three_vs_one_shard", "three_shards_vs_single"):
         if ratio in result:
             print(f"{ratio}: {result[ratio]}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
