@@ -38,4 +38,4 @@ class CancelRequests:
     async def close(self) -> None:
         """Close the subscription's connection (quietly if it is already lost)."""
         with contextlib.suppress(RedisConnectionError, RedisTimeoutError):
-            await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+            await self._pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed since redis-py 8.2

@@ -267,7 +267,7 @@ def _hiredis_packing(base: type[Any]) -> type[Any]:
     """``base`` (TCP, TLS or Unix socket connection) with hiredis's command packer."""
     packing = _packers.get(base)
     if packing is None:
-        serializer = HiredisRespSerializer()
+        serializer = HiredisRespSerializer()  # type: ignore[no-untyped-call, unused-ignore]  # untyped since redis-py 8.2
 
         def pack_command(self: Any, *args: Any) -> list[bytes]:
             command = args[0]

@@ -28,6 +28,8 @@ from storage.embedded_cluster import EmbeddedCluster
 if TYPE_CHECKING:
     from worker.vllm_engine import VllmEngine
 
+pytest_plugins = ["tests.budget"]
+
 # Tests count engine requests and reuse texts across tests in one database, which the translation
 # memory would serve; every process they start inherits this. The memory's own tests turn it on.
 os.environ["DRAGOMAN_MEMORY_ENABLED"] = "false"
