@@ -25,13 +25,12 @@ from contract.log_format import LOG_FORMATS, configure_logging
 from contract.settings import Settings
 from contract.version import dragoman_version
 from worker.engine_args import CPU_DEFAULTS, describe_defaults
-from worker.engine_group import INTERACTIVE_MAX_SEQS
+from worker.engine_group import INTERACTIVE_MAX_SEQS, EngineGroupLayout
 
 if TYPE_CHECKING:
     from contract.services import ServiceUrls
     from worker.deterministic_engine import DeterministicEngine
     from worker.device_defaults import EnginePlan
-    from worker.engine_group import EngineGroupLayout
     from worker.profiles import PromptProfile
     from worker.service import Worker
     from worker.vllm_engine import VllmEngine
@@ -318,15 +317,15 @@ def check_echo_arguments(args: argparse.Namespace, engine: str) -> None:
             ("--ignore-eos", args.ignore_eos or None),
             ("--gpus", args.gpus),
             ("--interactive-engine", args.interactive_engine or None),
-            ("--engines", None if args.engines in (None, 1) else args.engines),
+            ("--engines auto", "auto" if args.engines == "auto" else None),
         )
         if value is not None
     ]
     given += args.engine_args  # vLLM's
     if given:
         raise ValueError(
-            f"--engine echo runs no model, on no GPU, in this one process: leave out {' '.join(given)} "
-            "(one echo worker holds as many jobs in flight as --max-in-flight says)"
+            f"--engine echo runs no model, on no GPU: leave out {' '.join(given)} (one echo worker holds as many "
+            "jobs in flight as --max-in-flight says; --engines N runs N of them as an engine group)"
         )
 
 
@@ -354,11 +353,13 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     engine_group = None  # one engine in this process; else the GPU groups and what runs on each
     if model_path is not None:  # refused before anything starts
         plan, engine_group = _engine_plan(args, settings, log, engine_args, model_path)
+    elif args.engines not in (None, 1):  # echo engines as a group: the same processes and ops, no GPU to share
+        engine_group = ([[]], EngineGroupLayout.even(int(args.engines), 1.0))
     started = starts_embedded_services(settings)
     urls = ensure_services(settings)
     code = 1  # if _run_worker raises
     try:
-        if engine_group is None or model_path is None:
+        if engine_group is None:
             code = _run_worker(args, settings, log, engine_args, model_path, urls, plan)
         else:
             code = _run_engine_group(args, settings, log, engine_args, model_path, urls, *engine_group)
@@ -530,13 +531,13 @@ def _run_engine_group(
     settings: Settings,
     log: logging.Logger,
     engine_args: list[str],
-    model_path: Path,
+    model_path: Path | None,
     urls: ServiceUrls,
     groups: list[list[str]],
     layout: EngineGroupLayout,
 ) -> int:
-    """Migrate once, then supervise one worker process per engine until signalled, serving the engine group's
-    /metrics, /healthz and /readyz; the engine group's exit code."""
+    """Migrate once, then supervise one worker process per engine (of ``model_path``, or echo engines) until
+    signalled, serving the engine group's /metrics, /healthz and /readyz; the engine group's exit code."""
     from storage import upgrade_database
     from worker.engine_group import child_specs
     from worker.engine_group_ops import EngineGroupOpsServer, engine_answers_ready
@@ -547,7 +548,7 @@ def _run_engine_group(
     with tempfile.TemporaryDirectory(prefix="dragoman-engine-ports-") as port_files:
         command = engine_command(args, model_path)
         specs = child_specs(settings, command, engine_args, urls, groups, layout, Path(port_files))
-        log.info("%s", layout.describe(groups))
+        log.info("%s", layout.describe(groups) if model_path else f"running {layout.engines} echo engines")
         supervisor = EngineSupervisor(
             specs, stop_timeout=settings.shutdown_grace_seconds + STOP_MARGIN_S, engine_started=engine_answers_ready
         )
@@ -558,11 +559,13 @@ def _run_engine_group(
             return supervisor.run()
 
 
-def engine_command(args: argparse.Namespace, model_path: Path) -> list[str]:
-    """The command an engine group runs for each engine: a one-engine ``dragoman worker`` of the engine group's model,
-    with its profile and log level (the rest comes from the settings and engine arguments the engine group adds)."""
+def engine_command(args: argparse.Namespace, model_path: Path | None) -> list[str]:
+    """The command an engine group runs for each engine: a one-engine ``dragoman worker`` of the engine group's model
+    (None: an echo engine), with its profile and log level (the rest comes from the settings and engine arguments
+    the engine group adds)."""
     return [
-        *(sys.executable, "-m", "cli.main", "worker", f"--model={model_path}", f"--log-level={args.log_level}"),
+        *(sys.executable, "-m", "cli.main", "worker", f"--log-level={args.log_level}"),
+        *([f"--model={model_path}"] if model_path else []),
         *("--engines=1", "--engine-group-member"),
         *([f"--profile={args.profile}"] if args.profile else []),
         *([f"--profile-file={args.profile_file.resolve()}"] if args.profile_file else []),

@@ -167,7 +167,7 @@ def child_specs(
             else:
                 ops = OpsAddress(ops_host, 0, port_file=port_files / f"{label}.port")
             env = {
-                "DRAGOMAN_ENGINE": "vllm",
+                "DRAGOMAN_ENGINE": settings.engine,
                 "DRAGOMAN_ENGINE_ARGS": "",  # the parent's are on the command line, before the engine's overrides
                 "DRAGOMAN_REDIS_URL": urls.redis_url,
                 "DRAGOMAN_DATABASE_URL": urls.database_url,
@@ -177,6 +177,8 @@ def child_specs(
                 "DRAGOMAN_LOG_FORMAT": settings.log_format,
                 **_lane_settings(settings, layout, interactive),
             }
+            if settings.engine == "echo":
+                env["DRAGOMAN_ECHO_DELAY_MS"] = str(settings.echo_delay_ms)
             if settings.served_model_names:  # the parent's --served-model-name, for every engine
                 env["DRAGOMAN_SERVED_MODEL_NAMES"] = json.dumps(settings.served_model_names)
             if ops.port_file is not None:
@@ -185,7 +187,8 @@ def child_specs(
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(physical[int(i)] if physical else i for i in group)
             if settings.consumer_name:
                 env["DRAGOMAN_CONSUMER_NAME"] = f"{settings.consumer_name}-{label}"
-            argv = [*command, *with_overrides(engine_args, _engine_overrides(layout, interactive))]
+            overrides = _engine_overrides(layout, interactive) if settings.engine == "vllm" else {}
+            argv = [*command, *with_overrides(engine_args, overrides)]
             after = specs[-1].name if engine > 0 else None  # the engine before it on the same GPU(s)
             specs.append(ChildSpec(name=label, argv=argv, env=env, ops=ops, start_after=after))
     return specs

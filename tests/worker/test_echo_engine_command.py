@@ -80,7 +80,7 @@ def test_echo_engine_from_the_environment(settings: Settings, client: Client, tm
     ("flags", "refused"),
     [
         (["--model", "/models/x"], "--model"),
-        (["--engines", "2"], "--engines"),
+        (["--engines", "auto"], "--engines auto"),
         (["--interactive-engine"], "--interactive-engine"),
         (["--profile", "chat"], "--profile"),
     ],
@@ -94,7 +94,7 @@ def test_echo_refuses_model_flags(settings: Settings, tmp_path: Path, flags: lis
         timeout=60,
     )
     assert done.returncode == 2
-    assert f"--engine echo runs no model, on no GPU, in this one process: leave out {refused}" in done.stderr
+    assert f"--engine echo runs no model, on no GPU: leave out {refused}" in done.stderr
 
 
 def test_echo_delay_needs_the_echo_engine(settings: Settings) -> None:
