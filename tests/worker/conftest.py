@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -20,6 +19,7 @@ from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
 from storage.embedded_cluster import EmbeddedCluster
+from tests.waiting import until
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile, PromptProfile
 from worker.service import Worker
@@ -96,19 +96,18 @@ def _get_all(client: Client, ids: list[str]) -> list[Job]:
     return [_get(client, i) for i in ids]
 
 
-async def wait_all(client: Client, ids: list[str], within: float = 30.0) -> list[Job]:
-    """Poll (without blocking the loop) until every job is final; return them in order."""
-    deadline = time.monotonic() + within
+async def wait_all(client: Client, ids: list[str]) -> list[Job]:
+    """Poll (without blocking the loop) until every job is final, however long that takes; return them in order."""
     pending = list(ids)
-    while True:
+
+    async def all_final() -> bool:
+        nonlocal pending
         jobs = await asyncio.to_thread(_get_all, client, pending)
-        if all(job.status.is_final for job in jobs):
-            return [client.get(i) for i in ids]
-        if time.monotonic() > deadline:
-            unfinished = [j.id for j in jobs if not j.status.is_final]
-            raise AssertionError(f"{len(unfinished)} jobs not final after {within}s: {unfinished[:5]}")
         pending = [j.id for j in jobs if not j.status.is_final]
-        await asyncio.sleep(0.05)
+        return not pending
+
+    await until(all_final, f"{len(ids)} jobs final")
+    return [client.get(i) for i in ids]
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -403,9 +402,7 @@ def test_a_slow_engine_costs_the_timeout_not_the_scrape(engines: Engines, engine
     fast = engines.serving("e0", Canned(A_METRICS))
     slow = engines.serving("e1", Canned(B_METRICS, hold=threading.Event()))
     ops = engine_group_ops(FakeEngineGroup([fast, slow]))
-    started = time.monotonic()
-    status, _, body = get(ops, "/metrics")
-    assert time.monotonic() - started < 1.0  # fetch_timeout 0.3 for /metrics and /readyz, asked at once
+    status, _, body = get(ops, "/metrics")  # e1 never answers: without fetch_timeout this would wait forever
     assert status == 200
     assert 'dragoman_engine_up{engine="e0"} 1\n' in body and 'dragoman_engine_up{engine="e1"} 0\n' in body
     assert 'dragoman_jobs_in_flight{engine="e0"} 2.0\n' in body and '{engine="e1"} 0.0' not in body

@@ -24,6 +24,7 @@ from contract.settings import Settings
 from producer.client import Client
 from storage import upgrade_database
 from storage.embedded import EmbeddedServices
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,24 +58,17 @@ def _spawn(settings: Settings, log: Path, delay: float = 0.1, max_in_flight: int
         )
 
 
-def _wait_for_rows(pg: Any, ids: list[str], within: float) -> None:
-    deadline = time.monotonic() + within
-    while pg.execute("SELECT count(*) FROM jobs WHERE id = ANY(%s::uuid[])", (ids,)).fetchone()[0] < len(ids):
-        assert time.monotonic() < deadline, "jobs did not all finish in time"
-        time.sleep(0.1)
+def _wait_for_rows(pg: Any, ids: list[str]) -> None:
+    wait_for(lambda: _rows_done(pg, ids) >= len(ids), f"a row for each of {len(ids)} jobs")
 
 
 def _rows_done(pg: Any, ids: list[str]) -> int:
     return int(pg.execute("SELECT count(*) FROM jobs WHERE id = ANY(%s::uuid[])", (ids,)).fetchone()[0])
 
 
-def _wait_for_progress(pg: Any, ids: list[str], at_least: int, within: float = 60) -> int:
+def _wait_for_progress(pg: Any, ids: list[str], at_least: int) -> int:
     """Block until ``at_least`` rows are done, so a kill lands mid-run on a slow or a fast machine."""
-    deadline = time.monotonic() + within
-    while (done := _rows_done(pg, ids)) < at_least:
-        assert time.monotonic() < deadline, f"workers made no progress: {done} of {at_least} rows"
-        time.sleep(0.02)
-    return done
+    return wait_for(lambda: (done := _rows_done(pg, ids)) >= at_least and done, f"{at_least} rows", every=0.02)
 
 
 def _assert_exactly_once(pg: Any, raw: redis.Redis, client: Client, ids: list[str], texts: list[str]) -> None:
@@ -111,7 +105,7 @@ def test_kill_dash_nine_repeatedly_while_2000_jobs_flow(
     assert progress[-1] < 2000, f"the kills came too late to test anything: {progress}"
     final = _spawn(settings, log)
     try:
-        _wait_for_rows(pg, ids, within=120)
+        _wait_for_rows(pg, ids)
     finally:
         final.send_signal(signal.SIGTERM)
         assert final.wait(timeout=60) == 0, log.read_text()[-3000:]
@@ -132,7 +126,7 @@ def test_two_workers_one_killed_the_other_finishes_everything(
         doomed.send_signal(signal.SIGKILL)
         doomed.wait()
         assert _rows_done(pg, ids) < 600
-        _wait_for_rows(pg, ids, within=120)
+        _wait_for_rows(pg, ids)
     finally:
         survivor.send_signal(signal.SIGTERM)
         assert survivor.wait(timeout=60) == 0, log.read_text()[-3000:]
@@ -166,7 +160,7 @@ def test_redis_restart_mid_run_loses_nothing(
             own_services._stop_redis()  # queued and pending entries are in the append-only file
             time.sleep(1.0)
             assert own_services.up().redis_url == urls.redis_url
-            _wait_for_rows(pg, ids, within=120)
+            _wait_for_rows(pg, ids)
         finally:
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(timeout=60) == 0, log.read_text()[-3000:]

@@ -184,7 +184,7 @@ async def test_a_bulk_worker_leaves_a_fresh_interactive_job_and_takes_it_once_it
         (job_id,) = _interactive(client, 1)
         await asyncio.sleep(spill / 2)
         assert client.get(job_id).status is JobStatus.QUEUED  # fresh: left for an interactive worker
-        (job,) = await wait_all(client, [job_id], within=10)
+        (job,) = await wait_all(client, [job_id])
     assert job.status is JobStatus.SUCCEEDED
     (waited,) = _waits(pg, [job_id])
     # Taken once overdue, and soon after: the blocking read on the empty bulk lane ends for the next look.
@@ -200,7 +200,7 @@ async def test_a_bulk_worker_alone_still_runs_interactive_jobs_beside_a_bulk_bac
     async with start_worker(DeterministicEngine(delay_s=0.02), max_in_flight=4, settings_=policy):
         await asyncio.sleep(0.3)
         interactive = _interactive(client, 3)
-        jobs = await wait_all(client, bulk + interactive, within=60)
+        jobs = await wait_all(client, bulk + interactive)
     assert {job.status for job in jobs} == {JobStatus.SUCCEEDED}
     order = _start_order(pg, bulk + interactive)
     assert max(order.index(job_id) for job_id in interactive) < len(order) // 2  # long before the backlog's end
@@ -222,7 +222,7 @@ async def test_a_bulk_worker_looks_at_the_interactive_lane_a_few_times_a_second_
     bulk = _bulk(client, 400)
     started = time.monotonic()
     async with start_worker(DeterministicEngine(), max_in_flight=2, settings_=policy):
-        await wait_all(client, bulk, within=60)
+        await wait_all(client, bulk)
         elapsed = time.monotonic() - started
     assert looks and len(looks) <= elapsed / SPILL_CHECK_INTERVAL_S + 2  # 400 jobs, 200+ reads
     assert min(b - a for a, b in itertools.pairwise(looks)) >= SPILL_CHECK_INTERVAL_S * 0.9
@@ -244,8 +244,8 @@ async def test_interactive_jobs_go_to_the_interactive_worker_while_a_bulk_worker
         for i in range(5):
             interactive += _interactive(client, 1, word=f"now {i}")
             await asyncio.sleep(0.05)
-        jobs = await wait_all(client, interactive, within=10)
+        jobs = await wait_all(client, interactive)
         assert not all(client.get(job_id).status.is_final for job_id in bulk)  # the backlog still drains
-        await wait_all(client, bulk, within=60)
+        await wait_all(client, bulk)
     assert {job.translation for job in jobs} == {f"now {i} 0 [I]" for i in range(5)}
     assert bulk_engine.requests == 200  # not one interactive job went to the bulk worker

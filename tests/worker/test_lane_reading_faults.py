@@ -52,7 +52,7 @@ async def test_a_blocking_read_both_lanes_answer_never_brings_more_entries_than_
     try:
         while not ids:
             await asyncio.sleep(0.01)
-        jobs = await wait_all(client, ids, within=10)
+        jobs = await wait_all(client, ids)
     finally:
         await worker.stop(grace_seconds=1)
     assert {job.status.value for job in jobs} == {"succeeded"}
@@ -78,7 +78,7 @@ async def test_entries_read_before_a_redis_error_still_run(
     worker.consumer._read_lanes = fails_on_the_second_read  # type: ignore[method-assign]
     await worker.start()
     try:
-        jobs = await wait_all(client, ids, within=10)  # the visibility timeout is 300 s
+        jobs = await wait_all(client, ids)  # the visibility timeout is 300 s
     finally:
         await worker.stop(grace_seconds=1)
     assert len(calls) >= 2 and {job.status.value for job in jobs} == {"succeeded"}
@@ -110,7 +110,7 @@ async def test_orphans_claimed_before_a_redis_error_in_the_next_lane_still_run(
     monkeypatch.setattr(consumer_module, "claim_orphans", fails_once_in_the_bulk_lane)
     await worker.start()
     try:
-        jobs = await wait_all(client, ids, within=10)
+        jobs = await wait_all(client, ids)
     finally:
         await worker.stop(grace_seconds=1)
     assert failed and {job.status.value for job in jobs} == {"succeeded"}

@@ -24,6 +24,7 @@ from contract.schemas import JobSpec, JobStatus, TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.client import Client
+from tests.waiting import until
 from worker import consumer as consumer_module
 from worker.deterministic_engine import DeterministicEngine
 from worker.results import DeadLetter, JobResult
@@ -42,11 +43,8 @@ def _xadd(raw: redis.Redis, client: Client, payload: str, job_id: str | None = N
     return job_id
 
 
-async def _dead_letters(raw: redis.Redis, client: Client, count: int, within: float = 10.0) -> list[Any]:
-    deadline = time.monotonic() + within
-    while raw.xlen(client.keys.dead_letter_stream) < count:
-        assert time.monotonic() < deadline, "the entries were not dead-lettered"
-        await asyncio.sleep(0.01)
+async def _dead_letters(raw: redis.Redis, client: Client, count: int) -> list[Any]:
+    await until(lambda: raw.xlen(client.keys.dead_letter_stream) >= count, f"{count} dead letters", every=0.01)
     async with aioredis.Redis.from_url(client.settings.redis_url or "", decode_responses=True) as connection:
         return await DeadLetters(connection, client.settings).entries()
 
@@ -164,7 +162,7 @@ async def test_a_metadata_key_postgres_refuses_from_a_plain_xadd_is_dead_lettere
     bad_id = _xadd(raw_redis, client, payload)
     good = client.submit("still works", "en", "fr")
     async with start_worker(DeterministicEngine()) as worker:
-        failed, job = await wait_all(client, [bad_id, good], within=10)
+        failed, job = await wait_all(client, [bad_id, good])
         assert not worker._writer.done() and not worker._reader.done()
     assert job.status is JobStatus.SUCCEEDED
     assert failed.status is JobStatus.FAILED and failed.error and "NUL" in failed.error
@@ -212,7 +210,7 @@ async def test_an_entry_with_wrong_types_or_absurd_nesting_is_dead_lettered(
     bad_id = _xadd(raw_redis, client, payload)
     good = client.submit("still works", "en", "fr")
     async with start_worker(DeterministicEngine()):
-        failed, job = await wait_all(client, [bad_id, good], within=10)
+        failed, job = await wait_all(client, [bad_id, good])
         [letter] = await _dead_letters(raw_redis, client, 1)
     assert job.status is JobStatus.SUCCEEDED
     assert failed.status is JobStatus.FAILED and failed.error and reason in failed.error
@@ -234,7 +232,7 @@ async def test_any_error_decoding_one_entry_dead_letters_it_and_the_worker_goes_
     bad_id = client.submit("explode", "en", "fr")
     good = client.submit("still works", "en", "fr")
     async with start_worker(DeterministicEngine()):
-        failed, job = await wait_all(client, [bad_id, good], within=10)
+        failed, job = await wait_all(client, [bad_id, good])
         [letter] = await _dead_letters(raw_redis, client, 1)
     assert job.status is JobStatus.SUCCEEDED
     assert failed.status is JobStatus.FAILED and failed.error and "KeyError" in failed.error
@@ -250,7 +248,7 @@ async def test_an_entry_whose_state_record_is_not_a_hash_is_dead_lettered(
     _xadd(raw_redis, client, json.dumps({"text": "x", "source_lang": "en", "target_lang": "fr"}), bad_id)
     goods = client.submit_many([TranslationRequest("one", "en", "fr"), TranslationRequest("two", "en", "fr")])
     async with start_worker(DeterministicEngine()):
-        jobs = await wait_all(client, goods, within=10)
+        jobs = await wait_all(client, goods)
         [letter] = await _dead_letters(raw_redis, client, 1)
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED] * 2
     assert letter.job_id == bad_id and "WRONGTYPE" in letter.reason

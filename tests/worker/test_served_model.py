@@ -35,7 +35,7 @@ async def test_a_plain_xadd_to_a_model_s_lane_is_that_model_s_job_and_its_dead_l
     stream = client.keys.lane(Lane.INTERACTIVE, "small")
     plain, poison = _xadd(raw_redis, stream, "hello"), _xadd(raw_redis, stream, "poison pill")
     async with start_worker(DeterministicEngine(fail_if=lambda prompt: "poison" in prompt), settings_=small):
-        done, failed = await wait_all(client, [plain, poison], within=10)
+        done, failed = await wait_all(client, [plain, poison])
     assert done.status is JobStatus.SUCCEEDED and done.model == "small"
     assert failed.status is JobStatus.FAILED
     letters = DeadLetters(async_redis, settings)

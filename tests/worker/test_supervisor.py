@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from contract.backoff import Backoff
+from tests.waiting import wait_for
 from worker.supervisor import ChildSpec, ChildStatus, EngineSupervisor, OpsAddress
 
 # A worker-like child: exits 0 on SIGTERM (after draining), else runs until killed.
@@ -31,11 +32,8 @@ def _supervise(children: list[ChildSpec], **kwargs: float) -> tuple[EngineSuperv
     return supervisor, thread, result
 
 
-def _until(condition: Callable[[], bool], within: float = 20.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
+def _until(condition: Callable[[], bool], what: str = "the supervisor's state") -> None:
+    wait_for(condition, what, every=0.02)
 
 
 def test_a_crashing_engine_is_restarted_and_the_others_keep_running() -> None:
@@ -186,7 +184,7 @@ def test_an_engine_that_never_comes_up_holds_the_next_one_only_until_the_start_t
     thread = threading.Thread(target=lambda: supervisor.run(install_signal_handlers=False))
     thread.start()
     try:
-        _until(lambda: supervisor.pids()["e1"] is not None, within=10)
+        _until(lambda: supervisor.pids()["e1"] is not None, "e1 started")
     finally:
         supervisor.request_stop()
         thread.join(30)
