@@ -43,6 +43,11 @@ lock-upgrade: $(STAMP)
 check-lock: $(STAMP)
 	UV=$(BIN)/uv requirements/compile --check
 
+# requirements/gpu.txt staged for the lent GPU machine (.gpu/p0..pN, then ../shared/gpu/README.md's runs);
+# GPU_PACK_DEFAULT_MODEL=1 adds the default model's packages.
+gpu-pack:
+	requirements/gpu-pack
+
 # The web console's browser test drives Debian's Chromium through its ChromeDriver (`make test` installs
 # both when they are missing; installing needs root, as on the CI machine, or run the apt-get line once).
 browser:
