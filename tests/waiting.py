@@ -14,7 +14,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TypeVar, overload
 
 T = TypeVar("T")
 
@@ -35,6 +35,14 @@ def wait_for(condition: Callable[[], T], what: str, *, every: float = POLL_S) ->
         time.sleep(every)
 
 
+@overload
+async def until(condition: Callable[[], Awaitable[T]], what: str, *, every: float = POLL_S) -> T: ...
+
+
+@overload
+async def until(condition: Callable[[], T], what: str, *, every: float = POLL_S) -> T: ...
+
+
 async def until(condition: Callable[[], T | Awaitable[T]], what: str, *, every: float = POLL_S) -> T:
     """:func:`wait_for` on an event loop: ``condition`` may be a coroutine function; sleeps without blocking."""
     while True:
@@ -42,5 +50,5 @@ async def until(condition: Callable[[], T | Awaitable[T]], what: str, *, every: 
         if inspect.isawaitable(value):
             value = await value
         if value:
-            return value  # type: ignore[return-value]  # awaited above
+            return value
         await asyncio.sleep(every)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from api import create_app
 from contract.settings import Settings
 from contract.sync_bridge import LoopThread
 from storage import ApiKeyStore, AsyncConnectionPool
+from tests.waiting import FOREVER, wait_for
 from tests.worker.conftest import start_worker
 
 __all__ = ["start_worker"]
@@ -61,10 +61,20 @@ def make_key(settings: Settings) -> Iterator[KeyMaker]:
         loop.close()
 
 
+WAIT = f"wait={FOREVER:.0f}"
+"""The query of a submit that waits for its job to finish, however long that takes (on the settings of
+:func:`with_unlimited_wait`: the API cuts a longer ``?wait=`` to ``api_max_wait_seconds``)."""
+
+
+def with_unlimited_wait(settings: Settings) -> Settings:
+    """``settings`` whose API lets ``?wait=`` wait as long as a submit asks (a test waits for its job, not 60 s)."""
+    return settings.model_copy(update={"api_max_wait_seconds": FOREVER})
+
+
 @pytest.fixture
 def app(settings: Settings) -> FastAPI:
-    """The API application on the test servers (this test's key prefix)."""
-    return create_app(settings)
+    """The API application on the test servers (this test's key prefix); ``?wait=`` is not cut."""
+    return create_app(with_unlimited_wait(settings))
 
 
 @pytest.fixture
@@ -95,10 +105,8 @@ def uvicorn_serving(app: FastAPI) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
+    wait_for(lambda: server.started or not thread.is_alive(), "the API started (or its thread ended)", every=0.02)
+    assert server.started, "the API did not start"
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -108,8 +116,10 @@ def uvicorn_serving(app: FastAPI) -> Iterator[str]:
 
 @pytest.fixture
 def api_url(settings: Settings) -> Iterator[str]:
-    """The API served by uvicorn in a thread (a small file limit, to test it); its base URL."""
-    with uvicorn_serving(create_app(settings.model_copy(update={"max_file_bytes": 64 * 1024}))) as url:
+    """The API served by uvicorn in a thread (a small file limit, to test it; ``?wait=`` not cut); its base URL."""
+    with uvicorn_serving(
+        create_app(with_unlimited_wait(settings).model_copy(update={"max_file_bytes": 64 * 1024}))
+    ) as url:
         yield url
 
 

@@ -51,7 +51,7 @@ async def test_the_consoles_run_upload_with_auto_detects_each_lines_language(
         return bool((await http.get(f"/v1/runs/{run_id}", headers=bearer(key))).json()["status"] == "completed")
 
     async with start_worker(DeterministicEngine()):
-        await until(finished)
+        await until(finished, "the run completed")
     for sequence, lang in enumerate(LINES):
         job = (await http.get(f"/v1/jobs/{job_id_for(run_id, sequence)}", headers=bearer(key))).json()
         assert (job["source_lang"], job["detected_source_lang"], job["status"]) == ("auto", lang, "succeeded"), job

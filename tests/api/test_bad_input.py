@@ -236,7 +236,7 @@ def test_the_keep_alive_connection_stays_usable_after_a_refusal(api_url: str, te
     host, port = api_url.removeprefix("http://").split(":")
     auth = f"Authorization: Bearer {key}\r\nHost: {host}\r\n".encode()
     job = json.dumps({"text": "a\x00", "source_lang": "en", "target_lang": "fr"}).encode()
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
+    with socket.create_connection((host, int(port))) as sock:
         status, body = _raw_exchange(sock, b"GET /v1/files?purpose=%00 HTTP/1.1\r\n" + auth + b"\r\n")
         assert status == 400 and json.loads(body)["error"]["code"] == "invalid_value"
         status, body = _raw_exchange(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,6 +23,7 @@ from contract.settings import Settings
 from storage import AsyncConnectionPool, PostgresFileStore
 from tests.api.conftest import KeyMaker
 from tests.api.test_openai_batches import create_over_http, parse, translation_line
+from tests.waiting import until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -72,14 +72,6 @@ def _written_lines(pg: Any, file_id: str) -> list[dict[str, Any]]:
     return parse(b"".join(bytes(chunk) for (chunk,) in chunks))
 
 
-async def _until(check: Any, within: float = 15.0) -> Any:
-    deadline = time.monotonic() + within
-    while not (found := check()):
-        assert time.monotonic() < deadline, "not reached in time"
-        await asyncio.sleep(0.05)
-    return found
-
-
 @contextlib.asynccontextmanager
 async def _serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with app.router.lifespan_context(app):
@@ -96,12 +88,11 @@ async def _started_batch(http: httpx.AsyncClient, key: dict[str, str], pg: Any) 
 
 
 async def _completed(http: httpx.AsyncClient, key: dict[str, str], batch_id: str) -> dict[str, Any]:
-    for _ in range(400):
+    async def completed() -> dict[str, Any] | None:
         batch: dict[str, Any] = (await http.get(f"/v1/batches/{batch_id}", headers=key)).json()
-        if batch["status"] == "completed":
-            return batch
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"batch still {batch['status']}")
+        return batch if batch["status"] == "completed" else None
+
+    return await until(completed, f"batch {batch_id} completed")
 
 
 def _output_files(pg: Any, batch_id: str) -> list[tuple[str, bool]]:
@@ -120,8 +111,10 @@ async def test_the_enqueueing_server_writes_the_finished_prefix_before_the_batch
     async with _serving(create_app(settings)) as http:
         batch = await _started_batch(http, key, pg)
         batch_id = batch["id"]
-        partial = await _until(lambda: _batch(pg, batch_id)["partial"])
-        written = await _until(lambda: lines if len(lines := _written_lines(pg, partial)) == EARLY else None)
+        partial = await until(lambda: _batch(pg, batch_id)["partial"], "the follower's output file begun")
+        written = await until(
+            lambda: lines if len(lines := _written_lines(pg, partial)) == EARLY else None, "the finished prefix written"
+        )
         assert [line["custom_id"] for line in written] == [f"r{n}" for n in range(EARLY)]
         assert (await http.get(f"/v1/files/{partial}", headers=key)).status_code == 404  # not visible yet
         assert (await http.get(f"/v1/batches/{batch['id']}", headers=key)).json()["status"] == "in_progress"
@@ -145,8 +138,8 @@ async def test_a_stopped_or_dead_follower_is_taken_over_by_the_next_read_leaving
     async with _serving(create_app(settings)) as http:
         batch = await _started_batch(http, key, pg)
         batch_id = batch["id"]
-        first = await _until(lambda: _batch(pg, batch_id)["partial"])
-        await _until(lambda: len(_written_lines(pg, first)) == EARLY)
+        first = await until(lambda: _batch(pg, batch_id)["partial"], "the follower's output file begun")
+        await until(lambda: len(_written_lines(pg, first)) == EARLY, "the finished prefix written")
     stopped = _batch(pg, batch["id"])  # the server stopped: its claim given up, its file deleted
     assert stopped["status"] == "in_progress" and stopped["follow_until"].year == 1970
     assert _output_files(pg, batch["id"]) == []
@@ -167,7 +160,10 @@ async def test_a_stopped_or_dead_follower_is_taken_over_by_the_next_read_leaving
     )
     async with _serving(create_app(settings)) as http:
         assert (await http.get(f"/v1/batches/{batch['id']}", headers=key)).json()["status"] == "in_progress"
-        taken = await _until(lambda: (row := _batch(pg, batch_id))["partial"] not in (None, abandoned.id) and row)
+        taken = await until(
+            lambda: (row := _batch(pg, batch_id))["partial"] not in (None, abandoned.id) and row,
+            "the lapsed claim taken over, with a file of its own",
+        )
         assert taken["follower"] != "dead"
         async with start_worker(DeterministicEngine()):
             done = await _completed(http, key, batch["id"])

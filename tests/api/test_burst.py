@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ from api.services import ApiServices
 from contract.settings import Settings
 from storage import health
 from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
+from tests.waiting import FOREVER, until
 
 JOB = {"text": "Hello", "source_lang": "en", "target_lang": "fr"}
 
@@ -34,7 +34,7 @@ async def serving(settings: Settings, **update: Any) -> AsyncIterator[tuple[http
     app = create_app(settings.model_copy(update=update))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://api.test", timeout=120) as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://api.test", timeout=None) as client:
             yield client, app.state.services
 
 
@@ -50,7 +50,7 @@ async def test_a_burst_on_small_pools_waits_instead_of_failing(settings: Setting
         api_redis_connections=4,
         api_database_connections=2,
         api_file_store_connections=2,
-        api_pool_wait_seconds=60.0,
+        api_pool_wait_seconds=FOREVER,  # a request waits for a connection however long the burst takes
     ) as (http, services):
         assert services.client.redis.connection_pool.max_connections == 4
         assert services.client.pool.max_connections == 2
@@ -151,11 +151,7 @@ async def test_readyz_keeps_one_postgres_session(settings: Settings, pg: Any, mo
         pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,))  # type: ignore[attr-defined]
         assert (await http.get("/readyz")).status_code == 200
         assert len(opened) == 2
-    for _ in range(100):  # closed at shutdown; the server ends the backend a moment later
-        if sessions() == 0:
-            break
-        await asyncio.sleep(0.05)
-    assert sessions() == 0
+    await until(lambda: sessions() == 0, "the kept session ended (closed at shutdown; the backend ends a moment later)")
 
 
 async def _open_stream(http: httpx.AsyncClient, key: str, opened: list[httpx.Response], release: asyncio.Event) -> int:
@@ -182,19 +178,17 @@ async def test_streams_and_long_polls_do_not_starve_plain_requests(settings: Set
     streamer, other = tenant_key("streamer"), tenant_key("other")
     app = create_app(
         settings.model_copy(
-            update={"api_redis_connections": 4, "api_max_event_streams": 5, "api_pool_wait_seconds": 60.0}
+            update={"api_redis_connections": 4, "api_max_event_streams": 5, "api_pool_wait_seconds": FOREVER}
         )
     )
     with uvicorn_serving(app) as base:
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
+        async with httpx.AsyncClient(base_url=base, timeout=None, limits=limits) as http:
             other_job = (await http.post("/v1/jobs", json=JOB, headers=bearer(other))).json()["id"]
             release = asyncio.Event()
             opened: list[httpx.Response] = []
             streams = [asyncio.create_task(_open_stream(http, streamer, opened, release)) for _ in range(20)]
-            deadline = time.monotonic() + 30
-            while len(opened) + sum(t.done() for t in streams) < 20 and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
+            await until(lambda: len(opened) + sum(t.done() for t in streams) == 20, "20 streams open or refused")
             polls = [http.post("/v1/jobs?wait=2", json=JOB, headers=bearer(streamer)) for _ in range(30)]
             gets = [http.get(f"/v1/jobs/{other_job}", headers=bearer(other)) for _ in range(100)]
             answers = await asyncio.gather(*polls, *gets)

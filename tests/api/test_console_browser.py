@@ -26,6 +26,7 @@ from contract.settings import Settings
 from contract.sync_bridge import LoopThread
 from storage import AsyncConnectionPool
 from storage.history import HistoryStore
+from tests import waiting
 from tests.api.conftest import KeyMaker, uvicorn_serving
 from tests.orchestrator.test_runs_and_documents import run_orchestrator
 from tests.worker.conftest import WorkerFactory
@@ -34,7 +35,7 @@ from worker.deterministic_engine import DeterministicEngine
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 pytestmark = [
-    pytest.mark.timeout(120),
+    pytest.mark.timeout(300),
     pytest.mark.skipif(
         not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
         reason="needs Debian's chromium and its driver (/usr/bin/chromium, /usr/bin/chromedriver); make installs them",
@@ -138,19 +139,18 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
-def wait_for(
-    check: Callable[[], Any], what: str, within: float = 20.0, between: Callable[[], Any] | None = None
-) -> Any:
-    """Poll ``check()`` until it is truthy (running ``between()`` before each try); its value."""
-    deadline = time.monotonic() + within
-    while True:
-        if between is not None:
-            between()
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"not in {within:.0f} s: {what}"
-        time.sleep(0.1)
+def wait_for(check: Callable[[], Any], what: str, between: Callable[[], Any] | None = None) -> Any:
+    """Poll ``check()`` until it is truthy, however long that takes (running ``between()`` before each try, then
+    every 0.1 s: it runs the orchestrator or refreshes the page); its value."""
+    if between is None:
+        return waiting.wait_for(check, what)
+    run_between = between
+
+    def checked() -> Any:
+        run_between()
+        return check()
+
+    return waiting.wait_for(checked, what, every=0.1)
 
 
 def sign_in(browser: Any, key: str) -> None:
@@ -217,7 +217,7 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
             return found[1:]
 
         # The orchestrator splits and assembles it (RQ's worker, on this thread); the page follows the events.
-        wait_for(completed, "both completed, with their downloads", within=60, between=run_orchestrator)
+        wait_for(completed, "both completed, with their downloads", between=run_orchestrator)
         assert "Progress: live." in stream_states, stream_states
         # The segments' job.finished events came through the stream (read with fetch: the key is a header).
         assert int(browser.find_element(By.ID, "stream-state").get_attribute("data-events") or 0) >= 10
@@ -352,7 +352,7 @@ def test_history_cancel_and_retry(
         browser.find_element(By.ID, "tab-jobs").send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)
         assert browser.find_element(By.ID, "tab-documents").get_attribute("aria-selected") == "true"
         wait_for(lambda: row("cancelled", "draft.md", "button.retry"), "the cancelled draft listed, retried")
-        wait_for(lambda: row("completed", "draft.md"), "the retried draft completed", within=60, between=refresh)
+        wait_for(lambda: row("completed", "draft.md"), "the retried draft completed", between=refresh)
         row("completed", "draft.md", "button.download")
         downloaded = tmp_path / "downloads" / "draft.translated.md"
         wait_for(downloaded.exists, "the history's download")

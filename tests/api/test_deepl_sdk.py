@@ -12,7 +12,6 @@ import contextlib
 import io
 import re
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,13 +29,14 @@ from contract.sync_bridge import LoopThread
 from storage import ApiKeyStore, AsyncConnectionPool
 from tests.api.conftest import uvicorn_serving
 from tests.docs.examples import ROOT, blocks
-from tests.orchestrator.test_runs_and_documents import run_orchestrator
+from tests.orchestrator.test_runs_and_documents import ORCHESTRATE_EVERY_S, run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_MARKDOWN
+from tests.waiting import wait_for
 from tests.worker.conftest import identity_worker
 from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 
 class ControlsShownProfile(IdentityProfile):
@@ -106,6 +106,18 @@ def door(service_urls: ServiceUrls, tmp_path_factory: pytest.TempPathFactory) ->
             loop.run(worker.stop(grace_seconds=5))
             loop.run(pool.close())
             loop.close()
+
+
+def _orchestrate_until_done(translator: deepl.Translator, handle: deepl.DocumentHandle) -> None:
+    """Run the orchestrator (the document's split and assembly) between status reads until the document is done."""
+
+    def done() -> bool:
+        run_orchestrator()
+        status = translator.translate_document_get_status(handle)
+        assert status.ok, status
+        return bool(status.done)
+
+    wait_for(done, f"document {handle.document_id} done", every=ORCHESTRATE_EVERY_S)
 
 
 def test_a_text_and_a_list(door: Door) -> None:
@@ -190,14 +202,9 @@ def test_a_document_round_trips_with_its_structure(door: Door, tmp_path: Path) -
     with pytest.raises(deepl.DeepLException, match="document_key does not match"):  # bound to the uploading key
         door.translator().translate_document_get_status(handle)
 
-    deadline = time.monotonic() + 60
     status = translator.translate_document_get_status(handle)
     assert status.status.value in ("queued", "translating", "done")
-    while not status.done:
-        assert status.ok and time.monotonic() < deadline, status
-        run_orchestrator()
-        time.sleep(0.1)
-        status = translator.translate_document_get_status(handle)
+    _orchestrate_until_done(translator, handle)
     out = io.BytesIO()
     translator.translate_document_download(handle, out)
     assert out.getvalue().decode() == TRICKY_MARKDOWN  # the echo engine: the structure and the text, unchanged
@@ -214,11 +221,7 @@ def test_a_document_s_segments_carry_its_formality_and_glossary(door: Door) -> N
         formality="more",
         glossary=glossary,
     )
-    deadline = time.monotonic() + 60
-    while not (status := translator.translate_document_get_status(handle)).done:
-        assert status.ok and time.monotonic() < deadline, status
-        run_orchestrator()
-        time.sleep(0.1)
+    _orchestrate_until_done(translator, handle)
     out = io.BytesIO()
     translator.translate_document_download(handle, out)
     lines = out.getvalue().decode().splitlines()
@@ -234,11 +237,7 @@ def test_a_document_without_a_source_language_is_detected(door: Door) -> None:
     translator = door.translator(key)
     source = "# Merci\n\nLe chat dort sur le canapé depuis ce matin, et personne ne veut le réveiller.\n"
     handle = translator.translate_document_upload(source.encode(), filename="chat.md", target_lang="DE")
-    deadline = time.monotonic() + 60
-    while not (status := translator.translate_document_get_status(handle)).done:
-        assert status.ok and time.monotonic() < deadline, status
-        run_orchestrator()
-        time.sleep(0.1)
+    _orchestrate_until_done(translator, handle)
     out = io.BytesIO()
     translator.translate_document_download(handle, out)
     assert out.getvalue().decode() == source
@@ -285,7 +284,7 @@ def test_a_text_whose_language_cannot_be_detected_is_a_bad_request(door: Door) -
 
 def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:
     key = door.key()
-    with httpx.Client(base_url=door.url, timeout=30) as http:
+    with httpx.Client(base_url=door.url, timeout=None) as http:
         bearer = http.post(
             "/v2/translate",
             json={"text": ["Hi"], "target_lang": "DE", "source_lang": "EN"},
@@ -306,7 +305,7 @@ def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:
 def test_weblate_s_deepl_backend_request_shapes(door: Door) -> None:
     """What weblate/machinery/deepl.py sends: query-string languages, JSON translate with its <x id=".."/> marks."""
     headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
-    with httpx.Client(base_url=f"{door.url}/v2/", headers=headers, timeout=30) as http:
+    with httpx.Client(base_url=f"{door.url}/v2/", headers=headers, timeout=None) as http:
         targets = http.get("languages", params={"type": "target"}).json()
         assert {"language": "DE", "name": "German", "supports_formality": True} in targets
         assert "EN" in {item["language"] for item in http.get("languages", params={"type": "source"}).json()}
@@ -353,11 +352,12 @@ def test_the_guide_s_sdk_example_runs(door: Door, tmp_path: Path, monkeypatch: p
     # The document's split and assembly are the orchestrator's: it runs here while the example waits.
     thread = threading.Thread(target=run)
     thread.start()
-    deadline = time.monotonic() + 60
-    while thread.is_alive():
-        assert time.monotonic() < deadline, "the example did not finish"
+
+    def finished() -> bool:
         run_orchestrator()
-        time.sleep(0.1)
+        return not thread.is_alive()
+
+    wait_for(finished, "the example finished", every=ORCHESTRATE_EVERY_S)
     assert not failure, failure
     assert (tmp_path / "guide.de.md").read_text() == "# Guide\n\nRead *this* first.\n"
     lines = printed.getvalue().splitlines()
@@ -384,7 +384,7 @@ def test_bad_translate_requests_are_400_with_deepl_s_error_shape(
     door: Door, body: dict[str, object], message: str
 ) -> None:
     headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
-    answer = httpx.post(f"{door.url}/v2/translate", json=body, headers=headers, timeout=30)
+    answer = httpx.post(f"{door.url}/v2/translate", json=body, headers=headers, timeout=None)
     assert answer.status_code == 400, answer.text
     assert message in answer.json()["message"] and set(answer.json()) == {"message", "code"}
 

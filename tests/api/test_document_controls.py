@@ -66,7 +66,7 @@ async def test_every_segment_job_carries_the_documents_formality_context_and_glo
     async def split() -> bool:
         return len(_segment_specs(raw_redis, settings, tenant, document_id)) == 3
 
-    await until(split)
+    await until(split, "the document split into its segments")
     specs = _segment_specs(raw_redis, settings, tenant, document_id)
     assert {s.formality.value if s.formality else None for s in specs} == {"formal"}
     assert all(s.glossary == {"invoice": "Rechnung"} for s in specs)
@@ -79,7 +79,7 @@ async def test_every_segment_job_carries_the_documents_formality_context_and_glo
         return bool(view["status"] == "completed")
 
     async with start_worker(DeterministicEngine()):
-        await until(assembled)
+        await until(assembled, "the document completed")
     listed = (await http.get("/v1/documents", headers=bearer(key))).json()["data"]
     assert listed[0]["id"] == document_id and listed[0]["counts"]["succeeded"] == 3
 
@@ -98,7 +98,7 @@ async def test_a_long_document_context_keeps_within_the_jobs_limit(
     async def split() -> bool:
         return len(_segment_specs(raw_redis, settings, tenant, document_id)) == 2
 
-    await until(split)
+    await until(split, "the document split into its segments")
     specs = _segment_specs(raw_redis, settings, tenant, document_id)
     assert all(s.context and s.context.startswith(context) and len(s.context) <= MAX_CONTEXT_CHARS for s in specs)
 

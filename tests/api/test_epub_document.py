@@ -55,4 +55,4 @@ async def test_an_epub_goes_up_as_bytes_and_comes_back_as_an_epub_in_the_target_
         view = (await http.get(f"/v1/documents/{broken.json()['id']}", headers=bearer(key))).json()
         return bool(view["status"] == "failed" and "it has no META-INF/container.xml" in (view["error"] or ""))
 
-    await until(failed)
+    await until(failed, "the document failed for its missing container.xml")

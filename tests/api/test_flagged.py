@@ -3,7 +3,6 @@ a batch's request_counts and its output lines."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -16,6 +15,7 @@ from storage import RowRecord
 from tests.api.conftest import KeyMaker, bearer
 from tests.api.test_openai_batches import create_over_http, translation_line
 from tests.flagged_rows import flagged_row, write_rows
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -103,12 +103,13 @@ async def test_a_batch_counts_its_flags_and_its_output_lines_carry_them(
     assert sdk_view.request_counts is not None and sdk_view.request_counts.flagged == 2  # type: ignore[attr-defined]
 
     await _write(settings, [_row(run_id, 3, FLAGS[3], custom_id="req-3")])
-    for _ in range(100):
-        done = (await http.get(f"/v1/batches/{batch['id']}", headers=key)).json()
-        if done["status"] == "completed":
-            break
-        await asyncio.sleep(0.1)
-    assert done["status"] == "completed" and done["request_counts"]["flagged"] == 2, done
+
+    async def completed() -> dict[str, Any] | None:
+        batch_now: dict[str, Any] = (await http.get(f"/v1/batches/{batch['id']}", headers=key)).json()
+        return batch_now if batch_now["status"] == "completed" else None
+
+    done = await until(completed, "the batch completed")
+    assert done["request_counts"]["flagged"] == 2, done
     listed = (await http.get("/v1/batches", headers=key)).json()["data"]
     assert [b["request_counts"]["flagged"] for b in listed if b["id"] == batch["id"]] == [None]  # not counted
     output = await http.get(f"/v1/files/{done['output_file_id']}/content", headers=key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
+from tests.waiting import until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -35,12 +35,11 @@ async def _pages(http: httpx.AsyncClient, key: str, path: str, limit: int) -> li
 
 
 async def _until_finished(http: httpx.AsyncClient, key: str, ids: list[str]) -> None:
-    for _ in range(300):
+    async def finished() -> bool:
         states = [(await http.get(f"/v1/jobs/{i}", headers=bearer(key))).json()["status"] for i in ids]
-        if all(s in ("succeeded", "failed", "cancelled") for s in states):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("jobs not finished in time")
+        return all(s in ("succeeded", "failed", "cancelled") for s in states)
+
+    await until(finished, f"{len(ids)} jobs finished")
 
 
 async def test_the_job_list_shows_queued_jobs_then_finished_ones_newest_first_a_page_at_a_time(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import SimpleNamespace
 
 import httpx
@@ -16,7 +16,8 @@ from broker.keys import RedisKeys
 from contract.settings import Settings
 from producer import Client
 from storage import ApiKeyStore
-from tests.api.conftest import KeyMaker, bearer
+from tests.api.conftest import WAIT, KeyMaker, bearer
+from tests.waiting import FOREVER, until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -272,7 +273,7 @@ async def test_wait_returns_the_finished_job(
     acme, globex = make_key("acme"), make_key("globex")
     body = {**JOB, "idempotency_key": "order-7"}
     async with start_worker(DeterministicEngine()):
-        response = await http.post("/v1/jobs?wait=20", json=body, headers=bearer(acme))
+        response = await http.post(f"/v1/jobs?{WAIT}", json=body, headers=bearer(acme))
     assert response.status_code == 200, response.text
     # The same idempotency key again: the finished job, at once.
     again = await http.post("/v1/jobs", json=body, headers=bearer(acme))
@@ -351,25 +352,24 @@ async def test_a_job_from_the_python_client_belongs_to_no_tenant(
 
 
 async def test_cancel_a_running_job(http: httpx.AsyncClient, make_key: KeyMaker, start_worker: WorkerFactory) -> None:
-    import asyncio
-
     key = make_key("acme")
-    async with start_worker(DeterministicEngine(delay_s=30)):
+
+    def status_is(expected: str) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return bool((await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()["status"] == expected)
+
+        return check
+
+    async with start_worker(DeterministicEngine(delay_s=FOREVER)):
         job_id = (await http.post("/v1/jobs", json=JOB, headers=bearer(key))).json()["id"]
-        for _ in range(200):
-            if (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()["status"] == "running":
-                break
-            await asyncio.sleep(0.05)
+        await until(status_is("running"), "the job running")
         requested = await http.post(f"/v1/jobs/{job_id}/cancel", headers=bearer(key))
         assert requested.status_code == 200 and requested.json()["status"] in ("running", "cancelled")
         waited = await http.post("/v1/jobs?wait=0", json=JOB, headers=bearer(key))  # wait=0: no wait at all
         assert waited.status_code == 202
-        for _ in range(200):
-            job = (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()
-            if job["status"] == "cancelled":
-                break
-            await asyncio.sleep(0.05)
-    assert job["status"] == "cancelled"
+        await until(status_is("cancelled"), "the running job cancelled")
+        # That one is not left running for the worker's stop to wait out (its grace, 5 s).
+        assert (await http.post(f"/v1/jobs/{waited.json()['id']}/cancel", headers=bearer(key))).status_code == 200
 
 
 async def test_readyz_checks_both_services(http: httpx.AsyncClient, app: FastAPI) -> None:

@@ -27,11 +27,12 @@ from contract.settings import Settings
 from producer.requests import Prepared
 from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 from tests.docs.examples import ROOT, blocks
-from tests.orchestrator.test_runs_and_documents import run_orchestrator
+from tests.orchestrator.test_runs_and_documents import ORCHESTRATE_EVERY_S, run_orchestrator
+from tests.waiting import until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 
 ENGLISH = "The weather is lovely today, so we are going for a long walk in the park."
 GERMAN = "Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen mit dem Zug nach Berlin."
@@ -70,7 +71,7 @@ async def test_weblates_requests(api_url: str, tenant_key: KeyMaker, start_worke
     api_key (Weblate 4), or a batch of strings as one JSON list (Weblate 5's BatchMachineTranslation)."""
     key = tenant_key("weblate")
     headers = {"User-Agent": "Weblate/5.0", "Accept": "application/json"}
-    async with httpx.AsyncClient(base_url=f"{api_url}/", headers=headers, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=f"{api_url}/", headers=headers, timeout=None) as http:
         codes = [x["code"] for x in (await http.get("languages")).json()]
         assert {"en", "de", "zh", "pt"} <= set(codes)
         async with start_worker(shouting()):
@@ -101,7 +102,7 @@ async def test_a_list_auto_source_and_html_keep_order_detection_and_tags(
         "alternatives": 2,
         "api_key": key,
     }
-    async with start_worker(shouting()), httpx.AsyncClient(timeout=30) as http:
+    async with start_worker(shouting()), httpx.AsyncClient(timeout=None) as http:
         response = await http.post(f"{api_url}/translate", json=body)
     assert response.status_code == 200, response.text
     answer = response.json()
@@ -122,7 +123,7 @@ async def test_one_text_with_a_source_answers_a_string_without_detection(
     api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
 ) -> None:
     body = {"q": "Fine <b>bold</b> text", "source": "en", "target": "es", "format": "html"}
-    async with start_worker(shouting()), httpx.AsyncClient(timeout=30) as http:
+    async with start_worker(shouting()), httpx.AsyncClient(timeout=None) as http:
         response = await http.post(f"{api_url}/translate", json=body, headers=bearer(tenant_key("acme")))
     assert response.json() == {"translatedText": "FINE <b>BOLD</b> TEXT"}
 
@@ -238,9 +239,12 @@ Install the *tool* first, then run it.
 async def _with_orchestrator(call: Any) -> Any:
     """Run ``call`` in a thread while the orchestrator runs on this one (RQ's worker needs the main thread)."""
     task = asyncio.ensure_future(asyncio.to_thread(call))
-    while not task.done():
+
+    def done() -> bool:
         run_orchestrator()
-        await asyncio.sleep(0.2)
+        return task.done()
+
+    await until(done, "the call answered, the orchestrator running meanwhile", every=ORCHESTRATE_EVERY_S)
     return task.result()
 
 
@@ -253,7 +257,10 @@ async def test_translate_file_and_download_round_trip(
     def upload() -> httpx.Response:
         files = {"file": ("guide.md", MARKDOWN.encode(), "text/markdown")}
         return httpx.post(
-            f"{api_url}/translate_file", files=files, data={"source": "en", "target": "fr", "api_key": key}, timeout=90
+            f"{api_url}/translate_file",
+            files=files,
+            data={"source": "en", "target": "fr", "api_key": key},
+            timeout=None,
         )
 
     async with start_worker(shouting()):
@@ -261,7 +268,7 @@ async def test_translate_file_and_download_round_trip(
     assert response.status_code == 200, response.text
     url = response.json()["translatedFileUrl"]
     assert url.startswith(f"{api_url}/download_file/") and url.endswith(".guide.md")
-    async with httpx.AsyncClient(timeout=30) as http:
+    async with httpx.AsyncClient(timeout=None) as http:
         download = await http.get(url, headers=bearer(key))
         assert download.status_code == 200, download.text
         assert download.text == MARKDOWN.upper()  # Markdown's structure kept, its prose "translated"
@@ -286,14 +293,14 @@ async def test_translate_file_detects_the_source_of_source_auto(
     def upload() -> httpx.Response:
         files = {"file": ("brief.txt", f"{GERMAN}\n\nDanke.\n".encode(), "text/plain")}
         form = {"source": "auto", "target": "en", "api_key": key}
-        return httpx.post(f"{api_url}/translate_file", files=files, data=form, timeout=90)
+        return httpx.post(f"{api_url}/translate_file", files=files, data=form, timeout=None)
 
     async with start_worker(shouting()):
         response = await _with_orchestrator(upload)
     assert response.status_code == 200, response.text
     url = response.json()["translatedFileUrl"]
     document_id = url.rsplit("/", 1)[1].partition(".")[0]
-    async with httpx.AsyncClient(timeout=30) as http:
+    async with httpx.AsyncClient(timeout=None) as http:
         assert (await http.get(url, headers=bearer(key))).text == f"{GERMAN}\n\nDanke.\n".upper()
         view = (await http.get(f"{api_url}/v1/documents/{document_id}", headers=bearer(key))).json()
     assert view["detected_source_lang"] == "de" and view["status"] == "completed", view
@@ -357,16 +364,13 @@ async def test_a_client_that_disconnects_mid_submit_has_its_jobs_cancelled(
         _, writer = await asyncio.open_connection(host, int(port))
         writer.write(head.encode() + body)
         await writer.drain()
-        for _ in range(300):
-            if submitted:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: submitted, "the submit under way", every=0.01)
         writer.close()  # the client gives up: no worker runs, the job would wait for one
         await writer.wait_closed()
-        async with httpx.AsyncClient(base_url=url) as client:
-            for _ in range(1000):
+        async with httpx.AsyncClient(base_url=url, timeout=None) as client:
+
+            async def cancelled() -> bool:
                 job = (await client.get(f"/v1/jobs/{submitted[0]}", headers=bearer(key))).json()
-                if job["status"] == "cancelled":
-                    break
-                await asyncio.sleep(0.02)
-    assert job["status"] == "cancelled"
+                return bool(job["status"] == "cancelled")
+
+            await until(cancelled, "the gone client's job cancelled")

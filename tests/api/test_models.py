@@ -3,8 +3,6 @@ refused with ``404 model_not_found``, and a queued job of a model with no live w
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,8 +17,9 @@ from broker.keys import RedisKeys
 from contract.models import ModelRoute
 from contract.schemas import Lane
 from contract.settings import Settings
-from tests.api.conftest import KeyMaker, bearer
+from tests.api.conftest import WAIT, KeyMaker, bearer, with_unlimited_wait
 from tests.api.test_openai_batches import call, jsonl, parse, poll, sdk
+from tests.waiting import until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -35,8 +34,8 @@ def routed(settings: Settings) -> Settings:
 
 @pytest.fixture
 async def api(routed: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """The API on ``routed``, in-process."""
-    app: FastAPI = create_app(routed)
+    """The API on ``routed``, in-process (``?wait=`` not cut)."""
+    app: FastAPI = create_app(with_unlimited_wait(routed))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://api.test") as client:
@@ -55,14 +54,12 @@ def _not_found(response: httpx.Response, *, openai_shape: bool) -> str:
     return str(error["message"])
 
 
-async def _final(api: httpx.AsyncClient, key: dict[str, str], job_id: str, within: float = 20.0) -> dict[str, Any]:
-    deadline = time.monotonic() + within
-    while True:
+async def _final(api: httpx.AsyncClient, key: dict[str, str], job_id: str) -> dict[str, Any]:
+    async def final() -> dict[str, Any] | None:
         job: dict[str, Any] = (await api.get(f"/v1/jobs/{job_id}", headers=key)).json()
-        if job["status"] in ("succeeded", "failed", "cancelled"):
-            return job
-        assert time.monotonic() < deadline, job
-        await asyncio.sleep(0.05)
+        return job if job["status"] in ("succeeded", "failed", "cancelled") else None
+
+    return await until(final, f"job {job_id} final")
 
 
 async def test_v1_models_lists_configured_and_served_models_with_their_live_workers(
@@ -152,7 +149,7 @@ async def test_a_job_naming_an_alias_runs_on_its_model(
 ) -> None:
     key = bearer(tenant_key("acme"))
     async with start_worker(DeterministicEngine(), settings_=_serving(routed, "small", "tiny")):
-        submitted = await api.post("/v1/jobs?wait=10", json={**JOB, "model": "tiny"}, headers=key)
+        submitted = await api.post(f"/v1/jobs?{WAIT}", json={**JOB, "model": "tiny"}, headers=key)
         assert submitted.status_code == 200, submitted.text
         assert submitted.json()["model"] == "small" and submitted.json()["translation"] == JOB["text"]
         # A job of the default model waits while only `small` is served, and says so.

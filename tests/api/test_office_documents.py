@@ -72,4 +72,4 @@ async def test_an_office_file_goes_up_as_bytes_and_comes_back_translated_and_who
         view = (await http.get(f"/v1/documents/{broken_id}", headers=bearer(key))).json()
         return bool(view["status"] == "failed" and f"not a .{fmt} file" in (view["error"] or ""))
 
-    await until(failed)
+    await until(failed, "the document failed as not of its format")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +28,9 @@ from producer import AsyncClient
 from storage import AsyncBatchStore, AsyncConnectionPool
 from tenancy.batch_lines import numbered, parse_line
 from tenancy.batches import batch_id_for
+from tests import waiting
 from tests.api.conftest import KeyMaker
+from tests.waiting import FOREVER
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def sdk(url: str, key: str) -> OpenAI:
     """The official client on this server."""
-    return OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=30)
+    return OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=FOREVER)
 
 
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -62,15 +63,14 @@ def translation_line(custom_id: str, text: str, **body: Any) -> dict[str, Any]:
     }
 
 
-async def poll(client: OpenAI, batch_id: str, until: set[str], within: float = 30.0) -> Any:
-    """Retrieve the batch until its status is one of ``until``."""
-    deadline = time.monotonic() + within
-    while True:
+async def poll(client: OpenAI, batch_id: str, until: set[str]) -> Any:
+    """Retrieve the batch until its status is one of ``until``, however long that takes."""
+
+    async def reached() -> Any:
         batch = await call(client.batches.retrieve, batch_id)
-        if batch.status in until:
-            return batch
-        assert time.monotonic() < deadline, f"batch still {batch.status}: {batch}"
-        await asyncio.sleep(0.1)
+        return batch if batch.status in until else None
+
+    return await waiting.until(reached, f"batch {batch_id} {' or '.join(sorted(until))}")
 
 
 async def create_over_http(http: httpx.AsyncClient, key: dict[str, str], lines: list[dict[str, Any]]) -> Any:
@@ -378,9 +378,13 @@ async def test_a_batch_past_its_completion_window_expires_keeping_what_finished(
         completion_window="1s",  # type: ignore[arg-type]  # dragoman accepts any duration; OpenAI only "24h"
     )
     assert batch.expires_at is not None and batch.expires_at - batch.created_at <= 2
-    await asyncio.sleep(1.5)  # no worker yet: nothing ran within the window
-    noticed = await call(client.batches.retrieve, batch.id)
-    assert noticed.status == "in_progress" and noticed.expired_at  # its queued jobs are being cancelled
+
+    async def expired() -> Any:  # no worker yet: nothing runs within the window
+        batch_now = await call(client.batches.retrieve, batch.id)
+        return batch_now if batch_now.expired_at else None
+
+    noticed = await waiting.until(expired, "a read past the window notices it")
+    assert noticed.status == "in_progress"  # its queued jobs are being cancelled
     async with start_worker(DeterministicEngine()):
         done = await poll(client, batch.id, {"expired"})
     assert done.request_counts is not None and done.request_counts.failed == 5 and done.output_file_id is None
@@ -513,27 +517,29 @@ async def test_a_long_finalization_answers_finalizing_and_a_stopped_server_leave
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
             created = await create_over_http(http, key, lines)
             assert created["status"] == "in_progress"
+
+            async def past_in_progress() -> dict[str, Any] | None:
+                batch: dict[str, Any] = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
+                return None if batch["status"] == "in_progress" else batch
+
             async with start_worker(DeterministicEngine()):
-                for _ in range(300):
-                    first = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
-                    if first["status"] != "in_progress":
-                        break
-                    await asyncio.sleep(0.05)
+                first = await waiting.until(past_in_progress, "the batch past in_progress")
             assert first["status"] == "finalizing" and first["finalizing_at"], first  # answered before the output
             assert first["request_counts"]["completed"] == 300
-            await asyncio.wait_for(writing.wait(), 10)
+            await writing.wait()
     monkeypatch.setattr(tenancy.batches.BatchService, "_write_file", write_file)
     released = pg.execute("SELECT status, finalizing_at FROM batches WHERE id = %s", (created["id"],)).fetchone()
     assert released[0] == "finalizing" and released[1].year == 1970  # the stopped server gave it up
     successor = create_app(settings)
     async with successor.router.lifespan_context(successor):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=successor), base_url="http://t") as http:
-            for _ in range(200):
-                batch = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
-                if batch["status"] == "completed":
-                    break
-                await asyncio.sleep(0.05)
-            assert batch["status"] == "completed", batch
+
+            async def completed() -> dict[str, Any] | None:
+                batch: dict[str, Any] = (await http.get(f"/v1/batches/{created['id']}", headers=key)).json()
+                assert batch["status"] not in ("failed", "expired", "cancelled"), batch  # never to complete
+                return batch if batch["status"] == "completed" else None
+
+            batch = await waiting.until(completed, "the next server's read completes the batch")
             output = (await http.get(f"/v1/files/{batch['output_file_id']}/content", headers=key)).content
     assert [line["custom_id"] for line in parse(output)] == [f"r{n}" for n in range(300)]
     outputs = pg.execute(

@@ -17,7 +17,8 @@ from contract.settings import Settings
 from producer.async_client import AsyncClient
 from producer.requests import prepare
 from tenancy.queued_limit import LEASE_SECONDS, QueuedJobLimit, TooManyQueuedJobsError
-from tests.api.conftest import KeyMaker, bearer
+from tests.api.conftest import WAIT, KeyMaker, bearer
+from tests.waiting import until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -60,13 +61,13 @@ async def test_a_key_at_its_limit_waits_until_its_jobs_finish(
     # Another tenant is not held back, and nothing refused was queued.
     assert (await http.post("/v1/jobs", json=JOB, headers=bearer(other))).status_code == 202
     assert raw_redis.xlen(RedisKeys.from_settings(settings).jobs_stream) == 4
+
+    async def taken() -> httpx.Response | None:  # the three earlier jobs finish first; then there is room
+        retried = await http.post(f"/v1/jobs?{WAIT}", json=JOB, headers=bearer(small))
+        return None if retried.status_code == 429 else retried
+
     async with start_worker(DeterministicEngine()):
-        retried = await http.post("/v1/jobs?wait=20", json=JOB, headers=bearer(small))
-        for _ in range(100):  # the three earlier jobs finish first; then there is room
-            if retried.status_code != 429:
-                break
-            await asyncio.sleep(0.05)
-            retried = await http.post("/v1/jobs?wait=20", json=JOB, headers=bearer(small))
+        retried = await until(taken, "room under the key's limit, the retried submit taken")
     assert retried.status_code == 200 and retried.json()["status"] == "succeeded", retried.text
 
 

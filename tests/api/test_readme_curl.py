@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import pytest
 
 from contract.settings import Settings
 from storage import ApiKeyStore
+from tests.waiting import FOREVER, wait_for
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -56,31 +56,26 @@ def api_server(settings_env: Settings) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "api", "--port", str(port)],
         cwd=ROOT,
-        env=os.environ.copy(),
+        env={**os.environ, "DRAGOMAN_API_MAX_WAIT_SECONDS": str(FOREVER)},  # the waited submits wait for the job
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
+
+    def healthy_or_ended() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=None).status_code == 200
+        except httpx.TransportError:
+            return process.poll() is not None
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"dragoman api did not start:\n{process.communicate()[0]}")
-            time.sleep(0.1)
+        wait_for(healthy_or_ended, "dragoman api answers /healthz (or ended)")
+        assert process.poll() is None, f"dragoman api did not start:\n{process.communicate()[0]}"
         yield url
     finally:
         process.send_signal(signal.SIGTERM)
-        try:
-            output = process.communicate(timeout=20)[0]
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output = process.communicate()[0]
+        output = process.communicate(timeout=FOREVER)[0]
         assert "Traceback" not in output, output
 
 
@@ -108,14 +103,11 @@ def rq_worker(settings_env: Settings, tmp_path: Path) -> Iterator[None]:
         yield
     finally:
         process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        process.wait(timeout=FOREVER)
         log.close()
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("jq") is None, reason="needs curl and jq")
 async def test_readme_curl_examples_run(
     api_server: str,
@@ -127,7 +119,11 @@ async def test_readme_curl_examples_run(
 ) -> None:
     block = readme_curl_block()
     assert README_API in block
-    script = block.replace(README_API, api_server)
+    # The guide's server, waits for the job (not for 30 s: the server waits as long as it takes, see api_server)
+    # and looks again every 0.05 s, not every second.
+    assert "?wait=30" in block and "; do sleep 1; done" in block
+    script = block.replace(README_API, api_server).replace("?wait=30", f"?wait={FOREVER:.0f}")
+    script = script.replace("; do sleep 1; done", "; do sleep 0.05; done")
     _, key = await key_store.create(f"readme-{settings.key_prefix}")
     env = {**os.environ, "DRAGOMAN_API_KEY": key}
     workdir = tmp_path / "shell"

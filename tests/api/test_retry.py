@@ -16,13 +16,14 @@ from contract.ids import job_id_for
 from contract.settings import Settings
 from storage import AsyncConnectionPool
 from storage.history import HistoryStore
+from tests import waiting
 from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
 from tests.api.test_runs_and_documents import until
 from tests.docs.examples import ROOT, blocks
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(autouse=True)
@@ -44,12 +45,11 @@ async def _submit(http: httpx.AsyncClient, key: str, text: str) -> str:
 
 
 async def _final(http: httpx.AsyncClient, key: str, job_id: str) -> dict[str, Any]:
-    for _ in range(300):
+    async def final() -> dict[str, Any] | None:
         job: dict[str, Any] = (await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json()
-        if job["status"] in ("succeeded", "failed", "cancelled"):
-            return job
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"job {job_id} not final in time")
+        return job if job["status"] in ("succeeded", "failed", "cancelled") else None
+
+    return await waiting.until(final, f"job {job_id} final")
 
 
 async def test_a_failed_job_is_retried_as_a_new_job_with_its_text_languages_and_controls(
@@ -122,13 +122,13 @@ async def test_a_cancelled_job_is_retried_once_a_worker_recorded_it(
     assert (await http.post(f"/v1/jobs/{job_id}/cancel", headers=bearer(key))).json()["status"] == "cancelled"
     early = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
     assert early.status_code == 409 and "worker" in early.json()["error"]["message"]
+
+    async def taken() -> httpx.Response | None:
+        response = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
+        return response if response.status_code == 202 else None
+
     async with start_worker(DeterministicEngine()):
-        for _ in range(100):
-            response = await http.post(f"/v1/jobs/{job_id}/retry", headers=bearer(key))
-            if response.status_code == 202:
-                break
-            await asyncio.sleep(0.1)
-        assert response.status_code == 202, response.text
+        response = await waiting.until(taken, "the retry taken, once the worker recorded the cancel")
         retried = await _final(http, key, response.json()["id"])
     assert retried["status"] == "succeeded" and retried["translation"]
 
@@ -168,7 +168,7 @@ async def test_a_document_with_failed_segments_is_retried_from_its_source_and_op
         return bool(view["status"] in ("completed", "failed", "cancelled"))
 
     async with start_worker(DeterministicEngine(fail_if=_boom)):
-        await until(lambda: assembled(first))
+        await until(lambda: assembled(first), "the first document finished")
         view = (await http.get(f"/v1/documents/{first}", headers=bearer(key))).json()
         assert view["counts"]["failed"] == 1 and view["failed_segments"]
         assert (await http.post(f"/v1/documents/{first}/retry", headers=bearer(other))).status_code == 404
@@ -176,7 +176,7 @@ async def test_a_document_with_failed_segments_is_retried_from_its_source_and_op
         assert response.status_code == 202, response.text
         second = response.json()
         assert second["id"] != first and second["kind"] == "document" and second["name"] == "notes.md"
-        await until(lambda: assembled(second["id"]))
+        await until(lambda: assembled(second["id"]), "the retry finished")
     content = await http.get(f"/v1/documents/{second['id']}/content", headers=bearer(key))
     assert content.status_code == 200 and content.text.startswith("# ")
     listed = (await http.get("/v1/documents", headers=bearer(key))).json()["data"]
@@ -198,12 +198,12 @@ async def test_a_cancelled_document_is_retried_and_a_clean_one_is_not(
         view = (await http.get(f"/v1/documents/{document_id}", headers=bearer(key))).json()
         return bool(view["status"] in ("completed", "failed", "cancelled"))
 
-    await until(lambda: final(first))
+    await until(lambda: final(first), "the first document cancelled")
     response = await http.post(f"/v1/documents/{first}/retry", headers=bearer(key))
     assert response.status_code == 202, response.text
     second = response.json()["id"]
     async with start_worker(DeterministicEngine()):
-        await until(lambda: final(second))
+        await until(lambda: final(second), "the retry finished")
     assert (await http.get(f"/v1/documents/{second}", headers=bearer(key))).json()["status"] == "completed"
     clean = await http.post(f"/v1/documents/{second}/retry", headers=bearer(key))
     assert clean.status_code == 409 and "no failed segments" in clean.json()["error"]["message"]
@@ -234,7 +234,7 @@ async def test_the_http_guide_s_history_and_retry_example_runs_as_written(
     (block,) = [b for b in blocks(ROOT / "docs/guides/http-api.md") if "/retry" in b.code]
     key = tenant_key("acme")
     with uvicorn_serving(create_app(settings)) as url:
-        async with httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=30) as http:
+        async with httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=None) as http:
             failed = (
                 await http.post("/v1/jobs", json={"text": "It goes boom.", "source_lang": "en", "target_lang": "fr"})
             ).json()["id"]
@@ -246,7 +246,7 @@ async def test_the_http_guide_s_history_and_retry_example_runs_as_written(
             async def cancelled() -> bool:
                 return bool((await http.get(f"/v1/documents/{document}")).json()["status"] == "cancelled")
 
-            await until(cancelled)
+            await until(cancelled, "the document cancelled")
             async with start_worker(DeterministicEngine(fail_if=_boom)):
                 assert (await _final(http, key, failed))["status"] == "failed"
             env = {**os.environ, "AUTH": f"Authorization: Bearer {key}", "API": url, "JOB": failed, "DOC": document}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import zipfile
@@ -17,10 +16,11 @@ from broker.keys import RedisKeys
 from contract.ids import job_id_for
 from contract.settings import Settings
 from storage import GroupStore
+from tests import waiting
 from tests.api.conftest import KeyMaker, bearer
 from tests.orchestrator.office_files import make_pptx
 from tests.orchestrator.test_document_formats import make_docx
-from tests.orchestrator.test_runs_and_documents import _shout_or_lose, run_orchestrator
+from tests.orchestrator.test_runs_and_documents import ORCHESTRATE_EVERY_S, _shout_or_lose, run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
@@ -43,14 +43,14 @@ def error_code(response: httpx.Response, status: int) -> tuple[str, str]:
     return str(error["code"]), str(error["message"])
 
 
-async def until(check: Callable[[], Awaitable[bool]], within: float = 120.0) -> None:
-    """Run the orchestrator (on this thread) until ``check()`` is true."""
-    for _ in range(int(within / 0.2)):
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Run the orchestrator (on this thread) between looks at ``check()`` until it is true, however long that takes."""
+
+    async def orchestrated() -> bool:
         run_orchestrator()
-        if await check():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError("not done in time")
+        return await check()
+
+    await waiting.until(orchestrated, what, every=ORCHESTRATE_EVERY_S)
 
 
 async def translated_upload(
@@ -72,7 +72,7 @@ async def translated_upload(
         return bool(view["status"] == "completed")
 
     async with start_worker(engine):
-        await until(assembled)
+        await until(assembled, "the document completed")
     content = await http.get(f"/v1/documents/{document_id}/content", headers=bearer(key))
     assert content.status_code == 200
     return content
@@ -110,7 +110,7 @@ async def test_a_run_goes_in_streamed_and_comes_back_in_input_order(
         return bool(current["status"] == "completed")
 
     async with start_worker(DeterministicEngine()):
-        await until(finished)
+        await until(finished, "the run completed")
     status = (await http.get(f"/v1/runs/{run['id']}", headers=bearer(key))).json()
     assert status["counts"]["succeeded"] == 300 and status["counts"]["percent"] == 100.0
     async with http.stream("GET", f"/v1/runs/{run['id']}/results", headers=bearer(key)) as streamed:
@@ -202,7 +202,7 @@ async def test_cancel_a_run_and_another_tenant_sees_nothing(
         return bool((await http.get(f"/v1/runs/{run['id']}", headers=bearer(acme))).json()["status"] == "cancelled")
 
     async with start_worker(DeterministicEngine()):
-        await until(done)
+        await until(done, "the run cancelled")
     results = await http.get(f"/v1/runs/{run['id']}/results", headers=bearer(acme))
     assert [json.loads(line)["status"] for line in results.text.splitlines()] == ["cancelled"] * 40
     assert error_code(await http.get("/v1/runs/not-a-uuid", headers=bearer(acme)), 404)[0] == "job_not_found"
@@ -234,7 +234,7 @@ async def test_a_document_round_trips_with_its_structure(
         return bool(view["status"] == "completed")
 
     async with start_worker(DeterministicEngine()):
-        await until(assembled)
+        await until(assembled, "the document completed")
     view = (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()
     assert view["failed_segments"] == [] and view["format"] in ("md", "html", "txt")
     content = await http.get(f"/v1/documents/{document['id']}/content", headers=bearer(key))
@@ -273,7 +273,7 @@ async def test_a_document_without_source_lang_is_detected_and_shows_its_language
         return bool(view["status"] == "completed")
 
     async with start_worker(DeterministicEngine()):
-        await until(assembled)
+        await until(assembled, "the document completed")
     view = (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()
     assert view["detected_source_lang"] == "es" and view["failed_segments"] == []
     listed = (await http.get("/v1/documents", headers=bearer(key))).json()["data"]  # the console's history
@@ -342,7 +342,7 @@ async def test_cancel_a_document(http: httpx.AsyncClient, tenant_key: KeyMaker, 
         return bool(view["status"] == "cancelled")
 
     async with start_worker(DeterministicEngine()):
-        await until(done)
+        await until(done, "the document cancelled")
     content = await http.get(f"/v1/documents/{document['id']}/content", headers=bearer(key))
     assert error_code(content, 409)[0] == "document_not_assembled"
     assert (await http.get(f"/v1/documents/{document['id']}", headers=bearer(key))).json()["failed_segments"] is None
@@ -393,7 +393,7 @@ async def test_retranslate_asks_for_a_catalogues_translated_entries_too(
         return all(view["status"] == "completed" for view in views)
 
     async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
-        await until(assembled)
+        await until(assembled, "both catalogues completed")
     kept, again = [(await http.get(f"/v1/documents/{i}/content", headers=bearer(key))).text for i in ids]
     header = 'msgid ""\nmsgstr ""\n"Language: fr\\n"\n'  # a catalogue without a header gets one (msgfmt needs it)
     assert kept.startswith(header) and again.startswith(header)

@@ -3,8 +3,6 @@ listing and the events feed, each over every shard (no worker: what the producer
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 import redis
@@ -15,7 +13,7 @@ from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
 from tests.api.test_events import read_events
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 SHARDS = 3
 JOB = {"text": "Good morning.", "source_lang": "en", "target_lang": "fr"}
 
@@ -55,22 +53,21 @@ async def test_the_events_feed_reads_every_shard(
 ) -> None:
     keys = RedisKeys.from_settings(settings)
     key = tenant_key("acme")
-    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:  # the tenant's name, as its jobs carry it
+    async with httpx.AsyncClient(base_url=api_url, timeout=None) as http:  # the tenant's name, as its jobs carry it
         job_id = (await http.post("/v1/jobs", json=JOB, headers=bearer(key))).json()["id"]
         tenant = raw_redis.hget(keys.for_job(job_id).state(job_id), "tenant")
-    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=api_url, timeout=None) as http:
         wrong = await http.get("/v1/events", headers={**bearer(key), "Last-Event-ID": "1-0,2-0"})
         assert wrong.status_code == 400  # neither one id nor one per shard
         async with http.stream("GET", "/v1/events", headers=bearer(key)) as stream:
-            assert stream.status_code == 200
-            await asyncio.sleep(0.3)
+            assert stream.status_code == 200  # answered once its start (each shard's newest entry) is taken
             entry = {"id": "j", "tenant": str(tenant), "payload": '{"job_id": "j"}'}
             on_2 = raw_redis.xadd(keys.for_shard(2).events_stream, entry)
-            [event] = await read_events(stream, 1, within=20)
+            [event] = await read_events(stream, 1)
         assert event["data"]["job_id"] == "j" and event["id"].split(",")[2] == on_2
         # Resumed with that id: an event written later on shard 1 comes, the one on shard 2 does not again.
         on_1 = raw_redis.xadd(keys.for_shard(1).events_stream, {**entry, "payload": '{"job_id": "k"}'})
         resumed = {**bearer(key), "Last-Event-ID": event["id"]}
         async with http.stream("GET", "/v1/events", headers=resumed) as stream:
-            [again] = await read_events(stream, 1, within=20)
+            [again] = await read_events(stream, 1)
         assert again["data"]["job_id"] == "k" and again["id"].split(",")[1] == on_1

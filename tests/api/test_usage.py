@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import time
 from typing import Any
 
 import httpx
@@ -12,6 +10,7 @@ import pytest
 
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
+from tests.waiting import until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 from worker.metrics import OTHER_TENANTS
@@ -23,14 +22,14 @@ def _jobs(texts: list[str]) -> list[dict[str, str]]:
 
 async def _usage(http: httpx.AsyncClient, key: str, jobs: int, **params: str) -> dict[str, Any]:
     """The caller's usage once it counts ``jobs`` finished jobs (the worker commits them in writer batches)."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    async def counted() -> dict[str, Any] | None:
         response = await http.get("/v1/usage", params=params, headers=bearer(key))
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
-        if body["total"]["jobs"] >= jobs or time.monotonic() > deadline:
-            return body
-        await asyncio.sleep(0.05)
+        return body if body["total"]["jobs"] >= jobs else None
+
+    return await until(counted, f"the usage counts {jobs} finished jobs")
 
 
 async def test_each_tenant_sees_only_its_own_usage_by_day_and_model(

@@ -32,5 +32,5 @@ async def test_an_uploaded_zip_bomb_fails_the_document_naming_the_member(
                 seen.update((await http.get(f"/v1/documents/{document_id}", headers=key)).json())
                 return seen["status"] == "failed"
 
-            await until(failed)
+            await until(failed, "the document failed")
     assert BOMB_MEMBER in str(seen["error"]) and "DRAGOMAN_MAX_DOCUMENT_UNPACKED_BYTES" in str(seen["error"])

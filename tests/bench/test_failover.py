@@ -8,6 +8,7 @@ from pathlib import Path
 from bench.failover import Plan, parse_args, run_once
 from contract.services import ServiceUrls
 from storage.embedded_cluster import EmbeddedCluster
+from tests.waiting import FOREVER
 
 
 def test_the_wait_values_are_read_as_numbers() -> None:
@@ -23,7 +24,7 @@ def test_a_tiny_run_kills_shard_0s_primary_and_accounts_for_every_job(
     cluster = EmbeddedCluster(tmp_path / "cluster")
     cluster.up()
     try:
-        plan = Plan(jobs=600, rate=300, chunk=20, deadline=60, visibility_s=3, settle_s=2)
+        plan = Plan(jobs=600, rate=300, chunk=20, deadline=FOREVER, visibility_s=3, settle_s=2)  # ends when settled
         result = asyncio.run(run_once(cluster, service_urls.database_url, plan, wait_replicas=1))
     finally:
         cluster.down()

@@ -16,6 +16,7 @@ import pytest
 from cli.main import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_OK, main
 from contract.settings import Settings
 from producer import Client
+from tests.waiting import FOREVER, until
 from tests.worker.conftest import WorkerFactory, start_worker
 from worker.deterministic_engine import DeterministicEngine
 
@@ -85,11 +86,8 @@ async def test_cancel_on_something_finished_exits_1_for_a_job_and_a_run(
         job_id = client.submit("Hello.", "en", "fr")
         run_id = client.submit_run(run_file, source_lang="en", target_lang="fr")
         async with start_worker(DeterministicEngine()):
-            await asyncio.to_thread(client.wait, job_id, timeout=30)
-            for _ in range(300):
-                if client.get_run(run_id).counts.pending == 0:
-                    break
-                await asyncio.sleep(0.1)
+            await asyncio.to_thread(client.wait, job_id, timeout=FOREVER)
+            await until(lambda: client.get_run(run_id).counts.pending == 0, "the run's lines finished")
     capsys.readouterr()
     assert main(["cancel", job_id]) == EXIT_ERROR
     assert main(["run", "cancel", run_id]) == EXIT_ERROR

@@ -38,7 +38,7 @@ async def test_translate_without_from_detects_the_language(
     source = tmp_path / "notes.md"
     source.write_text(NOTES)
     async with start_worker(DeterministicEngine()):
-        args = ["translate", str(source), "--to", "fr", "--no-progress", "--timeout", "120"]
+        args = ["translate", str(source), "--to", "fr", "--no-progress"]
         assert await asyncio.to_thread(main, args) == 0
     err = capsys.readouterr().err
     assert "source language detected: en" in err, err
@@ -52,7 +52,7 @@ async def test_translate_of_an_undetectable_document_says_to_pass_from(
 
     source = tmp_path / "tiny.txt"
     source.write_text("OK\n")
-    args = ["translate", str(source), "--to", "fr", "--no-progress", "--timeout", "120"]
+    args = ["translate", str(source), "--to", "fr", "--no-progress"]
     assert await asyncio.to_thread(main, args) == 1
     err = capsys.readouterr().err
     assert "could not be split: source_lang was 'auto' but the document has too little text" in err, err

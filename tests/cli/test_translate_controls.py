@@ -31,7 +31,7 @@ async def test_translate_gives_every_segment_the_glossary_context_and_formality(
 
     source = tmp_path / "notes.md"
     source.write_text("# A cat\n\nThe cat sleeps.\n")
-    args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress", "--timeout", "120"]
+    args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress"]
     args += ["--glossary", '{"cat": "chat"}', "--context", "A children's book.", "--formality", "informal"]
     async with start_worker(DeterministicEngine()):
         assert await asyncio.to_thread(main, args) == 0

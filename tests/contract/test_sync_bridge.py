@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from contract.sync_bridge import LoopThread, run_sync
+from tests.waiting import FOREVER
 
 
 async def _double(value: int) -> int:
@@ -69,8 +70,8 @@ def test_a_forked_child_is_told_to_make_its_own_instead_of_waiting_forever() -> 
 
     process = context.Process(target=child)
     process.start()
-    process.join(timeout=30)
-    assert "before a fork" in answers.get(timeout=5)
+    process.join(timeout=FOREVER)
+    assert "before a fork" in answers.get(timeout=FOREVER)
     assert loop.run(_double(2)) == 4  # the parent's loop is untouched
     loop.close()
 
@@ -112,10 +113,10 @@ def test_closing_the_loop_while_another_thread_waits_on_it_ends_that_wait() -> N
 
     caller = threading.Thread(target=_call, daemon=True)
     caller.start()
-    assert started.wait(5)
+    assert started.wait(FOREVER)
     loop.close()
-    caller.join(5)
-    assert not caller.is_alive(), "a call in flight when the loop closed waits forever"
+    caller.join(FOREVER)  # a call in flight when the loop closed used to wait forever: the test's timeout then
+    assert not caller.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError)
     assert "closed" in str(outcome[0])
 

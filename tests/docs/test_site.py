@@ -29,7 +29,7 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
     assert listed == pages
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="the docs site needs the dev extra (mkdocs)")
     built = subprocess.run(

@@ -56,7 +56,9 @@ async def test_auto_document_is_detected_from_its_whole_text(
     document_id = client.submit_document(ENGLISH, "md", source_lang, "fr")
     assert client.get_document(document_id).detected_source_lang is None  # not split yet
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
+        await orchestrate_until(
+            lambda: client.get_document(document_id).status == "completed", "the document completed"
+        )
     progress = client.get_document(document_id)
     assert progress.detected_source_lang == "en"
     assert progress.to_dict()["detected_source_lang"] == "en"  # --json and webhooks
@@ -73,7 +75,9 @@ async def test_auto_document_in_the_target_language_is_translated_as_a_job_is(
     """A job with ``auto`` whose text is in its target language is translated all the same (fr -> fr)."""
     document_id = client.submit_document(FRENCH, "txt", "auto", "fr")
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
+        await orchestrate_until(
+            lambda: client.get_document(document_id).status == "completed", "the document completed"
+        )
     assert client.get_document(document_id).detected_source_lang == "fr"
     assert _segment_languages(pg, document_id) == {("fr", None)}
     assert client.document_result(document_id).text == FRENCH

@@ -78,7 +78,8 @@ async def documents(
         await worker.start()
         try:
             await orchestrate_until(
-                lambda: all(client.get_document(i).status in ("completed", "failed") for i in ids.values()), 900
+                lambda: all(client.get_document(i).status in ("completed", "failed") for i in ids.values()),
+                "every document completed or failed",
             )
         finally:
             await worker.stop(grace_seconds=30)

@@ -76,7 +76,7 @@ async def test_a_stopped_submission_is_completed_by_submitting_again_with_the_sa
     assert client.submit_run(path, source_lang="en", target_lang="fr", run_id=run_id) == run_id  # a no-op now
     assert raw_redis.xlen(client.keys.bulk_jobs_stream) == LINES
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "completed", "the run completed")
     results = list(client.iter_run_results(run_id))
     assert [r["custom_id"] for r in results] == [f"row-{i}" for i in range(LINES)]
 
@@ -98,7 +98,7 @@ async def test_a_half_submitted_run_can_be_cancelled_and_finishes(
     _recover(client)
     client.cancel_run(run_id)
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "cancelled")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "cancelled", "the run cancelled")
     run = client.get_run(run_id)
     assert (run.counts.cancelled, run.counts.pending) == (LINES, 0)
     results = list(client.iter_run_results(run_id))

@@ -9,7 +9,7 @@ import json
 import re
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,6 +30,7 @@ from producer.client import Client
 from producer.run_files import InvalidRunFileError
 from tests.orchestrator.test_document_formats import make_docx
 from tests.orchestrator.test_segmenting import TRICKY_HTML, TRICKY_MARKDOWN
+from tests.waiting import FOREVER, until
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -43,6 +44,15 @@ def _env(settings_env: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DRAGOMAN_WEBHOOK_RETRY_SECONDS", "[0, 0, 0]")
 
 
+class BurstWorker(SimpleWorker):
+    """RQ's SimpleWorker without its command channel (``rq.command``), which a burst run in a test never takes: each
+    run would start a pub/sub thread and stop it again, joining it for up to a second on a busy machine, while the
+    worker under test, on the same event loop, waits."""
+
+    def subscribe(self) -> None:
+        """Take no commands: :meth:`unsubscribe` then has no thread to stop."""
+
+
 def run_orchestrator() -> int:
     """What `dragoman rq-worker --burst` does: dispatch completions, sweep, then run every queued task."""
     ctx = TaskContext.from_environment()
@@ -53,20 +63,25 @@ def run_orchestrator() -> int:
     GroupSweeper(ctx).sweep_once()
     connection = ctx.rq_connection()
     queues = [Queue(name, connection=connection) for name in (ctx.keys.orchestration_queue, ctx.keys.webhook_queue)]
-    SimpleWorker(queues, connection=connection).work(burst=True)
+    BurstWorker(queues, connection=connection).work(burst=True)
     connection.close()
     return queued
 
 
-async def orchestrate_until(done: Any, within: float = 120.0) -> None:
-    """Run the orchestrator until ``done()`` is true (on this thread: RQ's worker needs the main thread;
-    the worker under test waits meanwhile, which only slows it down)."""
-    for _ in range(int(within / 0.2)):
+ORCHESTRATE_EVERY_S = 0.1
+"""How often :func:`orchestrate_until` runs the orchestrator: each run (about 50 ms) holds up the worker under test on
+the same event loop, so every 0.05 s slows a 10,000-line run down by a second."""
+
+
+async def orchestrate_until(done: Callable[[], object], what: str) -> None:
+    """Run the orchestrator until ``done()`` is true, however long that takes (on this thread: RQ's worker needs
+    the main thread; the worker under test waits meanwhile, which only slows it down)."""
+
+    def orchestrated() -> object:
         run_orchestrator()
-        if done():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError("not done in time")
+        return done()
+
+    await until(orchestrated, what, every=ORCHESTRATE_EVERY_S)
 
 
 def write_jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
@@ -85,7 +100,7 @@ async def test_ten_thousand_line_run_completes_in_order(
     with pytest.raises(RunNotFinishedError, match="pending"):
         list(client.iter_run_results(run_id))
     async with start_worker(DeterministicEngine(), max_in_flight=256):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "completed", "the run completed")
     status = client.get_run(run_id)
     assert (status.counts.total, status.counts.succeeded, status.counts.pending) == (n, n, 0)
     assert status.counts.succeeded + status.counts.failed + status.counts.cancelled == n
@@ -103,7 +118,7 @@ async def test_failures_are_reported_per_line(start_worker: WorkerFactory, clien
     ]
     run_id = client.submit_run(write_jsonl(tmp_path / "r.jsonl", lines), source_lang="en", target_lang="fr")
     async with start_worker(DeterministicEngine(fail_if=lambda text: "boom" in text)):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "completed", "the run completed")
     results = list(client.iter_run_results(run_id))
     assert results[0] == {
         "custom_id": "a",
@@ -154,7 +169,7 @@ async def test_cancel_run(client: Client, tmp_path: Path, start_worker: WorkerFa
     run_id = client.submit_run(path, source_lang="en", target_lang="fr")
     client.cancel_run(run_id)  # nothing has started: every job is cancelled
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "cancelled")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "cancelled", "the run cancelled")
     assert client.get_run(run_id).counts.cancelled == 50
 
 
@@ -166,7 +181,9 @@ async def test_document_round_trips_byte_for_byte(
 ) -> None:
     document_id = client.submit_document(source, fmt, "en", "fr", max_segment_chars=60)
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
+        await orchestrate_until(
+            lambda: client.get_document(document_id).status == "completed", "the document completed"
+        )
     result = client.document_result(document_id)
     assert result.text == source.replace('<html lang="en">', '<html lang="fr">')  # the lang names the target
     assert result.failed_segments == []
@@ -181,7 +198,9 @@ async def test_out_of_order_segments_assemble_in_order_exactly_once(
     document_id = client.submit_document(source, "txt", "en", "fr")
     run_orchestrator()  # split
     async with start_worker(engine, max_in_flight=64):
-        await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
+        await orchestrate_until(
+            lambda: client.get_document(document_id).status == "completed", "the document completed"
+        )
     finished = [
         row[0]
         for row in pg.execute("SELECT sequence FROM jobs WHERE document_id = %s ORDER BY finished_at", (document_id,))
@@ -199,7 +218,7 @@ async def test_failed_segments_are_reported_and_the_source_kept(start_worker: Wo
     source = "Good line.\nBad boom line.\nAnother good line.\n"
     document_id = client.submit_document(source, "txt", "en", "fr")
     async with start_worker(DeterministicEngine(fail_if=lambda text: "boom" in text)):
-        await orchestrate_until(lambda: client.get_document(document_id).status == "failed")
+        await orchestrate_until(lambda: client.get_document(document_id).status == "failed", "the document failed")
     result = client.document_result(document_id)
     assert result.text == source  # the failed segment keeps its source text
     [failed] = result.failed_segments
@@ -241,7 +260,7 @@ async def test_webhook_is_signed_and_retried_until_delivered(
     path = write_jsonl(tmp_path / "w.jsonl", [{"custom_id": "x", "text": "hello"}])
     run_id = client.submit_run(path, source_lang="en", target_lang="fr", callback_url=url)
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: len(handler.received) >= 3)
+        await orchestrate_until(lambda: len(handler.received) >= 3, "three deliveries (two refused, one taken)")
     assert pg.execute("SELECT webhook_status, webhook_attempts FROM runs WHERE id = %s", (run_id,)).fetchone() == (
         "delivered",
         3,
@@ -281,7 +300,7 @@ def rq_worker_process(settings: Settings) -> Iterator[None]:
     )
     yield
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=60) == 0
+    assert process.wait(timeout=FOREVER) == 0
 
 
 async def test_translate_command_reports_failed_segments(
@@ -292,7 +311,7 @@ async def test_translate_command_reports_failed_segments(
     source = tmp_path / "notes.md"
     source.write_text("# Title\n\nA good paragraph.\n\nA boom paragraph.\n")
     async with start_worker(DeterministicEngine(fail_if=lambda text: "boom" in text)):
-        args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress", "--timeout", "120"]
+        args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress"]
         assert await asyncio.to_thread(main, args) == 1
         err = capsys.readouterr().err
         assert "1 of 3 segments did not translate" in err and "segment 2 (failed)" in err
@@ -310,7 +329,7 @@ async def test_translate_command_writes_a_word_document(
     source = tmp_path / "report.docx"
     source.write_bytes(make_docx())
     async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
-        args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress", "--timeout", "120"]
+        args = ["translate", str(source), "--from", "en", "--to", "fr", "--no-progress"]
         assert await asyncio.to_thread(main, args) == 0
     assert "inline markup: 2 segments with placeholder tags, 2 kept them" in capsys.readouterr().err
     archive = zipfile.ZipFile(tmp_path / "report.fr.docx")
@@ -354,7 +373,9 @@ async def test_inline_markup_round_trips_and_the_report_names_the_fallbacks(
     source = '<p>Click <a href="/x">here</a> now.</p><p>We <b>lose</b> tags here.</p><p>Plain.</p>'
     document_id = client.submit_document(source, "html", "en", "fr")
     async with start_worker(DeterministicEngine(rewrite=_shout_or_lose)):
-        await orchestrate_until(lambda: client.get_document(document_id).status == "completed")
+        await orchestrate_until(
+            lambda: client.get_document(document_id).status == "completed", "the document completed"
+        )
     result = client.document_result(document_id)
     assert result.text == '<p>CLICK <a href="/x">HERE</a> NOW.</p><p>WE <b>LOSE</b> TAGS HERE.</p><p>PLAIN.</p>'
     assert result.report is not None

@@ -13,14 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 import redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.job import Job as RqJob
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
@@ -33,7 +32,8 @@ from orchestrator.context import TaskContext
 from orchestrator.dispatcher import CompletionDispatcher
 from orchestrator.sweeper import GroupSweeper
 from producer.client import Client
-from tests.orchestrator.test_runs_and_documents import orchestrate_until, run_orchestrator, write_jsonl
+from tests.orchestrator.test_runs_and_documents import BurstWorker, orchestrate_until, run_orchestrator, write_jsonl
+from tests.waiting import FOREVER, until, wait_for
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -56,10 +56,7 @@ async def test_a_run_whose_group_hash_expired_is_finished_by_the_sweeper(
     run_id = _run(client, tmp_path)
     raw_redis.delete(client.keys.group(run_id))  # what its TTL does to a run queued longer than it
     async with start_worker(DeterministicEngine()):
-        for _ in range(300):
-            if client.get_run(run_id).status == "finishing":
-                break
-            await _sleep()
+        await until(lambda: client.get_run(run_id).status == "finishing", "every line done, the run finishing")
     dispatcher = CompletionDispatcher(TaskContext.from_environment())
     dispatcher.ensure_group()
     assert dispatcher.dispatch_once() == 0  # no completion entry was written
@@ -76,7 +73,7 @@ async def test_a_finishing_group_leaves_no_bookkeeping_in_redis(
     run_id = _run(client, tmp_path)
     assert raw_redis.ttl(client.keys.group(run_id)) > 0
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "completed", "the run completed")
     assert not raw_redis.exists(client.keys.group(run_id), client.keys.group_done(run_id))
 
 
@@ -106,7 +103,7 @@ def test_a_finish_is_retried_past_any_cap_until_postgres_is_back(
     queue = Queue(ctx.keys.orchestration_queue, connection=connection)
     scheduled = ScheduledJobRegistry(queue=queue)  # type: ignore[no-untyped-call]
     for _ in range(13):
-        SimpleWorker([queue], connection=connection).work(burst=True)
+        BurstWorker([queue], connection=connection).work(burst=True)
         for job_id in scheduled.get_job_ids():  # what the scheduler does once the retry's wait is over
             scheduled.requeue(job_id)
     assert FailedJobRegistry(queue=queue).count == 0
@@ -135,14 +132,14 @@ def test_the_dispatcher_loop_survives_errors_and_gives_up_loudly(monkeypatch: py
     fatal: list[BaseException] = []
     loop = BackgroundLoop("test-dispatcher", dispatcher.step, interval=0, on_fatal=fatal.append, max_failures=3)
     loop.start()
-    _wait(lambda: queued)
+    wait_for(lambda: queued, "the entry dispatched, past two errors")
     assert queued == ["4b1d5c9e-8f7a-4e3b-9c2d-1a0b9c8d7e6f"] and loop.alive  # two errors survived, entry kept
     conn.delete(ctx.keys.completions_stream)  # the group vanished with its stream: created again
     conn.xadd(ctx.keys.completions_stream, {"kind": "run", "id": "5c2e6d0f-9a8b-4f4c-8d3e-2b1c0d9e8f7a"})
-    _wait(lambda: len(queued) == 2)
+    wait_for(lambda: len(queued) == 2, "the entry of the group created again dispatched")
     conn.delete(ctx.keys.completions_stream)
     conn.set(ctx.keys.completions_stream, "not a stream")  # an error no retry mends
-    _wait(lambda: fatal)
+    wait_for(lambda: fatal, "the loop given up")
     assert not loop.alive and "WRONGTYPE" in str(fatal[0])
     loop.stop()
     dispatcher.close()
@@ -166,11 +163,12 @@ def test_the_rq_worker_exits_non_zero_when_its_dispatcher_cannot_go_on(settings:
     try:
         conn = redis.Redis.from_url(settings.redis_url)
         keys = TaskContext.from_environment().keys
-        _wait(lambda: conn.exists(keys.completions_stream))  # the dispatcher is up
-        time.sleep(1)
+        # RQ's worker waiting for work: its SIGTERM handler is in place (the dispatcher giving up sends SIGTERM)
+        wait_for(lambda: _idle_rq_worker_on(settings.redis_url or "", keys.orchestration_queue), "RQ's worker idle")
+        wait_for(lambda: _dispatcher_read(conn, keys.completions_stream), "the dispatcher reading its stream")
         conn.delete(keys.completions_stream)
         conn.set(keys.completions_stream, "not a stream")
-        assert process.wait(timeout=120) == 1  # the old process stayed up with a dead dispatcher thread
+        assert process.wait(timeout=FOREVER) == 1  # the old process stayed up with a dead dispatcher thread
         assert "dragoman-dispatcher cannot go on" in (tmp_path / "stderr.log").read_text()
         conn.close()
     finally:
@@ -225,21 +223,24 @@ def test_a_lost_split_task_is_queued_again_by_the_sweeper(client: Client, pg: An
 def _work_queue() -> None:
     ctx = TaskContext.from_environment()
     connection = ctx.rq_connection()
-    SimpleWorker([Queue(ctx.keys.orchestration_queue, connection=connection)], connection=connection).work(burst=True)
+    BurstWorker([Queue(ctx.keys.orchestration_queue, connection=connection)], connection=connection).work(burst=True)
     connection.close()
 
 
-def _wait(condition: Any, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.05)
+def _idle_rq_worker_on(redis_url: str, queue: str) -> bool:
+    """Whether an RQ worker of ``queue`` waits for work (past its start-up: its signal handlers are installed)."""
+    from rq import Worker
+
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        return any(queue in w.queue_names() and w.get_state() == "idle" for w in Worker.all(connection=connection))
+    finally:
+        connection.close()
 
 
-async def _sleep() -> None:
-    import asyncio
-
-    await asyncio.sleep(0.1)
+def _dispatcher_read(conn: redis.Redis, stream: str) -> bool:
+    """Whether a consumer of the completions stream's group has read it (the dispatcher is in its loop)."""
+    return conn.exists(stream) == 1 and any(group["consumers"] for group in conn.xinfo_groups(stream))
 
 
 def test_a_split_failing_inside_postgresql_still_fails_the_document(
@@ -274,6 +275,6 @@ def test_a_background_loop_waits_out_an_outage_of_any_length() -> None:
         "test-loop", step, interval=0.001, on_fatal=fatal.append, max_failures=3, backoff=Backoff(0.001, 0.01)
     )
     loop.start()
-    _wait(lambda: calls["n"] > 12)
+    wait_for(lambda: calls["n"] > 12, "the loop past ten outages")
     loop.stop()
     assert not fatal and not loop.alive

@@ -45,7 +45,7 @@ async def test_a_run_and_a_document_through_a_worker_on_three_shards_finish_once
         return client.get_run(run_id).status == "completed" and client.get_document(document_id).status == "completed"
 
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(done)
+        await orchestrate_until(done, "the run and the document completed")
     for _ in range(3):
         run_orchestrator()
     assert len(handler.received) == 2  # one webhook each
@@ -65,7 +65,7 @@ async def test_a_run_through_a_worker_on_a_redis_cluster_finishes_once(
         worker = identity_worker(on_cluster, urls, DeterministicEngine())
         await worker.start()
         try:
-            await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
+            await orchestrate_until(lambda: client.get_run(run_id).status == "completed", "the run completed")
         finally:
             await worker.stop(grace_seconds=5)
         for _ in range(3):

@@ -11,8 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ipaddress import IPv4Network, IPv6Network, ip_address
 from pathlib import Path
@@ -26,6 +25,7 @@ from contract.settings import Settings
 from orchestrator.webhook_addresses import refusal
 from orchestrator.webhooks import WebhookDeliveryError, WebhookRefusedError, post_signed
 from producer.client import Client
+from tests.waiting import FOREVER, until, wait_for
 from tests.worker.conftest import WorkerFactory
 from worker.deterministic_engine import DeterministicEngine
 
@@ -45,7 +45,7 @@ class _Receiver(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.received.append((dict(self.headers), body))
         self.arrived.set()
-        self.hold.wait(timeout=120)
+        self.hold.wait()
         self.send_response(self.answer)
         if self.location:
             self.send_header("Location", self.location)
@@ -91,7 +91,7 @@ def receiver() -> Iterator[Receiver]:
     r.close()
 
 
-def _post(url: str, timeout: float = 10.0, allowed: Any = ()) -> int:
+def _post(url: str, timeout: float = FOREVER, allowed: Any = ()) -> int:
     return post_signed(url, {"event": "run.completed"}, "s3cret", timeout, allowed_networks=allowed)
 
 
@@ -237,7 +237,7 @@ def test_the_connection_goes_to_the_address_that_was_checked(
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     allowed = [*LOOPBACK, IPv4Network("10.0.0.0/8")]
-    assert _post(receiver.url("hooks.example"), timeout=5, allowed=allowed) == 200
+    assert _post(receiver.url("hooks.example"), allowed=allowed) == 200
     assert lookups == ["hooks.example"]
     [(headers, _)] = receiver.received
     assert headers["Host"] == f"hooks.example:{receiver.port}"
@@ -289,12 +289,12 @@ def rq_worker(settings_env: Settings) -> Iterator[subprocess.Popen[bytes]]:
         **os.environ,
         "DRAGOMAN_WEBHOOK_SECRET": "s3cret",
         "DRAGOMAN_WEBHOOK_ALLOWED_NETWORKS": '["127.0.0.0/8"]',
-        "DRAGOMAN_WEBHOOK_TIMEOUT_SECONDS": "120",  # the held receiver is not cut by the deadline here
+        "DRAGOMAN_WEBHOOK_TIMEOUT_SECONDS": str(FOREVER),  # the held receiver is not cut by the deadline here
     }
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "rq-worker"], env=env)
     yield process
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=90) == 0
+    assert process.wait(timeout=FOREVER) == 0
 
 
 def _write(path: Path) -> Path:
@@ -302,15 +302,12 @@ def _write(path: Path) -> Path:
     return path
 
 
-async def _until(condition: Any, within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not await asyncio.to_thread(condition):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within:.0f}s: {what}")
-        await asyncio.sleep(0.1)
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    """:func:`tests.waiting.until` with ``condition`` on a thread (it blocks: a query, a lookup)."""
+    await until(lambda: asyncio.to_thread(condition), what)
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 async def test_a_slow_receiver_does_not_hold_up_other_runs(
     start_worker: WorkerFactory, rq_worker: subprocess.Popen[bytes], client: Client, tmp_path: Path, pg: Any
 ) -> None:
@@ -321,10 +318,10 @@ async def test_a_slow_receiver_does_not_hold_up_other_runs(
             first = client.submit_run(
                 _write(tmp_path / "a.jsonl"), source_lang="en", target_lang="fr", callback_url=slow.url()
             )
-            await _until(slow.handler.arrived.is_set, 90, "the first run's webhook reaches its receiver")
+            await _until(slow.handler.arrived.is_set, "the first run's webhook reaches its receiver")
             # The receiver now holds that delivery; a second run still finishes meanwhile.
             second = client.submit_run(_write(tmp_path / "b.jsonl"), source_lang="en", target_lang="fr")
-            await _until(lambda: client.get_run(second).status == "completed", 60, "the second run completes")
+            await _until(lambda: client.get_run(second).status == "completed", "the second run completes")
             assert not slow.hold.is_set() and rq_worker.poll() is None
         slow.hold.set()
 
@@ -332,7 +329,7 @@ async def test_a_slow_receiver_does_not_hold_up_other_runs(
             row = pg.execute("SELECT webhook_status FROM runs WHERE id = %s", (first,)).fetchone()
             return bool(row and row[0] == "delivered")
 
-        await _until(delivered, 60, "the held delivery completes once released")
+        await _until(delivered, "the held delivery completes once released")
     finally:
         slow.close()
 
@@ -355,17 +352,19 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _rq_workers_on(redis_url: str, queue: str) -> int:
+def _idle_rq_workers_on(redis_url: str, queue: str) -> int:
+    """How many RQ workers of ``queue`` wait for work (past their start-up)."""
     from rq import Worker
 
     connection = redis.Redis.from_url(redis_url)
     try:
-        return sum(queue in worker.queue_names() for worker in Worker.all(connection=connection))
+        workers = Worker.all(connection=connection)
+        return sum(queue in worker.queue_names() and worker.get_state() == "idle" for worker in workers)
     finally:
         connection.close()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("when", ["starting", "working"])
 def test_the_rq_worker_stops_when_its_webhook_worker_dies(settings_env: Settings, when: str, tmp_path: Path) -> None:
     """Deliveries must not silently stop: the rq-worker exits 1, and its supervisor restarts both."""
@@ -375,16 +374,14 @@ def test_the_rq_worker_stops_when_its_webhook_worker_dies(settings_env: Settings
     with log_path.open("wb") as log_file:
         process = subprocess.Popen([sys.executable, "-m", "cli.main", "rq-worker"], stderr=log_file)
     try:
-        deadline = time.monotonic() + 60
-        while (child := _webhook_worker_of(process.pid)) is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        child = wait_for(lambda: _webhook_worker_of(process.pid), "the webhook worker child started")
         assert child is not None
         if when == "working":  # both RQ workers are up and waiting for tasks
             queues = (keys.orchestration_queue, keys.webhook_queue)
-            while not all(_rq_workers_on(settings_env.redis_url, q) for q in queues) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            redis_url = settings_env.redis_url
+            wait_for(lambda: all(_idle_rq_workers_on(redis_url, q) for q in queues), "both RQ workers waiting for work")
         os.kill(child, signal.SIGKILL)
-        assert process.wait(timeout=60) == 1
+        assert process.wait(timeout=FOREVER) == 1
     finally:
         if process.poll() is None:
             process.kill()
@@ -392,7 +389,7 @@ def test_the_rq_worker_stops_when_its_webhook_worker_dies(settings_env: Settings
     assert "the webhook worker exited" in log_path.read_text()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_the_webhook_worker_stops_when_its_rq_worker_is_killed(settings_env: Settings, tmp_path: Path) -> None:
     """The child has a session of its own: a parent killed with SIGKILL used to leave it working for nobody."""
     keys = RedisKeys.from_settings(settings_env)
@@ -401,18 +398,14 @@ def test_the_webhook_worker_stops_when_its_rq_worker_is_killed(settings_env: Set
         process = subprocess.Popen([sys.executable, "-m", "cli.main", "rq-worker"], stderr=log_file)
     child: int | None = None
     try:
-        deadline = time.monotonic() + 60
-        while (child := _webhook_worker_of(process.pid)) is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        child = wait_for(lambda: _webhook_worker_of(process.pid), "the webhook worker child started")
         assert child is not None
-        while not _rq_workers_on(settings_env.redis_url, keys.webhook_queue) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        orphan = child
+        redis_url = settings_env.redis_url
+        wait_for(lambda: _idle_rq_workers_on(redis_url, keys.webhook_queue), "the webhook worker waiting for work")
         process.kill()
         process.wait()
-        deadline = time.monotonic() + 60
-        while _running(child) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not _running(child), "the webhook worker outlived its rq-worker"
+        wait_for(lambda: not _running(orphan), "the webhook worker gone with its rq-worker")
     finally:
         if child is not None:
             with contextlib.suppress(ProcessLookupError):

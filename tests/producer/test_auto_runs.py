@@ -46,7 +46,7 @@ async def test_a_run_from_auto_detects_each_lines_language(
 ) -> None:
     run_id = await asyncio.to_thread(client.submit_run, run_file, source_lang="auto", target_lang="fr")
     async with start_worker(DeterministicEngine()):
-        await orchestrate_until(lambda: client.get_run(run_id).status == "completed")
+        await orchestrate_until(lambda: client.get_run(run_id).status == "completed", "the run completed")
     jobs = [await asyncio.to_thread(client.get, job_id_for(run_id, n)) for n in range(len(LINES))]
     assert [(job.source_lang, job.detected_source_lang) for job in jobs] == [("auto", lang) for lang in LINES]
 
