@@ -333,6 +333,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Check the engine is installed, start services if needed, migrate, build the engine, process jobs until
     SIGTERM/SIGINT."""
     from storage.embedded import ensure_services
+    from worker.vllm_engine import check_model_path
 
     if args.help_engine:
         return _print_engine_help()
@@ -347,6 +348,8 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     log.info("dragoman %s worker starting", dragoman_version())
     if echo and settings.engine_args:
         log.info("--engine echo: DRAGOMAN_ENGINE_ARGS (vLLM's) left unused")
+    if not echo and args.model is not None:  # a wrong path is told in a second, before vLLM is imported
+        check_model_path(Path(args.model).expanduser())
     engine_args = [] if echo else _engine_args(settings, args)  # vLLM's parser refuses bad ones here
     model_path = None if echo else resolve_model(settings, args.model)
     plan = None
