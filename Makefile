@@ -24,11 +24,11 @@ install: $(STAMP)
 # which break `transformers` next to the CPU torch build, are left out of it on purpose).
 $(LOCKED): $(LOCK)
 	$(PYTHON) -m venv --clear $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/pip install -qq --disable-pip-version-check --require-hashes --no-deps -r $(LOCK)
 	touch $(LOCKED)
 
 $(STAMP): $(LOCKED) pyproject.toml
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/pip install -qq --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # Rewrite the locks (requirements/*.txt) from pyproject.toml: new or changed requirements are resolved,
@@ -84,7 +84,7 @@ test-e2e: $(STAMP) gettext
 # Not part of `make test`; it may fail, and what it finds is the report.
 test-latest: browser gettext
 	$(PYTHON) -m venv --clear $(LATEST)
-	$(LATEST)/bin/pip install --quiet --disable-pip-version-check --upgrade -e '.[cpu,dev]'
+	$(LATEST)/bin/pip install -qq --disable-pip-version-check --upgrade -e '.[cpu,dev]'
 	$(LATEST)/bin/pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	@$(LATEST)/bin/pip list --format=freeze --disable-pip-version-check > $(LATEST)/installed.txt
 	@echo "test-latest: $$(wc -l < $(LATEST)/installed.txt) packages; against the lock:"
