@@ -14,9 +14,7 @@ beside it on two cores, about half of it. Both figures are printed.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,14 +24,6 @@ import pytest
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _SAMPLE_S = 1.0
-
-
-def _adopt_orphans() -> None:
-    """Make this process the subreaper of its tree (Linux): servers that daemonize (PostgreSQL under ``pg_ctl``)
-    stay below it instead of moving under init, so their CPU time counts as this run's, not as other work."""
-    if sys.platform == "linux":
-        pr_set_child_subreaper = 36
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
 
 
 def _machine_busy_s() -> float | None:
@@ -46,27 +36,34 @@ def _machine_busy_s() -> float | None:
     return (user + nice + system + irq + softirq + steal) / _CLOCK_TICKS
 
 
-def _tree_cpu_s(root: int) -> float:
-    """CPU seconds of ``root`` and every live process below it, their reaped children's included."""
+def _tree_cpu_s(root: int, marker: bytes) -> float:
+    """CPU seconds of ``root`` and every live process below it (their reaped children's included), and of the
+    servers this run started that left its tree (PostgreSQL daemonizes under ``pg_ctl``): those whose command line
+    names ``marker``, the run's temporary folder."""
     parents: dict[int, int] = {}
     spent: dict[int, float] = {}
+    marked: set[int] = set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             stat = Path(entry.path, "stat").read_text()
+            cmdline = Path(entry.path, "cmdline").read_bytes()
         except OSError:
             continue
+        pid = int(entry.name)
         after_name = stat[stat.rindex(")") + 2 :].split()
-        parents[int(entry.name)] = int(after_name[1])
+        parents[pid] = int(after_name[1])
         utime, stime, cutime, cstime = (int(value) for value in after_name[11:15])
-        spent[int(entry.name)] = (utime + stime + cutime + cstime) / _CLOCK_TICKS
+        spent[pid] = (utime + stime + cutime + cstime) / _CLOCK_TICKS
+        if marker and marker in cmdline:
+            marked.add(pid)
     total = 0.0
     for pid, seconds in spent.items():
         ancestor = pid
-        while ancestor not in (root, 0, 1) and ancestor in parents:
+        while ancestor not in (root, 0, 1) and ancestor in parents and ancestor not in marked:
             ancestor = parents[ancestor]
-        if ancestor == root:
+        if ancestor == root or ancestor in marked:
             total += seconds
     return total
 
@@ -75,6 +72,7 @@ def _tree_cpu_s(root: int) -> float:
 class _LoadSampler:
     """Samples, while the run lasts, how much CPU this run's processes and the whole machine spend."""
 
+    marker: bytes = b""
     root: int = field(default_factory=os.getpid)
     started: float = field(default_factory=time.monotonic)
     ours_s: float = 0.0
@@ -87,7 +85,7 @@ class _LoadSampler:
     def start(self) -> None:
         """Take the first sample and keep sampling on a daemon thread."""
         self._last_busy = _machine_busy_s()
-        self._last_ours = _tree_cpu_s(self.root) if self._last_busy is not None else 0.0
+        self._last_ours = _tree_cpu_s(self.root, self.marker) if self._last_busy is not None else 0.0
         if self._last_busy is not None:
             self._thread = threading.Thread(target=self._run, name="budget-sampler", daemon=True)
             self._thread.start()
@@ -99,7 +97,7 @@ class _LoadSampler:
     def sample(self) -> None:
         """Add what was spent since the last sample (a process that left the tree unreaped loses only its last
         second: the increase is counted, never a decrease)."""
-        busy, ours = _machine_busy_s(), _tree_cpu_s(self.root)
+        busy, ours = _machine_busy_s(), _tree_cpu_s(self.root, self.marker)
         if busy is None or self._last_busy is None:
             return
         self.busy_s += max(0.0, busy - self._last_busy)
@@ -134,12 +132,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(trylast=True)  # after the tmp_path plugin's, whose base folder names this run's servers
 def pytest_configure(config: pytest.Config) -> None:
     """Start the clock and the load sampler (in the controller only: xdist's workers are not the run)."""
     if hasattr(config, "workerinput") or float(config.getoption("budget_s")) <= 0:
         return
-    _adopt_orphans()
-    sampler = _LoadSampler()
+    factory = getattr(config, "_tmp_path_factory", None)
+    marker = str(factory.getbasetemp()).encode() if factory is not None else b""
+    sampler = _LoadSampler(marker=marker)
     sampler.start()
     config.stash[_sampler_key] = sampler
 
