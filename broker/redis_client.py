@@ -105,20 +105,27 @@ def open_redis(
 
 @contextlib.contextmanager
 def connection_faults_as_errors() -> Iterator[None]:
-    """Raise the ``ConnectionError`` that redis-py 8.1 leaks as an ``AttributeError`` or ``TypeError``.
+    """Raise the ``ConnectionError`` that redis-py 8.1 leaks as an ``AttributeError``, ``TypeError`` or (under uvloop)
+    ``RuntimeError``.
 
     A connection the server closed (a Redis Cluster primary killed mid-failover), or one a concurrent
     command disconnects while it connects, fails deep in redis-py or asyncio's transport with
-    ``'NoneType' object has no attribute 'writelines'`` and the like (redis/redis-py#4287): not a
+    ``'NoneType' object has no attribute 'writelines'`` and the like (redis/redis-py#4287), or with uvloop's
+    ``unable to perform operation on <TCPTransport closed=True ...>; the handler is closed``: not a
     ``RedisError``, so it escaped the worker's outage handling and ended its read loop. Only errors raised
     inside redis-py (or the asyncio transport under it) are turned; any other is left as it is.
     """
     try:
         yield
-    except (AttributeError, TypeError) as exc:
-        if not _raised_in_redis(exc.__traceback__):
+    except (AttributeError, TypeError, RuntimeError) as exc:
+        closed_transport = not isinstance(exc, RuntimeError) or _CLOSED_HANDLER in str(exc)
+        if not closed_transport or not _raised_in_redis(exc.__traceback__):
             raise
         raise RedisConnectionError(f"the connection to Redis broke ({type(exc).__name__}: {exc})") from exc
+
+
+_CLOSED_HANDLER = "the handler is closed"
+"""What uvloop's transport says when written to after the connection under it closed."""
 
 
 def _raised_in_redis(trace: TracebackType | None) -> bool:

@@ -122,3 +122,11 @@ def test_connection_faults_as_errors_turns_only_redis_pys_leaked_errors() -> Non
         scope["send"](None)
     with pytest.raises(AttributeError), connection_faults_as_errors():
         None.writelines  # type: ignore[attr-defined]  # noqa: B018
+    # uvloop's transport, written to once the connection under it closed (a primary killed in a failover).
+    closed = "unable to perform operation on <TCPTransport closed=True reading=False>; the handler is closed"
+    scope["closed"] = closed
+    exec(compile("def write(transport):\n    raise RuntimeError(closed)\n", "streams.py", "exec"), scope)
+    with pytest.raises(RedisConnectionError, match="the handler is closed"), connection_faults_as_errors():
+        scope["write"](None)
+    with pytest.raises(RuntimeError, match="Event loop is closed"), connection_faults_as_errors():
+        raise RuntimeError("Event loop is closed")
