@@ -43,12 +43,19 @@ async def test_each_tenant_sees_only_its_own_usage_by_day_and_model(
             assert response.status_code == 202, response.text
         a_usage = await _usage(http, a, len(a_texts))
         b_usage = await _usage(http, b, len(b_texts), group_by="day,model")
-        tenant_series = {
-            sample.labels["tenant"]
-            for family in worker.metrics.registry.collect()
-            if family.name == "dragoman_tenant_characters"
-            for sample in family.samples
-        }
+
+        def labelled() -> set[str]:
+            return {
+                sample.labels["tenant"]
+                for family in worker.metrics.registry.collect()
+                if family.name == "dragoman_tenant_characters"
+                for sample in family.samples
+            }
+
+        # The writer counts a batch in /metrics just after it commits the rows the usage is read from.
+        tenant_series = await until(
+            lambda: {a_usage["tenant"], b_usage["tenant"]} <= (seen := labelled()) and seen, "both tenants labelled"
+        )
     today = dt.datetime.now(dt.UTC).date()
     rows = pg.execute(
         "SELECT tenant, model, sum(prompt_tokens), sum(output_tokens) FROM jobs WHERE tenant IN (%s, %s) GROUP BY 1, 2",
