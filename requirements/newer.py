@@ -30,7 +30,7 @@ def main(lock_path: str, freeze_path: str) -> None:
     added = [
         f"  {name} {version} (not in the lock)"
         for name, version in sorted(installed.items())
-        if name not in locked and name != "dragoman"
+        if name not in locked and name not in ("dragoman", "pip")  # pip: the venv's own, never locked
     ]
     print("\n".join(changed + added) if changed or added else "  the same versions as the lock")
 
