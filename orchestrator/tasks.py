@@ -183,7 +183,7 @@ async def _finish_group(ctx: TaskContext, kind: str, group_id: str) -> str:
     log.info("%s %s %s", kind, group_id, status)
     await _forget_group(ctx, group_id)
     if group.callback_url:
-        await asyncio.to_thread(ctx.enqueue, WEBHOOK, kind, group_id)
+        await asyncio.to_thread(ctx.enqueue, WEBHOOK, kind, group_id, tenant=group.tenant)
     return status
 
 

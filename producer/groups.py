@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from broker.orchestration import enqueue_orchestration
+from broker.orchestration import enqueue_orchestration, tenant_concurrency
 from broker.scripts import CancelOutcome
 from contract.controls import AUTO_LANGUAGE
 from contract.documents import FORMATS, SUFFIXES, check_zipped_document
@@ -166,7 +166,7 @@ class Groups:
     ) -> None:
         """Record a validated run of ``total`` jobs (``submitting``) and register it for the worker's finish script."""
         await self._store.create_run(run_id, source, target, total, name, callback_url, tenant)
-        await self._submitter.register_group(run_id, "run", total)
+        await self._submitter.register_group(run_id, "run", total, tenant=tenant)
 
     async def queue_run_jobs(
         self,
@@ -244,7 +244,7 @@ class Groups:
         if kind == "run" and current.status == "submitting":
             missing = [sequence for sequence, outcome in enumerate(outcomes) if outcome is CancelOutcome.MISSING]
             await self._store.cancel_unsubmitted_jobs(group_id, missing, [job_ids[sequence] for sequence in missing])
-            await self._orchestrate(FINISH, kind, group_id)
+            await self._orchestrate(FINISH, kind, group_id, tenant=tenant)
             current = await self.progress(kind, group_id, tenant)
         return current
 
@@ -298,7 +298,7 @@ class Groups:
         await self._store.create_document(
             document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model, controls
         )
-        await self._orchestrate(SPLIT, document_id)
+        await self._orchestrate(SPLIT, document_id, tenant=tenant)
         return document_id
 
     async def document_result(self, document_id: str, tenant: str | None = None) -> DocumentResult:
@@ -318,9 +318,18 @@ class Groups:
 
     # Shared ----------------------------------------------------------------------------------
 
-    async def _orchestrate(self, task: OrchestratorTask, *args: str) -> None:
-        """Queue an orchestrator task (RQ is synchronous: in a thread, off the event loop)."""
-        await asyncio.to_thread(enqueue_orchestration, self._rq(), self._submitter.keys, task, *args)
+    async def _orchestrate(self, task: OrchestratorTask, *args: str, tenant: str | None = None) -> None:
+        """Queue an orchestrator task, in ``tenant``'s turn if given (RQ is synchronous: in a thread, off the
+        event loop)."""
+        await asyncio.to_thread(
+            enqueue_orchestration,
+            self._rq(),
+            self._submitter.keys,
+            task,
+            *args,
+            tenant=tenant,
+            tenant_concurrency=tenant_concurrency(self.settings, task),
+        )
 
 
 async def _read_in_thread(items: Iterator[JobSpec], chunk_size: int) -> AsyncIterator[JobSpec]:

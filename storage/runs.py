@@ -147,6 +147,7 @@ class LockedGroup:
     status: str
     total: int | None
     callback_url: str | None
+    tenant: str | None = None  # the API key's tenant it is (its webhook is delivered in the tenant's turn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,7 +481,7 @@ class GroupStore:
         table, _ = KINDS[kind]
         async with self._transaction():
             row = await self._one(
-                f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
+                f"SELECT status, total, callback_url, tenant FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
             )
             yield None if row is None else LockedGroup(*row)
 
@@ -532,29 +533,31 @@ class GroupStore:
 
     # Orchestrator: the sweeper -----------------------------------------------------------------
 
-    async def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str]]:
-        """``(kind, id)`` of runs and documents not yet finished although every one of their jobs has a row.
+    async def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str, str | None]]:
+        """``(kind, id, tenant)`` of runs and documents not yet finished although every one of their jobs has a row.
 
-        What the sweeper hands to the finish task, whatever became of the completion entry.
+        What the sweeper hands to the finish task (in the tenant's turn), whatever became of the completion entry.
         """
-        found: list[tuple[str, str]] = []
+        found: list[tuple[str, str, str | None]] = []
         for kind, (table, column) in KINDS.items():
             rows = await self._all(
-                f"SELECT g.id FROM {table} g WHERE g.status IN ('submitting', 'running') AND g.total IS NOT NULL "
-                f"AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total LIMIT %s",
+                f"SELECT g.id, g.tenant FROM {table} g WHERE g.status IN ('submitting', 'running') "
+                f"AND g.total IS NOT NULL AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total "
+                "LIMIT %s",
                 (limit,),
             )
-            found.extend((kind, str(row[0])) for row in rows)
+            found.extend((kind, str(row[0]), row[1]) for row in rows)
         return found
 
-    async def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[str]:
-        """Documents still ``splitting`` this long after they were stored (their split task was lost)."""
+    async def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[tuple[str, str | None, bool]]:
+        """``(id, tenant, held)`` of documents still ``splitting`` this long after they were stored: their split task
+        was lost, or they are held (split, waiting for room under their tenant's limit of unfinished jobs)."""
         rows = await self._all(
-            "SELECT id FROM documents WHERE status = 'splitting' "
+            "SELECT id, tenant, coalesce(total, 0) > 0 FROM documents WHERE status = 'splitting' "
             "AND created_at < now() - make_interval(secs => %s) LIMIT %s",
             (older_than_seconds, limit),
         )
-        return [str(row[0]) for row in rows]
+        return [(str(row[0]), row[1], bool(row[2])) for row in rows]
 
     # Orchestrator: webhooks --------------------------------------------------------------------
 
