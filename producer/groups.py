@@ -267,6 +267,7 @@ class Groups:
         glossary: Mapping[str, str] | None = None,
         context: str | None = None,
         formality: str | None = None,
+        max_queued_jobs: int | None = None,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
 
@@ -281,7 +282,10 @@ class Groups:
         nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`) before anything is stored.
 
         ``admit`` (the HTTP API's queued-jobs limit) runs once the document is known to be valid,
-        before anything is written; it raises to refuse the document.
+        before anything is written; it raises to refuse the document. ``max_queued_jobs`` (the API key's
+        limit of ``tenant``'s unfinished jobs) is kept with the document: its segments are reserved against
+        it when it is split, and it waits there until all of them fit (``held``; one with more segments than
+        the limit fails, saying so). Its split is queued in ``tenant``'s turn.
         """
         limit = check_document(text, fmt, self.settings, max_segment_chars)
         check_callback(callback_url, self.settings)
@@ -296,7 +300,19 @@ class Groups:
         document_id = new_job_id()
         label = storable(name, "the document's name")
         await self._store.create_document(
-            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model, controls
+            document_id,
+            fmt,
+            text,
+            source,
+            target,
+            label,
+            callback_url,
+            limit,
+            retranslate,
+            tenant,
+            model,
+            controls,
+            max_queued_jobs=max_queued_jobs if tenant is not None else None,
         )
         await self._orchestrate(SPLIT, document_id, tenant=tenant)
         return document_id

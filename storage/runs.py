@@ -96,8 +96,8 @@ CREATE_RUN_SQL = (
 )
 CREATE_DOCUMENT_SQL = (
     "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
-    "max_segment_chars, tenant, retranslate, model, controls) "
-    "VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "max_segment_chars, tenant, retranslate, model, controls, max_queued_jobs) "
+    "VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 RUN_SUBMITTED_SQL = (
     "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
@@ -166,6 +166,19 @@ class LockedDocument:
     retranslate: bool = False  # translate a catalogue's translated entries too
     model: str | None = None  # the served model its segments go to (None: the deployment's routes choose)
     controls: dict[str, Any] | None = None  # glossary, context, formality for every segment (None: none)
+    max_queued_jobs: int | None = None  # the tenant's limit its segments are reserved against (None: no limit)
+    skeleton: list[Any] | None = None  # kept by an earlier split that was held for room under that limit
+    detected_source_lang: str | None = None  # found by that earlier split (``source_lang`` "auto")
+
+
+@dataclass(frozen=True, slots=True)
+class HeldDocument:
+    """What a split needs to tell whether a held document still waits, without its text: read unlocked."""
+
+    tenant: str | None
+    max_queued_jobs: int | None
+    total: int  # its segments, known since it was split
+    cancel_requested: bool
 
 
 class RunSubmission(NamedTuple):
@@ -330,9 +343,11 @@ class GroupStore:
         tenant: str | None = None,
         model: str | None = None,
         controls: dict[str, Any] | None = None,
+        max_queued_jobs: int | None = None,
     ) -> None:
         """Record a document waiting to be split, as ``tenant``'s if given, for ``model`` if it names one, with the
-        ``controls`` (glossary, context, formality) its segment jobs carry."""
+        ``controls`` (glossary, context, formality) its segment jobs carry and the tenant's limit of unfinished
+        jobs its segments are reserved against when it is split (``max_queued_jobs``; None: none)."""
         await self._execute(
             CREATE_DOCUMENT_SQL,
             (
@@ -348,6 +363,7 @@ class GroupStore:
                 retranslate,
                 model,
                 None if controls is None else json.dumps(controls),
+                max_queued_jobs,
             ),
         )
 
@@ -426,10 +442,21 @@ class GroupStore:
         async with self._transaction():
             row = await self._one(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-                "cancel_requested, tenant, retranslate, model, controls FROM documents WHERE id = %s FOR UPDATE",
+                "cancel_requested, tenant, retranslate, model, controls, max_queued_jobs, skeleton, "
+                "detected_source_lang FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
             )
             yield None if row is None else LockedDocument(*row)
+
+    async def held_document(self, document_id: str) -> HeldDocument | None:
+        """The document if it is held: split, still ``splitting``, waiting for room under its tenant's limit of
+        unfinished jobs for its segments (``None``: not held, or unknown). Its text and skeleton are not read."""
+        row = await self._one(
+            "SELECT tenant, max_queued_jobs, total, cancel_requested FROM documents "
+            "WHERE id = %s AND status = 'splitting' AND total > 0",
+            (document_id,),
+        )
+        return None if row is None else HeldDocument(*row)
 
     @asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
