@@ -218,8 +218,9 @@ class GroupView(BaseModel):
     """A run or document: status, counts, rate and the estimated time left.
 
     ``status``: ``submitting`` (a run being queued) or ``splitting`` (a document being cut into
-    jobs), ``running``, ``finishing`` (every job is final; the orchestrator is closing it), then
-    ``completed``, ``failed`` or ``cancelled``.
+    jobs; ``held`` once split while its segments wait for room under the API key's limit of
+    unfinished jobs), ``running``, ``finishing`` (every job is final; the orchestrator is closing
+    it), then ``completed``, ``failed`` or ``cancelled``.
     """
 
     id: str

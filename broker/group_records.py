@@ -39,10 +39,17 @@ def part_totals(group_id: str, total: int, shard_count: int, skipped: Collection
 
 
 async def register_group(
-    client: aioredis.Redis, keys: RedisKeys, group_id: str, kind: str, totals: Sequence[int], ttl_seconds: int
+    client: aioredis.Redis,
+    keys: RedisKeys,
+    group_id: str,
+    kind: str,
+    totals: Sequence[int],
+    ttl_seconds: int,
+    tenant: str | None = None,
 ) -> None:
     """Write the record of a run or document (``kind``: ``"run"`` or ``"document"``) on every shard, each
-    part with its number of jobs (``totals[n]``: shard ``n``'s, :func:`part_totals`).
+    part with its number of jobs (``totals[n]``: shard ``n``'s, :func:`part_totals`) and the ``tenant`` it
+    belongs to, if any (the dispatcher queues its finish in that tenant's turn: :func:`group_tenant`).
 
     One MULTI/EXEC per shard (a part's keys share its shard's tag); the parts are written concurrently.
     """
@@ -53,10 +60,18 @@ async def register_group(
         key = shard.group(group_id)
         async with client.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping={"kind": kind, "id": group_id, "total": total})
+            if tenant is not None:
+                pipe.hset(key, "tenant", tenant)
             pipe.expire(key, ttl_seconds)
             await pipe.execute()
 
     await asyncio.gather(*(write(shard, total) for shard, total in zip(keys.shards, totals, strict=True)))
+
+
+async def group_tenant(client: aioredis.Redis, keys: RedisKeys, group_id: str) -> str | None:
+    """The tenant of a run or document as its record on ``keys``' shard says (None: no tenant, or no record)."""
+    tenant = await client.hget(keys.group(group_id), "tenant")
+    return tenant.decode() if isinstance(tenant, bytes) else tenant
 
 
 async def incomplete_parts(client: aioredis.Redis, keys: RedisKeys, group_id: str) -> list[int]:

@@ -17,7 +17,7 @@ first ``}`` after it is hashed. With the default prefix the layout is:
 ``{dragoman}:tenant:<t>:idem:<key>``   the same, in a tenant's namespace
 ``{dragoman}:tenant:<t>:queued``       a tenant's unfinished jobs (sorted set)
 ``{dragoman}:tenant:<t>:standalone``   a tenant's recent stand-alone jobs, until seen finished (sorted set)
-``{dragoman}:group:<id>``              a run's or document's hash (``kind``, ``id``, ``total``)
+``{dragoman}:group:<id>``              a run's or document's hash (``kind``, ``id``, ``total``, a tenant's ``tenant``)
 ``{dragoman}:group:<id>:done``         its jobs with a final row (set)
 ``{dragoman}:events``                  the events stream
 ``{dragoman}:completions``             runs and documents that just completed (stream)
@@ -36,7 +36,8 @@ node), a worker's heartbeat ``dragoman:worker:<consumer>``, the served models' n
 ``dragoman:models`` (hash: each name a worker serves -> the model whose lanes it reads) and the
 deployment's default model ``dragoman:default-model``, an API key's rate-limit window
 ``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``,
-and the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``.
+the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``, and the turns a tenant's tasks take on
+them, RQ's concurrency limits ``<queue>:tenant:<t>`` (:meth:`RedisKeys.tenant_turns`).
 
 **Shards.** ``DRAGOMAN_REDIS_SHARDS`` (default 1) splits a deployment into shards: shard 0 keeps
 the names above, shard ``n`` has the same names under the tag ``{dragoman:n}`` (:func:`shard_tag`),
@@ -305,12 +306,21 @@ class RedisKeys:
         return f"{self.prefix}:worker:{consumer_name}"
 
     def group(self, group_id: str) -> str:
-        """Hash of a run or document: its ``kind`` and ``total`` jobs (for the completion count; tagged)."""
+        """Hash of a run or document: its ``kind``, ``total`` jobs (for the completion count) and a tenant's
+        ``tenant`` (whose turn its finish takes; tagged)."""
         return f"{self.tag}:group:{group_id}"
 
     def group_done(self, group_id: str) -> str:
         """Set of the run's or document's job ids that reached a final row (tagged)."""
         return f"{self.tag}:group:{group_id}:done"
+
+    def tenant_turns(self, queue: str, tenant: str) -> str:
+        """RQ's concurrency limit of one tenant's tasks on an RQ queue (``orchestration_queue`` or ``webhook_queue``).
+
+        RQ keeps it as ``rq:rl:<this>`` (its settings), ``rq:rl:<this>:allowed`` (the tenant's tasks queued or
+        running) and ``rq:rl:<this>:rate_limited`` (those waiting their turn), on the RQ server; untagged.
+        """
+        return f"{queue}:tenant:{tenant}"
 
     def finished_in_second(self, unix_second: int) -> str:
         """Counter of jobs finished during one wall-clock second (``dragoman stats`` sums the last minute; tagged)."""

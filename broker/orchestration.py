@@ -2,6 +2,16 @@
 
 The tasks are named by :mod:`contract.orchestration` (data, so nothing here imports the
 orchestrator). RQ is synchronous; an asyncio caller runs :func:`enqueue_orchestration` in a thread.
+
+**Turns by tenant.** A tenant's tasks take turns with every other tenant's: each is queued with RQ's
+concurrency limit (``rq.RateLimit``) under a key of the tenant's own (:meth:`RedisKeys.tenant_turns`),
+so at most ``DRAGOMAN_ORCHESTRATION_TENANT_CONCURRENCY`` (splits, finishes) or
+``DRAGOMAN_WEBHOOK_TENANT_CONCURRENCY`` (deliveries) of one tenant's tasks are on the queue or running
+at once; RQ holds the rest aside and queues the oldest as soon as one of the tenant's ends (done,
+failed or waiting for a retry). The queue itself stays first-in first-out, but with one task of each
+tenant on it that order is a round robin: another tenant's document waits behind at most one of each
+tenant's tasks, never behind a tenant's hundred, and a receiver that never answers holds only its own
+tenant's deliveries. Work without a tenant (the CLI, the Python client) is queued as before.
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ def enqueue_orchestration(
     task: OrchestratorTask,
     *args: str,
     webhook_retry_seconds: Sequence[float] = (),
+    tenant: str | None = None,
+    tenant_concurrency: int = 1,
 ) -> None:
     """Ask the orchestrator (an RQ worker) to run ``task`` with ``args``; idempotent by its job id.
 
@@ -39,10 +51,12 @@ def enqueue_orchestration(
     retried without a cap (an outage, rows not all written yet), backing off to one try every
     ``RETRY_MAX_SECONDS``; a webhook goes on its own queue, retried after each of
     ``webhook_retry_seconds`` (``DRAGOMAN_WEBHOOK_RETRY_SECONDS``), and its failure callback
-    records a delivery given up for good. RQ is imported here, on first use: an application that
-    only submits jobs never loads it.
+    records a delivery given up for good. ``tenant``: whose work it is (None: nobody's, the CLI's
+    or the Python client's); at most ``tenant_concurrency`` of a tenant's tasks are on the queue or
+    running at once (:func:`tenant_concurrency` gives the setting for a task), the others wait their
+    turn. RQ is imported here, on first use: an application that only submits jobs never loads it.
     """
-    from rq import Callback, Queue, Retry
+    from rq import Callback, Queue, RateLimit, Retry
 
     if task.webhook:
         intervals = [int(s) for s in webhook_retry_seconds]
@@ -61,7 +75,14 @@ def enqueue_orchestration(
         result_ttl=RESULT_TTL_SECONDS,
         retry=retry,
         on_failure=on_failure,
+        rate_limit=None if tenant is None else RateLimit(keys.tenant_turns(queue, tenant), tenant_concurrency),
     )
+
+
+def tenant_concurrency(settings: Settings, task: OrchestratorTask) -> int:
+    """How many of one tenant's ``task``-kind tasks may be queued or running at once (a webhook's setting, or
+    the other tasks')."""
+    return settings.webhook_tenant_concurrency if task.webhook else settings.orchestration_tenant_concurrency
 
 
 def orchestration_redis_url(settings: Settings, redis_url: str | None = None) -> str:

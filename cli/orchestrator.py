@@ -3,7 +3,11 @@
 Webhook deliveries have a queue of their own, worked by a process of their own: a receiver that
 is slow (up to ``DRAGOMAN_WEBHOOK_TIMEOUT_SECONDS`` per delivery) never holds up a document's
 assembly or a run's finish. By default ``dragoman rq-worker`` runs both: the orchestration queue
-in this process and ``dragoman rq-worker --queue webhooks`` as its child, stopped with it.
+in this process and ``dragoman rq-worker --queue webhooks`` as its child, stopped with it. That
+child delivers ``DRAGOMAN_WEBHOOK_WORKERS`` webhooks at once (RQ's ``WorkerPool``: one RQ worker per
+delivery, forked from it), and a tenant's deliveries take at most
+``DRAGOMAN_WEBHOOK_TENANT_CONCURRENCY`` of them (``broker/orchestration.py``), so a receiver that
+never answers holds up only its own tenant's webhooks.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cli.help import SubParsers, add_command, examples
 from cli.setting_flags import mirror_settings
@@ -50,8 +54,9 @@ def add_commands(sub: SubParsers) -> None:
         "--queue",
         choices=QUEUE_CHOICES,
         default="all",
-        help="all (default): orchestration here, webhook deliveries in a child process; orchestration or "
-        "webhooks: only that queue (more webhook workers deliver to more slow receivers at once)",
+        help="all (default): orchestration here, webhook deliveries in a child process (DRAGOMAN_WEBHOOK_WORKERS "
+        "at once); orchestration or webhooks: only that queue (more webhook workers deliver to more slow receivers "
+        "at once)",
     )
     worker.add_argument("--log-format", choices=LOG_FORMATS, help="text or json (default DRAGOMAN_LOG_FORMAT)")
     worker.add_argument(
@@ -86,7 +91,7 @@ def cmd_rq_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.queue == "webhooks":
         if args.parent_pid is not None:
             _stop_when_orphaned(args.parent_pid)
-        _work(ctx, [keys.webhook_queue], burst=args.burst)
+        _deliver(ctx, burst=args.burst)
         return 0
     if args.burst:  # scripts and tests: every queue in turn, in this process
         both = args.queue == "all"
@@ -173,6 +178,36 @@ def _work(ctx: TaskContext, queue_names: list[str], *, burst: bool) -> None:
         queues = [Queue(name, connection=connection) for name in queue_names]
         # SimpleWorker runs tasks in this process: they are short, and the dispatcher thread stays put.
         SimpleWorker(queues, connection=connection).work(burst=burst, with_scheduler=not burst)
+    finally:
+        connection.close()
+
+
+def _deliver(ctx: TaskContext, *, burst: bool) -> None:
+    """Work the webhook queue with ``DRAGOMAN_WEBHOOK_WORKERS`` RQ workers: that many deliveries at once.
+
+    One worker runs here; more are RQ's ``WorkerPool`` of processes forked from this one (restarted if one
+    dies, stopped by this process's SIGTERM: they finish the delivery under way, bounded by its deadline).
+    They are in this process's group, so the rq-worker that started it takes them along if it dies.
+    """
+    workers = ctx.settings.webhook_workers
+    if workers <= 1:
+        _work(ctx, [ctx.keys.webhook_queue], burst=burst)
+        return
+    from rq import SimpleWorker
+    from rq.worker_pool import WorkerPool
+
+    class DeliveryWorker(SimpleWorker):
+        """One of the pool's workers: it stops once the process that forked it is gone (killed outright, say)."""
+
+        def work(self, *args: Any, **kwargs: Any) -> bool:
+            """RQ's work loop, watched from a thread for its pool's end."""
+            _stop_when_orphaned(os.getppid())
+            return bool(super().work(*args, **kwargs))
+
+    connection = ctx.rq_connection()
+    try:
+        pool = WorkerPool([ctx.keys.webhook_queue], connection, num_workers=workers, worker_class=DeliveryWorker)
+        pool.start(burst=burst)
     finally:
         connection.close()
 

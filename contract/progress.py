@@ -96,6 +96,8 @@ def progress(
         left = counts.pending / rate
     if status == "running" and counts.total and counts.pending == 0:
         status = "finishing"  # every job is final; the orchestrator is finishing the run
+    elif status == "splitting" and counts.total:
+        status = "held"  # split, its segments waiting for room under its API key's limit of unfinished jobs
     return GroupProgress(
         id=str(group_id),
         kind=kind,

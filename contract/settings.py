@@ -303,6 +303,32 @@ class Settings(BaseSettings):
         default=[],
         description="internal networks webhooks may reach although they are not public (JSON list of CIDRs)",
     )
+    webhook_workers: int = Field(
+        default=4,
+        ge=1,
+        description="webhook deliveries one `dragoman rq-worker` makes at once (a process each, its children); "
+        "more than DRAGOMAN_WEBHOOK_TENANT_CONCURRENCY, so that receivers that never answer hold only their own "
+        "tenants' deliveries",
+    )
+    webhook_tenant_concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="webhook deliveries of one tenant queued or in flight at once, over every rq-worker; its others "
+        "wait their turn, so a slow receiver delays only its own tenant (deliveries without a tenant: no limit)",
+    )
+    orchestration_tenant_concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="orchestration tasks of one tenant (a document's split or assembly, a run's finish) queued or "
+        "running at once, over every rq-worker; its others wait their turn, so another tenant's task waits behind at "
+        "most this many of each tenant's (work without a tenant, from the CLI or the Python client: no limit)",
+    )
+    document_hold_seconds: int = Field(
+        default=5,
+        ge=1,
+        description="how often a document held for room under its API key's limit of unfinished jobs tries again "
+        "to queue its segments (they are queued once all of them fit)",
+    )
     retention_days: int | None = Field(
         default=None,
         gt=0,
@@ -641,6 +667,10 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "webhook_retry_seconds",
             "webhook_timeout_seconds",
             "webhook_allowed_networks",
+            "webhook_workers",
+            "webhook_tenant_concurrency",
+            "orchestration_tenant_concurrency",
+            "document_hold_seconds",
             "retention_days",
         ),
     ),

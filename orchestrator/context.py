@@ -9,7 +9,12 @@ from dataclasses import dataclass
 import redis
 
 from broker.keys import RedisKeys
-from broker.orchestration import enqueue_orchestration, open_rq_connection, orchestration_redis_url
+from broker.orchestration import (
+    enqueue_orchestration,
+    open_rq_connection,
+    orchestration_redis_url,
+    tenant_concurrency,
+)
 from contract.orchestration import OrchestratorTask
 from contract.settings import Settings
 from storage import AsyncConnectionPool, GroupStore
@@ -56,12 +61,19 @@ class TaskContext:
         """A connection to RQ's Redis (:attr:`orchestration_redis_url`), as RQ needs it (bytes, not decoded)."""
         return open_rq_connection(self.orchestration_redis_url)
 
-    def enqueue(self, task: OrchestratorTask, *args: str) -> None:
-        """Queue orchestration work (``broker.orchestration.enqueue_orchestration``) on a connection of its own."""
+    def enqueue(self, task: OrchestratorTask, *args: str, tenant: str | None = None) -> None:
+        """Queue orchestration work (``broker.orchestration.enqueue_orchestration``) on a connection of its own,
+        in ``tenant``'s turn if the work is a tenant's."""
         connection = self.rq_connection()
         try:
             enqueue_orchestration(
-                connection, self.keys, task, *args, webhook_retry_seconds=self.settings.webhook_retry_seconds
+                connection,
+                self.keys,
+                task,
+                *args,
+                webhook_retry_seconds=self.settings.webhook_retry_seconds,
+                tenant=tenant,
+                tenant_concurrency=tenant_concurrency(self.settings, task),
             )
         finally:
             connection.close()

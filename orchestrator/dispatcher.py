@@ -7,7 +7,9 @@ dispatcher reads each shard's stream with its own consumer group (one XREADGROUP
 shards at once: streams of several shards in one command is ``CROSSSLOT`` on a cluster) and, for an
 entry, queues the group's finish task once every part is complete. It acknowledges the entry only
 after that, so a crash in between handles it again (queueing a finish twice is harmless: its RQ job
-id is the group's, and finishing is idempotent).
+id is the group's, and finishing is idempotent). A tenant's group (its record names the tenant) has its finish
+queued in the tenant's turn (``broker/orchestration.py``): an assembly waits behind at most one task of each
+other tenant, not behind everything queued before it.
 
 Why the group is finished, and finished once: a part's entry is appended by the one FINISH call that
 takes that part's done-count to its total, in the same atomic call; the count never goes down while
@@ -36,7 +38,7 @@ import redis.asyncio as aioredis
 
 from broker.completions import ack_completion, read_completions
 from broker.consumer_groups import ensure_group
-from broker.group_records import incomplete_parts
+from broker.group_records import group_tenant, incomplete_parts
 from broker.keys import RedisKeys
 from broker.redis_client import open_redis
 from contract.orchestration import FINISH
@@ -91,7 +93,11 @@ class CompletionDispatcher:
             if waiting:
                 log.info("%s %s: part on shard %d complete; waiting for shards %s", kind, group_id, shard, waiting)
                 return 0
-        await asyncio.to_thread(self._ctx.enqueue, FINISH, kind, group_id)
+        tenant = await group_tenant(self._redis, keys.for_shard(shard), group_id)
+        if tenant is None:  # nobody's (the CLI's, the Python client's), or its record is gone: no turn to take
+            await asyncio.to_thread(self._ctx.enqueue, FINISH, kind, group_id)
+        else:
+            await asyncio.to_thread(self._ctx.enqueue, FINISH, kind, group_id, tenant=tenant)
         return 1
 
     def step(self) -> int:

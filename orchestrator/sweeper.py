@@ -63,12 +63,15 @@ class GroupSweeper:
     def sweep_once(self) -> SweepReport:
         """Queue the finish of every finishable group and the split of every stale document."""
         finishable, stale = run_sync(self._find())
-        for kind, group_id in finishable:
+        for kind, group_id, tenant in finishable:
             log.warning("sweeper: %s %s has a row for every job but is not finished; finishing it", kind, group_id)
-            self._ctx.enqueue(FINISH, kind, group_id)
-        for document_id in stale:
-            log.warning("sweeper: document %s is still splitting; queueing its split again", document_id)
-            self._ctx.enqueue(SPLIT, document_id)
+            self._ctx.enqueue(FINISH, kind, group_id, tenant=tenant)
+        for document_id, tenant, held in stale:
+            if held:  # it tries again every DRAGOMAN_DOCUMENT_HOLD_SECONDS; this only stands in for a lost try
+                log.info("sweeper: document %s is still held for room under its key's limit", document_id)
+            else:
+                log.warning("sweeper: document %s is still splitting; queueing its split again", document_id)
+            self._ctx.enqueue(SPLIT, document_id, tenant=tenant)
         return SweepReport(finishes=len(finishable), splits=len(stale), partitions_dropped=self._keep_partitions())
 
     def _keep_partitions(self) -> int:
@@ -96,7 +99,7 @@ class GroupSweeper:
             )
         return len(report.dropped)
 
-    async def _find(self) -> tuple[list[tuple[str, str]], list[str]]:
+    async def _find(self) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str | None, bool]]]:
         """The finishable groups and the stale documents, as the database knows them."""
         async with self._ctx.group_store() as store:
             return await store.finishable_groups(), await store.stale_splits(self._stale_split_seconds)

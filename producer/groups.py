@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from broker.orchestration import enqueue_orchestration
+from broker.orchestration import enqueue_orchestration, tenant_concurrency
 from broker.scripts import CancelOutcome
 from contract.controls import AUTO_LANGUAGE
 from contract.documents import FORMATS, SUFFIXES, check_zipped_document
@@ -166,7 +166,7 @@ class Groups:
     ) -> None:
         """Record a validated run of ``total`` jobs (``submitting``) and register it for the worker's finish script."""
         await self._store.create_run(run_id, source, target, total, name, callback_url, tenant)
-        await self._submitter.register_group(run_id, "run", total)
+        await self._submitter.register_group(run_id, "run", total, tenant=tenant)
 
     async def queue_run_jobs(
         self,
@@ -244,7 +244,7 @@ class Groups:
         if kind == "run" and current.status == "submitting":
             missing = [sequence for sequence, outcome in enumerate(outcomes) if outcome is CancelOutcome.MISSING]
             await self._store.cancel_unsubmitted_jobs(group_id, missing, [job_ids[sequence] for sequence in missing])
-            await self._orchestrate(FINISH, kind, group_id)
+            await self._orchestrate(FINISH, kind, group_id, tenant=tenant)
             current = await self.progress(kind, group_id, tenant)
         return current
 
@@ -267,6 +267,7 @@ class Groups:
         glossary: Mapping[str, str] | None = None,
         context: str | None = None,
         formality: str | None = None,
+        max_queued_jobs: int | None = None,
     ) -> str:
         """Store the document and ask the orchestrator (an RQ worker) to split and submit it; its id.
 
@@ -281,7 +282,10 @@ class Groups:
         nobody serves is refused (:class:`~contract.errors.ModelNotFoundError`) before anything is stored.
 
         ``admit`` (the HTTP API's queued-jobs limit) runs once the document is known to be valid,
-        before anything is written; it raises to refuse the document.
+        before anything is written; it raises to refuse the document. ``max_queued_jobs`` (the API key's
+        limit of ``tenant``'s unfinished jobs) is kept with the document: its segments are reserved against
+        it when it is split, and it waits there until all of them fit (``held``; one with more segments than
+        the limit fails, saying so). Its split is queued in ``tenant``'s turn.
         """
         limit = check_document(text, fmt, self.settings, max_segment_chars)
         check_callback(callback_url, self.settings)
@@ -296,9 +300,21 @@ class Groups:
         document_id = new_job_id()
         label = storable(name, "the document's name")
         await self._store.create_document(
-            document_id, fmt, text, source, target, label, callback_url, limit, retranslate, tenant, model, controls
+            document_id,
+            fmt,
+            text,
+            source,
+            target,
+            label,
+            callback_url,
+            limit,
+            retranslate,
+            tenant,
+            model,
+            controls,
+            max_queued_jobs=max_queued_jobs if tenant is not None else None,
         )
-        await self._orchestrate(SPLIT, document_id)
+        await self._orchestrate(SPLIT, document_id, tenant=tenant)
         return document_id
 
     async def document_result(self, document_id: str, tenant: str | None = None) -> DocumentResult:
@@ -318,9 +334,18 @@ class Groups:
 
     # Shared ----------------------------------------------------------------------------------
 
-    async def _orchestrate(self, task: OrchestratorTask, *args: str) -> None:
-        """Queue an orchestrator task (RQ is synchronous: in a thread, off the event loop)."""
-        await asyncio.to_thread(enqueue_orchestration, self._rq(), self._submitter.keys, task, *args)
+    async def _orchestrate(self, task: OrchestratorTask, *args: str, tenant: str | None = None) -> None:
+        """Queue an orchestrator task, in ``tenant``'s turn if given (RQ is synchronous: in a thread, off the
+        event loop)."""
+        await asyncio.to_thread(
+            enqueue_orchestration,
+            self._rq(),
+            self._submitter.keys,
+            task,
+            *args,
+            tenant=tenant,
+            tenant_concurrency=tenant_concurrency(self.settings, task),
+        )
 
 
 async def _read_in_thread(items: Iterator[JobSpec], chunk_size: int) -> AsyncIterator[JobSpec]:

@@ -121,14 +121,17 @@ class JobSubmitter:
         await self.write([(spec, None) for spec in specs], only_new=only_new)
         return len(specs)
 
-    async def register_group(self, group_id: str, kind: str, total: int, *, skipped: Collection[int] = ()) -> None:
+    async def register_group(
+        self, group_id: str, kind: str, total: int, *, skipped: Collection[int] = (), tenant: str | None = None
+    ) -> None:
         """Write the record of a run or document that the worker's finish script counts jobs against.
 
         ``kind`` is ``"run"`` or ``"document"``; its jobs are numbers ``0 .. total - 1`` (``job_id_for``)
         but those in ``skipped`` (never queued). With several shards each shard gets its part, the
         number of those jobs that live on it (``broker/group_records.py``; the ids are hashed in a
         thread). The record expires with the jobs' state records (see ``broker/scripts/finish.lua``).
-        Register before submitting the group's jobs.
+        ``tenant``: the API tenant the group is (its finish is queued in the tenant's turn). Register
+        before submitting the group's jobs.
         """
         shards = self.keys.shard_count
         totals = (
@@ -136,7 +139,9 @@ class JobSubmitter:
             if shards <= 1
             else await asyncio.to_thread(part_totals, group_id, total, shards, skipped)
         )
-        await register_group(self.redis, self.keys, group_id, kind, totals, self.settings.state_ttl_seconds)
+        await register_group(
+            self.redis, self.keys, group_id, kind, totals, self.settings.state_ttl_seconds, tenant=tenant
+        )
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Run the cancel script for one job; return its outcome."""

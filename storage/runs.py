@@ -96,8 +96,8 @@ CREATE_RUN_SQL = (
 )
 CREATE_DOCUMENT_SQL = (
     "INSERT INTO documents (id, status, format, source_text, source_lang, target_lang, name, callback_url, "
-    "max_segment_chars, tenant, retranslate, model, controls) "
-    "VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "max_segment_chars, tenant, retranslate, model, controls, max_queued_jobs) "
+    "VALUES (%s, 'splitting', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 RUN_SUBMITTED_SQL = (
     "UPDATE runs SET submitted = GREATEST(submitted, %s), status = CASE WHEN %s AND status = "
@@ -147,6 +147,7 @@ class LockedGroup:
     status: str
     total: int | None
     callback_url: str | None
+    tenant: str | None = None  # the API key's tenant it is (its webhook is delivered in the tenant's turn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +166,19 @@ class LockedDocument:
     retranslate: bool = False  # translate a catalogue's translated entries too
     model: str | None = None  # the served model its segments go to (None: the deployment's routes choose)
     controls: dict[str, Any] | None = None  # glossary, context, formality for every segment (None: none)
+    max_queued_jobs: int | None = None  # the tenant's limit its segments are reserved against (None: no limit)
+    skeleton: list[Any] | None = None  # kept by an earlier split that was held for room under that limit
+    detected_source_lang: str | None = None  # found by that earlier split (``source_lang`` "auto")
+
+
+@dataclass(frozen=True, slots=True)
+class HeldDocument:
+    """What a split needs to tell whether a held document still waits, without its text: read unlocked."""
+
+    tenant: str | None
+    max_queued_jobs: int | None
+    total: int  # its segments, known since it was split
+    cancel_requested: bool
 
 
 class RunSubmission(NamedTuple):
@@ -329,9 +343,11 @@ class GroupStore:
         tenant: str | None = None,
         model: str | None = None,
         controls: dict[str, Any] | None = None,
+        max_queued_jobs: int | None = None,
     ) -> None:
         """Record a document waiting to be split, as ``tenant``'s if given, for ``model`` if it names one, with the
-        ``controls`` (glossary, context, formality) its segment jobs carry."""
+        ``controls`` (glossary, context, formality) its segment jobs carry and the tenant's limit of unfinished
+        jobs its segments are reserved against when it is split (``max_queued_jobs``; None: none)."""
         await self._execute(
             CREATE_DOCUMENT_SQL,
             (
@@ -347,6 +363,7 @@ class GroupStore:
                 retranslate,
                 model,
                 None if controls is None else json.dumps(controls),
+                max_queued_jobs,
             ),
         )
 
@@ -425,10 +442,21 @@ class GroupStore:
         async with self._transaction():
             row = await self._one(
                 "SELECT status, format, source_text, source_lang, target_lang, max_segment_chars, callback_url, "
-                "cancel_requested, tenant, retranslate, model, controls FROM documents WHERE id = %s FOR UPDATE",
+                "cancel_requested, tenant, retranslate, model, controls, max_queued_jobs, skeleton, "
+                "detected_source_lang FROM documents WHERE id = %s FOR UPDATE",
                 (document_id,),
             )
             yield None if row is None else LockedDocument(*row)
+
+    async def held_document(self, document_id: str) -> HeldDocument | None:
+        """The document if it is held: split, still ``splitting``, waiting for room under its tenant's limit of
+        unfinished jobs for its segments (``None``: not held, or unknown). Its text and skeleton are not read."""
+        row = await self._one(
+            "SELECT tenant, max_queued_jobs, total, cancel_requested FROM documents "
+            "WHERE id = %s AND status = 'splitting' AND total > 0",
+            (document_id,),
+        )
+        return None if row is None else HeldDocument(*row)
 
     @asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
@@ -480,7 +508,7 @@ class GroupStore:
         table, _ = KINDS[kind]
         async with self._transaction():
             row = await self._one(
-                f"SELECT status, total, callback_url FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
+                f"SELECT status, total, callback_url, tenant FROM {table} WHERE id = %s FOR UPDATE", (group_id,)
             )
             yield None if row is None else LockedGroup(*row)
 
@@ -532,29 +560,31 @@ class GroupStore:
 
     # Orchestrator: the sweeper -----------------------------------------------------------------
 
-    async def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str]]:
-        """``(kind, id)`` of runs and documents not yet finished although every one of their jobs has a row.
+    async def finishable_groups(self, limit: int = 1_000) -> list[tuple[str, str, str | None]]:
+        """``(kind, id, tenant)`` of runs and documents not yet finished although every one of their jobs has a row.
 
-        What the sweeper hands to the finish task, whatever became of the completion entry.
+        What the sweeper hands to the finish task (in the tenant's turn), whatever became of the completion entry.
         """
-        found: list[tuple[str, str]] = []
+        found: list[tuple[str, str, str | None]] = []
         for kind, (table, column) in KINDS.items():
             rows = await self._all(
-                f"SELECT g.id FROM {table} g WHERE g.status IN ('submitting', 'running') AND g.total IS NOT NULL "
-                f"AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total LIMIT %s",
+                f"SELECT g.id, g.tenant FROM {table} g WHERE g.status IN ('submitting', 'running') "
+                f"AND g.total IS NOT NULL AND (SELECT count(*) FROM jobs j WHERE j.{column} = g.id) >= g.total "
+                "LIMIT %s",
                 (limit,),
             )
-            found.extend((kind, str(row[0])) for row in rows)
+            found.extend((kind, str(row[0]), row[1]) for row in rows)
         return found
 
-    async def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[str]:
-        """Documents still ``splitting`` this long after they were stored (their split task was lost)."""
+    async def stale_splits(self, older_than_seconds: float, limit: int = 1_000) -> list[tuple[str, str | None, bool]]:
+        """``(id, tenant, held)`` of documents still ``splitting`` this long after they were stored: their split task
+        was lost, or they are held (split, waiting for room under their tenant's limit of unfinished jobs)."""
         rows = await self._all(
-            "SELECT id FROM documents WHERE status = 'splitting' "
+            "SELECT id, tenant, coalesce(total, 0) > 0 FROM documents WHERE status = 'splitting' "
             "AND created_at < now() - make_interval(secs => %s) LIMIT %s",
             (older_than_seconds, limit),
         )
-        return [str(row[0]) for row in rows]
+        return [(str(row[0]), row[1], bool(row[2])) for row in rows]
 
     # Orchestrator: webhooks --------------------------------------------------------------------
 

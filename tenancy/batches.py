@@ -328,7 +328,7 @@ class BatchService:
         await self._batches.create_run(row.id, run_id, total)
         submitter = self._client.submitter
         # The finish script counts the queued jobs; the run is complete once every line has its row.
-        await submitter.register_group(run_id, "run", total, skipped=unknown.sequences)
+        await submitter.register_group(run_id, "run", total, skipped=unknown.sequences, tenant=row.tenant)
         finished = await self._batches.sequences_with_rows(run_id) if resuming else frozenset[int]()
         try:
             await self._write_jobs(spill, finished, unknown, reservation)

@@ -200,8 +200,9 @@ class TenantGroups:
         served model, None: the routes choose). ``glossary``, ``context`` and ``formality`` are given to
         every segment job (checked here, before anything is stored).
 
-        Its number of jobs is known only once it is split, so it is refused (``TooManyQueuedJobsError``)
-        only when the tenant is at ``max_queued_jobs`` already.
+        Its number of jobs is known only once it is split, so here it is refused (``TooManyQueuedJobsError``)
+        only when the tenant is at ``max_queued_jobs`` already; the limit is kept with it, and its split reserves
+        every segment against it before queueing any (it is ``held`` until they fit, and fails if they never can).
         """
 
         async def admit() -> None:
@@ -222,6 +223,7 @@ class TenantGroups:
             glossary=glossary,
             context=context,
             formality=formality,
+            max_queued_jobs=max_queued_jobs,
         )
 
     async def document_result(self, tenant: str, document_id: str) -> tuple[str, DocumentResult]:

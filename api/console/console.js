@@ -6,7 +6,7 @@ import { ApiFailure, SignedOut, call, callJson, followEvents, forgetKey, storeKe
 import { strToU8, zipSync } from "./vendor/fflate.js";
 
 const $ = (id) => document.getElementById(id);
-const ACTIVE_GROUP = new Set(["submitting", "splitting", "running", "finishing"]);
+const ACTIVE_GROUP = new Set(["submitting", "splitting", "held", "running", "finishing"]);
 const ACTIVE_JOB = new Set(["queued", "running"]);
 const ACTIVE_BATCH = new Set(["validating", "in_progress", "finalizing", "cancelling"]);
 const POLL_MS = 2500;

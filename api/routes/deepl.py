@@ -61,6 +61,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 }
 _DOCUMENT_STATUS = {
     "splitting": "queued",
+    "held": "queued",
     "submitting": "queued",
     "running": "translating",
     "finishing": "translating",

@@ -8,7 +8,7 @@ that live there would count; one pipelined round trip), then the home shard admi
 their count added to its own, reserving the other shards' new named jobs as a number under a token
 (they enter their own shard's set when SUBMIT queues them; releasing the reservation drops the
 token). A claim adds each shard's ids to that shard's set first, then takes the number off the
-token on the home shard. See ``tenancy/queued_limit.py`` for what is exact and what can overshoot.
+token on the home shard. See ``broker/queued_limit.py`` for what is exact and what can overshoot.
 With one shard every call is one script call on shard 0, as before.
 """
 
