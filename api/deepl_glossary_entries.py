@@ -13,7 +13,8 @@ import csv
 import io
 import unicodedata
 
-from contract.controls import MAX_GLOSSARY_TERMS, MAX_TERM_CHARS
+from api.glossary_terms import TermFinder
+from contract.controls import MAX_TERM_CHARS
 from contract.errors import InvalidGlossaryError, shown
 from producer.groups import storable
 
@@ -106,10 +107,10 @@ def terms_in(entries: list[tuple[str, str]], text: str) -> dict[str, str]:
 
     A stored glossary may hold thousands of terms; a job carries at most
     :data:`~contract.controls.MAX_GLOSSARY_TERMS`, and only those in its text matter to its prompt
-    (past that many found, the longest are kept: a longer term is the more specific one).
+    (past that many found, the longest are kept: a longer term is the more specific one). For many
+    texts against one glossary, read it once: :class:`~api.glossary_terms.TermFinder`.
     """
-    folded = unicodedata.normalize("NFC", text).casefold()
-    return _capped([(s, t) for s, t in entries if unicodedata.normalize("NFC", s).casefold() in folded])
+    return TermFinder(entries).terms_in(text)
 
 
 def document_terms(entries: list[tuple[str, str]], text: str | None) -> dict[str, str]:
@@ -118,10 +119,5 @@ def document_terms(entries: list[tuple[str, str]], text: str | None) -> dict[str
     ``text`` None (a binary format such as ``.docx``, not searchable before it is split): every term,
     the longest first past :data:`~contract.controls.MAX_GLOSSARY_TERMS`.
     """
-    return terms_in(entries, text) if text is not None else _capped(list(entries))
-
-
-def _capped(found: list[tuple[str, str]]) -> dict[str, str]:
-    if len(found) > MAX_GLOSSARY_TERMS:
-        found = sorted(found, key=lambda entry: -len(entry[0]))[:MAX_GLOSSARY_TERMS]
-    return dict(found)
+    finder = TermFinder(entries)
+    return finder.terms_in(text) if text is not None else finder.every_term()
