@@ -133,7 +133,8 @@ async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str
 def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
     """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
 
-    400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer.
+    400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer. Linear in the
+    translations: run on the API's work threads, as the tagging was.
     """
     translations = []
     for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
@@ -221,7 +222,7 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         if exc.retry_after is not None:
             raise  # 429 with Retry-After: DeepL's SDKs wait and retry
         raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
-    return TranslateResponse(translations=_translations(jobs, tagged, texts))
+    return TranslateResponse(translations=await api.work.run(_translations, jobs, tagged, texts))
 
 
 # Documents -----------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.ids import canonical_uuid
 from contract.language_detection import LanguageDetector
 from contract.languages import language_name, normalize_language
-from contract.schemas import JobStatus, TranslationRequest, normalize_source_language
+from contract.schemas import Job, JobStatus, TranslationRequest, normalize_source_language
 from contract.settings import Settings
 from markup.placeholders import TaggedText
 from producer.groups import DocumentResult
@@ -177,6 +177,23 @@ def _tagged_requests(
     return tagged, wanted, requests
 
 
+def _translated(
+    texts: list[str], tagged: list[TaggedText | None], wanted: list[int], jobs: list[Job], batch: bool
+) -> list[str]:
+    """Each text's translation, its markup put back (a blank text as it was); a 500 naming the first that failed.
+
+    Linear in the translations: run on the API's work threads, as the tagging was.
+    """
+    translated = list(texts)
+    for index, job in zip(wanted, jobs, strict=True):
+        if job.status != JobStatus.SUCCEEDED or job.translation is None:
+            where = f" (q item {index})" if batch else ""
+            raise ApiError(500, "translation_failed", f"Cannot translate text{where}: {job.error or job.status}")
+        page = tagged[index]
+        translated[index] = page.restore(job.translation) if page is not None else job.translation
+    return translated
+
+
 @router.post("/translate")
 async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     """Translate ``q`` (a string, or a list answered as a list in order) from ``source`` (or ``auto``) into ``target``.
@@ -201,7 +218,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     html = text_format == "html"
     try:
         tagged, wanted, requests = await api.work.run(_tagged_requests, texts, html, source, target)
-        jobs = []
+        jobs: list[Job] = []
         if requests:
             waiting = translate_texts(api, caller, requests, inline_tags=[html] * len(requests))
             jobs = await cancelled_on_disconnect(request, waiting)
@@ -209,13 +226,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     except TooManyQueuedJobsError as exc:
         raise _never_admitted(exc) from None
-    translated = list(texts)
-    for index, job in zip(wanted, jobs, strict=True):
-        if job.status != JobStatus.SUCCEEDED or job.translation is None:
-            where = f" (q item {index})" if batch else ""
-            raise ApiError(500, "translation_failed", f"Cannot translate text{where}: {job.error or job.status}")
-        page = tagged[index]
-        translated[index] = page.restore(job.translation) if page is not None else job.translation
+    translated = await api.work.run(_translated, texts, tagged, wanted, jobs, batch)
     answer: dict[str, Any] = {"translatedText": translated if batch else translated[0]}
     if normalize_source_language(source) == "auto":
         languages = [job.detected_source_lang for job in jobs]
