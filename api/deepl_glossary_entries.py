@@ -53,10 +53,12 @@ def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
             f"Value for 'entries_format' not supported: {shown(entries_format)}; use {' or '.join(ENTRIES_FORMATS)}"
         )
     lines = text.splitlines()
+    # One line's fields at a time, dropped once read: kept, half a million lists would set off the garbage
+    # collector's full passes, each a pause of every thread, the event loop's too.
     rows = (
-        [line.split("\t") for line in lines]
+        (line.split("\t") for line in lines)
         if entries_format == "tsv"
-        else [next(csv.reader(io.StringIO(line)), []) for line in lines]
+        else (next(csv.reader(io.StringIO(line)), []) for line in lines)
     )
     entries: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -68,12 +70,13 @@ def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
             raise GlossaryEntriesError(f"line {number}: source term {shown(source)} is given twice")
         seen.add(source)
         entries.append((source, target))
+        if len(entries) > MAX_GLOSSARY_ENTRIES:
+            total = len(entries) + sum(1 for rest in lines[number:] if rest.strip())
+            raise GlossaryEntriesError(
+                f"the glossary has {total:,} entries; at most {MAX_GLOSSARY_ENTRIES:,} are allowed"
+            )
     if not entries:
         raise GlossaryEntriesError("the glossary has no entries; give at least one line of source and target term")
-    if len(entries) > MAX_GLOSSARY_ENTRIES:
-        raise GlossaryEntriesError(
-            f"the glossary has {len(entries):,} entries; at most {MAX_GLOSSARY_ENTRIES:,} are allowed"
-        )
     return entries
 
 
