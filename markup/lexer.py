@@ -108,8 +108,8 @@ def _markup_at(source: str, start: int, finder: Finder, tag_ends: dict[int, int 
     if source.startswith("<?", start):
         close = finder.find("?>", start + 2)
         return None if close == -1 else Markup(start, close + 2, Kind.INSTRUCTION)
-    closing = source.startswith("</", start)
-    name = start + 2 if closing else start + 1
+    is_end = source.startswith("</", start)
+    name = start + 2 if is_end else start + 1
     if name >= len(source) or not source[name].isascii() or not source[name].isalpha():
         return None
     after_name = finder.find(_NAME_END, name + 1)
@@ -118,7 +118,7 @@ def _markup_at(source: str, start: int, finder: Finder, tag_ends: dict[int, int 
     end = _tag_end(source, after_name, finder, tag_ends)
     if end is None:
         return None
-    if closing:
+    if is_end:
         return Markup(start, end, Kind.END, source[name:after_name])
     return Markup(start, end, Kind.START, source[name:after_name], source[end - 2] == "/")
 
