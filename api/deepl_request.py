@@ -4,7 +4,8 @@ DeepL's clients send ``Authorization: DeepL-Auth-Key <key>`` (the SDKs, Weblate)
 key as an ``auth_key`` form or query field. ``Bearer <key>`` works too. Every form ends in
 :func:`api.auth.caller_for_key`, so the key is checked, rate limited and revoked as on the native
 door; a key that is missing or not valid is answered 403, as DeepL answers (its SDKs raise
-``AuthorizationException`` for it).
+``AuthorizationException`` for it). A key in the header or the query string is checked before the
+body is read, so a request without a valid key costs no parsing.
 
 The fields come from a JSON object body (the SDKs' ``/v2/translate`` and glossaries), a form body
 (urlencoded or multipart: the SDKs' ``/v2/document`` upload, older clients everywhere, and even
