@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.body_timeout import BodyReadTimeout
+from api.cpu_work import CpuWork
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
 from api.file_sweeper import FileSweeper
@@ -111,6 +112,7 @@ def create_app(settings: Settings) -> FastAPI:
             settings.api_max_event_streams,
             settings.api_max_event_streams_per_key,
         )
+        work = CpuWork(settings.api_busy_retry_after_seconds)
         app.state.services = ApiServices(
             settings=settings,
             client=client,
@@ -122,6 +124,7 @@ def create_app(settings: Settings) -> FastAPI:
             events=feed,
             queued=queued,
             readiness=readiness,
+            work=work,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
         app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
@@ -139,6 +142,7 @@ def create_app(settings: Settings) -> FastAPI:
             await client.close()
             await file_pool.close()
             await pool.close()
+            work.close()
 
     app = FastAPI(title="dragoman", version="1", description=DESCRIPTION, lifespan=lifespan)
     install_error_handlers(app)

@@ -13,7 +13,8 @@ import csv
 import io
 import unicodedata
 
-from contract.controls import MAX_GLOSSARY_TERMS, MAX_TERM_CHARS
+from api.glossary_terms import TermFinder
+from contract.controls import MAX_TERM_CHARS
 from contract.errors import InvalidGlossaryError, shown
 from producer.groups import storable
 
@@ -52,10 +53,12 @@ def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
             f"Value for 'entries_format' not supported: {shown(entries_format)}; use {' or '.join(ENTRIES_FORMATS)}"
         )
     lines = text.splitlines()
+    # One line's fields at a time, dropped once read: kept, half a million lists would set off the garbage
+    # collector's full passes, each a pause of every thread, the event loop's too.
     rows = (
-        [line.split("\t") for line in lines]
+        (line.split("\t") for line in lines)
         if entries_format == "tsv"
-        else [next(csv.reader(io.StringIO(line)), []) for line in lines]
+        else (next(csv.reader(io.StringIO(line)), []) for line in lines)
     )
     entries: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -67,12 +70,13 @@ def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
             raise GlossaryEntriesError(f"line {number}: source term {shown(source)} is given twice")
         seen.add(source)
         entries.append((source, target))
+        if len(entries) > MAX_GLOSSARY_ENTRIES:
+            total = len(entries) + sum(1 for rest in lines[number:] if rest.strip())
+            raise GlossaryEntriesError(
+                f"the glossary has {total:,} entries; at most {MAX_GLOSSARY_ENTRIES:,} are allowed"
+            )
     if not entries:
         raise GlossaryEntriesError("the glossary has no entries; give at least one line of source and target term")
-    if len(entries) > MAX_GLOSSARY_ENTRIES:
-        raise GlossaryEntriesError(
-            f"the glossary has {len(entries):,} entries; at most {MAX_GLOSSARY_ENTRIES:,} are allowed"
-        )
     return entries
 
 
@@ -106,10 +110,10 @@ def terms_in(entries: list[tuple[str, str]], text: str) -> dict[str, str]:
 
     A stored glossary may hold thousands of terms; a job carries at most
     :data:`~contract.controls.MAX_GLOSSARY_TERMS`, and only those in its text matter to its prompt
-    (past that many found, the longest are kept: a longer term is the more specific one).
+    (past that many found, the longest are kept: a longer term is the more specific one). For many
+    texts against one glossary, read it once: :class:`~api.glossary_terms.TermFinder`.
     """
-    folded = unicodedata.normalize("NFC", text).casefold()
-    return _capped([(s, t) for s, t in entries if unicodedata.normalize("NFC", s).casefold() in folded])
+    return TermFinder(entries).terms_in(text)
 
 
 def document_terms(entries: list[tuple[str, str]], text: str | None) -> dict[str, str]:
@@ -118,10 +122,5 @@ def document_terms(entries: list[tuple[str, str]], text: str | None) -> dict[str
     ``text`` None (a binary format such as ``.docx``, not searchable before it is split): every term,
     the longest first past :data:`~contract.controls.MAX_GLOSSARY_TERMS`.
     """
-    return terms_in(entries, text) if text is not None else _capped(list(entries))
-
-
-def _capped(found: list[tuple[str, str]]) -> dict[str, str]:
-    if len(found) > MAX_GLOSSARY_TERMS:
-        found = sorted(found, key=lambda entry: -len(entry[0]))[:MAX_GLOSSARY_TERMS]
-    return dict(found)
+    finder = TermFinder(entries)
+    return finder.terms_in(text) if text is not None else finder.every_term()

@@ -4,7 +4,8 @@ DeepL's clients send ``Authorization: DeepL-Auth-Key <key>`` (the SDKs, Weblate)
 key as an ``auth_key`` form or query field. ``Bearer <key>`` works too. Every form ends in
 :func:`api.auth.caller_for_key`, so the key is checked, rate limited and revoked as on the native
 door; a key that is missing or not valid is answered 403, as DeepL answers (its SDKs raise
-``AuthorizationException`` for it).
+``AuthorizationException`` for it). A key in the header or the query string is checked before the
+body is read, so a request without a valid key costs no parsing.
 
 The fields come from a JSON object body (the SDKs' ``/v2/translate`` and glossaries), a form body
 (urlencoded or multipart: the SDKs' ``/v2/document`` upload, older clients everywhere, and even
@@ -115,23 +116,39 @@ def _key_from_header(request: Request) -> str | None:
 
 
 async def deepl_request(request: Request, api: Annotated[ApiServices, Depends(services)]) -> DeepLRequest:
-    """The :class:`DeepLRequest`: the key checked (403 missing or not valid, 429 past its rate), the fields read."""
-    fields = await _fields(request)
-    token = _key_from_header(request)
-    if token is None:
-        sent = fields.pop("auth_key", None)
-        token = sent if isinstance(sent, str) and sent.strip() else None
-    else:
+    """The :class:`DeepLRequest`: the key checked (403 missing or not valid, 429 past its rate), the fields read.
+
+    A key sent in the ``Authorization`` header or as ``auth_key`` in the query string is checked before
+    the body is read: a request without a valid one is refused without its body being read or parsed.
+    Only a legacy client's ``auth_key`` form field needs the body read to be found.
+    """
+    token = _key_from_header(request) or _query_key(request)
+    if token is not None:
+        caller = await _caller(api, token)
+        fields = await _fields(request)
         fields.pop("auth_key", None)
-    if token is None:
+        return DeepLRequest(caller, fields, token)
+    fields = await _fields(request)
+    sent = fields.pop("auth_key", None)
+    if not isinstance(sent, str) or not sent.strip():
         raise ApiError(403, "missing_api_key", "send an API key: `Authorization: DeepL-Auth-Key <key>`")
+    return DeepLRequest(await _caller(api, sent), fields, sent)
+
+
+def _query_key(request: Request) -> str | None:
+    """The key of ``auth_key`` in the query string (older clients), or ``None``."""
+    sent = request.query_params.get("auth_key", "")
+    return sent if sent.strip() else None
+
+
+async def _caller(api: ApiServices, token: str) -> Caller:
+    """The caller ``token`` names, checked and rate limited as on every door; a key DeepL would not know is its 403."""
     try:
-        caller = await caller_for_key(api, token)
+        return await caller_for_key(api, token)
     except ApiError as exc:
         if exc.status == 401:  # DeepL answers 403 for a key it does not know
             raise ApiError(403, exc.code, exc.message) from None
         raise
-    return DeepLRequest(caller, fields, token)
 
 
 DeepLRequestDep = Annotated[DeepLRequest, Depends(deepl_request)]

@@ -3,7 +3,8 @@
 LibreTranslate reads every field (``q``, ``source``, ``target``, ``format``, ``api_key``...) from a
 JSON object or from a form (URL-encoded or multipart), with the query string as a fallback (Flask's
 ``request.values``); its clients use all three (Weblate and ``libretranslatepy`` send forms, even on
-``GET /languages``). The key is ``api_key`` in those fields, or dragoman's ``Authorization: Bearer``.
+``GET /languages``). The key is ``api_key`` in those fields, or dragoman's ``Authorization: Bearer``;
+one sent outside the body is checked before the body is read (:func:`libretranslate_request`).
 """
 
 from __future__ import annotations
@@ -45,24 +46,46 @@ async def request_fields(request: Request) -> dict[str, Any]:
     return fields
 
 
-async def libretranslate_caller(request: Request, api: ApiServices, fields: dict[str, Any]) -> Caller:
-    """The caller named by ``api_key`` (or ``Authorization: Bearer``), checked and rate limited like every door's.
+async def libretranslate_request(request: Request, api: ApiServices) -> tuple[Caller, dict[str, Any]]:
+    """The caller and the request's fields (:func:`request_fields`); the key is checked before the body is read
+    whenever it came outside the body.
 
-    No key is LibreTranslate's ``400`` (its "get an API key" answer), a key dragoman does not know
-    is its ``403 Invalid API key``; past the key's rate it is ``429``.
+    A key sent as ``Authorization: Bearer`` or as ``api_key`` in the query string is checked first, and a
+    request without a valid one is refused without its body being read or parsed; only a key that rides
+    in the body (LibreTranslate's own way) needs the body read to be found. No key is LibreTranslate's
+    ``400`` (its "get an API key" answer), a key dragoman does not know is its ``403 Invalid API key``;
+    past the key's rate it is ``429``.
     """
-    key = fields.get("api_key")
-    if not isinstance(key, str) or not key.strip():
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        key = token.strip() if scheme.lower() == "bearer" else ""
-    if not key:
+    key = _key_outside_body(request)
+    if key is not None:
+        caller = await _caller(api, key)
+        return caller, await request_fields(request)
+    fields = await request_fields(request)
+    sent = fields.get("api_key")
+    if not isinstance(sent, str) or not sent.strip():
         raise ApiError(
             400,
             "missing_api_key",
             "Please contact the server operator to get an API key: send it as api_key (or Authorization: Bearer)",
         )
+    return await _caller(api, sent.strip()), fields
+
+
+def _key_outside_body(request: Request) -> str | None:
+    """The key of ``api_key`` in the query string, else of ``Authorization: Bearer``; ``None`` if neither has one."""
+    sent = request.query_params.get("api_key", "").strip()
+    if sent:
+        return sent
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def _caller(api: ApiServices, key: str) -> Caller:
+    """The caller ``key`` names, checked and rate limited like every door's; an unknown key is a ``403``."""
     try:
-        return await caller_for_key(api, key.strip())
+        return await caller_for_key(api, key)
     except ApiError as exc:
         if exc.status == 401:
             raise ApiError(403, "invalid_api_key", f"Invalid API key: {exc.message}") from None

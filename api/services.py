@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from api.cpu_work import CpuWork
 from api.event_feed import EventFeed
 from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
@@ -55,6 +56,7 @@ class ApiServices:
     events: EventFeed
     queued: QueuedJobLimit
     readiness: Readiness
+    work: CpuWork  # per-request work that grows with the body (tagging, glossaries), off the event loop
 
 
 async def services(request: Request) -> ApiServices:

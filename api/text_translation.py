@@ -3,6 +3,10 @@
 The native door queues and answers with ids; DeepL's and LibreTranslate's protocols answer one request
 with its translations. Both go through the same admission (the key's limit of unfinished jobs) and the
 same submitter as ``POST /v1/jobs``, on the interactive lane, and wait for every job of the request.
+
+Limits come before work: a door calls :func:`check_texts` on the texts as they arrived, before it tags,
+matches glossaries or builds anything per text, and the jobs are validated on the API's work threads
+(:class:`~api.cpu_work.CpuWork`), not on the event loop.
 """
 
 from __future__ import annotations
@@ -16,9 +20,37 @@ import msgspec
 from api.auth import Caller
 from api.errors import ApiError
 from api.services import ApiServices
-from contract.errors import JobTimeoutError
-from contract.schemas import Job, TranslationRequest
+from contract.errors import InvalidJobError, JobTimeoutError
+from contract.schemas import Job, TranslationRequest, validate_text
+from contract.settings import Settings
 from producer.requests import Prepared, prepare_many
+
+
+def check_count(settings: Settings, count: int) -> None:
+    """Refuse (413 ``too_many_texts``) more texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` in one request."""
+    limit = settings.api_max_jobs_per_request
+    if count > limit:
+        raise ApiError(
+            413,
+            "too_many_texts",
+            f"{count:,} texts in one request, over the limit of {limit:,} (DRAGOMAN_API_MAX_JOBS_PER_REQUEST); "
+            "send them in several requests",
+        )
+
+
+def check_texts(settings: Settings, texts: Sequence[str]) -> None:
+    """Refuse texts over the per-request limits before any per-text work: their count (413, :func:`check_count`),
+    then each text's length, markup included (``TextTooLongError`` naming the item, as the job's check would).
+
+    Cheap whatever the request: a count, then one length per text of at most that many.
+    """
+    check_count(settings, len(texts))
+    for index, text in enumerate(texts):
+        if len(text) > settings.max_text_chars:
+            try:
+                validate_text(text, settings.max_text_chars)
+            except InvalidJobError as exc:
+                raise type(exc)(f"item {index}: {exc}") from None
 
 
 async def submit_admitted(api: ApiServices, caller: Caller, prepared: list[Prepared]) -> list[str]:
@@ -58,15 +90,8 @@ async def translate_texts(
     ``inline_tags`` (one flag per request, or empty for none): the texts whose markup was swapped for
     placeholder tags (:mod:`contract.inline_tags`), which the worker must keep, as in a document's segments.
     """
-    limit = api.settings.api_max_jobs_per_request
-    if len(requests) > limit:
-        raise ApiError(413, "too_many_texts", f"{len(requests):,} texts in one request, over the limit of {limit:,}")
-    prepared = prepare_many(api.settings, requests, tenant=caller.tenant)
-    if inline_tags:
-        prepared = [
-            (msgspec.structs.replace(spec, inline_tags=True), key) if flag else (spec, key)
-            for (spec, key), flag in zip(prepared, inline_tags, strict=True)
-        ]
+    check_count(api.settings, len(requests))
+    prepared = await api.work.run(_prepared, api.settings, requests, caller.tenant, inline_tags)
     ids = await _submit_or_cancel(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
     try:
@@ -84,6 +109,22 @@ async def translate_texts(
             f"the {len(ids):,} texts were not all translated within {limit_s:g}s (is a worker running?); "
             "the unfinished ones were cancelled",
         ) from None
+
+
+def _prepared(
+    settings: Settings, requests: Sequence[TranslationRequest], tenant: str, inline_tags: Sequence[bool]
+) -> list[Prepared]:
+    """The requests validated as jobs (the first bad one raises, naming its index), marked ``inline_tags`` as flagged.
+
+    A thousand texts' validation is a thread's work (:class:`~api.cpu_work.CpuWork`), not the event loop's.
+    """
+    prepared = prepare_many(settings, requests, tenant=tenant)
+    if not inline_tags:
+        return prepared
+    return [
+        (msgspec.structs.replace(spec, inline_tags=True), key) if flag else (spec, key)
+        for (spec, key), flag in zip(prepared, inline_tags, strict=True)
+    ]
 
 
 async def _submit_or_cancel(api: ApiServices, caller: Caller, prepared: list[Prepared]) -> list[str]:

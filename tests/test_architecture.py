@@ -4,19 +4,20 @@ The map, as ALLOWED below encodes it (a package may import itself and exactly th
 its floor is one above the highest floor it may import; "apart" packages stand outside the floors,
 and no package on a floor may import them):
 
-  floor 6 cli           api, broker, contract, evaluation, orchestrator, producer, storage, tenancy, worker
-  floor 5 api           broker, contract, producer, storage, tenancy
+  floor 6 cli           api, broker, contract, evaluation, markup, orchestrator, producer, storage, tenancy, worker
+  floor 5 api           broker, contract, markup, producer, storage, tenancy
   floor 4 evaluation    broker, contract, producer, storage
-  floor 4 orchestrator  broker, contract, producer, storage
+  floor 4 orchestrator  broker, contract, markup, producer, storage
   floor 4 tenancy       broker, contract, producer, storage
   floor 3 producer      broker, contract, storage
   floor 3 worker        broker, contract, storage
   floor 2 broker        contract
+  floor 2 markup        contract
   floor 2 storage       contract
   floor 1 contract      (nothing of ours)
-  apart   bench         api, broker, contract, evaluation, orchestrator, producer, storage, tenancy, worker
+  apart   bench         api, broker, contract, evaluation, markup, orchestrator, producer, storage, tenancy, worker
   apart   migrations    (nothing of ours)
-  apart   tests         api, bench, broker, cli, contract, evaluation, migrations, orchestrator, producer, storage, tenancy, worker
+  apart   tests         api, bench, broker, cli, contract, evaluation, markup, migrations, orchestrator, producer, storage, tenancy, worker
 
 A dependency is an import (anywhere: inside functions and under ``TYPE_CHECKING`` too), a string
 that names one of our modules (``"orchestrator.tasks.split_document"``: RQ, uvicorn and
@@ -60,17 +61,29 @@ from tests.architecture.rules import (
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_LIBRARY = {"contract", "broker", "storage", "producer", "worker", "tenancy", "orchestrator", "api", "evaluation"}
+_LIBRARY = {
+    "contract",
+    "markup",
+    "broker",
+    "storage",
+    "producer",
+    "worker",
+    "tenancy",
+    "orchestrator",
+    "api",
+    "evaluation",
+}
 # Which of our packages each package may import (besides itself). The CLI is imported by nothing but tests.
 ALLOWED: dict[str, set[str]] = {
     "contract": set(),
     "broker": {"contract"},
+    "markup": {"contract"},  # HTML and XML inline markup: the doors' tagger, for the segmenters to share
     "storage": {"contract"},
     "producer": {"contract", "broker", "storage"},
     "worker": {"contract", "broker", "storage"},
     "tenancy": {"contract", "broker", "storage", "producer"},
-    "orchestrator": {"contract", "broker", "storage", "producer"},
-    "api": {"contract", "broker", "storage", "producer", "tenancy"},
+    "orchestrator": {"contract", "markup", "broker", "storage", "producer"},
+    "api": {"contract", "markup", "broker", "storage", "producer", "tenancy"},
     "evaluation": {"contract", "broker", "storage", "producer"},
     "cli": set(_LIBRARY),
     "migrations": set(),

@@ -9,6 +9,7 @@ and what does not: docs/guides/deepl-api.md.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import PurePath
 from typing import Annotated
@@ -16,7 +17,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response, status
 
 from api.client_disconnect import cancelled_on_disconnect
-from api.deepl_glossary_entries import document_terms, glossary_name, parse_entries, terms_in, to_tsv
+from api.deepl_glossary_entries import document_terms, glossary_name, parse_entries, to_tsv
 from api.deepl_languages import (
     SOURCE_LANGUAGES,
     TARGET_LANGUAGES,
@@ -41,9 +42,10 @@ from api.deepl_schemas import (
 )
 from api.deepl_tags import TAG_HANDLINGS, TaggedText, restore, to_placeholders
 from api.errors import ApiError
+from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
-from api.text_translation import translate_texts
+from api.text_translation import check_texts, translate_texts
 from contract.controls import AUTO_LANGUAGE, Control, Formality
 from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
@@ -132,7 +134,8 @@ async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str
 def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
     """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
 
-    400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer.
+    400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer. Linear in the
+    translations: run on the API's work threads, as the tagging was.
     """
     translations = []
     for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
@@ -149,6 +152,28 @@ def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -
     return translations
 
 
+def _tagged_requests(
+    texts: list[str],
+    tag_handling: str | None,
+    ignore_tags: frozenset[str],
+    entries: list[tuple[str, str]] | None,
+    base: TranslationRequest,
+) -> tuple[list[TaggedText], list[TranslationRequest]]:
+    """Each text's markup swapped for placeholders (``tag_handling``), and its job: ``base`` with the text and the
+    glossary terms found in it.
+
+    Linear in the texts and the glossary, but a large request's work all the same: run on the API's work
+    threads (:class:`~api.cpu_work.CpuWork`), after the limits were checked.
+    """
+    tagged = [to_placeholders(text, tag_handling, ignore_tags) if tag_handling else TaggedText(text) for text in texts]
+    finder = TermFinder(entries) if entries else None
+    requests = [
+        dataclasses.replace(base, text=item.text, glossary=(finder.terms_in(text) or None) if finder else None)
+        for item, text in zip(tagged, texts, strict=True)
+    ]
+    return tagged, requests
+
+
 @router.post("/translate", response_model=TranslateResponse, responses=_ERRORS)
 async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
     """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
@@ -160,11 +185,14 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     byte (``ignore_tags`` elements untranslated). ``preserve_formatting``, ``split_sentences``,
     ``model_type`` and DeepL's other tag options are accepted and have no effect. A text the worker
     could not translate (after its own retries; an undetectable language, say) is a 400 with its reason.
+    More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` is a 413, a text (markup included) longer
+    than ``DRAGOMAN_MAX_TEXT_CHARS`` a 400, both before any work on the texts.
     """
     texts = deepl.texts("text")
     if not texts:
         raise ApiError(400, "missing_parameter", "Parameter 'text' not specified.")
     try:
+        check_texts(api.settings, texts)
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
         source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
@@ -175,20 +203,18 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     tag_handling = deepl.text("tag_handling")
     if tag_handling is not None and tag_handling not in TAG_HANDLINGS:
         raise ApiError(400, "bad_request", f"Value for 'tag_handling' not supported: {tag_handling!r}; use xml or html")
-    ignore_tags = deepl.names("ignore_tags")
-    tagged = [to_placeholders(text, tag_handling, ignore_tags) if tag_handling else TaggedText(text) for text in texts]
-    requests = [
-        TranslationRequest(
-            text=item.text,
-            source_lang=source_lang,
-            target_lang=target_lang,
-            glossary=(terms_in(glossary.entries, text) or None) if glossary else None,
-            context=deepl.text("context"),
-            formality=formality.value if formality else None,
-        )
-        for item, text in zip(tagged, texts, strict=True)
-    ]
+    base = TranslationRequest(
+        text="",
+        source_lang=source_lang,
+        target_lang=target_lang,
+        context=deepl.text("context"),
+        formality=formality.value if formality else None,
+    )
+    entries = glossary.entries if glossary else None
     try:
+        tagged, requests = await api.work.run(
+            _tagged_requests, texts, tag_handling, deepl.names("ignore_tags"), entries, base
+        )
         waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
         jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
@@ -197,7 +223,7 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         if exc.retry_after is not None:
             raise  # 429 with Retry-After: DeepL's SDKs wait and retry
         raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
-    return TranslateResponse(translations=_translations(jobs, tagged, texts))
+    return TranslateResponse(translations=await api.work.run(_translations, jobs, tagged, texts))
 
 
 # Documents -----------------------------------------------------------------------------------
@@ -234,6 +260,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     try:
         text = encode_document(fmt, await upload.read())
         searchable = None if fmt in BINARY_FORMATS else text
+        terms = await api.work.run(document_terms, glossary.entries, searchable) if glossary else None
         document_id = await api.groups.submit_document(
             deepl.caller.tenant,
             text,
@@ -244,7 +271,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
             callback_url=None,
             max_segment_chars=None,
             max_queued_jobs=deepl.caller.max_queued_jobs,
-            glossary=(document_terms(glossary.entries, searchable) or None) if glossary else None,
+            glossary=terms or None,
             context=deepl.text("context"),
             formality=formality.value if formality else None,
         )
@@ -300,7 +327,7 @@ async def document_result(document_id: str, deepl: DeepLRequestDep, api: Service
 
 
 @router.post("/glossaries", status_code=status.HTTP_201_CREATED, response_model=GlossaryBody, responses=_ERRORS)
-async def create_glossary(request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
+async def create_glossary(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> GlossaryBody:
     """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
     (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line, and so is a pair of one language
     (``/v2/glossary-language-pairs`` has none: no translation could use it)."""
@@ -314,7 +341,7 @@ async def create_glossary(request: Request, deepl: DeepLRequestDep) -> GlossaryB
                 f"({to_deepl(source_lang)}); see /v2/glossary-language-pairs"
             )
         entries_format = deepl.text("entries_format") or "tsv"
-        entries = parse_entries(deepl.text("entries", required=True) or "", entries_format)
+        entries = await api.work.run(parse_entries, deepl.text("entries", required=True) or "", entries_format)
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
     info = await _glossaries(request).create(deepl.caller.tenant, name, source_lang, target_lang, entries)

@@ -25,17 +25,19 @@ from starlette.datastructures import UploadFile
 
 from api.client_disconnect import cancelled_on_disconnect
 from api.errors import ApiError, dragoman_error_status
-from api.libretranslate_fields import libretranslate_caller, request_fields, text_field
-from api.libretranslate_html import TaggedHtml, tag_html
+from api.libretranslate_fields import libretranslate_request, text_field
+from api.libretranslate_html import tag_html
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
-from api.text_translation import translate_texts
+from api.text_translation import check_texts, translate_texts
 from contract.documents import FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.ids import canonical_uuid
 from contract.language_detection import LanguageDetector
 from contract.languages import language_name, normalize_language
-from contract.schemas import JobStatus, TranslationRequest, normalize_source_language
+from contract.schemas import Job, JobStatus, TranslationRequest, normalize_source_language
+from contract.settings import Settings
+from markup.placeholders import TaggedText
 from producer.groups import DocumentResult
 from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
@@ -130,12 +132,12 @@ def _confidence(text: str, language: str | None) -> float:
 
 
 async def _detected_languages(
-    count: int, wanted: list[int], sent: list[TranslationRequest], languages: list[str | None]
+    api: ApiServices, count: int, wanted: list[int], sent: list[TranslationRequest], languages: list[str | None]
 ) -> list[dict[str, Any]]:
     """LibreTranslate's ``detectedLanguage`` of each of ``count`` texts: what the worker detected, with the
     detector's confidence in it; a blank text (no job) is LibreTranslate's ``en`` at 0.
 
-    The confidences take about 0.15 ms a text: a thread's work for a list of a thousand, not the event loop's.
+    The confidences take about 0.15 ms a text: the work threads' for a list of a thousand, not the event loop's.
     """
     await _DETECTOR.ready()
 
@@ -143,9 +145,53 @@ async def _detected_languages(
         return [_confidence(request.text, language) for request, language in zip(sent, languages, strict=True)]
 
     detected: list[dict[str, Any]] = [{"confidence": 0.0, "language": "en"} for _ in range(count)]
-    for index, language, confidence in zip(wanted, languages, await asyncio.to_thread(confidences), strict=True):
+    for index, language, confidence in zip(wanted, languages, await api.work.run(confidences), strict=True):
         detected[index] = {"confidence": confidence, "language": language}
     return detected
+
+
+def _checked_texts(settings: Settings, texts: list[str]) -> None:
+    """:func:`~api.text_translation.check_texts` in LibreTranslate's terms: every refusal a ``400 Invalid request``."""
+    try:
+        check_texts(settings, texts)
+    except InvalidJobError as exc:
+        raise ApiError(400, dragoman_error_status(exc)[1], f"Invalid request: {exc}") from None
+    except ApiError as exc:  # more texts than one request may carry: LibreTranslate's over-limit 400
+        raise ApiError(400, exc.code, f"Invalid request: {exc.message}") from None
+
+
+def _tagged_requests(
+    texts: list[str], html: bool, source: str, target: str
+) -> tuple[list[TaggedText | None], list[int], list[TranslationRequest]]:
+    """Each text's markup as placeholders (``html``), the indexes of the texts that are not blank, and their jobs.
+
+    Linear in the texts, but a large request's work all the same: run on the API's work threads
+    (:class:`~api.cpu_work.CpuWork`), after the limits were checked.
+    """
+    tagged: list[TaggedText | None] = [tag_html(text) if html else None for text in texts]
+    wanted = [i for i, text in enumerate(texts) if text.strip()]
+    requests = [
+        TranslationRequest(text=(tagged[i] or TaggedText(texts[i])).text, source_lang=source, target_lang=target)
+        for i in wanted
+    ]
+    return tagged, wanted, requests
+
+
+def _translated(
+    texts: list[str], tagged: list[TaggedText | None], wanted: list[int], jobs: list[Job], batch: bool
+) -> list[str]:
+    """Each text's translation, its markup put back (a blank text as it was); a 500 naming the first that failed.
+
+    Linear in the translations: run on the API's work threads, as the tagging was.
+    """
+    translated = list(texts)
+    for index, job in zip(wanted, jobs, strict=True):
+        if job.status != JobStatus.SUCCEEDED or job.translation is None:
+            where = f" (q item {index})" if batch else ""
+            raise ApiError(500, "translation_failed", f"Cannot translate text{where}: {job.error or job.status}")
+        page = tagged[index]
+        translated[index] = page.restore(job.translation) if page is not None else job.translation
+    return translated
 
 
 @router.post("/translate")
@@ -154,11 +200,13 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
 
     ``format: html`` keeps the markup: the model sees placeholder tags, and the tags come back where
     the translation put them. A blank text comes back as it was (no job). ``alternatives`` are
-    answered as empty lists: a dragoman job has one translation.
+    answered as empty lists: a dragoman job has one translation. More texts than
+    ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST``, or one longer than ``DRAGOMAN_MAX_TEXT_CHARS``, is a 400
+    before any work on the texts.
     """
-    fields = await request_fields(request)
-    caller = await libretranslate_caller(request, api, fields)
+    caller, fields = await libretranslate_request(request, api)
     texts, batch = _texts(fields)
+    _checked_texts(api.settings, texts)
     source, target = text_field(fields, "source"), text_field(fields, "target")
     text_format = fields.get("format") or "text"
     if text_format not in ("text", "html"):
@@ -168,14 +216,9 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     if not request.headers.get("content-type", "").startswith("application/json"):
         texts = [text.replace("\r\n", "\n") for text in texts]  # a form's CRLF line ends, as LibreTranslate does
     html = text_format == "html"
-    tagged: list[TaggedHtml | None] = [tag_html(text) if html else None for text in texts]
-    wanted = [i for i, text in enumerate(texts) if text.strip()]
-    requests = [
-        TranslationRequest(text=(tagged[i] or TaggedHtml(texts[i], {})).text, source_lang=source, target_lang=target)
-        for i in wanted
-    ]
     try:
-        jobs = []
+        tagged, wanted, requests = await api.work.run(_tagged_requests, texts, html, source, target)
+        jobs: list[Job] = []
         if requests:
             waiting = translate_texts(api, caller, requests, inline_tags=[html] * len(requests))
             jobs = await cancelled_on_disconnect(request, waiting)
@@ -183,20 +226,11 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         raise ApiError(400, dragoman_error_status(exc)[1], str(exc)) from None
     except TooManyQueuedJobsError as exc:
         raise _never_admitted(exc) from None
-    except ApiError as exc:
-        if exc.status == 413:  # more texts than one request may carry: LibreTranslate's over-limit 400
-            raise ApiError(400, exc.code, f"Invalid request: {exc.message}") from None
-        raise
-    translated = list(texts)
-    for index, job in zip(wanted, jobs, strict=True):
-        if job.status != JobStatus.SUCCEEDED or job.translation is None:
-            where = f" (q item {index})" if batch else ""
-            raise ApiError(500, "translation_failed", f"Cannot translate text{where}: {job.error or job.status}")
-        page = tagged[index]
-        translated[index] = page.restore(job.translation) if page is not None else job.translation
+    translated = await api.work.run(_translated, texts, tagged, wanted, jobs, batch)
     answer: dict[str, Any] = {"translatedText": translated if batch else translated[0]}
     if normalize_source_language(source) == "auto":
-        detected = await _detected_languages(len(texts), wanted, requests, [job.detected_source_lang for job in jobs])
+        languages = [job.detected_source_lang for job in jobs]
+        detected = await _detected_languages(api, len(texts), wanted, requests, languages)
         answer["detectedLanguage"] = detected if batch else detected[0]
     if alternatives:
         answer["alternatives"] = [[] for _ in texts] if batch else []
@@ -206,14 +240,14 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
 @router.post("/detect")
 async def detect(request: Request, api: ServicesDep) -> list[dict[str, Any]]:
     """``[{confidence, language}]``: the three likeliest languages of ``q``, confidence in percent (py3langid)."""
-    fields = await request_fields(request)
-    await libretranslate_caller(request, api, fields)
+    _, fields = await libretranslate_request(request, api)
     texts, _ = _texts(fields)
     text = "\n".join(texts)
     if not text.strip():
         raise ApiError(400, "missing_parameter", "Invalid request: missing q parameter")
     await _DETECTOR.ready()
-    return [{"confidence": round(p * 100, 1), "language": code} for code, p in _DETECTOR.ranked(text, limit=3)]
+    ranked = await api.work.run(_DETECTOR.ranked, text, limit=3)
+    return [{"confidence": round(p * 100, 1), "language": code} for code, p in ranked]
 
 
 def _upload_format(upload: UploadFile) -> tuple[str, str]:
@@ -263,8 +297,7 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     A segment that failed makes the answer an error (the file would hold untranslated text). A request
     cancelled while it waits (its client disconnected) cancels the document: its id was never answered.
     """
-    fields = await request_fields(request)
-    caller = await libretranslate_caller(request, api, fields)
+    caller, fields = await libretranslate_request(request, api)
     upload = fields.get("file")
     if not isinstance(upload, UploadFile):
         raise ApiError(400, "missing_parameter", "Invalid request: missing file parameter (a multipart file)")
@@ -312,8 +345,7 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
 @router.get("/download_file/{name}", name="download_file", response_class=Response)
 async def download_file(name: str, request: Request, api: ServicesDep) -> Response:
     """A file ``/translate_file`` translated, to the key of the tenant that sent it (Bearer, or ``api_key``)."""
-    fields = await request_fields(request)
-    caller = await libretranslate_caller(request, api, fields)
+    caller, _ = await libretranslate_request(request, api)
     document_id, _, filename = name.partition(".")
     document_id = canonical_uuid(document_id) or ""
     if not document_id or not filename:
