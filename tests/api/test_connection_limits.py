@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import select
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -320,3 +324,49 @@ def test_a_connection_that_sends_nothing_is_closed_at_the_header_timeout(http: H
         assert read_response(sock) == b""  # closed without an answer, as an idle keep-alive connection is
 
         assert time.monotonic() - started >= 0.5 - 0.01  # libuv's clock: see above
+
+
+# --- dragoman api itself, under a small open-file limit ---
+
+
+@pytest.mark.timeout(180)
+def test_dragoman_api_under_a_flood_of_idle_sockets_past_its_open_file_limit(settings_env: Settings) -> None:
+    """600 idle sockets against ``ulimit -n 512``: before issue 48 the server ran out of descriptors and
+    /healthz waited in the listen queue for ever; now the cap, derived from the limit, closes the oldest."""
+    open_files, flood = 512, 600
+    expected = ConnectionLimits.from_settings(Settings(), open_files)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DRAGOMAN_API_HEADER_TIMEOUT_SECONDS": str(FOREVER)}  # only the cap frees places
+    command = f"ulimit -n {open_files} && exec {sys.executable} -m cli.main api --port {port}"
+    process = subprocess.Popen(
+        ["bash", "-c", command], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy_or_ended() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=None).status_code == 200
+        except httpx.TransportError:
+            return process.poll() is not None
+
+    try:
+        wait_for(healthy_or_ended, "dragoman api answers /healthz (or ended)")
+        assert process.poll() is None, process.communicate()[0]
+        with ExitStack() as stack:
+            idle = [stack.enter_context(socket.create_connection(("127.0.0.1", port))) for _ in range(flood)]
+
+            assert httpx.get(f"{url}/healthz", timeout=None).status_code == 200
+
+            wait_for(
+                lambda: sum(map(closed_by_server, idle)) >= flood - expected.max_connections,
+                "the oldest idle sockets closed at the cap",
+            )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=FOREVER)[0]
+    assert f"at most {expected.max_connections:,} open (from the open-file limit)" in output, output
+    assert f"open-file limit {open_files}" in output, output
+    assert "idle connections closed at DRAGOMAN_API_MAX_CONNECTIONS" in output, output
+    assert "Traceback" not in output, output
