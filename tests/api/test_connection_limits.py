@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -152,6 +153,18 @@ def test_unset_caps_are_derived_from_the_open_file_limit() -> None:
 
     with pytest.raises(ConfigurationError, match=r"ulimit -n"):
         ConnectionLimits.from_settings(settings, 200)
+
+
+def test_the_operations_guide_table_is_what_the_limits_derive() -> None:
+    guide = (ROOT / "docs" / "guides" / "operations" / "pools-and-overload.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ([\d,]+)(?: \([^)]*\))? \| ([\d,]+) \| ([\d,]+) \|$", guide, re.MULTILINE)
+    assert len(rows) >= 3, "the guide lost its table of limits by `ulimit -n`"
+    for open_files, connections, in_flight in rows:
+        limits = ConnectionLimits.from_settings(Settings(), int(open_files.replace(",", "")))
+        assert (f"{limits.max_connections:,}", f"{limits.max_requests_in_flight:,}") == (connections, in_flight)
+    with pytest.raises(ConfigurationError):
+        ConnectionLimits.from_settings(Settings(), 224)
+    ConnectionLimits.from_settings(Settings(), 225)  # "under 225 with the default pools" stops the API
 
 
 def test_the_settings_reach_the_server() -> None:
