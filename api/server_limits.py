@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import uvicorn
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.connection_guard import H11_BUFFER_SLACK, ConnectionTable, LimitedH11Protocol, RefusalLog
 from api.errors import error_response
@@ -183,7 +183,7 @@ class RequestGate:
     A request past ``max_requests_in_flight`` is answered ``503 server_busy`` with ``Retry-After`` before
     the application sees it; a head over ``max_header_bytes`` that arrived whole in one read (the
     protocol counts those that arrive in pieces) is answered ``431 header_too_large``, connection closed.
-    Both in the error shape of the route asked for.
+    Both in the error shape of the route asked for. At the lifespan's shutdown the refusals not yet logged are.
     """
 
     def __init__(self, app: ASGIApp, limits: ConnectionLimits, refusals: RefusalLog | None = None) -> None:
@@ -194,6 +194,9 @@ class RequestGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse or pass one request, counting it while the application has it."""
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, self._flushing_at_shutdown(send))
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -227,6 +230,17 @@ class RequestGate:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+    def _flushing_at_shutdown(self, send: Send) -> Send:
+        """``send`` of the lifespan: the refusals counted since the last log line are logged as the server stops
+        (the connections are closed by then; nothing is counted after)."""
+
+        async def flushing_send(message: Message) -> None:
+            if message["type"].startswith("lifespan.shutdown"):
+                self.refusals.flush()
+            await send(message)
+
+        return flushing_send
 
 
 def http_protocol(implementation: HttpImplementation = "auto") -> type[asyncio.Protocol]:

@@ -381,5 +381,8 @@ def test_dragoman_api_under_a_flood_of_idle_sockets_past_its_open_file_limit(set
         output = process.communicate(timeout=FOREVER)[0]
     assert f"at most {expected.max_connections:,} open (from the open-file limit)" in output, output
     assert f"open-file limit {open_files}" in output, output
-    assert "idle connections closed at DRAGOMAN_API_MAX_CONNECTIONS" in output, output
+    # One line at the first, the rest counted and logged as the server stopped: none lost, none per socket.
+    closed = re.findall(r"([\d,]+) idle connections closed at DRAGOMAN_API_MAX_CONNECTIONS", output)
+    assert 0 < len(closed) < 5, output
+    assert sum(int(count.replace(",", "")) for count in closed) >= flood - expected.max_connections, output
     assert "Traceback" not in output, output
