@@ -74,14 +74,12 @@ class RefusalLog:
     def __init__(self, interval_s: float = REFUSAL_LOG_INTERVAL_S) -> None:
         self.interval_s = interval_s
         self.counts: dict[str, int] = {}
-        self.totals: dict[str, int] = {}
         self._last_logged = -math.inf
         self._flush: asyncio.TimerHandle | None = None
 
     def note(self, what: str) -> None:
         """Count one ``what`` (``"idle connections closed at DRAGOMAN_API_MAX_CONNECTIONS"``); log now or soon."""
         self.counts[what] = self.counts.get(what, 0) + 1
-        self.totals[what] = self.totals.get(what, 0) + 1
         loop = asyncio.get_running_loop()
         wait = self._last_logged + self.interval_s - loop.time()
         if wait <= 0:
