@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from storage import ApiKey, ApiKeyStore
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,27 +83,43 @@ GRACEFUL_SHUTDOWN_SECONDS = 10
 
 
 def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
-    """Resolve the services (embedded ones if no URLs are set), then serve the API until SIGTERM/SIGINT."""
+    """Resolve the services (embedded ones if no URLs are set), then serve the API until SIGTERM/SIGINT.
+
+    The connection limits (``api.server_limits``) are sized against the open-file limit, raised to its hard
+    limit first, and logged before the server starts.
+    """
     import uvicorn
 
     from api import create_app
+    from api.server_limits import ConnectionLimits, LimitedConfig, raise_open_file_limit
     from storage.embedded import resolve_urls
 
     configure_logging("INFO", settings.log_format)
     urls = resolve_urls(settings)
     settings = settings.model_copy(update={"redis_url": urls.redis_url, "database_url": urls.database_url})
-    host, port = settings.api_host, settings.api_port
+    limits = ConnectionLimits.from_settings(settings, raise_open_file_limit())
+    log.info("%s", limits.describe())
+    if limits.files_needed > limits.open_file_limit:
+        log.warning(
+            "the connection limits may need %s descriptors, over the open-file limit of %s: raise `ulimit -n` "
+            "or lower DRAGOMAN_API_MAX_CONNECTIONS / DRAGOMAN_API_MAX_REQUESTS_IN_FLIGHT",
+            f"{limits.files_needed:,}",
+            f"{limits.open_file_limit:,}",
+        )
     # Event streams never end by themselves: without a bound, a SIGTERM would wait for ever and the
     # application's shutdown (which releases batches being created) would never run.
-    uvicorn.run(
+    config = LimitedConfig(
         create_app(settings),
-        host=host,
-        port=port,
+        limits,
+        host=settings.api_host,
+        port=settings.api_port,
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    return 0
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1
 
 
 def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:

@@ -459,6 +459,45 @@ class Settings(BaseSettings):
         "(OpenAI's default: 30 days; 0: until deleted)",
     )
 
+    # --- HTTP API: connections (issue 48) ---
+    # Client connections are a resource: a cap per process, deadlines and a size limit on request heads
+    # (api/server_limits.py, api/connection_guard.py). Unset caps are derived from the open-file limit.
+    api_max_connections: int | None = Field(
+        default=None,
+        gt=0,
+        description="most client connections one `dragoman api` process holds open; at the cap a new connection "
+        "closes the one idle longest (waiting for a request or still sending its head), and is refused with "
+        "503 only when every connection has a request in flight. Unset: the open-file limit (`ulimit -n`, "
+        "whose soft limit the API raises to the hard one at start) less the pooled Redis and PostgreSQL "
+        "connections, 64 spare, the listen queue and the requests in flight, at most 10,000",
+    )
+    api_max_requests_in_flight: int | None = Field(
+        default=None,
+        gt=0,
+        description="most requests one API process works on at once (event streams and ?wait= included); past "
+        "it 503 server_busy with Retry-After, at once. Unset: 1,024, or half of what the open-file limit "
+        "leaves after the pools and the listen queue if that is less",
+    )
+    api_max_header_bytes: int = Field(
+        default=16 * 1024,
+        ge=1024,
+        description="largest request line and headers together: beyond it 431 header_too_large and the "
+        "connection closed (an unfinished head is cut off as soon as it passes the limit)",
+    )
+    api_header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="longest time a request line and headers may take to arrive, from the connection's opening "
+        "(or a later request's first byte); beyond it 408 request_timeout and the connection closed (closed "
+        "without an answer if nothing was sent)",
+    )
+    api_keep_alive_seconds: int = Field(
+        default=5,
+        gt=0,
+        description="how long an idle keep-alive connection waits for its next request before it is closed "
+        "(behind a load balancer: longer than the balancer's own idle timeout)",
+    )
+
     # --- Fair share between tenants (issue 33) ---
     # A tenant's jobs wait in a staging stream of their own when its lane is busy; workers move them into
     # the lane by deficit round robin (broker/fair_share.py).
@@ -722,6 +761,17 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "max_jsonl_line_bytes",
             "file_quota_bytes",
             "file_expiry_seconds",
+        ),
+    ),
+    (
+        "HTTP API: connections",
+        "Client connections and request heads, sized against the open-file limit (`ulimit -n`).",
+        (
+            "api_max_connections",
+            "api_max_requests_in_flight",
+            "api_max_header_bytes",
+            "api_header_timeout_seconds",
+            "api_keep_alive_seconds",
         ),
     ),
     (
