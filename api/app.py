@@ -33,6 +33,7 @@ from api.routes import (
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
 from broker.orchestration import orchestration_redis_url
+from broker.queued_limit import QueuedJobLimit
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
@@ -41,7 +42,6 @@ from storage.history import HistoryStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
 from tenancy.history import TenantHistory
-from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
 
 DESCRIPTION = """\

@@ -16,7 +16,7 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who made a request: the API key's id, the tenant whose jobs it sees, and its queued-job limit
-    (admitted by :class:`~tenancy.queued_limit.QueuedJobLimit`, which counts and reserves in one atomic step)."""
+    (admitted by :class:`~broker.queued_limit.QueuedJobLimit`, which counts and reserves in one atomic step)."""
 
     key_id: str
     tenant: str

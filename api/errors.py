@@ -23,6 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from broker.queued_limit import TooManyQueuedJobsError
 from contract.errors import (
     ConfigurationError,
     DocumentTooLargeError,
@@ -55,7 +56,6 @@ from tenancy.batches import (
     BatchNotFoundError,
     InvalidBatchError,
 )
-from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from api.cpu_work import CpuWork
 from api.event_feed import EventFeed
 from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
+from broker.queued_limit import QueuedJobLimit
 from contract.settings import Settings
 from producer import AsyncClient
 from storage import FileStore, ReadinessProbe
 from tenancy.batches import BatchService
-from tenancy.queued_limit import QueuedJobLimit
 from tenancy.tenant_groups import TenantGroups
 
 

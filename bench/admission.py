@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.servers import benchmark_servers
+from broker.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from contract.schemas import TranslationRequest
 from contract.services import ServiceUrls
 from contract.settings import Settings
 from producer.async_client import AsyncClient
 from producer.requests import Prepared, prepare
-from tenancy.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from worker.runtime import run_event_loop
 
 

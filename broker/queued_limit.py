@@ -1,8 +1,8 @@
 """The per-key limit on a tenant's unfinished jobs, admitted atomically before anything is queued.
 
-The HTTP API admits jobs, runs and batches with it before it queues them (``tenancy/queued_limit.py`` is its
-name there); the orchestrator reserves a document's segments with it when the document is split (a
-document's number of jobs is known only then), so it lives here, below both.
+The HTTP API admits jobs, runs and batches with it before it queues them; the orchestrator reserves a
+document's segments with it when the document is split (a document's number of jobs is known only
+then), so it lives here, below both.
 
 SUBMIT adds each of a tenant's jobs to the tenant's sorted set and FINISH removes it, so the
 set's size is the tenant's queued and running jobs. Admission is one Lua script (RESERVE,

@@ -1,15 +1,12 @@
-"""Forward searches that remember what they found, so a lexer's scan stays linear on any input.
+"""Forward searches that remember what they found, so a lexer's or a splitter's scan stays linear on any input.
 
 A regular expression such as ``<!--.*?-->`` tried at every ``<!--`` of a document in which
 none is closed reads to the end of the document each time: ten thousand unclosed comments in
-50 kB are 250 million steps. The lexer finds its closing marks with a :class:`Finder`
+50 kB are 250 million steps. The lexer and the document splitters find their closing marks with a :class:`Finder`
 instead: once a search for ``-->`` from position 100 found nothing, every later search from a
 position past 100 knows the answer at once, and a search that found ``-->`` at 900 answers every
 search from between 100 and 900 without reading again. Each character is read about once per
 needle.
-
-The document segmenters still use their own copy (``orchestrator/segmenting/finder.py``, the one this
-was taken from) until they read their markup through :mod:`markup.lexer`.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from broker.queued_limit import QueuedJobLimit, Reservation, TooManyQueuedJobsError
 from contract.errors import DragomanError, ModelNotFoundError
 from contract.ids import job_id_for, new_job_id
 from contract.schemas import JobSpec
@@ -57,7 +58,6 @@ from tenancy.batch_lines import (
 )
 from tenancy.batch_output import FOLLOW_SECONDS, OutputFollower
 from tenancy.job_spill import JobSpill
-from tenancy.queued_limit import QueuedJobLimit, Reservation, TooManyQueuedJobsError
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from broker.queued_limit import QueuedJobLimit
 from contract.flag_filter import FlagFilter
 from contract.ids import new_job_id
 from contract.languages import normalize_language
@@ -32,7 +33,6 @@ from producer.run_files import (
 )
 from storage import RUN_INPUT_PURPOSE, FileStore, LineTooLongError, Quota, numbered_lines
 from tenancy.batch_lines import numbered
-from tenancy.queued_limit import QueuedJobLimit
 
 __all__ = ["RUN_UPLOAD_PURPOSE", "DocumentNotAssembledError", "TenantGroups"]
 
@@ -75,7 +75,7 @@ class TenantGroups:
 
         Raises :class:`~producer.run_files.InvalidRunFileError` listing the bad lines (nothing
         queued), :class:`~storage.FileTooLargeError` past ``DRAGOMAN_MAX_FILE_BYTES`` and
-        :class:`~tenancy.queued_limit.TooManyQueuedJobsError` if its lines would take the
+        :class:`~broker.queued_limit.TooManyQueuedJobsError` if its lines would take the
         tenant past ``max_queued_jobs`` unfinished jobs.
         """
         settings = self._groups.settings

@@ -46,13 +46,13 @@ from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import check_texts, translate_texts
+from broker.queued_limit import TooManyQueuedJobsError
 from contract.controls import AUTO_LANGUAGE, Control, Formality
 from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, Lane, TranslationRequest
 from storage import Glossary, GlossaryStore
 from storage.usage import UsageStore
-from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(prefix="/v2", tags=["deepl"])

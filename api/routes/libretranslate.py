@@ -30,6 +30,7 @@ from api.libretranslate_html import tag_html
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import check_texts, translate_texts
+from broker.queued_limit import TooManyQueuedJobsError
 from contract.documents import FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.ids import canonical_uuid
@@ -39,7 +40,6 @@ from contract.schemas import Job, JobStatus, TranslationRequest, normalize_sourc
 from contract.settings import Settings
 from markup.placeholders import TaggedText
 from producer.groups import DocumentResult
-from tenancy.queued_limit import TooManyQueuedJobsError
 from tenancy.tenant_groups import DocumentNotAssembledError
 
 router = APIRouter(tags=["libretranslate"])

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from orchestrator.segmenting.finder import Finder
+from markup.finder import Finder
 from orchestrator.segmenting.parts import ATTACHED_MARK, Code, CodeKind, LangAttribute, Segment, attached_place
 from orchestrator.segmenting.skeleton import Skeleton
 

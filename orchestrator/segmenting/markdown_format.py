@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from orchestrator.segmenting.finder import Finder
+from markup.finder import Finder
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.skeleton import Code, Skeleton
 

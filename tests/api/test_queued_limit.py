@@ -12,11 +12,11 @@ import redis
 import redis.asyncio as aioredis
 
 from broker.keys import RedisKeys
+from broker.queued_limit import LEASE_SECONDS, QueuedJobLimit, TooManyQueuedJobsError
 from contract.schemas import JobSpec, TranslationRequest
 from contract.settings import Settings
 from producer.async_client import AsyncClient
 from producer.requests import prepare
-from tenancy.queued_limit import LEASE_SECONDS, QueuedJobLimit, TooManyQueuedJobsError
 from tests.api.conftest import WAIT, KeyMaker, bearer
 from tests.waiting import until
 from tests.worker.conftest import WorkerFactory

@@ -22,6 +22,7 @@ import producer.async_client
 from api import event_feed
 from api.event_feed import EventFeed, FeedItem, valid_cursor
 from broker.keys import RedisKeys
+from broker.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 from broker.redis_client import is_cluster, open_redis
 from broker.standalone_jobs import note_standalone, unfinished_standalone
 from contract.errors import IdempotencyShardError, JobNotFoundError, SubmitNotReplicatedError
@@ -30,7 +31,6 @@ from contract.schemas import JobStatus, TranslationRequest
 from contract.settings import Settings
 from producer.async_client import AsyncClient
 from producer.requests import prepare
-from tenancy.queued_limit import QueuedJobLimit, TooManyQueuedJobsError
 
 pytestmark = pytest.mark.timeout(120)
 SHARDS = 3
