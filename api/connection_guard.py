@@ -142,7 +142,7 @@ class ConnectionTable:
         self._open[connection] = None
         return True
 
-    def touch(self, connection: GuardedConnection) -> None:
+    def mark_recent(self, connection: GuardedConnection) -> None:
         """``connection`` just finished a response: it is the last to be closed for a newcomer."""
         if connection in self._open:
             self._open.move_to_end(connection)
@@ -259,7 +259,7 @@ class HeadGuard:
 
     def response_complete(self) -> None:
         """A response went out: the connection is idle again, the last in line to be closed at the cap."""
-        self.table.touch(self.connection)
+        self.table.mark_recent(self.connection)
 
     def evict(self) -> None:
         """Close the connection for a newcomer (the table already freed its place)."""
