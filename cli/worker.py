@@ -22,7 +22,7 @@ from cli.model_check import add_check_arguments, cmd_model_check
 from cli.setting_flags import mirror_settings
 from contract.errors import EngineNotInstalledError, InvalidJobError
 from contract.log_format import LOG_FORMATS, configure_logging
-from contract.settings import Settings
+from contract.settings import ECHO_MODES, Settings
 from contract.version import dragoman_version
 from worker.engine_args import CPU_DEFAULTS, describe_defaults
 from worker.engine_group import INTERACTIVE_MAX_SEQS, EngineGroupLayout
@@ -51,6 +51,7 @@ def add_commands(sub: SubParsers) -> None:
         epilog=examples(
             "dragoman worker > worker.log 2>&1 &",
             "dragoman worker --engine echo --echo-delay-ms 50",
+            "dragoman worker --engine echo --echo-mode swapcase",
             "dragoman worker --model /models/my-mt-model --gpus all",
             "dragoman worker --model /models/my-mt-model --engines 1 --max-num-seqs 128",
             "dragoman worker --model /models/small-mt-model --no-interactive-engine",
@@ -62,14 +63,21 @@ def add_commands(sub: SubParsers) -> None:
         "--engine",
         choices=ENGINES,
         help="vllm: translate with a model (needs an engine extra); echo: no model and no translation, each job's "
-        "result is its text marked '[echo] ' (with real token counts), to try or integration-test a deployment "
-        "without a model; default DRAGOMAN_ENGINE or vllm",
+        "result is its text marked '[echo] ' (or case-swapped: --echo-mode), with real token counts, to try or "
+        "integration-test a deployment without a model; default DRAGOMAN_ENGINE or vllm",
     )
     worker.add_argument(
         "--echo-delay-ms",
         type=_milliseconds,
         help="with --engine echo: milliseconds each request takes, to simulate an engine's latency; "
         "default DRAGOMAN_ECHO_DELAY_MS or 0",
+    )
+    worker.add_argument(
+        "--echo-mode",
+        choices=ECHO_MODES,
+        help="with --engine echo: mark (each result is its text after '[echo] ') or swapcase (each letter the model "
+        "would be sent comes back with its case swapped, placeholder tags and everything kept from the model "
+        "unchanged: shows what a document or a door sends to the model); default DRAGOMAN_ECHO_MODE or mark",
     )
     add_engine_arguments(worker)
     worker.add_argument(
@@ -132,7 +140,14 @@ def add_commands(sub: SubParsers) -> None:
         help="text, or json (one object per line); default DRAGOMAN_LOG_FORMAT or text",
     )
     mirror_settings(
-        worker, "engine", "echo_delay_ms", "served_model_names", "lane_policy", "max_in_flight", "log_format"
+        worker,
+        "engine",
+        "echo_delay_ms",
+        "echo_mode",
+        "served_model_names",
+        "lane_policy",
+        "max_in_flight",
+        "log_format",
     )
     worker.set_defaults(func=cmd_worker)
 
@@ -307,6 +322,8 @@ def check_echo_arguments(args: argparse.Namespace, engine: str) -> None:
     if engine != "echo":
         if args.echo_delay_ms is not None:
             raise ValueError("--echo-delay-ms is for --engine echo")
+        if args.echo_mode is not None:
+            raise ValueError("--echo-mode is for --engine echo")
         return
     given = [
         flag
@@ -460,13 +477,18 @@ def _start_engine(
     if model_path is None:
         from worker.deterministic_engine import ECHO_MARK, echo_engine
 
+        what = (
+            f"its own text marked {ECHO_MARK!r}"
+            if settings.echo_mode == "mark"
+            else "its text with each letter's case swapped"
+        )
         log.warning(
-            "ENGINE ECHO: THIS WORKER DOES NOT TRANSLATE. Every job succeeds with its own text marked %r "
-            "(%.0f ms per request): for trying and testing a deployment without a model, never for real traffic",
-            ECHO_MARK,
+            "ENGINE ECHO: THIS WORKER DOES NOT TRANSLATE. Every job succeeds with %s (%.0f ms per request): "
+            "for trying and testing a deployment without a model, never for real traffic",
+            what,
             settings.echo_delay_ms,
         )
-        echo = echo_engine(settings.echo_delay_ms)
+        echo = echo_engine(settings.echo_delay_ms, settings.echo_mode)
         return echo, IdentityProfile(echo.tokenizer)
     from worker.vllm_engine import VllmEngine
 

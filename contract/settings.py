@@ -21,6 +21,11 @@ from contract.model_names import validate_model_name
 from contract.models import ModelRoute
 from contract.quality import QualityFlag, parse_flags
 
+EchoMode = Literal["mark", "swapcase"]
+"""What ``--engine echo`` sends back: the text after ``[echo] ``, or the text with each letter's case swapped."""
+
+ECHO_MODES: tuple[EchoMode, ...] = ("mark", "swapcase")
+
 SETTINGS_FILE_VARIABLE = "DRAGOMAN_SETTINGS_FILE"
 """The variable naming the settings file (read from the environment only: a file cannot name another)."""
 
@@ -126,6 +131,11 @@ class Settings(BaseSettings):
     )
     echo_delay_ms: float = Field(
         default=0.0, ge=0, description="engine echo: milliseconds each request takes, to simulate an engine"
+    )
+    echo_mode: EchoMode = Field(
+        default="mark",
+        description="engine echo: mark (each result is its text after '[echo] ') or swapcase (each letter sent "
+        "to the model comes back with its case swapped, placeholder tags kept: shows what reaches the model)",
     )
     model_cache_dir: Path = Field(
         default=Path.home() / ".cache" / "dragoman" / "models",
@@ -619,6 +629,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "engine",
             "engine_args",
             "echo_delay_ms",
+            "echo_mode",
             "model_cache_dir",
         ),
     ),

@@ -14,6 +14,8 @@ from array import array
 from collections.abc import Callable, Sequence
 
 from contract.errors import EngineError
+from contract.inline_tags import Tag, tokens
+from contract.settings import EchoMode
 from worker.engine import GenerationRequest, GenerationResult
 from worker.loop_watch import first_loop_end
 
@@ -194,7 +196,21 @@ ECHO_MAX_MODEL_LEN = 32_768
 """The echo engine's context length in tokens (128 KiB of text: never the limit for a job or a piece)."""
 
 
-def echo_engine(delay_ms: float = 0.0) -> DeterministicEngine:
+def swap_case_outside_tags(text: str) -> str:
+    """``text`` with the case of every letter swapped, its placeholder tags (``<x1>``, ``</x1>``, ``<x2/>``) kept.
+
+    What ``--echo-mode swapcase`` answers: in any output, a swapped letter is one the model was sent and an
+    unchanged one was kept out of its text (markup, code, URLs, a document's skeleton).
+    """
+    return "".join(str(part) if isinstance(part, Tag) else part.swapcase() for part in tokens(text))
+
+
+def _swapped(output: str, request: GenerationRequest) -> str:
+    """The :func:`swap_case_outside_tags` rewrite, in :class:`DeterministicEngine`'s ``rewrite`` shape."""
+    return swap_case_outside_tags(output)
+
+
+def echo_engine(delay_ms: float = 0.0, mode: EchoMode = "mark") -> DeterministicEngine:
     """The engine ``dragoman worker --engine echo`` runs: no model, no vLLM, no translation.
 
     With the ``identity`` prompt profile each request's output is :data:`ECHO_MARK` followed by
@@ -204,7 +220,18 @@ def echo_engine(delay_ms: float = 0.0) -> DeterministicEngine:
     are its text's, its ``output_tokens`` those plus 2 for the mark. Each request takes
     ``delay_ms`` milliseconds (all of them concurrently, as a batching engine would), to simulate
     an engine's latency in integration and load tests.
+
+    ``mode`` ``swapcase`` sends back the text with the case of each letter swapped outside its
+    placeholder tags, and no mark: what comes back swapped is what reached the model, what comes
+    back unchanged was kept from it, so an integrator can see what a document or a door sends.
     """
+    if mode == "swapcase":
+        return DeterministicEngine(
+            delay_s=delay_ms / 1000,
+            max_model_len=ECHO_MAX_MODEL_LEN,
+            rewrite=_swapped,
+            model_name=ECHO_MODEL_NAME,
+        )
     return DeterministicEngine(
         delay_s=delay_ms / 1000,
         max_model_len=ECHO_MAX_MODEL_LEN,

@@ -179,6 +179,7 @@ def child_specs(
             }
             if settings.engine == "echo":
                 env["DRAGOMAN_ECHO_DELAY_MS"] = str(settings.echo_delay_ms)
+                env["DRAGOMAN_ECHO_MODE"] = settings.echo_mode
             if settings.served_model_names:  # the parent's --served-model-name, for every engine
                 env["DRAGOMAN_SERVED_MODEL_NAMES"] = json.dumps(settings.served_model_names)
             if ops.port_file is not None:

@@ -97,12 +97,36 @@ def test_echo_refuses_model_flags(settings: Settings, tmp_path: Path, flags: lis
     assert f"--engine echo runs no model, on no GPU: leave out {refused}" in done.stderr
 
 
-def test_echo_delay_needs_the_echo_engine(settings: Settings) -> None:
+@pytest.mark.parametrize(("flag", "value"), [("--echo-delay-ms", "5"), ("--echo-mode", "swapcase")])
+def test_echo_flags_need_the_echo_engine(settings: Settings, flag: str, value: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_VLLM, "worker", "--engine", "vllm", "--echo-delay-ms", "5"],
+        [sys.executable, "-c", WITHOUT_VLLM, "worker", "--engine", "vllm", flag, value],
         env=child_env(settings),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 2 and "--echo-delay-ms is for --engine echo" in done.stderr
+    assert done.returncode == 2 and f"{flag} is for --engine echo" in done.stderr
+
+
+@pytest.mark.parametrize("from_flag", [True, False])
+def test_swapcase_echo_shows_what_reached_the_model(
+    settings: Settings, client: Client, tmp_path: Path, from_flag: bool
+) -> None:
+    texts = ["Where is the station?", "Click <x1>here</x1> to open <x2/>: Grüße, ß."]
+    ids = [client.submit(text, "en", "de") for text in texts]
+    log = tmp_path / "worker.log"
+    flags = ("--engine", "echo", "--echo-mode", "swapcase") if from_flag else ()
+    env = {"DRAGOMAN_ENGINE": "echo", "DRAGOMAN_ECHO_MODE": "mark" if from_flag else "swapcase"}
+    worker = _worker(settings, log, *flags, **env)
+    try:
+        jobs = [client.wait(job_id, timeout=60) for job_id in ids]
+    finally:
+        code = _stop(worker)
+    output = log.read_text()
+    assert code == 0, output[-3000:]
+    assert [job.translation for job in jobs] == [
+        "wHERE IS THE STATION?",
+        "cLICK <x1>HERE</x1> TO OPEN <x2/>: gRÜSSE, SS.",
+    ]
+    assert "with its text with each letter's case swapped" in output
