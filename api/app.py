@@ -13,6 +13,7 @@ from api.errors import install_error_handlers
 from api.event_feed import EventFeed
 from api.file_sweeper import FileSweeper
 from api.input_check import InputCheck
+from api.joined_requests import JoinedRequests
 from api.key_cache import ApiKeyCache
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
@@ -113,6 +114,7 @@ def create_app(settings: Settings) -> FastAPI:
             settings.api_max_event_streams_per_key,
         )
         work = CpuWork(settings.api_busy_retry_after_seconds)
+        joined = JoinedRequests(settings.api_retry_join_seconds)
         app.state.services = ApiServices(
             settings=settings,
             client=client,
@@ -125,6 +127,7 @@ def create_app(settings: Settings) -> FastAPI:
             queued=queued,
             readiness=readiness,
             work=work,
+            joined=joined,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
         app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
@@ -135,6 +138,7 @@ def create_app(settings: Settings) -> FastAPI:
         try:
             yield
         finally:
+            await joined.close()  # first: its cancelled jobs need the client
             await sweeper.close()
             await batch_service.close()
             await feed.close()

@@ -9,6 +9,7 @@ from fastapi import Request
 
 from api.cpu_work import CpuWork
 from api.event_feed import EventFeed
+from api.joined_requests import JoinedRequests
 from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
 from broker.queued_limit import QueuedJobLimit
@@ -57,6 +58,7 @@ class ApiServices:
     queued: QueuedJobLimit
     readiness: Readiness
     work: CpuWork  # per-request work that grows with the body (tagging, glossaries), off the event loop
+    joined: JoinedRequests  # the doors' requests in flight, joined by identical retries
 
 
 async def services(request: Request) -> ApiServices:

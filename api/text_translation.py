@@ -19,6 +19,7 @@ import msgspec
 
 from api.auth import Caller
 from api.errors import ApiError
+from api.joined_requests import request_key
 from api.services import ApiServices
 from contract.errors import InvalidJobError, JobTimeoutError
 from contract.schemas import Job, TranslationRequest, validate_text
@@ -85,12 +86,28 @@ async def translate_texts(
     Every request is validated before anything is queued (one bad item refuses all, naming its index);
     more than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` texts is a 413. Waits at most ``wait_s`` seconds
     (default ``DRAGOMAN_API_MAX_WAIT_SECONDS``); past it the jobs still queued are cancelled and the
-    answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read); a request
-    whose task is cancelled mid-wait (its client disconnected) cancels its jobs the same way.
+    answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read).
     ``inline_tags`` (one flag per request, or empty for none): the texts whose markup was swapped for
     placeholder tags (:mod:`contract.inline_tags`), which the worker must keep, as in a document's segments.
+
+    An identical request (same key, texts and options) already in flight is joined, not started again: a
+    client's retry after its own timeout gets the first attempt's translations (:mod:`api.joined_requests`).
+    A request whose task is cancelled (its client disconnected) stops waiting; its jobs are cancelled once
+    no identical request has waited for them for ``DRAGOMAN_API_RETRY_JOIN_SECONDS``.
     """
     check_count(api.settings, len(requests))
+    key = await api.work.run(request_key, caller.key_id, requests, inline_tags, wait_s)
+    return await api.joined.run(key, lambda: _translated(api, caller, requests, wait_s, inline_tags))
+
+
+async def _translated(
+    api: ApiServices,
+    caller: Caller,
+    requests: Sequence[TranslationRequest],
+    wait_s: float | None,
+    inline_tags: Sequence[bool],
+) -> list[Job]:
+    """:func:`translate_texts`' work, once per set of identical requests in flight; cancelled, it cancels its jobs."""
     prepared = await api.work.run(_prepared, api.settings, requests, caller.tenant, inline_tags)
     ids = await _submit_or_cancel(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s

@@ -379,6 +379,12 @@ class Settings(BaseSettings):
     api_max_wait_seconds: float = Field(
         default=60.0, ge=0, description="longest ?wait= a submit may ask for (longer ones are cut to this)"
     )
+    api_retry_join_seconds: float = Field(
+        default=15.0,
+        ge=0,
+        description="DeepL and LibreTranslate doors: how long a request's jobs outlive its client (gone at its own "
+        "timeout) so that the client's identical retry joins them instead of starting again; 0 cancels at once",
+    )
     api_rate_limit_per_minute: int = Field(
         default=6_000, gt=0, description="requests per minute one API key may make (429 beyond; per-key override)"
     )
@@ -745,6 +751,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "max_file_bytes",
             "api_max_jobs_per_request",
             "api_max_wait_seconds",
+            "api_retry_join_seconds",
             "api_rate_limit_per_minute",
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",

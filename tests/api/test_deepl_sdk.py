@@ -335,7 +335,7 @@ def test_weblate_s_deepl_backend_request_shapes(door: Door) -> None:
 
 def test_the_guide_s_sdk_example_runs(door: Door, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/guides/deepl-api.md's Python example, run as written but for its key and server URL."""
-    (example,) = [block for block in blocks(ROOT / "docs/guides/deepl-api.md") if block.kind == "python"]
+    example = next(block for block in blocks(ROOT / "docs/guides/deepl-api.md") if block.kind == "python")
     code = example.code.replace("<dragoman key>", door.key()).replace("http://127.0.0.1:8000", door.url)
     (tmp_path / "guide.md").write_text("# Guide\n\nRead *this* first.\n")
     monkeypatch.chdir(tmp_path)
