@@ -15,6 +15,7 @@ from api.file_sweeper import FileSweeper
 from api.input_check import InputCheck
 from api.joined_requests import JoinedRequests
 from api.key_cache import ApiKeyCache
+from api.libretranslate_cors import LibreTranslateCors
 from api.limits import BodySizeLimit
 from api.ratelimit import RateLimiter
 from api.routes import (
@@ -167,6 +168,8 @@ def create_app(settings: Settings) -> FastAPI:
         read_timeout=settings.upload_read_timeout_seconds,
         total_timeout=settings.upload_total_timeout_seconds,
     )
+    # Outermost: a browser's preflight to a LibreTranslate route is answered before anything reads the request.
+    app.add_middleware(LibreTranslateCors, origins=settings.api_cors_origins)
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(runs.router)

@@ -379,6 +379,11 @@ class Settings(BaseSettings):
     api_max_wait_seconds: float = Field(
         default=60.0, ge=0, description="longest ?wait= a submit may ask for (longer ones are cut to this)"
     )
+    api_cors_origins: list[str] = Field(
+        default=["*"],
+        description="origins a browser page may call the LibreTranslate routes from (JSON list; LibreTranslate's "
+        'default ["*"]: any; []: none); the other routes answer no cross-origin calls',
+    )
     api_retry_join_seconds: float = Field(
         default=15.0,
         ge=0,
@@ -752,6 +757,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_jobs_per_request",
             "api_max_wait_seconds",
             "api_retry_join_seconds",
+            "api_cors_origins",
             "api_rate_limit_per_minute",
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",
