@@ -287,6 +287,10 @@ class RedisKeys:
         """Marker of a just-revoked API key: API servers refuse a key they still hold in their cache."""
         return f"{self.prefix}:revoked-key:{api_key_id}"
 
+    def download_link(self, token: str) -> str:
+        """A translated file's unguessable download name -> ``tenant`` and document id, until it expires (untagged)."""
+        return f"{self.prefix}:download-link:{token}"
+
     def rate_window(self, api_key_id: str, window: int) -> str:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
         return f"{self.prefix}:ratelimit:{api_key_id}:{window}"

@@ -384,6 +384,12 @@ class Settings(BaseSettings):
         description="origins a browser page may call the LibreTranslate routes from (JSON list; LibreTranslate's "
         'default ["*"]: any; []: none); the other routes answer no cross-origin calls',
     )
+    api_download_link_seconds: int = Field(
+        default=3600,
+        gt=0,
+        description="how long the translatedFileUrl LibreTranslate's /translate_file answers can be fetched without "
+        "a key (its name is a random token)",
+    )
     api_retry_join_seconds: float = Field(
         default=15.0,
         ge=0,
@@ -758,6 +764,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_wait_seconds",
             "api_retry_join_seconds",
             "api_cors_origins",
+            "api_download_link_seconds",
             "api_rate_limit_per_minute",
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",

@@ -30,6 +30,7 @@ from api.libretranslate_html import tag_html
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.text_translation import check_texts, translate_texts
+from broker.download_links import DownloadLinks
 from broker.queued_limit import TooManyQueuedJobsError
 from contract.documents import FORMATS, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
@@ -293,7 +294,8 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     """Translate an uploaded ``file`` (multipart; a format dragoman's documents take) from ``source`` into ``target``.
 
     Waits for the document (at most ``DRAGOMAN_API_MAX_WAIT_SECONDS``) and answers
-    ``{translatedFileUrl}``: ``/download_file/<document id>.<file name>``, fetched with the same key.
+    ``{translatedFileUrl}``: ``/download_file/<token>.<file name>``, a link that needs no key and expires
+    after ``DRAGOMAN_API_DOWNLOAD_LINK_SECONDS``.
     A segment that failed makes the answer an error (the file would hold untranslated text). A request
     cancelled while it waits (its client disconnected) cancels the document: its id was never answered.
     """
@@ -339,18 +341,38 @@ async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
             f"Cannot translate file: {len(result.failed_segments)} of its segments failed (the first: "
             f"{first.get('error', first)}); dragoman document {document_id} holds them untranslated",
         )
-    return {"translatedFileUrl": str(request.url_for("download_file", name=f"{document_id}.{name}"))}
+    token = await _links(api).issue(caller.tenant, document_id)
+    return {"translatedFileUrl": str(request.url_for("download_file", name=f"{token}.{name}"))}
+
+
+def _links(api: ApiServices) -> DownloadLinks:
+    """The download names of translated files, on the API's Redis client."""
+    return DownloadLinks(api.client.redis, api.client.keys, api.settings.api_download_link_seconds)
 
 
 @router.get("/download_file/{name}", name="download_file", response_class=Response)
 async def download_file(name: str, request: Request, api: ServicesDep) -> Response:
-    """A file ``/translate_file`` translated, to the key of the tenant that sent it (Bearer, or ``api_key``)."""
-    caller, _ = await libretranslate_request(request, api)
-    document_id, _, filename = name.partition(".")
-    document_id = canonical_uuid(document_id) or ""
-    if not document_id or not filename:
+    """A file ``/translate_file`` translated: by the unguessable name its ``translatedFileUrl`` holds, with no key,
+    for ``DRAGOMAN_API_DOWNLOAD_LINK_SECONDS`` (a link, as LibreTranslate's are); or ``<document id>.<name>``
+    with the key of the tenant that sent it (Bearer, or ``api_key``)."""
+    prefix, _, filename = name.partition(".")
+    if not prefix or not filename:
         raise ApiError(400, "invalid_filename", "Invalid filename: use the translatedFileUrl /translate_file answered")
-    _, result = await api.groups.document_result(caller.tenant, document_id)
+    document_id = canonical_uuid(prefix)
+    if document_id is None:
+        named = await _links(api).resolve(prefix)
+        if named is None:
+            raise ApiError(
+                404,
+                "file_not_found",
+                "File not found: the link is unknown or expired (DRAGOMAN_API_DOWNLOAD_LINK_SECONDS); "
+                "translate the file again",
+            )
+        tenant, document_id = named
+    else:
+        caller, _ = await libretranslate_request(request, api)
+        tenant = caller.tenant
+    _, result = await api.groups.document_result(tenant, document_id)
     fmt = result.format if result.format in FORMATS else "txt"
     disposition = {"Content-Disposition": f'attachment; filename="{_SAFE_NAME.sub("_", filename)}"'}
     return translated_document_response(fmt, result.text, disposition)

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from libretranslatepy import LibreTranslateAPI  # type: ignore[import-untyped]  # no stubs, no py.typed
 
 from api.services import ApiServices
+from contract.ids import canonical_uuid
 from contract.inline_tags import Tag
 from contract.inline_tags import tokens as tag_tokens
 from contract.progress import GroupProgress
@@ -269,17 +270,24 @@ async def test_translate_file_and_download_round_trip(
     url = response.json()["translatedFileUrl"]
     assert url.startswith(f"{api_url}/download_file/") and url.endswith(".guide.md")
     async with httpx.AsyncClient(timeout=None) as http:
-        download = await http.get(url, headers=bearer(key))
+        download = await http.get(url)  # a link, as LibreTranslate's: no key needed
         assert download.status_code == 200, download.text
         assert download.text == MARKDOWN.upper()  # Markdown's structure kept, its prose "translated"
         assert download.headers["content-type"].startswith("text/markdown")
         assert 'filename="guide.md"' in download.headers["content-disposition"]
-        by_form_key = await http.request("GET", url, data={"api_key": key})
+        token = url.rsplit("/", 1)[1].partition(".")[0]
+        assert len(token) >= 32 and canonical_uuid(token) is None  # random, not the document's id
+        made_up = await http.get(f"{api_url}/download_file/{'Z' * 32}.guide.md")
+        assert made_up.status_code == 404 and "unknown or expired" in made_up.json()["error"]
+        page = (await http.get(f"{api_url}/v1/documents", headers=bearer(key))).json()
+        by_id = f"{api_url}/download_file/{page['data'][0]['id']}.guide.md"
+        assert (await http.get(by_id, headers=bearer(key))).text == MARKDOWN.upper()  # by id: the key's tenant only
+        by_form_key = await http.request("GET", by_id, data={"api_key": key})
         assert by_form_key.status_code == 200
-        other = await http.get(url, headers=bearer(tenant_key("globex")))
+        other = await http.get(by_id, headers=bearer(tenant_key("globex")))
         assert other.status_code == 404 and "error" in other.json()
-        assert (await http.get(url)).status_code == 400
-        garbled = await http.get(f"{api_url}/download_file/nothing.md", headers=bearer(key))
+        assert (await http.get(by_id)).status_code == 400  # no key
+        garbled = await http.get(f"{api_url}/download_file/nothing", headers=bearer(key))
         assert garbled.status_code == 400 and "Invalid filename" in garbled.json()["error"]
 
 
@@ -299,9 +307,9 @@ async def test_translate_file_detects_the_source_of_source_auto(
         response = await _with_orchestrator(upload)
     assert response.status_code == 200, response.text
     url = response.json()["translatedFileUrl"]
-    document_id = url.rsplit("/", 1)[1].partition(".")[0]
     async with httpx.AsyncClient(timeout=None) as http:
-        assert (await http.get(url, headers=bearer(key))).text == f"{GERMAN}\n\nDanke.\n".upper()
+        assert (await http.get(url)).text == f"{GERMAN}\n\nDanke.\n".upper()
+        document_id = (await http.get(f"{api_url}/v1/documents", headers=bearer(key))).json()["data"][0]["id"]
         view = (await http.get(f"{api_url}/v1/documents/{document_id}", headers=bearer(key))).json()
     assert view["detected_source_lang"] == "de" and view["status"] == "completed", view
 
