@@ -2,6 +2,7 @@
 
     python -m bench.pipeline [--jobs 100000] [--rq-jobs 3000] [--out bench/out/pipeline.json]
     python -m bench.pipeline --quality-rounds 3 --jobs 20000   # the quality checks' cost: off/on side by side
+    python -m bench.pipeline --against main --rounds 3 --jobs 20000   # this tree against main, alternating
 
 Measured in one run, against one embedded Redis and PostgreSQL (or DRAGOMAN_REDIS_URL /
 DRAGOMAN_DATABASE_URL):
@@ -41,6 +42,7 @@ import psycopg
 import redis
 import redis.asyncio as aioredis
 
+from bench.against import compare_against
 from bench.enqueue import workload
 from bench.servers import benchmark_servers
 from bench.shards import spread_prefix
@@ -377,8 +379,25 @@ def main() -> None:
     parser.add_argument(
         "--shards", default="1", help="comma-separated DRAGOMAN_REDIS_SHARDS values to run on each --redis kind"
     )
-    parser.add_argument("--rounds", type=int, default=1, help="rounds of the --redis/--shards comparison")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of the --redis/--shards or --against comparison")
+    parser.add_argument(
+        "--against",
+        metavar="REF",
+        help="run this tree and REF (a branch, tag or commit) alternately, --rounds times each, and print the ratio "
+        "of their pipelines (bench/against.py): run it before landing a change to the worker, broker or storage",
+    )
     args = parser.parse_args()
+    if args.against:
+        compared = compare_against(args.against, max(args.rounds, 1), args.jobs, args.rq_jobs)
+        tree, ref = compared["tree"], compared["against"]
+        print(
+            f"this tree {tree['jobs_per_s_median']:,} jobs/s ({tree['share_of_raw_streams_median']} of raw streams), "
+            f"{args.against} {ref['jobs_per_s_median']:,} jobs/s ({ref['share_of_raw_streams_median']}): "
+            f"ratio {compared['tree_vs_ref']} (medians of {compared['rounds']} rounds)"
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(compared, indent=2))
+        return
     kinds = tuple(kind.strip() for kind in args.redis.split(",") if kind.strip())
     shard_counts = tuple(int(n) for n in args.shards.split(",") if n.strip())
     unknown = [kind for kind in kinds if kind not in ("single", "cluster")]
