@@ -204,6 +204,11 @@ class LanguageDetector:
         detector's best guess (:func:`choose_language`). ``hints``: at least one, most likely first."""
         return choose_language(self._ranking(text), hints, self.min_confidence)
 
+    def probability(self, text: str, language: str) -> float:
+        """The detector's probability that ``text`` is in ``language`` (a canonical code; 0 for one it does not know):
+        how sure it is of a language a best guess took from a hint."""
+        return next((p for code, p in self._ranking(text) if code == language), 0.0)
+
     def sure_language(self, text: str) -> str | None:
         """``text``'s language when the detector is sure of it (what :meth:`detect` would answer), else ``None``."""
         ranking = self._ranking(text)

@@ -125,11 +125,11 @@ def _alternatives(fields: dict[str, Any]) -> int:
 
 
 def _confidence(text: str, language: str | None) -> float:
-    """The detector's probability of ``language`` for ``text``, in percent as LibreTranslate gives it (0: unranked)."""
+    """The detector's probability of ``language`` for ``text``, in percent as LibreTranslate gives it (a best guess
+    taken from a source hint is often a few percent)."""
     if language is None:
         return 0.0
-    ranked = dict(_DETECTOR.ranked(text, limit=5))
-    return round(ranked.get(language, 0.0) * 100, 1)
+    return round(_DETECTOR.probability(text, language) * 100, 1)
 
 
 async def _detected_languages(

@@ -150,6 +150,8 @@ async def test_source_auto_never_refuses_short_texts(
     for text, language in SURELY.items():
         assert detected[text]["language"] == language and detected[text]["confidence"] > 20
     assert all(0 <= d["confidence"] <= 100 and d["language"] for d in detected.values())
+    # a guess taken from a hint (the default, English) says how unsure it is: a few percent, not 0 nor 100
+    assert detected["Save"]["language"] == "en" and 0 < detected["Save"]["confidence"] < 10
     assert together.status_code == 200, together.text
     assert together.json()["translatedText"] == ["SAVE", LONG_ENGLISH.upper(), "CANCEL", "HELP"]
     assert [d["language"] for d in together.json()["detectedLanguage"]] == ["en"] * 4  # the request's language

@@ -85,6 +85,12 @@ def test_a_short_text_takes_the_first_hint_it_does_not_rule_out(detector: Langua
     assert detector.best_guess("Hallo", ["en", "de"]).language == "en"
 
 
+def test_the_probability_of_any_language_for_a_text(detector: LanguageDetector) -> None:
+    assert detector.probability("Save", "en") == pytest.approx(0.0155, abs=0.005)  # far below the first five
+    assert detector.probability("Einstellungen", "de") > 0.5
+    assert detector.probability("Save", "tlh") == 0.0  # not a language the detector knows
+
+
 def test_a_hint_in_another_script_is_ruled_out(detector: LanguageDetector) -> None:
     guess = detector.best_guess("Привет", ["en", "fr"])
     assert guess.basis is GuessBasis.GUESS and guess.language in {"ru", "sr", "bg", "mk", "uk"}
