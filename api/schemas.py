@@ -62,6 +62,16 @@ class JobRequest(BaseModel):
         "(DRAGOMAN_MODEL_ROUTES, else DRAGOMAN_DEFAULT_MODEL); a name nobody serves is 404 model_not_found",
     )
 
+    detection: Literal["strict", "best_guess"] = Field(
+        default="strict",
+        exclude=True,
+        description="with source_lang auto: strict (the default) fails a job whose text the detector cannot tell "
+        "with confidence (one or two words, often), naming its best guess; best_guess never fails it: the text's "
+        "language when the detector is sure, else the language of the request's other texts, the key's recent "
+        "requests or DRAGOMAN_DETECTION_DEFAULT_LANGUAGE, else the detector's best guess (detected_source_lang "
+        "says which); the console asks for best_guess, as the DeepL and LibreTranslate doors always do",
+    )
+
     @model_validator(mode="after")
     def _lane_from_priority(self) -> JobRequest:
         """The one place the API reads ``priority``, ``lane``'s deprecated old name: it becomes ``lane``.

@@ -35,7 +35,8 @@ Names no script touches stay untagged, so they spread over the cluster: the Pub/
 node), a worker's heartbeat ``dragoman:worker:<consumer>``, the served models' names
 ``dragoman:models`` (hash: each name a worker serves -> the model whose lanes it reads) and the
 deployment's default model ``dragoman:default-model``, an API key's rate-limit window
-``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``,
+``dragoman:ratelimit:<key id>:<window>``, a revoked key's marker ``dragoman:revoked-key:<key id>``, a
+tenant's recent source languages ``dragoman:recent-sources:<t>`` (list, :meth:`RedisKeys.recent_sources`),
 the RQ queues ``dragoman-orchestration`` and ``dragoman-webhooks``, and the turns a tenant's tasks take on
 them, RQ's concurrency limits ``<queue>:tenant:<t>`` (:meth:`RedisKeys.tenant_turns`).
 
@@ -290,6 +291,11 @@ class RedisKeys:
     def download_link(self, token: str) -> str:
         """A translated file's unguessable download name -> ``tenant`` and document id, until it expires (untagged)."""
         return f"{self.prefix}:download-link:{token}"
+
+    def recent_sources(self, tenant: str) -> str:
+        """List of the source languages of a tenant's recent requests, newest first, whose language the
+        detector was sure of: the hints of its short texts sent without a source language (untagged)."""
+        return f"{self.prefix}:recent-sources:{tenant}"
 
     def rate_window(self, api_key_id: str, window: int) -> str:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""

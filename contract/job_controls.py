@@ -3,7 +3,7 @@
 A job's row (``jobs``) keeps its text, languages, metadata and the model that answered, not the
 controls it was submitted with: those travel only in the stream entry. ``POST /v1/jobs/{id}/retry``
 submits the same job again, so the worker's writer stores them in ``jobs.controls`` (migration
-0020) for stand-alone jobs that set any: glossary, context, formality, memory off and lane. A
+0020) for stand-alone jobs that set any: glossary, context, formality, memory off, lane and source hints. A
 run's line or a document's segment keeps none (its group is what is retried, from its own row).
 """
 
@@ -21,7 +21,14 @@ def job_controls(spec: JobSpec) -> dict[str, Any] | None:
     document's job (nearly every row: nothing stored)."""
     if spec.run_id is not None or spec.document_id is not None:
         return None
-    if not spec.glossary and spec.context is None and spec.formality is None and spec.memory and spec.lane is None:
+    if (
+        not spec.glossary
+        and spec.context is None
+        and spec.formality is None
+        and spec.memory
+        and spec.lane is None
+        and not spec.source_hints
+    ):
         return None
     controls: dict[str, Any] = {}
     if spec.glossary:
@@ -34,6 +41,8 @@ def job_controls(spec: JobSpec) -> dict[str, Any] | None:
         controls["memory"] = False
     if spec.lane is not None:
         controls["lane"] = spec.lane.value
+    if spec.source_hints:
+        controls["source_hints"] = list(spec.source_hints)
     return controls
 
 

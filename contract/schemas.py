@@ -21,6 +21,7 @@ from contract.controls import (
     validate_memory,
 )
 from contract.errors import EmptyTextError, InvalidJobError, InvalidMetadataError, TextTooLongError, shown
+from contract.language_detection import validate_source_hints
 from contract.languages import normalize_language
 from contract.model_names import validate_model_name
 
@@ -92,6 +93,9 @@ class TranslationRequest:
     formality: str | None = None  # "formal", "informal" or None (the model's default)
     memory: bool = True  # whether the translation memory may serve and store this job
     model: str | None = None  # a served model's name; None: the deployment's routing rules choose
+    # source_lang "auto": languages the text is likely in, most likely first; any makes the detection a best guess
+    # that never fails the job (contract.language_detection.choose_language); none keeps it strict
+    source_hints: tuple[str, ...] | list[str] | None = None
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -120,6 +124,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     memory: bool = True  # the translation memory may serve and store it
     inline_tags: bool = False  # the text carries placeholder tags the translation must keep (documents)
     model: str | None = None  # the served model whose lanes it is queued in (None: the default model's)
+    source_hints: tuple[str, ...] = ()  # source_lang "auto" only: a best guess with these hints; () strict
 
 
 def validate_text(text: object, max_chars: int) -> str:
@@ -255,9 +260,14 @@ def build_job_spec(
     formality: object = None,
     memory: object = None,
     model: object = None,
+    source_hints: object = None,
 ) -> JobSpec:
-    """Validate one submission and return its :class:`JobSpec`; nothing is written here."""
+    """Validate one submission and return its :class:`JobSpec`; nothing is written here.
+
+    ``source_hints`` are kept only with ``source_lang`` ``auto`` (another source needs no detection).
+    """
     source = normalize_source_language(source_lang)
+    hints = validate_source_hints(source_hints)
     target = normalize_language(target_lang)
     return JobSpec(
         job_id=job_id,
@@ -273,6 +283,7 @@ def build_job_spec(
         formality=validate_formality(formality),
         memory=validate_memory(memory),
         model=None if model is None else validate_model_name(model),
+        source_hints=hints if source == AUTO_LANGUAGE else (),
     )
 
 

@@ -17,6 +17,7 @@ from pydantic import Field, IPvAnyNetwork, field_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contract.errors import ConfigurationError
+from contract.languages import normalize_language
 from contract.model_names import validate_model_name
 from contract.models import ModelRoute
 from contract.quality import QualityFlag, parse_flags
@@ -525,6 +526,23 @@ class Settings(BaseSettings):
         "(behind a load balancer: longer than the balancer's own idle timeout)",
     )
 
+    # --- Source language detection on the doors (issue 49) ---
+    # A text sent without a source language to the DeepL and LibreTranslate doors (or the native API with
+    # detection "best_guess") is never refused: the worker takes a best guess helped by source hints
+    # (contract/language_detection.py; the API's hints: api/source_hints.py).
+    detection_default_language: str = Field(
+        default="en",
+        description="the last source hint of a best guess: the language taken for a text too short to tell "
+        "when neither the rest of its request nor the key's recent requests tell either (and its script allows)",
+    )
+    detection_recent_requests: int = Field(
+        default=20,
+        ge=0,
+        le=1_000,
+        description="how many of an API key's recent requests whose language the detector was sure of are kept "
+        "(per tenant, in Redis, for 30 days) as source hints for its short texts (0: none kept or used)",
+    )
+
     # --- Fair share between tenants (issue 33) ---
     # A tenant's jobs wait in a staging stream of their own when its lane is busy; workers move them into
     # the lane by deficit round robin (broker/fair_share.py).
@@ -576,6 +594,11 @@ class Settings(BaseSettings):
     def retry_flags(self) -> frozenset[QualityFlag]:
         """The flags of ``retry_on_flags``; a :class:`ConfigurationError` naming the variable for an unknown one."""
         return parse_flags(self.retry_on_flags.split(","), setting="DRAGOMAN_RETRY_ON_FLAGS")
+
+    @field_validator("detection_default_language")
+    @classmethod
+    def _default_language(cls, value: str) -> str:
+        return normalize_language(value)
 
     @field_validator("default_model")
     @classmethod
@@ -804,6 +827,12 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_header_timeout_seconds",
             "api_keep_alive_seconds",
         ),
+    ),
+    (
+        "Source language detection",
+        "Texts sent without a source language to the DeepL and LibreTranslate doors and the console: a best guess, "
+        "never a refusal (docs/guides/deepl-api.md).",
+        ("detection_default_language", "detection_recent_requests"),
     ),
     (
         "Fair share between tenants",

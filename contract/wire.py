@@ -20,7 +20,10 @@ Jobs stream entry (``XADD {dragoman}:jobs * v 1 id <uuid> payload <json>``; bulk
                  informative: the stream decides who runs it); ``source_lang`` may be
                  ``auto``; ``generation`` (optional; a raw-prompt chat or completion
                  request, ``contract/generation.py``: then the languages are recorded as
-                 ``und`` whatever was sent)
+                 ``und`` whatever was sent); ``source_hints`` (with ``source_lang``
+                 ``auto``: a list of language codes the text is likely in, most likely
+                 first; the worker then takes a best guess and never fails the job for a
+                 text too short to tell, ``contract/language_detection.py``)
 
 Events stream entry and Pub/Sub message: ``v``, ``id``, ``status`` and ``payload`` (JSON with
 ``job_id``, ``status``, ``error``, ``finished_at``, ``prompt_tokens``, ``output_tokens``); the
@@ -41,6 +44,7 @@ from contract.controls import validate_context, validate_formality, validate_glo
 from contract.errors import InvalidJobError, MalformedEntryError, shown
 from contract.generation import RAW_LANGUAGE, validate_generation
 from contract.ids import canonical_uuid
+from contract.language_detection import validate_source_hints
 from contract.languages import normalize_language
 from contract.model_names import validate_model_name
 from contract.schemas import (
@@ -95,6 +99,8 @@ def encode_job_entry(spec: JobSpec) -> dict[str, str]:
         payload["inline_tags"] = True
     if spec.model is not None:
         payload["model"] = spec.model
+    if spec.source_hints:
+        payload["source_hints"] = list(spec.source_hints)
     return {"v": SCHEMA_VERSION, "id": spec.job_id, "payload": _dumps(payload)}
 
 
@@ -155,6 +161,7 @@ def decode_job_entry(fields: Mapping[str, str], *, max_chars: int) -> JobSpec:
             memory=validate_memory(payload.get("memory")),
             inline_tags=_optional_flag(payload, "inline_tags"),
             model=None if payload.get("model") is None else validate_model_name(payload["model"]),
+            source_hints=validate_source_hints(payload.get("source_hints")),
         )
     except InvalidJobError as exc:
         raise MalformedEntryError(str(exc)) from None

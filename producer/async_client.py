@@ -154,7 +154,9 @@ class AsyncClient:
         subclass of :class:`InvalidJobError` before anything is written. With an
         ``idempotency_key``, submitting again returns the first job's id. ``lane``:
         ``"interactive"`` (the default) or ``"bulk"`` (waits behind interactive jobs, with a share).
-        ``source_lang="auto"`` has the worker detect the language (the row records what it found).
+        ``source_lang="auto"`` has the worker detect the language (the row records what it found);
+        a text it cannot tell with confidence fails the job, unless ``source_hints`` (language codes
+        the text is likely in, most likely first, e.g. ``["en"]``) make the detection a best guess.
         ``glossary`` maps source terms to the target terms the translation must use (the row's
         ``glossary_misses`` lists those it did not); ``context`` is text the model sees but does
         not translate; ``formality`` is ``"formal"`` or ``"informal"`` where the model's profile

@@ -6,7 +6,7 @@ what a cancel's outcome means live here, beside the client that applies them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from broker.scripts import CancelOutcome
@@ -52,6 +52,7 @@ class RequestOptions(TypedDict, total=False):
     formality: str | None
     memory: bool
     model: str | None
+    source_hints: Sequence[str] | None
 
 
 def translation_request(
@@ -88,7 +89,13 @@ def translation_request(
         formality=options.get("formality"),
         memory=options.get("memory", True),
         model=options.get("model"),
+        source_hints=_hints(options.get("source_hints")),
     )
+
+
+def _hints(hints: object) -> Any:
+    """``source_hints`` as given, a sequence made a tuple (the request is frozen); checked when the job is built."""
+    return tuple(hints) if isinstance(hints, Sequence) and not isinstance(hints, str) else hints
 
 
 def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | None = None) -> Prepared:
@@ -118,6 +125,7 @@ def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | No
         formality=request.formality,
         memory=request.memory,
         model=request.model,
+        source_hints=request.source_hints,
     )
     return spec, idempotency_key
 
@@ -149,6 +157,7 @@ _REQUEST_FIELDS = frozenset(
         "formality",
         "memory",
         "model",
+        "source_hints",
     }
 )
 
@@ -175,6 +184,7 @@ def as_request(item: TranslationRequest | Mapping[str, Any], index: int) -> Tran
             formality=item.get("formality"),
             memory=item.get("memory", True),
             model=item.get("model"),
+            source_hints=_hints(item.get("source_hints")),
         )
     except KeyError as exc:
         raise InvalidJobError(f"item {index}: missing field {exc.args[0]!r}") from None

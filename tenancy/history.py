@@ -135,6 +135,7 @@ class TenantHistory:
             formality=controls.get("formality"),
             memory=bool(controls.get("memory", True)),
             model=job.model,
+            source_hints=controls.get("source_hints"),
             idempotency_key=f"{RETRY_IDEMPOTENCY_PREFIX}{job_id}",
         )
 

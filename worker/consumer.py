@@ -572,13 +572,16 @@ class StreamConsumer:
                 continue
             try:
                 await self._detector.ready()
-                work[spec.job_id] = msgspec.structs.replace(spec, source_lang=self._detector.detect(spec.text))
+                work[spec.job_id] = msgspec.structs.replace(spec, source_lang=self._source_language(spec))
             except LanguageNotDetectedError as exc:
                 await self._finish(
                     self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=str(exc), shard=shard)
                 )
-            except Exception as exc:  # the detector itself is broken (not installed, say): this job's failure
+            except Exception as exc:  # the detector itself is broken (not installed, say)
                 log.exception("language detection failed for job %s", spec.job_id, extra={"job_id": spec.job_id})
+                if spec.source_hints:  # a best guess is asked for: the likeliest hint, rather than a failure
+                    work[spec.job_id] = msgspec.structs.replace(spec, source_lang=spec.source_hints[0])
+                    continue
                 error = f"source_lang 'auto': language detection failed on this worker ({_first_line(exc)})"
                 await self._finish(
                     self._result(entry_id, spec, attempts, now, JobStatus.FAILED, error=error, shard=shard)
@@ -609,6 +612,13 @@ class StreamConsumer:
                         entry_id, spec, job, attempts, now, done, from_memory=True, flags=flags, shard=shard
                     )
                 )
+
+    def _source_language(self, spec: JobSpec) -> str:
+        """The language of an ``auto`` job's text: a best guess when the job carries source hints (never a
+        failure), else a detection that raises :class:`LanguageNotDetectedError` when not confident."""
+        if spec.source_hints:
+            return self._detector.best_guess(spec.text, spec.source_hints).language
+        return self._detector.detect(spec.text)
 
     async def _mark_started(self, shard: _Shard, decoded: list[tuple[str, JobSpec]], now: float) -> list[StartOutcome]:
         """Run the start script for the whole read in one call, on ``shard``; return what it found for each job."""

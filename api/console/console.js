@@ -170,6 +170,7 @@ async function translate(event) {
     source_lang: $("text-source").value.trim(),
     target_lang: $("text-target").value.trim(),
     lane: "interactive",
+    detection: "best_guess", // source "auto": a text too short to tell is guessed, never failed (as DeepL does)
   };
   try {
     if (!job.text.trim()) throw new Error("Enter a text to translate.");

@@ -45,6 +45,7 @@ from api.errors import ApiError
 from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
+from api.source_hints import source_hints
 from api.text_translation import check_texts, translate_texts
 from broker.queued_limit import TooManyQueuedJobsError
 from contract.controls import AUTO_LANGUAGE, Control, Formality
@@ -178,13 +179,15 @@ def _tagged_requests(
 async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
     """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
 
-    ``source_lang`` absent: detected (``detected_source_language``). ``formality``: ``more``/``prefer_more``
+    ``source_lang`` absent: detected, a best guess for a text too short to tell (helped by the request's other
+    texts, the key's recent languages, ``DRAGOMAN_DETECTION_DEFAULT_LANGUAGE``), never a refusal; each
+    translation's ``detected_source_language`` says what was used. ``formality``: ``more``/``prefer_more``
     ask for a formal register, ``less``/``prefer_less`` an informal one. ``context`` is passed as the
     job's context; ``glossary_id`` the tenant's stored glossary (its pair must match; the terms found
     in each text travel with its job). ``tag_handling`` ``xml``/``html``: the markup is kept byte for
     byte (``ignore_tags`` elements untranslated). ``preserve_formatting``, ``split_sentences``,
     ``model_type`` and DeepL's other tag options are accepted and have no effect. A text the worker
-    could not translate (after its own retries; an undetectable language, say) is a 400 with its reason.
+    could not translate (after its own retries) is a 400 with its reason.
     More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` is a 413, a text (markup included) longer
     than ``DRAGOMAN_MAX_TEXT_CHARS`` a 400, both before any work on the texts.
     """
@@ -203,12 +206,15 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     tag_handling = deepl.text("tag_handling")
     if tag_handling is not None and tag_handling not in TAG_HANDLINGS:
         raise ApiError(400, "bad_request", f"Value for 'tag_handling' not supported: {tag_handling!r}; use xml or html")
+    # No source_lang: a best guess, never a refusal (DeepL detects something for every text; api/source_hints.py).
+    hints = await source_hints(api, deepl.caller.tenant, texts) if source_lang == AUTO_LANGUAGE else None
     base = TranslationRequest(
         text="",
         source_lang=source_lang,
         target_lang=target_lang,
         context=deepl.text("context"),
         formality=formality.value if formality else None,
+        source_hints=hints,
     )
     entries = glossary.entries if glossary else None
     try:

@@ -10,6 +10,7 @@ from api.auth import CallerDep
 from api.errors import ApiError
 from api.schemas import ErrorBody, JobAccepted, JobRequest, JobsAccepted, JobView
 from api.services import ApiServices, services
+from api.source_hints import with_source_hints
 from api.text_translation import submit_admitted
 from contract.errors import JobTimeoutError
 from contract.schemas import JobStatus, TranslationRequest
@@ -44,7 +45,9 @@ async def submit_jobs(
     Every job is validated before anything is written; one bad item refuses the whole list,
     naming its index. Jobs that would take the key past its limit of unfinished jobs are ``429
     too_many_queued_jobs`` with ``Retry-After``. With ``?wait=SECONDS`` (one job only), the answer is ``200`` with the
-    finished job if it finishes in time, else the same ``202``.
+    finished job if it finishes in time, else the same ``202``. ``source_lang: auto`` with ``detection: best_guess``
+    never fails a job for a text too short to tell (the list's other texts, the key's recent languages and the
+    default language help); the default, ``strict``, fails it as before.
     """
     client = api.client
     if isinstance(body, list):
@@ -56,9 +59,13 @@ async def submit_jobs(
         if len(body) > limit:
             raise ApiError(422, "too_many_jobs", f"{len(body):,} jobs in one request, over the limit of {limit:,}")
         requests = [TranslationRequest(**item.model_dump()) for item in body]
+        requests = await with_source_hints(api, caller.tenant, requests, [_best_guess(item) for item in body])
         prepared = prepare_many(client.settings, requests, tenant=caller.tenant)
         return JobsAccepted(ids=await submit_admitted(api, caller, prepared))
-    one = prepare(client.settings, TranslationRequest(**body.model_dump()), tenant=caller.tenant)
+    (request,) = await with_source_hints(
+        api, caller.tenant, [TranslationRequest(**body.model_dump())], [_best_guess(body)]
+    )
+    one = prepare(client.settings, request, tenant=caller.tenant)
     (job_id,) = await submit_admitted(api, caller, [one])
     if wait:
         try:
@@ -75,6 +82,11 @@ async def submit_jobs(
         response.status_code = status.HTTP_200_OK
         return JobView.of(job)
     return JobAccepted(id=job_id, status=job.status)
+
+
+def _best_guess(request: JobRequest) -> bool:
+    """Whether ``request`` asked for a best guess of its source language rather than a strict detection."""
+    return request.detection == "best_guess"
 
 
 @router.get("/{job_id}", response_model=JobView, responses=_ERRORS)

@@ -29,6 +29,7 @@ from api.libretranslate_fields import libretranslate_request, text_field
 from api.libretranslate_html import tag_html
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
+from api.source_hints import source_hints
 from api.text_translation import check_texts, translate_texts
 from broker.download_links import DownloadLinks
 from broker.queued_limit import TooManyQueuedJobsError
@@ -125,11 +126,11 @@ def _alternatives(fields: dict[str, Any]) -> int:
 
 
 def _confidence(text: str, language: str | None) -> float:
-    """The detector's probability of ``language`` for ``text``, in percent as LibreTranslate gives it (0: unranked)."""
+    """The detector's probability of ``language`` for ``text``, in percent as LibreTranslate gives it (a best guess
+    taken from a source hint is often a few percent)."""
     if language is None:
         return 0.0
-    ranked = dict(_DETECTOR.ranked(text, limit=5))
-    return round(ranked.get(language, 0.0) * 100, 1)
+    return round(_DETECTOR.probability(text, language) * 100, 1)
 
 
 async def _detected_languages(
@@ -162,9 +163,10 @@ def _checked_texts(settings: Settings, texts: list[str]) -> None:
 
 
 def _tagged_requests(
-    texts: list[str], html: bool, source: str, target: str
+    texts: list[str], html: bool, source: str, target: str, hints: tuple[str, ...] | None
 ) -> tuple[list[TaggedText | None], list[int], list[TranslationRequest]]:
-    """Each text's markup as placeholders (``html``), the indexes of the texts that are not blank, and their jobs.
+    """Each text's markup as placeholders (``html``), the indexes of the texts that are not blank, and their jobs
+    (with ``hints``: ``source: auto``'s source hints, :mod:`api.source_hints`).
 
     Linear in the texts, but a large request's work all the same: run on the API's work threads
     (:class:`~api.cpu_work.CpuWork`), after the limits were checked.
@@ -172,7 +174,9 @@ def _tagged_requests(
     tagged: list[TaggedText | None] = [tag_html(text) if html else None for text in texts]
     wanted = [i for i, text in enumerate(texts) if text.strip()]
     requests = [
-        TranslationRequest(text=(tagged[i] or TaggedText(texts[i])).text, source_lang=source, target_lang=target)
+        TranslationRequest(
+            text=(tagged[i] or TaggedText(texts[i])).text, source_lang=source, target_lang=target, source_hints=hints
+        )
         for i in wanted
     ]
     return tagged, wanted, requests
@@ -199,6 +203,10 @@ def _translated(
 async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     """Translate ``q`` (a string, or a list answered as a list in order) from ``source`` (or ``auto``) into ``target``.
 
+    ``source: auto`` is never refused: a text too short to tell gets a best guess, helped by the request's other
+    texts, the key's recent languages and ``DRAGOMAN_DETECTION_DEFAULT_LANGUAGE``; ``detectedLanguage`` says which
+    language was used and how sure the detector is of it (in percent, as LibreTranslate gives it).
+
     ``format: html`` keeps the markup: the model sees placeholder tags, and the tags come back where
     the translation put them. A blank text comes back as it was (no job). ``alternatives`` are
     answered as empty lists: a dragoman job has one translation. More texts than
@@ -217,8 +225,12 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     if not request.headers.get("content-type", "").startswith("application/json"):
         texts = [text.replace("\r\n", "\n") for text in texts]  # a form's CRLF line ends, as LibreTranslate does
     html = text_format == "html"
+    auto = normalize_source_language(source) == "auto"
+    # source: auto is a best guess, never a refusal: LibreTranslate falls back rather than fail (api/source_hints.py)
+    asked = [text for text in texts if text.strip()] if auto else []
+    hints = await source_hints(api, caller.tenant, asked) if asked else None
     try:
-        tagged, wanted, requests = await api.work.run(_tagged_requests, texts, html, source, target)
+        tagged, wanted, requests = await api.work.run(_tagged_requests, texts, html, source, target, hints)
         jobs: list[Job] = []
         if requests:
             waiting = translate_texts(api, caller, requests, inline_tags=[html] * len(requests))
@@ -229,7 +241,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
         raise _never_admitted(exc) from None
     translated = await api.work.run(_translated, texts, tagged, wanted, jobs, batch)
     answer: dict[str, Any] = {"translatedText": translated if batch else translated[0]}
-    if normalize_source_language(source) == "auto":
+    if auto:
         languages = [job.detected_source_lang for job in jobs]
         detected = await _detected_languages(api, len(texts), wanted, requests, languages)
         answer["detectedLanguage"] = detected if batch else detected[0]

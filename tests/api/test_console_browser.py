@@ -196,6 +196,12 @@ def test_sign_in_upload_a_document_watch_it_complete_and_download_it(
         browser.find_element(By.ID, "text-input").send_keys("Good morning.")
         browser.find_element(By.CSS_SELECTOR, "#translate-form button[type=submit]").click()
         wait_for(lambda: text_of("translate-output") == "Good morning.", "the text's translation")
+        # One word from "auto" (issue 49: "The job failed"): a best guess, the language said
+        browser.find_element(By.ID, "text-input").clear()
+        browser.find_element(By.ID, "text-input").send_keys("Save")
+        browser.find_element(By.CSS_SELECTOR, "#translate-form button[type=submit]").click()
+        wait_for(lambda: text_of("translate-output") == "Save", "the short text's translation")
+        assert text_of("translate-status") == "Done, detected en." and not text_of("translate-error")
 
         # A file of no format dragoman knows: the API's 415 message, nothing listed.
         browser.find_element(By.ID, "file-input").send_keys(str(unsupported))

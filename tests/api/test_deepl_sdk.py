@@ -28,6 +28,7 @@ from contract.settings import Settings
 from contract.sync_bridge import LoopThread
 from storage import ApiKeyStore, AsyncConnectionPool
 from tests.api.conftest import uvicorn_serving
+from tests.api.short_texts import COMMON_UI_STRINGS, SURELY
 from tests.docs.examples import ROOT, blocks
 from tests.orchestrator.test_runs_and_documents import ORCHESTRATE_EVERY_S, run_orchestrator
 from tests.orchestrator.test_segmenting import TRICKY_MARKDOWN
@@ -37,6 +38,8 @@ from worker.deterministic_engine import DeterministicEngine
 from worker.profiles import IdentityProfile
 
 pytestmark = pytest.mark.timeout(300)
+
+LONG_GERMAN = "Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen mit dem Zug nach Berlin."
 
 
 class ControlsShownProfile(IdentityProfile):
@@ -131,6 +134,39 @@ def test_a_text_and_a_list(door: Door) -> None:
     assert isinstance(many, list)
     assert [r.text for r in many] == ["first", "second", "third"]
     assert {r.detected_source_lang for r in many} == {"EN"}
+
+
+def test_thirty_short_texts_without_a_source_are_all_translated(door: Door) -> None:
+    """Issue 49: 23 of these were refused (400 "could not be told with confidence"). Each, alone, is translated
+    now, and ``detected_source_lang`` says what was used: the detector's language where it is sure, else English
+    (the default) unless the text's script rules it out."""
+    translator = door.translator()
+    results = [translator.translate_text(text, target_lang="DE") for text in COMMON_UI_STRINGS]
+    assert [r.text for r in results] == list(COMMON_UI_STRINGS)  # the echo engine: the translation is the text
+    detected = {text: r.detected_source_lang for text, r in zip(COMMON_UI_STRINGS, results, strict=True)}
+    assert all(code and code.isupper() for code in detected.values()), detected
+    for text, language in SURELY.items():
+        assert detected[text] == language.upper()
+    for text in ("Save", "Cancel", "Log in", "Help", "Delete"):
+        assert detected[text] == "EN"
+    assert detected["Привет"] != "EN"  # English is ruled out by the script
+    # Han characters: Chinese first, but Japanese, which this key sent just before, is not ruled out
+    assert detected["谢谢"] in {"ZH", "JA"}
+    # the same thirty in one request: none refused, every one answered in order
+    together = translator.translate_text(list(COMMON_UI_STRINGS), target_lang="FR")
+    assert [r.text for r in together] == list(COMMON_UI_STRINGS)
+
+
+def test_short_texts_take_the_language_of_the_request_and_the_keys_recent_requests(door: Door) -> None:
+    key = door.key()
+    translator = door.translator(key)
+    mixed = translator.translate_text(["Hallo", LONG_GERMAN, "Abbrechen", "Danke"], target_lang="EN-US")
+    assert [r.text for r in mixed] == ["Hallo", LONG_GERMAN, "Abbrechen", "Danke"]
+    assert [r.detected_source_lang for r in mixed] == ["DE"] * 4  # the long text tells the short ones' language
+    # the next request of the same key, one short text alone: the key's recent language, not the default
+    assert translator.translate_text("Hallo", target_lang="EN-US").detected_source_lang == "DE"
+    # another key's tenant has no such history: the default
+    assert door.translator().translate_text("Hallo", target_lang="FR").detected_source_lang == "EN"
 
 
 def test_formality_and_context_reach_the_job(door: Door) -> None:
@@ -277,9 +313,11 @@ def test_a_bad_target_is_refused_with_dragoman_s_message(door: Door) -> None:
         door.translator().translate_text("Hello", target_lang="XX")
 
 
-def test_a_text_whose_language_cannot_be_detected_is_a_bad_request(door: Door) -> None:
-    with pytest.raises(deepl.DeepLException, match=r"Bad request.*text 0 was not translated.*source_lang"):
-        door.translator().translate_text("zq", target_lang="DE")
+def test_a_text_with_no_language_to_detect_is_translated_not_refused(door: Door) -> None:
+    """Before issue 49 these were 400s ("could not be told with confidence"); DeepL answers them, and so does this."""
+    results = door.translator().translate_text(["zq", "12345", "🙂"], target_lang="DE")
+    assert [r.text for r in results] == ["zq", "12345", "🙂"]
+    assert {r.detected_source_lang for r in results} == {"EN"}  # nothing tells otherwise: the default
 
 
 def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:

@@ -292,6 +292,43 @@ async def test_wait_returns_the_finished_job(
     assert "already succeeded" in _error(refused, 409, "job_not_cancellable")
 
 
+async def _submitted_list(http: httpx.AsyncClient, key: str, jobs: list[dict[str, str]]) -> list[dict[str, object]]:
+    """Submit ``jobs`` as one list and wait until each is final; their views, in order."""
+    listed = await http.post("/v1/jobs", json=jobs, headers=bearer(key))
+    assert listed.status_code == 202, listed.text
+
+    async def final() -> list[dict[str, object]] | None:
+        views = [(await http.get(f"/v1/jobs/{job_id}", headers=bearer(key))).json() for job_id in listed.json()["ids"]]
+        return views if all(view["status"] in ("succeeded", "failed") for view in views) else None
+
+    return await until(final, "the listed jobs finished")
+
+
+async def test_source_auto_is_strict_unless_the_job_asks_for_a_best_guess(
+    http: httpx.AsyncClient, make_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """Issue 49: the native API keeps its strictness by default (a pipeline sees the failure and names the
+    language); ``detection: best_guess`` (the console's) translates a short text, as the DeepL door does."""
+    key = make_key("acme")
+    short = {"text": "Save", "source_lang": "auto", "target_lang": "fr"}
+    async with start_worker(DeterministicEngine()):
+        strict = await http.post(f"/v1/jobs?{WAIT}", json=short, headers=bearer(key))
+        guessed = await http.post(f"/v1/jobs?{WAIT}", json={**short, "detection": "best_guess"}, headers=bearer(key))
+        german = "Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen mit dem Zug nach Berlin."
+        hallo, _ = await _submitted_list(
+            http, key, [{**short, "text": text, "detection": "best_guess"} for text in ("Hallo", german)]
+        )
+    # in a list, a short text takes the language of the others (Hallo alone would be English, the default)
+    assert hallo["status"] == "succeeded" and hallo["detected_source_lang"] == "de"
+    assert strict.json()["status"] == "failed" and "could not be told with confidence" in strict.json()["error"]
+    assert guessed.json()["status"] == "succeeded" and guessed.json()["detected_source_lang"] == "en"
+    assert guessed.json()["source_lang"] == "auto"
+    assert "detection" not in guessed.json()
+    _error(
+        await http.post("/v1/jobs", json={**short, "detection": "maybe"}, headers=bearer(key)), 422, "invalid_request"
+    )
+
+
 async def test_wait_that_runs_out_answers_202(http: httpx.AsyncClient, make_key: KeyMaker) -> None:
     response = await http.post("/v1/jobs?wait=0.2", json=JOB, headers=bearer(make_key("acme")))
     assert response.status_code == 202 and response.json()["status"] == "queued"

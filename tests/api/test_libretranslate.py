@@ -27,6 +27,7 @@ from contract.progress import GroupProgress
 from contract.settings import Settings
 from producer.requests import Prepared
 from tests.api.conftest import KeyMaker, bearer, uvicorn_serving
+from tests.api.short_texts import COMMON_UI_STRINGS, LONG_ENGLISH, SURELY
 from tests.docs.examples import ROOT, blocks
 from tests.orchestrator.test_runs_and_documents import ORCHESTRATE_EVERY_S, run_orchestrator
 from tests.waiting import until
@@ -118,6 +119,44 @@ async def test_a_list_auto_source_and_html_keep_order_detection_and_tags(
     assert languages == ["en", "en", "de", "en"]  # the blank one: LibreTranslate's "en" at 0
     assert answer["detectedLanguage"][0]["confidence"] > 50 and answer["detectedLanguage"][1]["confidence"] == 0
     assert answer["alternatives"] == [[], [], [], []]
+
+
+async def test_source_auto_never_refuses_short_texts(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """Issue 49: short UI strings with ``source: auto`` were a 500 (the whole request failed with one of them).
+    Each is translated now; ``detectedLanguage`` says which language was used, with the detector's confidence."""
+    key = tenant_key("acme")
+    client = LibreTranslateAPI(api_url, api_key=key)
+    body = {"q": list(COMMON_UI_STRINGS), "source": "auto", "target": "fr", "api_key": key}
+    mixed = {
+        "q": ["Save", LONG_ENGLISH, "Cancel", "Help"],
+        "source": "auto",
+        "target": "de",
+        "api_key": tenant_key("b"),
+    }
+    async with start_worker(shouting()), httpx.AsyncClient(timeout=None) as http:
+        save = await asyncio.to_thread(client.translate, "Save", "auto", "de")
+        greeting = await asyncio.to_thread(client.translate, "Привет", "auto", "de")
+        listed = await http.post(f"{api_url}/translate", json=body)
+        together = await http.post(f"{api_url}/translate", json=mixed)
+        alone = await http.post(
+            f"{api_url}/translate", data={"q": "Gracias", "source": "auto", "target": "en", "api_key": key}
+        )
+    assert (save, greeting) == ("SAVE", "ПРИВЕТ")
+    assert listed.status_code == 200, listed.text
+    answer = listed.json()
+    assert answer["translatedText"] == [text.upper() for text in COMMON_UI_STRINGS]
+    detected = dict(zip(COMMON_UI_STRINGS, answer["detectedLanguage"], strict=True))
+    for text, language in SURELY.items():
+        assert detected[text]["language"] == language and detected[text]["confidence"] > 20
+    assert all(0 <= d["confidence"] <= 100 and d["language"] for d in detected.values())
+    # a guess taken from a hint (the default, English) says how unsure it is: a few percent, not 0 nor 100
+    assert detected["Save"]["language"] == "en" and 0 < detected["Save"]["confidence"] < 10
+    assert together.status_code == 200, together.text
+    assert together.json()["translatedText"] == ["SAVE", LONG_ENGLISH.upper(), "CANCEL", "HELP"]
+    assert [d["language"] for d in together.json()["detectedLanguage"]] == ["en"] * 4  # the request's language
+    assert alone.status_code == 200 and set(alone.json()["detectedLanguage"]) == {"confidence", "language"}
 
 
 async def test_one_text_with_a_source_answers_a_string_without_detection(

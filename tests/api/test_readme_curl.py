@@ -144,10 +144,11 @@ async def test_readme_curl_examples_run(
     assert process.returncode == 0, err.decode() + (tmp_path / "rq-worker.log").read_text()
     bodies, _, events = out.decode().partition("retry: ")
     printed = _json_values(bodies)
-    # The GET, the two waited submits, the list, the models, the unknown model, the cancel, the keyless GET and
-    # the run's two result lines.
-    assert len(printed) == 10, printed
-    looked_up, waited, controlled, listed, models, unknown, cancelled, keyless, first, second = printed
+    # The GET, the two waited submits, the best guess's check, the list, the models, the unknown model, the cancel,
+    # the keyless GET and the run's two result lines.
+    assert len(printed) == 11, printed
+    looked_up, waited, controlled, guessed, listed, models, unknown, cancelled, keyless, first, second = printed
+    assert guessed is True  # "Save" from auto with detection best_guess: succeeded, its language said
     assert looked_up["status"] in ("queued", "running", "succeeded") and looked_up["source_lang"] == "en"
     assert waited["status"] == "succeeded" and waited["translation"] == "Thank you."
     assert waited["metadata"] == {"doc": "a.txt"}

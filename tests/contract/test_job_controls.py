@@ -28,6 +28,12 @@ def test_a_stand_alone_job_keeps_the_controls_it_set_and_only_those() -> None:
     assert job_controls(_spec(formality="default")) is None
 
 
+def test_an_auto_jobs_source_hints_are_kept_for_its_retry() -> None:
+    """A best-guess job retried from the console stays a best guess (a strict retry would fail the short text)."""
+    spec = build_job_spec("j", "Save", "auto", "fr", max_chars=100, source_hints=["en"])
+    assert job_controls(spec) == {"source_hints": ["en"]}
+
+
 def test_a_runs_or_documents_job_keeps_none() -> None:
     spec = _spec(glossary={"a": "b"})
     assert job_controls(msgspec.structs.replace(spec, run_id="r")) is None

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from contract.errors import MalformedEntryError
-from contract.schemas import JobSpec, JobStatus
+from contract.schemas import JobSpec, JobStatus, build_job_spec
 from contract.wire import JobEvent, decode_job_entry, encode_job_entry, read_job_id
 
 
@@ -57,6 +57,20 @@ def test_encode_then_decode_round_trips() -> None:
         sequence=3,
     )
     assert decode_job_entry(encode_job_entry(spec), max_chars=100) == spec
+
+
+def test_source_hints_travel_with_an_auto_job_and_are_checked() -> None:
+    spec = build_job_spec(str(uuid.uuid4()), "Save", "auto", "de", max_chars=100, source_hints=["EN", "fr", "en"])
+    assert spec.source_hints == ("en", "fr")
+    fields = encode_job_entry(spec)
+    assert json.loads(fields["payload"])["source_hints"] == ["en", "fr"]
+    assert decode_job_entry(fields, max_chars=100) == spec
+    # a known source needs no hints: they are not sent
+    named = build_job_spec(str(uuid.uuid4()), "Save", "en", "de", max_chars=100, source_hints=["fr"])
+    assert named.source_hints == () and "source_hints" not in json.loads(encode_job_entry(named)["payload"])
+    payload = {"text": "x", "source_lang": "auto", "target_lang": "fr", "source_hints": "en"}
+    with pytest.raises(MalformedEntryError, match="source_hints must be a list"):
+        decode_job_entry({"v": "1", "id": str(uuid.uuid4()), "payload": json.dumps(payload)}, max_chars=10)
 
 
 @pytest.mark.parametrize(

@@ -127,6 +127,32 @@ async def test_source_language_auto_is_detected_or_failed_at_once(
     assert engine.requests == 1
 
 
+async def test_an_auto_job_with_source_hints_is_a_best_guess_never_a_failure(
+    client: Client, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    """Issue 49: a text too short to tell, sent with hints (as the DeepL and LibreTranslate doors send it), is
+    translated from the first hint it does not rule out; the same text without hints still fails, as before."""
+    engine = DeterministicEngine()
+    worker = _worker(settings, service_urls, engine)
+    await worker.start()
+    try:
+        save, greeting, digits, strict = await wait_all(
+            client,
+            [
+                client.submit("Save", "auto", "fr", source_hints=["en"]),
+                client.submit("Привет", "auto", "fr", source_hints=["en", "ru"]),  # English ruled out by its script
+                client.submit("12345 67890", "auto", "en", source_hints=["de", "en"]),
+                client.submit("Save", "auto", "fr"),
+            ],
+        )
+    finally:
+        await worker.stop(grace_seconds=5)
+    assert [job.status for job in (save, greeting, digits)] == [JobStatus.SUCCEEDED] * 3
+    assert [job.detected_source_lang for job in (save, greeting, digits)] == ["en", "ru", "de"]
+    assert save.source_lang == "auto"  # the row still says the language was detected
+    assert strict.status is JobStatus.FAILED and strict.error and "could not be told with confidence" in strict.error
+
+
 async def test_a_memory_that_cannot_be_reached_only_costs_the_lookup(settings: Settings) -> None:
     memory = TranslationMemory(
         _memory_settings(settings),
@@ -179,7 +205,7 @@ async def test_a_refused_batch_is_dropped_and_the_next_ones_are_stored(settings:
     assert stored == [0, 1] and memory.counters.stored == 1
 
 
-async def test_a_broken_detector_fails_the_auto_job_and_the_worker_goes_on(
+async def test_a_broken_detector_fails_a_strict_auto_job_and_the_worker_goes_on(
     client: Client, settings: Settings, service_urls: ServiceUrls
 ) -> None:
     engine = DeterministicEngine()
@@ -188,16 +214,27 @@ async def test_a_broken_detector_fails_the_auto_job_and_the_worker_goes_on(
     def broken(text: str) -> str:
         raise RuntimeError("model file unreadable")
 
+    def broken_guess(text: str, hints: object) -> str:
+        raise RuntimeError("model file unreadable")
+
     worker.consumer._detector.detect = broken  # type: ignore[method-assign]
+    worker.consumer._detector.best_guess = broken_guess  # type: ignore[method-assign,assignment]
     await worker.start()
     try:
-        auto, plain = await wait_all(
-            client, [client.submit("Hello there, friend.", "auto", "fr"), client.submit("Hello", "en", "fr")]
+        auto, plain, guessed = await wait_all(
+            client,
+            [
+                client.submit("Hello there, friend.", "auto", "fr"),
+                client.submit("Hello", "en", "fr"),
+                client.submit("Hallo", "auto", "fr", source_hints=["de", "en"]),
+            ],
         )
     finally:
         await worker.stop(grace_seconds=5)
     assert auto.status is JobStatus.FAILED and auto.error and "model file unreadable" in auto.error
     assert plain.status is JobStatus.SUCCEEDED
+    # a best guess was asked for: the likeliest hint rather than a failure
+    assert guessed.status is JobStatus.SUCCEEDED and guessed.detected_source_lang == "de"
 
 
 def _submit_as(client: Client, tenant: str | None, text: str) -> str:
