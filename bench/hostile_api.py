@@ -133,7 +133,7 @@ def measure(run: SideRun, name: str, sizes: Sizes) -> dict[str, Any]:
     other = row["other_tenant"]
     print(
         f"[{run.side.label}] {name}: other tenant p50/p99/worst "
-        f"{other['p50_s']}/{other['p99_s']}/{other['worst_s']} s, "
+        f"{other['p50_s']}/{other['p99_s']}/{other['worst_s']} s {other['worst_by_route_s']}, "
         f"5xx {other['5xx']}, errors {sum(other['errors'].values())}; API peak {row['api_peak_rss_mib']} MiB; "
         f"attacker got: {outcome.got} {outcome.measure}",
         flush=True,
@@ -196,7 +196,8 @@ def run(
 
 def unmeasured(side: str, name: str, why: str) -> dict[str, Any]:
     """The row of an attack that could not run on ``side``."""
-    other = {"requests": 0, "p50_s": 0.0, "p99_s": 0.0, "worst_s": 0.0, "5xx": 0, "errors": {}, "statuses": {}}
+    other = {"requests": 0, "p50_s": 0.0, "p99_s": 0.0, "worst_s": 0.0, "worst_by_route_s": {}, "5xx": 0, "errors": {},
+             "statuses": {}}  # fmt: skip
     return {
         "attack": name, "side": side, "seconds": 0.0, "other_tenant": other, "api_rss_start_mib": 0.0,
         "api_peak_rss_mib": 0.0, "api_alive": False, "api_tracebacks": 0, "got": f"not run: {why}"[:300],

@@ -87,7 +87,8 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def summary(samples: list[Sample]) -> dict[str, Any]:
-    """The other tenant's view: requests, latency p50/p99/worst (s), 5xx answers, errors by kind, other statuses."""
+    """The other tenant's view: requests, latency p50/p99/worst (s; the worst of each route apart: a reading and a
+    ``?wait=`` whose job the worker may be slow to reach), 5xx answers, errors by kind, other statuses."""
     seconds = [sample.seconds for sample in samples]
     errors: dict[str, int] = {}
     statuses: dict[str, int] = {}
@@ -101,6 +102,10 @@ def summary(samples: list[Sample]) -> dict[str, Any]:
         "p50_s": round(percentile(seconds, 0.5), 3),
         "p99_s": round(percentile(seconds, 0.99), 3),
         "worst_s": round(max(seconds), 3),
+        "worst_by_route_s": {
+            route: round(max(sample.seconds for sample in samples if sample.route == route), 3)
+            for route in sorted({sample.route for sample in samples})
+        },
         "5xx": sum(n for status, n in statuses.items() if status.startswith("5")),
         "errors": errors,
         "statuses": dict(sorted(statuses.items())),

@@ -41,6 +41,7 @@ def test_the_other_tenants_summary_counts_5xx_and_errors_apart() -> None:
     assert figures["requests"] == 100 and figures["5xx"] == 1 and figures["errors"] == {"timeout": 1}
     assert figures["p50_s"] == 0.5 and figures["p99_s"] == 2.5 and figures["worst_s"] == 30.0
     assert figures["statuses"] == {"200": 98, "503": 1}
+    assert figures["worst_by_route_s"] == {"GET": 30.0, "POST": 2.5}
 
 
 def test_a_tiny_run_of_every_attack_gives_a_row_each(service_urls: ServiceUrls, tmp_path: Path) -> None:
