@@ -48,13 +48,13 @@ LIMITED_QUEUED_JOBS = 5
 
 ATTACKS: dict[str, tuple[str, Attack]] = {
     "0": ("no attack: the other tenant alone", hostile_requests.quiet),
-    "1": ("DeepL tag_handling=xml, {comment_texts} texts of {text_chars:,} chars of unclosed <!--",
+    "1": ("DeepL tag_handling=xml, {comment_texts} texts of {text_chars:,} chars of unclosed `<!--`",
           hostile_requests.unclosed_comments),
     "2a": ("DeepL {over_limit_texts:,} texts (over the limit) + {glossary_terms:,}-entry glossary",
            hostile_requests.glossary_over_limit),
     "2b": ("DeepL 2 x {within_texts:,} texts (within) + {glossary_terms:,}-entry glossary",
            hostile_requests.glossary_within_limit),
-    "2c": ("LibreTranslate html, {libre_texts:,} q of {libre_chars:,} chars of unclosed <a",
+    "2c": ("LibreTranslate html, {libre_texts:,} q of {libre_chars:,} chars of unclosed `<a`",
            hostile_requests.libretranslate_html),
     "3": ("key limited to 5 queued jobs: 1 + {limited_documents} documents of {limited_paragraphs:,} segments",
           hostile_documents.queued_limit),
