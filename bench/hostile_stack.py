@@ -42,14 +42,15 @@ class StackError(Exception):
 @contextmanager
 def checkout_of(ref: str) -> Iterator[Path]:
     """``ref`` checked out (detached) in a temporary folder beside the working tree; removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="dragoman-bench-ref-")) / "checkout"
-    git = ["git", "-C", str(REPOSITORY)]
-    subprocess.run([*git, "worktree", "add", "--detach", "--quiet", str(folder), ref], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run([*git, "worktree", "remove", "--force", str(folder)], check=False)
-        subprocess.run([*git, "worktree", "prune"], check=False)
+    with tempfile.TemporaryDirectory(prefix="dragoman-bench-ref-") as parent:
+        folder = Path(parent) / "checkout"
+        git = ["git", "-C", str(REPOSITORY)]
+        subprocess.run([*git, "worktree", "add", "--detach", "--quiet", str(folder), ref], check=True)
+        try:
+            yield folder
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(folder)], check=False)
+            subprocess.run([*git, "worktree", "prune"], check=False)
 
 
 def free_port() -> int:
