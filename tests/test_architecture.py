@@ -113,6 +113,8 @@ ALLOWLIST: dict[Dependency, str] = {
     ("bench.tenants", "string", "cli.main"): "runs `dragoman worker --engine echo` as a child process",
     ("bench.peer_deploy", "string", "cli.main"): "runs `dragoman api` and `dragoman worker` as child processes",
     ("bench.eval_catalogs", "string", "cli.main"): "runs `dragoman worker` and `dragoman eval` as child processes",
+    ("bench.hostile_stack", "string", "cli.main"): "runs a checkout's `dragoman api`, `worker`, `rq-worker`, `db` "
+    "and `api-key` as child processes",
 }
 
 TREE = discover(ROOT)
