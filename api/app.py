@@ -37,7 +37,14 @@ from broker.queued_limit import QueuedJobLimit
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, GlossaryStore, PostgresFileStore
+from storage import (
+    ApiKeyStore,
+    AsyncBatchStore,
+    AsyncConnectionPool,
+    GlossaryQuota,
+    GlossaryStore,
+    PostgresFileStore,
+)
 from storage.history import HistoryStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
@@ -127,7 +134,9 @@ def create_app(settings: Settings) -> FastAPI:
             work=work,
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
-        app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
+        # /v2/glossaries, the DeepL-compatible door; each tenant's glossaries held to their quota
+        glossary_quota = GlossaryQuota(settings.glossary_quota_count, settings.glossary_quota_bytes)
+        app.state.glossaries = GlossaryStore(pool, glossary_quota)
         # GET /v1/jobs, /v1/runs, /v1/documents and the retries (the web console's history)
         app.state.history = TenantHistory(client.redis, client.keys, HistoryStore(pool))
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)

@@ -49,6 +49,7 @@ from storage import (
     FileInUseError,
     FileQuotaExceededError,
     FileTooLargeError,
+    GlossaryQuotaExceededError,
     LineTooLongError,
 )
 from tenancy.batches import (
@@ -121,6 +122,7 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (BatchNotCancellableError, 409, "batch_not_cancellable"),
     (FileTooLargeError, 413, "file_too_large"),
     (FileQuotaExceededError, 413, "file_quota_exceeded"),
+    (GlossaryQuotaExceededError, 413, "glossary_quota_exceeded"),
     (FileInUseError, 409, "file_in_use"),
     (LineTooLongError, 400, "line_too_long"),
 )

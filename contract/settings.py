@@ -452,6 +452,19 @@ class Settings(BaseSettings):
         description="bytes of files one tenant may store (uploads, run uploads being queued and batch outputs); "
         "an upload past it is refused (413 file_quota_exceeded), nothing stored",
     )
+    # Issue 48: a tenant's stored glossaries (the DeepL door's /v2/glossaries) are held to a quota.
+    glossary_quota_count: int = Field(
+        default=1_000,
+        gt=0,
+        description="glossaries one tenant may store (DeepL's own limit per account); past it POST "
+        "/v2/glossaries is refused (413 glossary_quota_exceeded), nothing stored",
+    )
+    glossary_quota_bytes: int = Field(
+        default=64 * 1024**2,
+        gt=0,
+        description="UTF-8 bytes of the terms of all one tenant's glossaries together (one glossary holds at "
+        "most 10,000 entries); a glossary past it is refused (413 glossary_quota_exceeded), nothing stored",
+    )
     file_expiry_seconds: int = Field(
         default=30 * 86_400,
         ge=0,
@@ -753,13 +766,15 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "HTTP API: uploads and files",
-        "Deadlines on request bodies, the JSONL line cap, and each tenant's file storage.",
+        "Deadlines on request bodies, the JSONL line cap, and each tenant's file and glossary storage.",
         (
             "upload_read_timeout_seconds",
             "upload_total_timeout_seconds",
             "upload_memory_bytes",
             "max_jsonl_line_bytes",
             "file_quota_bytes",
+            "glossary_quota_count",
+            "glossary_quota_bytes",
             "file_expiry_seconds",
         ),
     ),
