@@ -32,6 +32,7 @@ from api.routes import (
 )
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
+from api.unknown_keys import UnknownKeyLimiter
 from broker.orchestration import orchestration_redis_url
 from broker.queued_limit import QueuedJobLimit
 from contract.errors import ConfigurationError
@@ -132,6 +133,7 @@ def create_app(settings: Settings) -> FastAPI:
             queued=queued,
             readiness=readiness,
             work=work,
+            unknown_keys=UnknownKeyLimiter(client.redis, client.keys, settings.api_unknown_key_limit_per_minute),
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
         # /v2/glossaries, the DeepL-compatible door; each tenant's glossaries held to their quota

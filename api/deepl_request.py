@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from starlette.datastructures import UploadFile
 
-from api.auth import Caller, caller_for_key
+from api.auth import Caller, caller_for_key, client_address
 from api.cpu_work import CpuWork
 from api.errors import ApiError
 from api.json_body import parse_json_body, shape_refusal
@@ -132,8 +132,9 @@ async def deepl_request(request: Request, api: Annotated[ApiServices, Depends(se
     Only a legacy client's ``auth_key`` form field needs the body read to be found.
     """
     token = _key_from_header(request) or _query_key(request)
+    address = client_address(request)
     if token is not None:
-        caller = await _caller(api, token)
+        caller = await _caller(api, token, address)
         fields = await _fields(request, api.work)
         fields.pop("auth_key", None)
         return DeepLRequest(caller, fields, token)
@@ -141,7 +142,7 @@ async def deepl_request(request: Request, api: Annotated[ApiServices, Depends(se
     sent = fields.pop("auth_key", None)
     if not isinstance(sent, str) or not sent.strip():
         raise ApiError(403, "missing_api_key", "send an API key: `Authorization: DeepL-Auth-Key <key>`")
-    return DeepLRequest(await _caller(api, sent), fields, sent)
+    return DeepLRequest(await _caller(api, sent, address), fields, sent)
 
 
 def _query_key(request: Request) -> str | None:
@@ -150,10 +151,10 @@ def _query_key(request: Request) -> str | None:
     return sent if sent.strip() else None
 
 
-async def _caller(api: ApiServices, token: str) -> Caller:
+async def _caller(api: ApiServices, token: str, address: str) -> Caller:
     """The caller ``token`` names, checked and rate limited as on every door; a key DeepL would not know is its 403."""
     try:
-        return await caller_for_key(api, token)
+        return await caller_for_key(api, token, address)
     except ApiError as exc:
         if exc.status == 401:  # DeepL answers 403 for a key it does not know
             raise ApiError(403, exc.code, exc.message) from None

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import Request
 from starlette.datastructures import UploadFile
 
-from api.auth import Caller, caller_for_key
+from api.auth import Caller, caller_for_key, client_address
 from api.cpu_work import CpuWork
 from api.errors import ApiError
 from api.json_body import parse_json_body, shape_refusal
@@ -63,8 +63,9 @@ async def libretranslate_request(request: Request, api: ApiServices) -> tuple[Ca
     past the key's rate it is ``429``.
     """
     key = _key_outside_body(request)
+    address = client_address(request)
     if key is not None:
-        caller = await _caller(api, key)
+        caller = await _caller(api, key, address)
         return caller, await request_fields(request, api.work)
     fields = await request_fields(request, api.work)
     sent = fields.get("api_key")
@@ -74,7 +75,7 @@ async def libretranslate_request(request: Request, api: ApiServices) -> tuple[Ca
             "missing_api_key",
             "Please contact the server operator to get an API key: send it as api_key (or Authorization: Bearer)",
         )
-    return await _caller(api, sent.strip()), fields
+    return await _caller(api, sent.strip(), address), fields
 
 
 def _key_outside_body(request: Request) -> str | None:
@@ -88,10 +89,10 @@ def _key_outside_body(request: Request) -> str | None:
     return token.strip()
 
 
-async def _caller(api: ApiServices, key: str) -> Caller:
+async def _caller(api: ApiServices, key: str, address: str) -> Caller:
     """The caller ``key`` names, checked and rate limited like every door's; an unknown key is a ``403``."""
     try:
-        return await caller_for_key(api, key)
+        return await caller_for_key(api, key, address)
     except ApiError as exc:
         if exc.status == 401:
             raise ApiError(403, "invalid_api_key", f"Invalid API key: {exc.message}") from None

@@ -11,6 +11,7 @@ from api.cpu_work import CpuWork
 from api.event_feed import EventFeed
 from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
+from api.unknown_keys import UnknownKeyLimiter
 from broker.queued_limit import QueuedJobLimit
 from contract.settings import Settings
 from producer import AsyncClient
@@ -57,6 +58,7 @@ class ApiServices:
     queued: QueuedJobLimit
     readiness: Readiness
     work: CpuWork  # per-request work that grows with the body (tagging, glossaries), off the event loop
+    unknown_keys: UnknownKeyLimiter  # each client address's tries with keys that are not valid
 
 
 async def services(request: Request) -> ApiServices:

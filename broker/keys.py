@@ -291,6 +291,10 @@ class RedisKeys:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
         return f"{self.prefix}:ratelimit:{api_key_id}:{window}"
 
+    def unknown_key_window(self, address: str, window: int) -> str:
+        """Counter of the unknown API keys one client address sent in one fixed window (numbered from the epoch)."""
+        return f"{self.prefix}:unknown-keys:{address}:{window}"
+
     @property
     def models(self) -> str:
         """Hash of every name a worker has served -> the model whose lanes it reads (aliases resolve here)."""

@@ -372,6 +372,14 @@ class Settings(BaseSettings):
     api_rate_limit_per_minute: int = Field(
         default=6_000, gt=0, description="requests per minute one API key may make (429 beyond; per-key override)"
     )
+    # Issue 48: a flood of made-up keys costs a PostgreSQL lookup each no longer.
+    api_unknown_key_limit_per_minute: int = Field(
+        default=60,
+        gt=0,
+        description="API keys that are not valid (unknown, revoked) one client address may send per minute; "
+        "past it 429 too_many_invalid_keys until the minute ends, and no key it sends is looked up (a valid key "
+        "the server holds already still passes)",
+    )
     api_max_queued_jobs: int = Field(
         default=1_000_000,
         gt=0,
@@ -748,6 +756,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_jobs_per_request",
             "api_max_wait_seconds",
             "api_rate_limit_per_minute",
+            "api_unknown_key_limit_per_minute",
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",
             "api_max_event_streams",

@@ -22,7 +22,7 @@ async def test_a_request_cancelled_mid_wait_cancels_its_jobs(
 ) -> None:
     """A client that disconnects cancels the request's task: its jobs (no worker runs) must not stay queued."""
     api: ApiServices = app.state.services
-    caller = await caller_for_key(api, tenant_key("gone"))
+    caller = await caller_for_key(api, tenant_key("gone"), "127.0.0.1")
     requests = [TranslationRequest(text=f"text {i}", source_lang="en", target_lang="de") for i in range(3)]
     submitted: list[str] = []
     write = api.client.submitter.write
