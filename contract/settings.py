@@ -99,6 +99,19 @@ class Settings(BaseSettings):
     finished_state_ttl_seconds: int = Field(default=3_600, gt=0, description="TTL of a state record once final")
     idempotency_ttl_seconds: int = Field(default=86_400, gt=0, description="how long an idempotency key is remembered")
     events_maxlen: int = Field(default=100_000, gt=0, description="approximate cap of the events stream")
+    # Issue 48: each tenant's events have a stream of their own, which GET /v1/events replays from.
+    tenant_events_maxlen: int = Field(
+        default=10_000,
+        gt=0,
+        description="approximate cap of each tenant's own events stream (per shard), which GET /v1/events reads "
+        "and replays from: another tenant's events never push a tenant's out, nor add to what it reads",
+    )
+    tenant_events_retention_seconds: int = Field(
+        default=86_400,
+        gt=0,
+        description="how long a tenant's events are kept in its own events stream (older ones are trimmed; the "
+        "stream of a tenant whose jobs stopped finishing goes after this long)",
+    )
     submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
     submit_wait_replicas: int = Field(
         default=0,
@@ -628,6 +641,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "finished_state_ttl_seconds",
             "idempotency_ttl_seconds",
             "events_maxlen",
+            "tenant_events_maxlen",
+            "tenant_events_retention_seconds",
             "submit_chunk_size",
             "submit_wait_replicas",
             "submit_wait_timeout_ms",
