@@ -19,11 +19,12 @@ DeepL and LibreTranslate doors' (:func:`parse_json_body`, which their field read
   invalid_request`` naming the first errors), its message written on the thread too.
 - **Each step bounded.** A thread does not free the loop from a long C call: a parser, pydantic's
   validation and the list of its errors each keep Python's interpreter lock from start to end. So
-  each is held small: the parse by the values limit (a quarter of a second at most on a slow
-  core), the validation by ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` (a list body holding more items,
-  only ``POST /v1/jobs`` takes one, is ``422 too_many_jobs`` before a single item is validated)
-  and by the job model, which answers an object of more fields than a job has, or a glossary of
-  many terms that are not strings, with one error, not one each (:class:`api.schemas.JobRequest`).
+  each is held small: the parse by the values limit (0.12-0.25 s for the slowest shape within it,
+  an object of 249,000 keys, on a shared slow core; most shapes a tenth of that), the validation
+  by ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` (a list body holding more items, only ``POST /v1/jobs``
+  takes one, is ``422 too_many_jobs`` before a single item is validated) and by the job model,
+  which answers an object of more fields than a job has, or a glossary of many terms that are not
+  strings, with one error, not one each (:class:`api.schemas.JobRequest`).
   And a refused body's objects are freed on the thread, not where its error is answered.
 """
 
