@@ -34,12 +34,20 @@ from api.routes import (
 )
 from api.routes import usage as usage_routes
 from api.services import ApiServices, Readiness
+from api.unknown_keys import UnknownKeyLimiter
 from broker.orchestration import orchestration_redis_url
 from broker.queued_limit import QueuedJobLimit
 from contract.errors import ConfigurationError
 from contract.settings import Settings
 from producer import AsyncClient
-from storage import ApiKeyStore, AsyncBatchStore, AsyncConnectionPool, GlossaryStore, PostgresFileStore
+from storage import (
+    ApiKeyStore,
+    AsyncBatchStore,
+    AsyncConnectionPool,
+    GlossaryQuota,
+    GlossaryStore,
+    PostgresFileStore,
+)
 from storage.history import HistoryStore
 from storage.usage import UsageStore
 from tenancy.batches import BatchService
@@ -129,9 +137,12 @@ def create_app(settings: Settings) -> FastAPI:
             readiness=readiness,
             work=work,
             joined=joined,
+            unknown_keys=UnknownKeyLimiter(client.redis, client.keys, settings.api_unknown_key_limit_per_minute),
         )
         app.state.usage = UsageStore(pool)  # GET /v1/usage
-        app.state.glossaries = GlossaryStore(pool)  # /v2/glossaries, the DeepL-compatible door
+        # /v2/glossaries, the DeepL-compatible door; each tenant's glossaries held to their quota
+        glossary_quota = GlossaryQuota(settings.glossary_quota_count, settings.glossary_quota_bytes)
+        app.state.glossaries = GlossaryStore(pool, glossary_quota)
         # GET /v1/jobs, /v1/runs, /v1/documents and the retries (the web console's history)
         app.state.history = TenantHistory(client.redis, client.keys, HistoryStore(pool))
         sweeper = FileSweeper(file_store, settings.sweep_interval_seconds)

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from starlette.datastructures import UploadFile
 
-from api.auth import Caller, caller_for_key
+from api.auth import Caller, caller_for_key, client_address
+from api.cpu_work import CpuWork
 from api.errors import ApiError
+from api.json_body import parse_json_body, shape_refusal
 from api.services import ApiServices, services
+from contract.json_shape import JsonShapeError
 
 _KEY_SCHEMES = ("deepl-auth-key", "bearer")
 
@@ -78,15 +80,22 @@ class DeepLRequest:
         return value
 
 
-async def _fields(request: Request) -> dict[str, Any]:
-    """The request's fields: the body's (JSON object or form), then the query string's for names not in it."""
+async def _fields(request: Request, work: CpuWork) -> dict[str, Any]:
+    """The request's fields: the body's (JSON object or form), then the query string's for names not in it.
+
+    A JSON body is parsed by :func:`api.json_body.parse_json_body`: nested past the limit, or holding more
+    values than a request may, it is refused unparsed (:func:`api.json_body.shape_refusal`); a large one is
+    parsed on ``work``'s threads, not the event loop.
+    """
     fields: dict[str, Any] = {}
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media == "application/json":
         body = await request.body()
         if body.strip():
             try:
-                parsed = json.loads(body)
+                parsed = await parse_json_body(body, work)
+            except JsonShapeError as exc:
+                raise shape_refusal(exc) from None
             except ValueError as exc:
                 raise ApiError(400, "invalid_json", f"the request body is not valid JSON: {exc}") from None
             if not isinstance(parsed, dict):
@@ -123,16 +132,17 @@ async def deepl_request(request: Request, api: Annotated[ApiServices, Depends(se
     Only a legacy client's ``auth_key`` form field needs the body read to be found.
     """
     token = _key_from_header(request) or _query_key(request)
+    address = client_address(request)
     if token is not None:
-        caller = await _caller(api, token)
-        fields = await _fields(request)
+        caller = await _caller(api, token, address)
+        fields = await _fields(request, api.work)
         fields.pop("auth_key", None)
         return DeepLRequest(caller, fields, token)
-    fields = await _fields(request)
+    fields = await _fields(request, api.work)
     sent = fields.pop("auth_key", None)
     if not isinstance(sent, str) or not sent.strip():
         raise ApiError(403, "missing_api_key", "send an API key: `Authorization: DeepL-Auth-Key <key>`")
-    return DeepLRequest(await _caller(api, sent), fields, sent)
+    return DeepLRequest(await _caller(api, sent, address), fields, sent)
 
 
 def _query_key(request: Request) -> str | None:
@@ -141,10 +151,10 @@ def _query_key(request: Request) -> str | None:
     return sent if sent.strip() else None
 
 
-async def _caller(api: ApiServices, token: str) -> Caller:
+async def _caller(api: ApiServices, token: str, address: str) -> Caller:
     """The caller ``token`` names, checked and rate limited as on every door; a key DeepL would not know is its 403."""
     try:
-        return await caller_for_key(api, token)
+        return await caller_for_key(api, token, address)
     except ApiError as exc:
         if exc.status == 401:  # DeepL answers 403 for a key it does not know
             raise ApiError(403, exc.code, exc.message) from None

@@ -40,6 +40,7 @@ from contract.errors import (
     TextTooLongError,
     UnsupportedLanguageError,
 )
+from contract.json_shape import JsonTooDeepError, JsonTooManyValuesError
 from contract.overload import ServerBusyError
 from producer.requests import InvalidJobIdError
 from producer.run_files import InvalidRunFileError
@@ -48,6 +49,7 @@ from storage import (
     FileInUseError,
     FileQuotaExceededError,
     FileTooLargeError,
+    GlossaryQuotaExceededError,
     LineTooLongError,
 )
 from tenancy.batches import (
@@ -95,6 +97,8 @@ class BodyReadRefusal(StarletteHTTPException):
 # Most specific first: the first class an error is an instance of decides.
 _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (InvalidJobIdError, 404, "job_not_found"),  # a malformed id cannot name a job: the same answer as an unknown one
+    (JsonTooDeepError, 400, "json_too_deep"),
+    (JsonTooManyValuesError, 413, "too_many_json_values"),
     (EmptyTextError, 422, "empty_text"),
     (TextTooLongError, 422, "text_too_long"),
     (UnsupportedLanguageError, 422, "unsupported_language"),
@@ -118,6 +122,7 @@ _DRAGOMAN_CODES: tuple[tuple[type[DragomanError], int, str], ...] = (
     (BatchNotCancellableError, 409, "batch_not_cancellable"),
     (FileTooLargeError, 413, "file_too_large"),
     (FileQuotaExceededError, 413, "file_quota_exceeded"),
+    (GlossaryQuotaExceededError, 413, "glossary_quota_exceeded"),
     (FileInUseError, 409, "file_in_use"),
     (LineTooLongError, 400, "line_too_long"),
 )
@@ -209,13 +214,20 @@ def dragoman_error_status(exc: DragomanError) -> tuple[int, str]:
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
-    errors = exc.errors()
+    return validation_answer(exc.errors(), exc.body)
+
+
+def validation_answer(errors: Sequence[Any], body: object) -> tuple[int, str, str]:
+    """The status, code and message a body that failed validation with ``errors`` is answered with.
+
+    Also called on the API's work threads, for a large body validated there (:mod:`api.json_body`).
+    """
     if any(error.get("type") == "json_invalid" for error in errors):
         detail = next(e for e in errors if e.get("type") == "json_invalid")
         where = detail.get("loc", ("body", "?"))[-1]
         reason = (detail.get("ctx") or {}).get("error", "invalid JSON")
         return 400, "invalid_json", f"the request body is not valid JSON: {reason} at character {where}"
-    errors = _matching_branch(errors, exc.body)
+    errors = _matching_branch(errors, body)
     if not errors:
         return 422, "invalid_request", "the body must be a JSON object (one job) or a list of them"
     parts = []

@@ -1,4 +1,15 @@
-"""Completion events for ``GET /v1/events``: one tenant's entries of the events stream, resumable by entry id.
+"""Completion events for ``GET /v1/events``: one tenant's own events stream, resumable by entry id.
+
+**Each tenant's own stream.** FINISH appends every completion to the shared events stream and, for
+a job with a tenant, to that tenant's own stream too (``{<prefix>}:tenant:<t>:events``), which is
+trimmed by the tenant's own retention: at most ``DRAGOMAN_TENANT_EVENTS_MAXLEN`` entries, none older
+than ``DRAGOMAN_TENANT_EVENTS_RETENTION_SECONDS``. The feed reads only those. Before, it read the
+shared stream and dropped other tenants' entries as it went: a replay from ``0-0`` re-read the whole
+stream (100,000 entries, every tenant's) on every reconnect, and a busy tenant pushed another's
+events out of it. Now a replay reads the caller's own events, as many as its retention keeps, and
+another tenant's volume changes neither what it reads nor how much. Other designs were weighed: a
+bounded scan of the shared stream still reads other tenants' entries, and a time bound alone lets a
+busy tenant's own replay grow without end.
 
 Each open stream blocks on ``XREAD`` on a connection of its own, so the feed has its own Redis
 connection pool, sized to ``DRAGOMAN_API_MAX_EVENT_STREAMS``: event streams never starve the
@@ -133,11 +144,12 @@ class EventFeed:
         """Whether a stream can resume after ``value`` (a ``Last-Event-ID``): see :func:`valid_cursor`."""
         return valid_cursor(value, len(self._shards))
 
-    async def start_id(self, last_event_id: str | None) -> str:
-        """Where a stream starts: after ``last_event_id``, else after each shard's newest entry now."""
+    async def start_id(self, tenant: str, last_event_id: str | None) -> str:
+        """Where ``tenant``'s stream starts: after ``last_event_id``, else after each shard's newest entry of its
+        own events now."""
         if last_event_id:
             return last_event_id
-        return ",".join(newest or "0-0" for newest in await newest_event_ids(self._redis, self._keys))
+        return ",".join(newest or "0-0" for newest in await newest_event_ids(self._redis, self._keys, tenant))
 
     def _positions(self, cursor: str) -> list[str]:
         """A cursor (one entry id, or one per shard) as each shard's position."""
@@ -149,15 +161,16 @@ class EventFeed:
     ) -> AsyncIterator[FeedItem]:
         """The tenant's completion events after cursor ``after`` (:meth:`start_id`), until the caller stops reading.
 
-        With ``job_ids`` or ``group_ids``, only those jobs' events, or those runs', documents' or
-        batches'. If a shard's stream was trimmed past its position, a ``gap`` item comes first:
-        events were missed, and the client should look the jobs up instead. A keep-alive goes out
+        Read from the tenant's own events streams (see the module's docstring): nothing of another tenant's
+        is read. With ``job_ids`` or ``group_ids``, only those jobs' events, or those runs', documents' or
+        batches'. If a shard's stream was trimmed past its position (by the tenant's retention), a ``gap``
+        item comes first: events were missed, and the client should look the jobs up instead. A keep-alive goes out
         whenever nothing was sent for :data:`BLOCK_MS` (however busy other tenants keep the
         streams), and the stream ends there if ``api_key_id`` has been revoked meanwhile.
         """
         positions = self._positions(after)
         if any(position != "0-0" for position in positions):
-            oldest = await oldest_event_ids(self._redis, self._keys)
+            oldest = await oldest_event_ids(self._redis, self._keys, tenant)
             if any(  # "0-0": from the start of that shard's stream (it was empty when the feed began), never a gap
                 first is not None and position != "0-0" and _after(first, _next(position))
                 for first, position in zip(oldest, positions, strict=True)
@@ -172,13 +185,13 @@ class EventFeed:
                 for shard, keys in enumerate(self._shards):
                     if shard not in reads:
                         reads[shard] = asyncio.create_task(
-                            read_events(self._redis, keys, positions[shard], READ_COUNT, BLOCK_MS)
+                            read_events(self._redis, keys, positions[shard], READ_COUNT, BLOCK_MS, tenant)
                         )
                 done, _ = await asyncio.wait(reads.values(), return_when=asyncio.FIRST_COMPLETED)
                 for shard in sorted(shard for shard, task in reads.items() if task in done):
                     for entry_id, fields in reads.pop(shard).result():
                         positions[shard] = str(entry_id)
-                        if fields.get("tenant") != tenant:
+                        if fields.get("tenant") != tenant:  # never in the tenant's own stream: a last guard
                             continue
                         group = fields.get("group")
                         if (job_ids or group_ids) and fields.get("id") not in job_ids and group not in group_ids:

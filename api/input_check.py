@@ -14,7 +14,6 @@ escape is passed after a byte search, and only one with one is decoded here to b
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
 from urllib.parse import parse_qsl
@@ -25,6 +24,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import ApiError, BodyReadRefusal, error_response
+from api.json_body import SMALL_BODY_BYTES, decode_json
 
 CODE = "invalid_value"
 """The code of every refusal here: the one the file routes answer for a bad value (issue 33)."""
@@ -57,9 +57,9 @@ def bad_json_escape(body: bytes) -> str | None:
     if not has_nul and _SURROGATE_ESCAPE.search(body) is None:
         return None
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # not JSON: the JSON parser answers that itself
+        value = decode_json(body)
+    except ValueError:
+        return None  # not JSON, or nested past the limit: the body's parser answers that itself
     if not has_nul:
         # Surrogates only: encoding the whole value as UTF-8 fails exactly where one is alone.
         try:
@@ -132,6 +132,22 @@ def _is_json(scope: Scope) -> bool:
     return True
 
 
+async def _bad_json_escape_of(scope: Scope, body: bytes) -> str | None:
+    """:func:`bad_json_escape` of a whole body: on the API's work threads when it is large and has to be decoded.
+
+    Most bodies are passed after a byte search on the loop; one over :data:`~api.json_body.SMALL_BODY_BYTES`
+    with a ``\\u`` escape is decoded on a thread (:class:`~api.cpu_work.CpuWork`), as its parser will be.
+    """
+    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
+    if len(body) <= SMALL_BODY_BYTES or b"\\u" not in body or services is None:
+        return bad_json_escape(body)
+    try:
+        found: str | None = await services.work.run(bad_json_escape, body)
+    except ApiError as exc:  # the threads' queue is full: 503, answered from the body's read
+        raise BodyReadRefusal(exc) from None
+    return found
+
+
 class InputCheck:
     """ASGI middleware: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
 
@@ -169,7 +185,7 @@ class InputCheck:
             if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
                 if not message.get("more_body", False):
-                    char = bad_json_escape(bytes(body))
+                    char = await _bad_json_escape_of(scope, bytes(body))
                     body.clear()
                     if char is not None:
                         raise BodyReadRefusal(_refusal("the JSON body", char, None))

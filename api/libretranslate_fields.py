@@ -9,30 +9,36 @@ one sent outside the body is checked before the body is read (:func:`libretransl
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import Request
 from starlette.datastructures import UploadFile
 
-from api.auth import Caller, caller_for_key
+from api.auth import Caller, caller_for_key, client_address
+from api.cpu_work import CpuWork
 from api.errors import ApiError
+from api.json_body import parse_json_body, shape_refusal
 from api.services import ApiServices
+from contract.json_shape import JsonShapeError
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
-async def request_fields(request: Request) -> dict[str, Any]:
+async def request_fields(request: Request, work: CpuWork) -> dict[str, Any]:
     """The request's fields: the query string, overlaid by a JSON object's or a form's (a repeated form field: a list).
 
-    A JSON body that is not an object is LibreTranslate's ``400 Invalid JSON format``.
+    A JSON body that is not an object is LibreTranslate's ``400 Invalid JSON format``; one nested past the
+    limit, or holding more values than a request may, is refused unparsed (:func:`api.json_body.shape_refusal`);
+    a large one is parsed on ``work``'s threads (:func:`api.json_body.parse_json_body`), not the event loop.
     """
     fields: dict[str, Any] = dict(request.query_params)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media == "application/json":
         raw = await request.body()
         try:
-            body = json.loads(raw) if raw.strip() else {}
+            body = await parse_json_body(raw, work) if raw.strip() else {}
+        except JsonShapeError as exc:
+            raise shape_refusal(exc) from None
         except ValueError:
             raise ApiError(400, "invalid_json", "Invalid JSON format: the body is not valid JSON") from None
         if not isinstance(body, dict):
@@ -57,10 +63,11 @@ async def libretranslate_request(request: Request, api: ApiServices) -> tuple[Ca
     past the key's rate it is ``429``.
     """
     key = _key_outside_body(request)
+    address = client_address(request)
     if key is not None:
-        caller = await _caller(api, key)
-        return caller, await request_fields(request)
-    fields = await request_fields(request)
+        caller = await _caller(api, key, address)
+        return caller, await request_fields(request, api.work)
+    fields = await request_fields(request, api.work)
     sent = fields.get("api_key")
     if not isinstance(sent, str) or not sent.strip():
         raise ApiError(
@@ -68,7 +75,7 @@ async def libretranslate_request(request: Request, api: ApiServices) -> tuple[Ca
             "missing_api_key",
             "Please contact the server operator to get an API key: send it as api_key (or Authorization: Bearer)",
         )
-    return await _caller(api, sent.strip()), fields
+    return await _caller(api, sent.strip(), address), fields
 
 
 def _key_outside_body(request: Request) -> str | None:
@@ -82,10 +89,10 @@ def _key_outside_body(request: Request) -> str | None:
     return token.strip()
 
 
-async def _caller(api: ApiServices, key: str) -> Caller:
+async def _caller(api: ApiServices, key: str, address: str) -> Caller:
     """The caller ``key`` names, checked and rate limited like every door's; an unknown key is a ``403``."""
     try:
-        return await caller_for_key(api, key)
+        return await caller_for_key(api, key, address)
     except ApiError as exc:
         if exc.status == 401:
             raise ApiError(403, "invalid_api_key", f"Invalid API key: {exc.message}") from None

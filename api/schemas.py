@@ -8,12 +8,16 @@ applies, run by ``producer.requests`` before anything is written.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contract.progress import GroupProgress
 from contract.schemas import Job, JobStatus
+
+_FEW_ERRORS = 10
+"""Errors of one kind in one object that pydantic names each; past them, one error says it (see JobRequest)."""
 
 
 class JobRequest(BaseModel):
@@ -71,6 +75,35 @@ class JobRequest(BaseModel):
         "requests or DRAGOMAN_DETECTION_DEFAULT_LANGUAGE, else the detector's best guess (detected_source_lang "
         "says which); the console asks for best_guess, as the DeepL and LibreTranslate doors always do",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_more_fields_than_a_job_has(cls, data: Any) -> Any:
+        """One error for an object with more fields than a job has, not one per unknown field.
+
+        Unknown fields are refused (``extra="forbid"``), one error each: an object of 600,000 of them cost
+        seconds of errors. One with more fields than :class:`JobRequest` has holds unknown ones anyway.
+        """
+        if isinstance(data, dict) and len(data) > len(cls.model_fields):
+            unknown = ", ".join(repr(name)[:40] for name in islice((k for k in data if k not in cls.model_fields), 3))
+            raise ValueError(
+                f"{len(data):,} fields, and a job has at most {len(cls.model_fields)}; unknown fields such as {unknown}"
+            )
+        return data
+
+    @field_validator("glossary", mode="before")
+    @classmethod
+    def _glossary_of_many_bad_terms_in_one_error(cls, value: Any) -> Any:
+        """One error for a glossary with more than a few target terms that are not strings, not one per term.
+
+        A few are each named, as pydantic names them; a glossary of 400,000 numbers cost seconds of errors.
+        """
+        if isinstance(value, dict) and len(value) > _FEW_ERRORS:
+            bad = list(islice((term for term, target in value.items() if not isinstance(target, str)), _FEW_ERRORS + 1))
+            if len(bad) > _FEW_ERRORS:
+                shown = ", ".join(repr(term)[:40] for term in bad[:3])
+                raise ValueError(f"target terms must be strings; those of {shown} and others are not")
+        return value
 
     @model_validator(mode="after")
     def _lane_from_priority(self) -> JobRequest:

@@ -12,6 +12,7 @@ from api.event_feed import EventFeed
 from api.joined_requests import JoinedRequests
 from api.key_cache import ApiKeyCache
 from api.ratelimit import RateLimiter
+from api.unknown_keys import UnknownKeyLimiter
 from broker.queued_limit import QueuedJobLimit
 from contract.settings import Settings
 from producer import AsyncClient
@@ -59,6 +60,7 @@ class ApiServices:
     readiness: Readiness
     work: CpuWork  # per-request work that grows with the body (tagging, glossaries), off the event loop
     joined: JoinedRequests  # the doors' requests in flight, joined by identical retries
+    unknown_keys: UnknownKeyLimiter  # each client address's tries with keys that are not valid
 
 
 async def services(request: Request) -> ApiServices:

@@ -238,6 +238,15 @@ class RedisKeys:
             return f"{self.tag}:idem:{key}"
         return f"{self.tag}:tenant:{tenant}:idem:{key}"
 
+    def tenant_events(self, tenant: str) -> str:
+        """Stream of one tenant's completion events on this shard (tagged), beside the shared events stream.
+
+        FINISH appends each event of a job with a tenant to both, and trims this one by the tenant's own
+        retention (``DRAGOMAN_TENANT_EVENTS_MAXLEN`` entries, ``DRAGOMAN_TENANT_EVENTS_RETENTION_SECONDS`` old);
+        ``GET /v1/events`` reads only these, so what a tenant's replay reads is its own events alone.
+        """
+        return f"{self.tag}:tenant:{tenant}:events"
+
     def tenant_queued(self, tenant: str) -> str:
         """Sorted set of a tenant's unfinished jobs (scored by submit time): its queued-job count (tagged).
 
@@ -300,6 +309,10 @@ class RedisKeys:
     def rate_window(self, api_key_id: str, window: int) -> str:
         """Counter of one API key's requests in one fixed rate-limit window (numbered from the epoch)."""
         return f"{self.prefix}:ratelimit:{api_key_id}:{window}"
+
+    def unknown_key_window(self, address: str, window: int) -> str:
+        """Counter of the unknown API keys one client address sent in one fixed window (numbered from the epoch)."""
+        return f"{self.prefix}:unknown-keys:{address}:{window}"
 
     @property
     def models(self) -> str:

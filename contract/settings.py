@@ -105,6 +105,19 @@ class Settings(BaseSettings):
     finished_state_ttl_seconds: int = Field(default=3_600, gt=0, description="TTL of a state record once final")
     idempotency_ttl_seconds: int = Field(default=86_400, gt=0, description="how long an idempotency key is remembered")
     events_maxlen: int = Field(default=100_000, gt=0, description="approximate cap of the events stream")
+    # Issue 48: each tenant's events have a stream of their own, which GET /v1/events replays from.
+    tenant_events_maxlen: int = Field(
+        default=10_000,
+        gt=0,
+        description="approximate cap of each tenant's own events stream (per shard), which GET /v1/events reads "
+        "and replays from: another tenant's events never push a tenant's out, nor add to what it reads",
+    )
+    tenant_events_retention_seconds: int = Field(
+        default=86_400,
+        gt=0,
+        description="how long a tenant's events are kept in its own events stream (older ones are trimmed; the "
+        "stream of a tenant whose jobs stopped finishing goes after this long)",
+    )
     submit_chunk_size: int = Field(default=5_000, gt=0, description="jobs per round trip in submit_many")
     submit_wait_replicas: int = Field(
         default=0,
@@ -400,6 +413,14 @@ class Settings(BaseSettings):
     api_rate_limit_per_minute: int = Field(
         default=6_000, gt=0, description="requests per minute one API key may make (429 beyond; per-key override)"
     )
+    # Issue 48: a flood of made-up keys costs a PostgreSQL lookup each no longer.
+    api_unknown_key_limit_per_minute: int = Field(
+        default=60,
+        gt=0,
+        description="API keys that are not valid (unknown, revoked) one client address may send per minute; "
+        "past it 429 too_many_invalid_keys until the minute ends, and no key it sends is looked up (a valid key "
+        "the server holds already still passes)",
+    )
     api_max_queued_jobs: int = Field(
         default=1_000_000,
         gt=0,
@@ -479,6 +500,19 @@ class Settings(BaseSettings):
         gt=0,
         description="bytes of files one tenant may store (uploads, run uploads being queued and batch outputs); "
         "an upload past it is refused (413 file_quota_exceeded), nothing stored",
+    )
+    # Issue 48: a tenant's stored glossaries (the DeepL door's /v2/glossaries) are held to a quota.
+    glossary_quota_count: int = Field(
+        default=1_000,
+        gt=0,
+        description="glossaries one tenant may store (DeepL's own limit per account); past it POST "
+        "/v2/glossaries is refused (413 glossary_quota_exceeded), nothing stored",
+    )
+    glossary_quota_bytes: int = Field(
+        default=64 * 1024**2,
+        gt=0,
+        description="UTF-8 bytes of the terms of all one tenant's glossaries together (one glossary holds at "
+        "most 10,000 entries); a glossary past it is refused (413 glossary_quota_exceeded), nothing stored",
     )
     file_expiry_seconds: int = Field(
         default=30 * 86_400,
@@ -657,6 +691,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "finished_state_ttl_seconds",
             "idempotency_ttl_seconds",
             "events_maxlen",
+            "tenant_events_maxlen",
+            "tenant_events_retention_seconds",
             "submit_chunk_size",
             "submit_wait_replicas",
             "submit_wait_timeout_ms",
@@ -789,6 +825,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_download_link_seconds",
             "api_retry_join_seconds",
             "api_rate_limit_per_minute",
+            "api_unknown_key_limit_per_minute",
             "api_max_queued_jobs",
             "api_batch_create_wait_seconds",
             "api_max_event_streams",
@@ -807,13 +844,15 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "HTTP API: uploads and files",
-        "Deadlines on request bodies, the JSONL line cap, and each tenant's file storage.",
+        "Deadlines on request bodies, the JSONL line cap, and each tenant's file and glossary storage.",
         (
             "upload_read_timeout_seconds",
             "upload_total_timeout_seconds",
             "upload_memory_bytes",
             "max_jsonl_line_bytes",
             "file_quota_bytes",
+            "glossary_quota_count",
+            "glossary_quota_bytes",
             "file_expiry_seconds",
         ),
     ),

@@ -21,6 +21,7 @@ import msgspec
 
 from contract.errors import InvalidJobError
 from contract.ids import job_id_for
+from contract.json_shape import JsonShapeError, check_json_shape
 from contract.schemas import JobSpec, build_job_spec
 from producer.duplicates import DuplicateFinder, WantedCustomIds
 
@@ -141,9 +142,12 @@ def parse_run_line(
     A line's ``model`` names its served model; ``model`` is that of lines naming none (None: the routes').
     """
     try:
+        check_json_shape(line, max_values=None)  # before the parser recurses: a line of 100,000 [ is a RecursionError
         item = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidRunFileError(f"line {number}: not JSON ({exc.msg})") from None
+    except JsonShapeError as exc:
+        raise InvalidRunFileError(f"line {number}: {exc}") from None
     if not isinstance(item, dict):
         raise InvalidRunFileError(f"line {number}: must be a JSON object with custom_id and text")
     custom_id = item.get("custom_id")

@@ -20,7 +20,7 @@ what is defined here; the schema itself is only changed by ``migrations/``.
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping; lookups
   optionally scoped to one tenant of the HTTP API).
 - ``glossaries``: the ``glossaries`` table (:class:`GlossaryStore`): a tenant's stored term lists,
-  created whole, used by id on the DeepL-compatible door.
+  created whole, used by id on the DeepL-compatible door, held to a quota per tenant (:class:`GlossaryQuota`).
 - ``history``: a tenant's stand-alone jobs, runs and documents newest first, a keyset page at a time
   (:class:`~storage.history.HistoryStore`, the opaque cursor), and what retries read back. Import it directly.
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's recall of
@@ -57,7 +57,7 @@ from storage.files import (
     iter_lines,
     numbered_lines,
 )
-from storage.glossaries import Glossary, GlossaryInfo, GlossaryStore
+from storage.glossaries import Glossary, GlossaryInfo, GlossaryQuota, GlossaryQuotaExceededError, GlossaryStore
 from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping
 from storage.jobs import (
     FinalRow,
@@ -90,6 +90,8 @@ __all__ = [
     "FinalRow",
     "Glossary",
     "GlossaryInfo",
+    "GlossaryQuota",
+    "GlossaryQuotaExceededError",
     "GlossaryStore",
     "GroupStore",
     "JobRowWriter",

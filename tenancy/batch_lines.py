@@ -21,6 +21,7 @@ import msgspec
 from contract.errors import DragomanError, InvalidJobError
 from contract.generation import RAW_LANGUAGE, generation_text, validate_generation
 from contract.ids import job_id_for
+from contract.json_shape import JsonShapeError, check_json_shape
 from contract.model_names import validate_model_name
 from contract.schemas import Job, JobSpec, JobStatus, build_job_spec, validate_text
 from storage import OutputRow
@@ -118,6 +119,10 @@ def _decoded(raw: bytes) -> Any:
     msgspec decodes a line several times faster; the few documents it refuses that ``json``
     reads (``NaN``, numbers out of range) are read by ``json``, whose message names a real error.
     """
+    try:
+        check_json_shape(raw, max_values=None)  # before a parser recurses: 100,000 [ is a RecursionError in both
+    except JsonShapeError as exc:
+        raise BadLineError(str(exc)) from None
     try:
         return msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):

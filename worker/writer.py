@@ -34,7 +34,7 @@ from broker.acknowledge import acknowledge_writer_batch
 from broker.keys import served_keys
 from broker.lanes import SHARD_UNAVAILABLE
 from broker.redis_client import connection_faults_as_errors
-from broker.scripts import FinishedJob, FinishScript
+from broker.scripts import FinishedJob, FinishScript, TenantEventRetention
 from contract.backoff import Backoff
 from contract.job_controls import job_controls
 from contract.schemas import JobStatus, Lane, lane_of
@@ -99,8 +99,10 @@ class ResultWriter:
         self._keys = served_keys(settings)
         self._shard_keys = self._keys.shards
         self._redis = redis
+        tenant_events = TenantEventRetention(settings.tenant_events_maxlen, settings.tenant_events_retention_seconds)
         self._finishes = [
-            FinishScript(keys, settings.finished_state_ttl_seconds, settings.events_maxlen) for keys in self._shard_keys
+            FinishScript(keys, settings.finished_state_ttl_seconds, settings.events_maxlen, tenant_events)
+            for keys in self._shard_keys
         ]
         self._job_rows: JobRows = JobRowWriter(database_url)
         self._queue: asyncio.Queue[JobResult | DeadLetter | None] = asyncio.Queue(maxsize=settings.writer_buffer_size)

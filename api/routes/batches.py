@@ -7,10 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.auth import CallerDep
+from api.json_body import JsonBodyRoute
 from api.openai_schemas import BatchCreate, BatchList, BatchObject
 from api.services import ApiServices, services
 
-router = APIRouter(prefix="/v1/batches", tags=["OpenAI Batch API"])
+router = APIRouter(prefix="/v1/batches", tags=["OpenAI Batch API"], route_class=JsonBodyRoute)
 ServicesDep = Annotated[ApiServices, Depends(services)]
 
 

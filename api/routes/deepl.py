@@ -336,7 +336,9 @@ async def document_result(document_id: str, deepl: DeepLRequestDep, api: Service
 async def create_glossary(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> GlossaryBody:
     """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
     (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line, and so is a pair of one language
-    (``/v2/glossary-language-pairs`` has none: no translation could use it)."""
+    (``/v2/glossary-language-pairs`` has none: no translation could use it). A tenant's glossaries are held to
+    ``DRAGOMAN_GLOSSARY_QUOTA_COUNT`` glossaries and ``DRAGOMAN_GLOSSARY_QUOTA_BYTES`` bytes of terms: past
+    either, ``413 glossary_quota_exceeded`` and nothing stored (exact when creates race for the last place)."""
     try:
         name = glossary_name(deepl.text("name", required=True) or "")
         source_lang = base_language(to_bcp47(deepl.text("source_lang", required=True), "source_lang"))
@@ -347,10 +349,12 @@ async def create_glossary(request: Request, deepl: DeepLRequestDep, api: Service
                 f"({to_deepl(source_lang)}); see /v2/glossary-language-pairs"
             )
         entries_format = deepl.text("entries_format") or "tsv"
+        store = _glossaries(request)
+        await store.check_room(deepl.caller.tenant)  # a tenant at its quota: refused before its entries are read
         entries = await api.work.run(parse_entries, deepl.text("entries", required=True) or "", entries_format)
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
-    info = await _glossaries(request).create(deepl.caller.tenant, name, source_lang, target_lang, entries)
+    info = await store.create(deepl.caller.tenant, name, source_lang, target_lang, entries)
     return GlossaryBody.of(info)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
@@ -10,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from api.auth import CallerDep
 from api.errors import ApiError
+from api.json_body import decode_json
 from api.schemas import DocumentView, ErrorBody, GroupView
 from api.services import ApiServices, services
 from contract.controls import MAX_CONTEXT_CHARS
@@ -149,7 +149,7 @@ def _glossary(text: str | None) -> dict[str, str] | None:
     if text is None or not text.strip():
         return None
     try:
-        terms = json.loads(text)
+        terms = decode_json(text)  # nested past the limit: refused unparsed, a ValueError too
     except ValueError as exc:
         raise ApiError(
             422, "invalid_glossary", f"glossary must be a JSON object of source -> target terms: {exc}"

@@ -48,12 +48,13 @@ async def events(
 ) -> StreamingResponse:
     """Each of the caller's jobs that finishes, as ``event: job.finished`` with the event's JSON.
 
-    Every event's ``id:`` is its entry in the events stream: reconnect with ``Last-Event-ID`` (as
-    browsers' ``EventSource`` does by itself) and the stream goes on after it, so nothing
-    finished in between is missed while the stream still holds it (``DRAGOMAN_EVENTS_MAXLEN``
-    entries); past that, an ``event: gap`` says events were trimmed. Without one, it starts
-    with the jobs that finish from now on. After 15 s without an event a ``: keep-alive`` comment
-    goes out (no ``id:``: the stream's position is other tenants' business), so proxies keep
+    Every event's ``id:`` is its entry in the tenant's own events stream: reconnect with
+    ``Last-Event-ID`` (as browsers' ``EventSource`` does by itself) and the stream goes on after it,
+    so nothing finished in between is missed while the tenant's stream still holds it (its last
+    ``DRAGOMAN_TENANT_EVENTS_MAXLEN`` events of the last ``DRAGOMAN_TENANT_EVENTS_RETENTION_SECONDS``);
+    past that, an ``event: gap`` says events were trimmed. ``0-0`` replays every event the tenant's
+    stream keeps, and only the tenant's. Without one, it starts with the jobs that finish from now on.
+    After 15 s without an event a ``: keep-alive`` comment goes out (no ``id:``), so proxies keep
     the stream open. The stream ends at the first such line after its key is revoked. One key
     holds at most ``DRAGOMAN_API_MAX_EVENT_STREAMS_PER_KEY`` streams (``429 too_many_streams``
     beyond, with ``Retry-After``).
@@ -88,7 +89,7 @@ async def events(
             {"Retry-After": "5"},
         )
     try:
-        start = await feed.start_id(resume)
+        start = await feed.start_id(caller.tenant, resume)
     except BaseException:
         feed.give_stream(caller.key_id)
         raise

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Depends, Query, Response, status
 
 from api.auth import CallerDep
 from api.errors import ApiError
+from api.json_body import JsonBodyRoute
 from api.schemas import ErrorBody, JobAccepted, JobRequest, JobsAccepted, JobView
 from api.services import ApiServices, services
 from api.source_hints import with_source_hints
@@ -16,7 +17,7 @@ from contract.errors import JobTimeoutError
 from contract.schemas import JobStatus, TranslationRequest
 from producer.requests import prepare, prepare_many
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=JsonBodyRoute)
 
 ServicesDep = Annotated[ApiServices, Depends(services)]
 _ERRORS: dict[int | str, dict[str, object]] = {

@@ -19,7 +19,7 @@ client, an asyncio client or a pipeline. Each script is one atomic transition:
 
 from broker.scripts.cancel import CancelOutcome, CancelScript
 from broker.scripts.count_after import CountAfterScript
-from broker.scripts.finish import FinishedJob, FinishScript
+from broker.scripts.finish import FinishedJob, FinishScript, TenantEventRetention
 from broker.scripts.lua import Arg, LuaScript
 from broker.scripts.overdue import Overdue, OverdueScript
 from broker.scripts.refill import Refilled, RefillScript
@@ -48,5 +48,6 @@ __all__ = [
     "StartOutcome",
     "StartScript",
     "SubmitScript",
+    "TenantEventRetention",
     "UnfinishedStandaloneScript",
 ]

@@ -1,8 +1,15 @@
-"""FINISH (``finish.lua``): ack a committed batch, finalise its state records, publish its events."""
+"""FINISH (``finish.lua``): ack a committed batch, finalise its state records, publish its events.
+
+Each event goes to the shared events stream (``DRAGOMAN_EVENTS_MAXLEN``, the wire format's), and an
+event of a job with a tenant to that tenant's own events stream too (:meth:`~broker.keys.RedisKeys.tenant_events`),
+trimmed by the tenant's own retention: :class:`TenantEventRetention`. ``GET /v1/events`` reads only
+the tenant's: however many events other tenants' jobs write, a replay reads its own and no others.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -30,13 +37,30 @@ class FinishedJob(msgspec.Struct, frozen=True):
     tenant: str | None = None
 
 
-class FinishScript:
-    """Finishes batches of one deployment: its key names, the finished TTL and the events stream's length."""
+@dataclass(frozen=True, slots=True)
+class TenantEventRetention:
+    """How much of a tenant's own events stream is kept: at most ``maxlen`` entries (about: Redis trims whole
+    nodes), none older than ``seconds`` (by the clock FINISH is given), and the stream itself only while
+    written within ``seconds``."""
 
-    def __init__(self, keys: RedisKeys, finished_ttl: int, events_maxlen: int) -> None:
+    maxlen: int = 10_000
+    seconds: int = 86_400
+
+
+class FinishScript:
+    """Finishes batches of one deployment: its key names, the finished TTL, the events streams' lengths."""
+
+    def __init__(
+        self,
+        keys: RedisKeys,
+        finished_ttl: int,
+        events_maxlen: int,
+        tenant_events: TenantEventRetention | None = None,
+    ) -> None:
         self._keys = keys
         self._finished_ttl = finished_ttl
         self._events_maxlen = events_maxlen
+        self._tenant_events = tenant_events or TenantEventRetention()
 
     def layout(
         self, entry_ids: Sequence[str], jobs: Sequence[FinishedJob], now: float, bulk_entry_ids: Sequence[str] = ()
@@ -68,6 +92,7 @@ class FinishScript:
             keys.bulk_jobs_stream,
             *states,
             *(keys.tenant_queued(tenant) for tenant in tenants),
+            *(keys.tenant_events(tenant) for tenant in tenants),
         ]
         for group in groups:
             script_keys += (keys.group(group), keys.group_done(group))
@@ -87,6 +112,9 @@ class FinishScript:
             *per_job,
             *tenants,
             *groups,
+            self._tenant_events.maxlen,
+            f"{max(0, int((now - self._tenant_events.seconds) * 1000))}-0",
+            self._tenant_events.seconds * 1000,
         ]
         return script_keys, args
 

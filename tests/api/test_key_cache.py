@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from api.key_cache import ApiKeyCache
+from api.key_cache import UNKNOWN_CACHE_SECONDS, ApiKeyCache
 from broker.keys import RedisKeys
 from broker.redis_client import open_redis
 from cli.main import EXIT_OK, main
@@ -28,16 +28,24 @@ class CountingStore:
         return self.key if token == "good" else None
 
 
-async def test_a_known_key_is_looked_up_once_an_unknown_one_every_time() -> None:
+async def test_a_known_key_and_an_unknown_one_are_each_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both are remembered: a valid key for CACHE_SECONDS, an unknown one for UNKNOWN_CACHE_SECONDS (then again)."""
+    clock = [1_000.0]
+    monkeypatch.setattr("api.key_cache.time.monotonic", lambda: clock[0])
     store = CountingStore()
     cache = ApiKeyCache(store)  # type: ignore[arg-type]
     assert [await cache.find("good") for _ in range(3)] == [store.key] * 3
     assert store.lookups == 1
     assert [await cache.find("bad") for _ in range(3)] == [None] * 3
-    assert store.lookups == 4
+    assert store.lookups == 2
+    assert cache.known_unknown("bad") and not cache.known_unknown("good") and cache.cached("good") == store.key
+    clock[0] += UNKNOWN_CACHE_SECONDS
+    assert await cache.find("bad") is None
+    assert store.lookups == 3
     cache.forget("good")
+    assert cache.cached("good") is None
     await cache.find("good")
-    assert store.lookups == 5
+    assert store.lookups == 4
 
 
 async def test_revoking_a_key_in_use_refuses_its_next_request(

@@ -62,11 +62,11 @@ async def test_the_events_feed_reads_every_shard(
         async with http.stream("GET", "/v1/events", headers=bearer(key)) as stream:
             assert stream.status_code == 200  # answered once its start (each shard's newest entry) is taken
             entry = {"id": "j", "tenant": str(tenant), "payload": '{"job_id": "j"}'}
-            on_2 = raw_redis.xadd(keys.for_shard(2).events_stream, entry)
+            on_2 = raw_redis.xadd(keys.for_shard(2).tenant_events(str(tenant)), entry)
             [event] = await read_events(stream, 1)
         assert event["data"]["job_id"] == "j" and event["id"].split(",")[2] == on_2
         # Resumed with that id: an event written later on shard 1 comes, the one on shard 2 does not again.
-        on_1 = raw_redis.xadd(keys.for_shard(1).events_stream, {**entry, "payload": '{"job_id": "k"}'})
+        on_1 = raw_redis.xadd(keys.for_shard(1).tenant_events(str(tenant)), {**entry, "payload": '{"job_id": "k"}'})
         resumed = {**bearer(key), "Last-Event-ID": event["id"]}
         async with http.stream("GET", "/v1/events", headers=resumed) as stream:
             [again] = await read_events(stream, 1)

@@ -24,7 +24,7 @@ async def test_a_request_cancelled_mid_wait_cancels_its_jobs(
     once the grace period for a retry to join them is over (0 here)."""
     api: ApiServices = app.state.services
     monkeypatch.setattr(api.joined, "grace_s", 0.0)
-    caller = await caller_for_key(api, tenant_key("gone"))
+    caller = await caller_for_key(api, tenant_key("gone"), "127.0.0.1")
     requests = [TranslationRequest(text=f"text {i}", source_lang="en", target_lang="de") for i in range(3)]
     submitted: list[str] = []
     write = api.client.submitter.write
@@ -50,7 +50,7 @@ async def test_a_retry_of_a_cancelled_request_joins_its_jobs(
 ) -> None:
     """The client timed out and sent the same request again: the retry waits for the first attempt's jobs."""
     api: ApiServices = app.state.services
-    caller = await caller_for_key(api, tenant_key("retrying"))
+    caller = await caller_for_key(api, tenant_key("retrying"), "127.0.0.1")
     requests = [TranslationRequest(text=f"text {i}", source_lang="en", target_lang="de") for i in range(2)]
     submitted: list[str] = []
     write = api.client.submitter.write

@@ -210,19 +210,21 @@ async def test_the_event_feed_follows_every_shards_stream(
     assert sharded.redis_url
     feed = EventFeed(sharded.redis_url, keys, max_streams=2)
     try:
-        await raw.xadd(keys.for_shard(1).events_stream, {"id": "x", "tenant": "acme", "payload": "{}"})
-        start = await feed.start_id(None)
+        await raw.xadd(keys.for_shard(1).tenant_events("acme"), {"id": "x", "tenant": "acme", "payload": "{}"})
+        start = await feed.start_id("acme", None)
         assert len(start.split(",")) == SHARDS and valid_cursor(start, SHARDS) and feed.valid_cursor(start)
         assert not valid_cursor("1-0,2-0", SHARDS)  # neither one id nor one per shard
         stream = feed.follow("acme", start, job_ids=frozenset(), group_ids=frozenset(), api_key_id="k")
         first = asyncio.ensure_future(_next_event(stream))
         await asyncio.sleep(0.2)  # every shard's read is blocking now
-        await raw.xadd(keys.for_shard(0).events_stream, {"id": "other", "tenant": "globex", "payload": "{}"})
-        on_2 = await raw.xadd(keys.for_shard(2).events_stream, {"id": "j2", "tenant": "acme", "payload": '{"a":1}'})
+        await raw.xadd(keys.for_shard(0).tenant_events("globex"), {"id": "other", "tenant": "globex", "payload": "{}"})
+        on_2 = await raw.xadd(
+            keys.for_shard(2).tenant_events("acme"), {"id": "j2", "tenant": "acme", "payload": '{"a":1}'}
+        )
         item = await first
         assert item.kind == "event" and '"a":1' in item.data
         assert item.entry_id.split(",")[2] == on_2  # the position on shard 2 moved to the event
-        on_0 = await raw.xadd(keys.for_shard(0).events_stream, {"id": "j0", "tenant": "acme", "payload": "{}"})
+        on_0 = await raw.xadd(keys.for_shard(0).tenant_events("acme"), {"id": "j0", "tenant": "acme", "payload": "{}"})
         assert (await _next_event(stream)).entry_id.split(",")[0] == on_0
         await stream.aclose()  # cancels the reads still blocking on the other shards
         # Resuming from an event's id gives what came after it, on any shard.
