@@ -28,6 +28,7 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _INLINE_START = re.compile(r"[`!\]\[<h*_~]")  # where inline markup can begin
 _BACKTICKS = re.compile(r"`+")
 _URL_END = re.compile(r"[\s)>\]]")
+_AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*|[\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z0-9.-]+)>")
 _HTML_TAG_NAME = re.compile(r"</?([a-zA-Z][a-zA-Z0-9-]*)")
 _PROSE_PARENTS = ("paragraph_open", "heading_open", "th_open", "td_open")
 
@@ -256,9 +257,9 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
     """The inline markup beginning at ``start`` and where it ends (``(None, None)``: none begins there).
 
     Linear: closing marks come from ``finder``. An image ``![alt](src)`` and a link ``[text](url)``
-    are an opening and a closing code around their text; autolinks and bare http(s) URLs are units;
-    inline HTML tags pair by element name; emphasis runs (``*``, ``_``, ``~~``) open where they
-    start a word and close where they end one.
+    are an opening and a closing code around their text; autolinks and bare http(s) URLs are units
+    (bare e-mail and ``www.`` addresses become units later: ``inline_block.protected``); inline HTML
+    tags pair by element name; emphasis runs (``*``, ``_``, ``~~``) open where they start a word and close where they end one.
     """
     char = text[start]
     if char == "!":
@@ -276,6 +277,8 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
             return None, None
         tag = text[start:end]
         name = _HTML_TAG_NAME.match(tag)
+        if _AUTOLINK.fullmatch(tag):
+            return Code(tag, "unit", worded=True), end
         if name is None or tag.endswith("/>"):
             return Code(tag, "unit"), end
         return Code(tag, "close" if tag.startswith("</") else "open", name.group(1).lower()), end
