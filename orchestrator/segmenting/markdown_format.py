@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from markup.finder import Finder
+from markup.html_elements import is_html_element
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.skeleton import Code, Skeleton
 
@@ -259,7 +260,8 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
     Linear: closing marks come from ``finder``. An image ``![alt](src)`` and a link ``[text](url)``
     are an opening and a closing code around their text; autolinks and bare http(s) URLs are units
     (bare e-mail and ``www.`` addresses become units later: ``inline_block.protected``); inline HTML
-    tags pair by element name; emphasis runs (``*``, ``_``, ``~~``) open where they start a word and close where they end one.
+    tags pair by element name, and angle brackets around a name that is no HTML element are text;
+    emphasis runs (``*``, ``_``, ``~~``) open where they start a word and close where they end one.
     """
     char = text[start]
     if char == "!":
@@ -279,7 +281,9 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
         name = _HTML_TAG_NAME.match(tag)
         if _AUTOLINK.fullmatch(tag):
             return Code(tag, "unit", worded=True), end
-        if name is None or tag.endswith("/>"):
+        if name is None or not is_html_element(name.group(1)):
+            return None, None  # words: <standard input>, <decompress>
+        if tag.endswith("/>"):
             return Code(tag, "unit"), end
         return Code(tag, "close" if tag.startswith("</") else "open", name.group(1).lower()), end
     if char == "h":

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from contract.placeholders import DIRECTIVE, PLACEHOLDER
+from markup.html_elements import is_html_element
 from orchestrator.segmenting.inline_block import protected
 from orchestrator.segmenting.parts import Code, tokens_between
 
@@ -21,17 +22,22 @@ _TAG = re.compile(r"</?([a-zA-Z][\w-]*)[^<>]*>")
 _INTTYPES_MACRO = re.compile(r"<PRI[diouxX]\w*>")  # gettext's %<PRId64>: part of a placeholder, never a tag
 
 
-def message_tokens(text: str, *, markup: bool = True) -> list[str | Code]:
+def message_tokens(text: str, *, markup: bool = True, html_only: bool = False) -> list[str | Code]:
     """``text`` as text runs and codes: each placeholder or ``%`` directive (strftime's, a tool's own) a unit;
     with ``markup``, each tag an open or close.
 
     A URL or e-mail address (:func:`protected`) is one unit whole, so a ``%20`` in it is no
-    placeholder, and a tag's attribute is never searched for one.
+    placeholder, and a tag's attribute is never searched for one. With ``html_only`` (a gettext
+    message), angle brackets around a name that is no HTML element (``<standard input>``,
+    ``<Standardeingabe>``) are text a translator translates; a JSON resource's markup may be its
+    own (botocore's ``<important>``), so there every tag is one.
     """
     out: list[str | Code] = []
     position = 0
     for tag in _TAG.finditer(text) if markup else ():
         if _INTTYPES_MACRO.fullmatch(tag.group(0)):
+            continue
+        if html_only and not is_html_element(tag.group(1)):
             continue
         out += _runs(text[position : tag.start()])
         out.append(_tag_code(tag.group(0), tag.group(1)))
