@@ -39,9 +39,9 @@ def block_parts(
     """``tokens`` (text runs and inline codes, in order) as literals and segments.
 
     ``None`` when the block has no words, or has text that itself looks like a placeholder tag
-    (which the model could not tell from ours): the caller sends its runs as plain prose.
+    (which the model could not tell from ours): the caller sends its runs as plain prose. The
+    caller has made its URLs and e-mail addresses units already (:func:`protected`).
     """
-    tokens = protected(tokens)
     plain, offsets = _plain_text(tokens)
     spans = _sentence_spans(plain, max_chars, escape)
     if not spans or _looks_like_a_tag(tokens, escape):
