@@ -15,8 +15,9 @@ Recognised:
   ``%#<PRIx64>`` (a catalogue's form of C's ``"%" PRId64``; without it the ``<PRId64>`` would
   read as an HTML tag and the ``%`` before it would reach the model). ``%%`` is a literal
   percent sign, never a placeholder (it is matched, so that ``%%s`` is not read as ``%s``, and the
-  gettext splitter keeps it out of the model's reach). The space and ``'`` flags are not
-  recognised: ``50% de`` in prose would otherwise be ``% d``.
+  gettext splitter keeps it out of the model's reach). POSIX's grouping flag ``'`` is recognised
+  before a numeric conversion (``%'d``, ``%'.2f``, ``%1$'d``); the space flag is not: ``50% de``
+  in prose would otherwise be ``% d``.
 - Ruby/i18n-js ``%{name}``.
 - Python ``str.format``: ``{}``, ``{0}``, ``{name}``, ``{0:>8}``, ``{name!r}``, ``{user.name}``,
   ``{items[0]}``; ICU simple arguments ``{count}``, ``{n, number}``, ``{d, date, short}``.
@@ -28,7 +29,7 @@ Recognised:
 
 Left out, because ordinary prose writes the same characters: bare ``$var`` (``$HOME``, but also
 "$USD"), ``:name`` (Rails routes, SQL), ``@name@``, a ``{{`` that is Python's escaped brace, and
-printf's ``% d`` and ``%'d``. HTML tags are markup, not placeholders (see ``contract.inline_tags``
+printf's ``% d``. HTML tags are markup, not placeholders (see ``contract.inline_tags``
 and the ``tags`` flag).
 """
 
@@ -46,6 +47,11 @@ _PRINTF = (
     r"(?:<PRI[diouxX](?:8|16|32|64|MAX|PTR|LEAST8|LEAST16|LEAST32|LEAST64|FAST8|FAST16|FAST32|FAST64)>"  # gettext's
     r"|(?:I64|I32|[hlLqjzZtI])*[diouxXeEfFgGcCrsSaAnmp@])"  # <inttypes.h> macros; Windows I64; C's conversions
 )
+_PRINTF_GROUPED = (  # POSIX's thousands' grouping flag: %'d, %'.2f, %1$'d; only on numbers, so prose's %'s is not one
+    r"%(?:\d+\$)?'[-#0+I']*"
+    rf"(?:{_ARGUMENT_WIDTH}|\d+)?(?:\.(?:{_ARGUMENT_WIDTH}|\d+))?"
+    r"(?:[hlLqjzZt])*[diufFgGeE]"
+)
 _PERCENT_ESCAPE = r"%%"
 _RUBY = r"%\{[A-Za-z_][\w.]*\}"
 _TEMPLATE = r"\{\{\s*[A-Za-z_][\w.\-]*\s*\}\}"
@@ -53,7 +59,9 @@ _DOLLAR = r"\$\{[A-Za-z_][\w.]*\}"
 _ICU_SIMPLE = r"\{\s*[A-Za-z0-9_]+\s*,\s*(?:number|date|time|duration|spellout|ordinal)\s*(?:,[^{}]*)?\}"
 _FORMAT = r"\{[A-Za-z0-9_.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"
 
-PLACEHOLDER = re.compile("|".join([_PERCENT_ESCAPE, _PRINTF, _RUBY, _TEMPLATE, _DOLLAR, _ICU_SIMPLE, _FORMAT]))
+PLACEHOLDER = re.compile(
+    "|".join([_PERCENT_ESCAPE, _PRINTF_GROUPED, _PRINTF, _RUBY, _TEMPLATE, _DOLLAR, _ICU_SIMPLE, _FORMAT])
+)
 """One placeholder of the grammar above, or ``%%`` (matched so that it hides no ``%s``; not a placeholder)."""
 
 DIRECTIVE = re.compile(r"%[-_0^#]?[A-Za-z+]")

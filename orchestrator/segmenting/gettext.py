@@ -381,7 +381,9 @@ def _message_segment(text: str, raw: str) -> Segment | None:
     core = text.strip()
     leading = text[: len(text) - len(text.lstrip())]
     trailing = text[len(leading) + len(core) :]
-    return segment_of(message_tokens(core), "po", raw=raw, frame=(quote(leading)[:-1], quote(trailing)[1:]))
+    return segment_of(
+        message_tokens(core, html_only=True), "po", raw=raw, frame=(quote(leading)[:-1], quote(trailing)[1:])
+    )
 
 
 def _unquote(quoted: str, number: int) -> str:

@@ -3,7 +3,7 @@
 The markup is found by a linear lexer (:func:`_markup`; the standard library's ``html.parser``
 reads to the end of the document at every unclosed comment, minutes for a hostile 200 kB file).
 On top of it: inline elements (``a``, ``b``, ``em``, ``span``…) stay inside the sentence as
-``<xN>…</xN>``; ``br``, images without translatable attributes, code (``code``, ``kbd``…) and
+``<xN>…</xN>``; ``br``, images without translatable attributes, code (``code``, ``kbd``, ``samp``, ``var``, ``tt``) and
 ``translate="no"`` / ``class="notranslate"`` spans are unit tags the model never sees; any other
 element ends the block. ``script``, ``style``, ``pre``, ``textarea`` and ``translate="no"``
 blocks are kept as they are. The values of ``alt``, ``title``, ``placeholder``, ``aria-label``
@@ -29,12 +29,12 @@ _TAG_NAME = re.compile(r"</?([a-zA-Z][^\s/>]*)")
 # Elements whose content is code, data or not shown: kept as they are.
 _UNTRANSLATED = frozenset({"script", "style", "pre", "textarea", "template", "svg", "math"})
 # Inline elements whose content is code: a unit tag, content and all.
-_INLINE_CODE = frozenset({"code", "kbd", "samp", "var"})
+_INLINE_CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _INLINE = frozenset(
     {
         "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "data", "del", "dfn", "em", "font", "i",
         "ins", "label", "mark", "nobr", "q", "s", "small", "span", "strike", "strong", "sub", "sup", "time",
-        "tt", "u",
+        "u",
     }
 )  # fmt: skip
 _INLINE_VOID = frozenset({"br", "wbr", "img"})

@@ -18,6 +18,7 @@ from dataclasses import replace as dataclass_replace
 
 from contract import inline_tags
 from contract.sentences import cut_prose
+from markup.protected_spans import protected_spans
 from orchestrator.segmenting.parts import Code, Escape, Segment, Wrap
 
 _HAS_WORDS = re.compile(r"[^\W\d_]", re.UNICODE)
@@ -38,7 +39,8 @@ def block_parts(
     """``tokens`` (text runs and inline codes, in order) as literals and segments.
 
     ``None`` when the block has no words, or has text that itself looks like a placeholder tag
-    (which the model could not tell from ours): the caller sends its runs as plain prose.
+    (which the model could not tell from ours): the caller sends its runs as plain prose. The
+    caller has made its URLs and e-mail addresses units already (:func:`protected`).
     """
     plain, offsets = _plain_text(tokens)
     spans = _sentence_spans(plain, max_chars, escape)
@@ -67,6 +69,45 @@ def block_parts(
     return [part for part in out if part != ""]
 
 
+def protected(tokens: Sequence[str | Code]) -> list[str | Code]:
+    """``tokens`` with every URL and e-mail address of a text run a worded unit (:mod:`markup.protected_spans`).
+
+    Every segmenter's blocks and messages pass through here, so no format sends an address to the
+    model: it sees ``<xN/>`` and the translation gets the address back byte for byte.
+    """
+    out: list[str | Code] = []
+    for token in _joined(tokens):
+        if not isinstance(token, str):
+            out.append(token)
+            continue
+        position = 0
+        for start, end in protected_spans(token):
+            if start > position:
+                out.append(token[position:start])
+            out.append(Code(token[start:end], "unit", worded=True))
+            position = end
+        if position < len(token):
+            out.append(token[position:])
+    return out
+
+
+def _joined(tokens: Sequence[str | Code]) -> list[str | Code]:
+    """``tokens`` with adjacent text runs made one (a splitter may cut ``<https://…>`` at its ``<``)."""
+    out: list[str | Code] = []
+    run: list[str] = []
+    for token in tokens:
+        if isinstance(token, str):
+            run.append(token)
+            continue
+        if run:
+            out.append("".join(run))
+            run = []
+        out.append(token)
+    if run:
+        out.append("".join(run))
+    return out
+
+
 def segment_of(
     tokens: Sequence[str | Code], escape: Escape, *, raw: str, frame: tuple[str, str] = ("", "")
 ) -> Segment | None:
@@ -76,6 +117,7 @@ def segment_of(
     its ``msgid`` (the source is the empty string, the translation is framed in quotes), an XLIFF
     ``<target>`` from its ``<source>``.
     """
+    tokens = protected(tokens)
     if _looks_like_a_tag(tokens, escape):
         return None
     segment = _segment(tokens, escape, None)

@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from markup.finder import Finder
+from markup.html_elements import is_html_element
 from orchestrator.segmenting.html_format import split_html
 from orchestrator.segmenting.skeleton import Code, Skeleton
 
@@ -28,6 +29,7 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _INLINE_START = re.compile(r"[`!\]\[<h*_~]")  # where inline markup can begin
 _BACKTICKS = re.compile(r"`+")
 _URL_END = re.compile(r"[\s)>\]]")
+_AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*|[\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z0-9.-]+)>")
 _HTML_TAG_NAME = re.compile(r"</?([a-zA-Z][a-zA-Z0-9-]*)")
 _PROSE_PARENTS = ("paragraph_open", "heading_open", "th_open", "td_open")
 
@@ -256,9 +258,10 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
     """The inline markup beginning at ``start`` and where it ends (``(None, None)``: none begins there).
 
     Linear: closing marks come from ``finder``. An image ``![alt](src)`` and a link ``[text](url)``
-    are an opening and a closing code around their text; autolinks and bare http(s) URLs are units;
-    inline HTML tags pair by element name; emphasis runs (``*``, ``_``, ``~~``) open where they
-    start a word and close where they end one.
+    are an opening and a closing code around their text; autolinks and bare http(s) URLs are units
+    (bare e-mail and ``www.`` addresses become units later: ``inline_block.protected``); inline HTML
+    tags pair by element name, and angle brackets around a name that is no HTML element are text;
+    emphasis runs (``*``, ``_``, ``~~``) open where they start a word and close where they end one.
     """
     char = text[start]
     if char == "!":
@@ -276,7 +279,11 @@ def _inline_code(text: str, start: int, finder: Finder) -> tuple[Code | None, in
             return None, None
         tag = text[start:end]
         name = _HTML_TAG_NAME.match(tag)
-        if name is None or tag.endswith("/>"):
+        if _AUTOLINK.fullmatch(tag):
+            return Code(tag, "unit", worded=True), end
+        if name is None or not is_html_element(name.group(1)):
+            return None, None  # words: <standard input>, <decompress>
+        if tag.endswith("/>"):
             return Code(tag, "unit"), end
         return Code(tag, "close" if tag.startswith("</") else "open", name.group(1).lower()), end
     if char == "h":

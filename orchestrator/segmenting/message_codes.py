@@ -13,17 +13,37 @@ import re
 from collections.abc import Sequence
 
 from contract.placeholders import DIRECTIVE, PLACEHOLDER
+from markup.html_elements import is_html_element
+from orchestrator.segmenting.inline_block import protected
 from orchestrator.segmenting.parts import Code, tokens_between
 
 _CODES = re.compile(f"{PLACEHOLDER.pattern}|{DIRECTIVE.pattern}")  # placeholders first: %d is printf's
-_WITH_MARKUP = re.compile(_CODES.pattern + r"|</?[a-zA-Z][^<>]*>")
-_TAG_NAME = re.compile(r"</?([a-zA-Z][\w-]*)")
+_TAG = re.compile(r"</?([a-zA-Z][\w-]*)[^<>]*>")
+_INTTYPES_MACRO = re.compile(r"<PRI[diouxX]\w*>")  # gettext's %<PRId64>: part of a placeholder, never a tag
 
 
-def message_tokens(text: str, *, markup: bool = True) -> list[str | Code]:
+def message_tokens(text: str, *, markup: bool = True, html_only: bool = False) -> list[str | Code]:
     """``text`` as text runs and codes: each placeholder or ``%`` directive (strftime's, a tool's own) a unit;
-    with ``markup``, each HTML tag an open or close."""
-    return tokens_between(text, _WITH_MARKUP if markup else _CODES, _code)
+    with ``markup``, each tag an open or close.
+
+    A URL or e-mail address (:func:`protected`) is one unit whole, so a ``%20`` in it is no
+    placeholder, and a tag's attribute is never searched for one. With ``html_only`` (a gettext
+    message), angle brackets around a name that is no HTML element (``<standard input>``,
+    ``<Standardeingabe>``) are text a translator translates; a JSON resource's markup may be its
+    own (botocore's ``<important>``), so there every tag is one.
+    """
+    out: list[str | Code] = []
+    position = 0
+    for tag in _TAG.finditer(text) if markup else ():
+        if _INTTYPES_MACRO.fullmatch(tag.group(0)):
+            continue
+        if html_only and not is_html_element(tag.group(1)):
+            continue
+        out += _runs(text[position : tag.start()])
+        out.append(_tag_code(tag.group(0), tag.group(1)))
+        position = tag.end()
+    out += _runs(text[position:])
+    return out
 
 
 def with_message_codes(tokens: Sequence[str | Code], *, markup: bool = True) -> list[str | Code]:
@@ -34,12 +54,21 @@ def with_message_codes(tokens: Sequence[str | Code], *, markup: bool = True) -> 
     return out
 
 
-def _code(match: re.Match[str]) -> Code:
-    """A placeholder (or a self-closing tag) is a unit; an HTML tag opens or closes a pair by its name."""
-    raw = match.group(0)
-    if not raw.startswith("<"):
-        return Code(raw, "unit", worded=True)  # a placeholder: a word the program fills in
+def _runs(text: str) -> list[str | Code]:
+    """Text between tags: its URLs and e-mail addresses units first, then each placeholder a unit."""
+    out: list[str | Code] = []
+    for token in protected([text] if text else []):
+        out += tokens_between(token, _CODES, _placeholder) if isinstance(token, str) else [token]
+    return out
+
+
+def _placeholder(match: re.Match[str]) -> Code:
+    """A placeholder is a unit, and a word the program fills in."""
+    return Code(match.group(0), "unit", worded=True)
+
+
+def _tag_code(raw: str, name: str) -> Code:
+    """A self-closing tag is a unit; an HTML tag opens or closes a pair by its name."""
     if raw.endswith("/>"):
         return Code(raw, "unit")
-    name = _TAG_NAME.match(raw)
-    return Code(raw, "close" if raw.startswith("</") else "open", name.group(1).lower() if name else "")
+    return Code(raw, "close" if raw.startswith("</") else "open", name.lower())

@@ -136,7 +136,9 @@ class Segment:
                 out.append(self._escaped(token))
             else:
                 opening, closing = self.codes[token.number - 1]
-                out.append(closing if token.kind == "close" else opening)
+                code = closing if token.kind == "close" else opening
+                # a PO message's codes are its decoded text (``<a href="…">``): escaped as its words are
+                out.append(self._escaped(code) if self.escape == "po" else code)
         return out
 
     def tags_kept(self, translation: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 from contract.errors import DocumentTooLargeError
 from contract.sentences import cut_prose
-from orchestrator.segmenting.inline_block import block_parts, decoded, has_words, model_text
+from orchestrator.segmenting.inline_block import block_parts, decoded, has_words, model_text, protected
 from orchestrator.segmenting.parts import (
     Code,
     Escape,
@@ -59,7 +59,18 @@ class Skeleton:
             self._tail.clear()
 
     def prose(self, raw: str, max_chars: int, *, escape: Escape = "") -> None:
-        """Append prose: surrounding whitespace stays literal, long text is cut at sentence ends."""
+        """Append prose: surrounding whitespace stays literal, long text is cut at sentence ends.
+
+        A URL or e-mail address in it makes it a block whose addresses are unit tags (:func:`protected`).
+        """
+        tokens = protected([raw])
+        if len(tokens) > 1 or isinstance(tokens[0], Code):
+            self.block(tokens, max_chars, escape=escape)
+        else:
+            self._prose(raw, max_chars, escape)
+
+    def _prose(self, raw: str, max_chars: int, escape: Escape) -> None:
+        """Prose known to hold no protected span: each sentence a segment without tags."""
         stripped = raw.strip()
         if not stripped:
             self.literal(raw)
@@ -99,6 +110,7 @@ class Skeleton:
 
         ``wrap``: the block was hard-wrapped text; its translations are wrapped the same way.
         """
+        tokens = protected(tokens)
         parts = block_parts(tokens, max_chars, escape, wrap)
         if parts is None:  # nothing to translate, or text that looks like a placeholder tag itself
             self._without_tags(tokens, max_chars, escape)
@@ -116,10 +128,10 @@ class Skeleton:
             if isinstance(token, str):
                 run.append(token)
                 continue
-            self.prose("".join(run), max_chars, escape=escape)
+            self._prose("".join(run), max_chars, escape)
             run = []
             self.literal(token.raw)
-        self.prose("".join(run), max_chars, escape=escape)
+        self._prose("".join(run), max_chars, escape)
 
     def add_detached(self, segment: Segment) -> int | None:
         """Add a segment rendered inside a later code's raw (at ``U+FDD0 index U+FDD1``); return its index.

@@ -93,5 +93,27 @@ def split_document(
 
 
 def finish_document(fmt: str, assembled: str) -> str:
-    """The stored form of an assembled document: a zipped format's container zipped again, else itself."""
-    return zip_container.pack(assembled, ZIPPED[fmt]) if fmt in ZIPPED else assembled
+    """The stored form of an assembled document: a zipped format's container zipped again, else itself.
+
+    An output that is not valid in its own format raises :class:`InvalidJobError` with the reason
+    (the document fails with it, never finishes as a broken file): a gettext catalogue must parse
+    as one, an XLIFF file and a zipped format's XML members must be well-formed.
+    """
+    if fmt in ZIPPED:
+        return zip_container.pack(assembled, ZIPPED[fmt])  # checks its XML members itself
+    check_output(fmt, assembled)
+    return assembled
+
+
+def check_output(fmt: str, assembled: str) -> None:
+    """Raise :class:`InvalidJobError` when an assembled ``.po`` or XLIFF document is invalid in its format."""
+    text = assembled.removeprefix(BYTE_ORDER_MARK)
+    if fmt == "po":
+        try:  # the splitter is the catalogue's parser: every line a comment, a keyword and its string, or blank
+            split_po(text, 10_000, Skeleton(), retranslate=True)
+        except InvalidJobError as exc:
+            raise InvalidJobError(f"the translated catalogue does not parse: {exc}") from None
+    elif fmt == "xliff":
+        problem = zip_container.xml_problem(text.encode())
+        if problem is not None:
+            raise InvalidJobError(f"the translated XLIFF file is not well-formed XML: {problem}")
