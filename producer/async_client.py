@@ -7,8 +7,6 @@ one loop. :class:`~producer.Client` is a thin synchronous wrapper that runs thes
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -266,9 +264,7 @@ class AsyncClient:
                     delay = min(remaining, max(0.0, next_full_read - now))
                 else:
                     delay = backoff.next_delay(limit=remaining)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(delay):
-                        await watch.wait()
+                await watch.wait_at_most(delay)
                 published = watch.take() & unfinished
                 if published and self._finishes.listening and time.monotonic() < next_full_read:
                     to_read = sorted(published)  # only what was published finished since the last read

@@ -21,6 +21,7 @@ from redis.exceptions import RedisError
 from broker.finish_notices import FinishNotices
 from broker.keys import RedisKeys
 from contract.backoff import Backoff
+from producer.bounded_wait import wait_at_most
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,10 @@ class FinishWatch:
         published, self._published = self._published, set()
         return published
 
-    async def wait(self) -> None:
-        """Until a watched job's completion is published (at once if one was since the last :meth:`take`)."""
-        await self._woken.wait()
+    async def wait_at_most(self, seconds: float) -> bool:
+        """Until a watched job's completion is published (at once if one was since the last :meth:`take`),
+        at most ``seconds``; whether one was."""
+        return await wait_at_most(self._woken, seconds)
 
 
 class FinishWaiter:
@@ -93,9 +95,7 @@ class FinishWaiter:
             self._attempted.clear()
             self._task = asyncio.create_task(self._listen(), name="dragoman-finish-waiter")
         try:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(ready_within):
-                    await self._attempted.wait()
+            await wait_at_most(self._attempted, ready_within)
             yield watch
         finally:
             for job_id in watched:

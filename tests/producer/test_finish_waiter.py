@@ -13,6 +13,7 @@ from contract.schemas import JobStatus
 from contract.settings import Settings
 from contract.wire import JobEvent
 from producer.finish_waiter import FinishWaiter
+from tests.waiting import FOREVER
 
 
 def _event(job_id: str) -> str:
@@ -29,12 +30,9 @@ async def test_the_watched_jobs_event_wakes_its_watcher_and_no_other_message_doe
             assert waiter.listening
             await async_redis.publish(keys.events_channel, _event("job-b"))
             await async_redis.publish(keys.events_channel, "not an event")
-            with pytest.raises(TimeoutError):
-                async with asyncio.timeout(0.6):
-                    await finished.wait()
+            assert not await finished.wait_at_most(0.6)
             await async_redis.publish(keys.events_channel, _event("job-a"))
-            async with asyncio.timeout(5):
-                await finished.wait()
+            assert await finished.wait_at_most(FOREVER)
     finally:
         await waiter.close()
 
@@ -68,13 +66,10 @@ async def test_one_watch_over_many_jobs_hands_over_the_ids_published_since_it_la
             for job_id in ("job-a", "job-x", "job-c"):
                 await async_redis.publish(keys.events_channel, _event(job_id))
             collected: set[str] = set()
-            async with asyncio.timeout(5):
-                while collected != {"job-a", "job-c"}:
-                    await watch.wait()
-                    collected |= watch.take()
-            with pytest.raises(TimeoutError):  # taken: the next wait waits for a new event
-                async with asyncio.timeout(0.3):
-                    await watch.wait()
+            while collected != {"job-a", "job-c"}:
+                assert await watch.wait_at_most(FOREVER)
+                collected |= watch.take()
+            assert not await watch.wait_at_most(0.3)  # taken: the next wait waits for a new event
         assert waiter._watchers == {}  # the block's end forgets every id it watched
     finally:
         await waiter.close()
