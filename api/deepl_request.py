@@ -26,6 +26,7 @@ from starlette.datastructures import UploadFile
 
 from api.auth import Caller, caller_for_key
 from api.errors import ApiError
+from api.input_check import form_fields
 from api.services import ApiServices, services
 
 _KEY_SCHEMES = ("deepl-auth-key", "bearer")
@@ -93,10 +94,7 @@ async def _fields(request: Request) -> dict[str, Any]:
                 raise ApiError(400, "invalid_json", "the request body must be a JSON object")
             fields.update(parsed)
     elif media in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        form = await request.form()
-        for name in form:
-            values = form.getlist(name)
-            fields[name] = values if len(values) > 1 else values[0]
+        fields.update(await form_fields(request))
     for name in request.query_params:
         if name not in fields:
             query_values = request.query_params.getlist(name)

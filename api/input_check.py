@@ -17,14 +17,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection
+from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import ApiError, BodyReadRefusal, error_response
+from api.json_numbers import bad_json_number
 
 CODE = "invalid_value"
 """The code of every refusal here: the one the file routes answer for a bad value (issue 33)."""
@@ -90,6 +93,50 @@ def _refusal(where: str, char: str, param: str | None) -> ApiError:
         f"{where} holds {what}, which cannot be stored; send valid Unicode text without NUL",
         param=param,
     )
+
+
+def _number_refusal(number: str, where: str) -> ApiError:
+    shown = number if len(number) <= 40 else number[:37] + "..."
+    return ApiError(
+        400,
+        CODE,
+        f"{where} is {shown}, which no number can hold (JSON numbers are finite, at most about 1.8e308); "
+        "send a finite number",
+        param=None if where == "the body" else where,
+    )
+
+
+def check_form_field(name: str, value: object) -> None:
+    """Refuse (400 ``invalid_value``, naming it) a form field whose name, text or file name holds a NUL or a lone
+    surrogate; a file's bytes are its route's to judge (a document may hold anything)."""
+    char = bad_character(name)
+    if char is not None:
+        raise _refusal(f"the form field name {name!a}", char, ascii(name))
+    if isinstance(value, UploadFile):
+        char = bad_character(value.filename or "")
+        if char is not None:
+            raise _refusal(f"the file name of form field {name}", char, name)
+    elif isinstance(value, str):
+        char = bad_character(value)
+        if char is not None:
+            raise _refusal(f"the form field {name}", char, name)
+
+
+async def form_fields(request: Request) -> dict[str, Any]:
+    """The request's form (URL-encoded or multipart) by field name, a repeated field as a list, each checked by
+    :func:`check_form_field`: what the DeepL and LibreTranslate doors read their form bodies with.
+
+    A form is not JSON, so :class:`InputCheck` cannot look into it as it arrives; a NUL in a form field
+    (DeepL's ``glossary_id``) reached PostgreSQL as a 500 before this.
+    """
+    form = await request.form()
+    fields: dict[str, Any] = {}
+    for name in form:
+        values = form.getlist(name)
+        for value in values:
+            check_form_field(name, value)
+        fields[name] = values[0] if len(values) == 1 else values
+    return fields
 
 
 def _url_refusal(scope: Scope) -> ApiError | None:
@@ -169,10 +216,14 @@ class InputCheck:
             if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
                 if not message.get("more_body", False):
-                    char = bad_json_escape(bytes(body))
+                    whole = bytes(body)
                     body.clear()
+                    char = bad_json_escape(whole)
                     if char is not None:
                         raise BodyReadRefusal(_refusal("the JSON body", char, None))
+                    number = bad_json_number(whole)
+                    if number is not None:
+                        raise BodyReadRefusal(_number_refusal(*number))
             return message
 
         await self.app(scope, checked_receive, send)

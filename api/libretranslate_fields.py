@@ -17,6 +17,7 @@ from starlette.datastructures import UploadFile
 
 from api.auth import Caller, caller_for_key
 from api.errors import ApiError
+from api.input_check import form_fields
 from api.services import ApiServices
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -39,10 +40,7 @@ async def request_fields(request: Request) -> dict[str, Any]:
             raise ApiError(400, "invalid_json", "Invalid JSON format: the body must be a JSON object")
         fields.update(body)
     elif media in _FORMS:
-        form = await request.form()
-        for name in form:
-            values = form.getlist(name)
-            fields[name] = values[0] if len(values) == 1 else values
+        fields.update(await form_fields(request))
     return fields
 
 

@@ -119,7 +119,7 @@ def _alternatives(fields: dict[str, Any]) -> int:
     """``alternatives``: how many alternative translations were asked for (dragoman answers none)."""
     try:
         return max(0, int(fields.get("alternatives") or 0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (the door refuses it in JSON first)
         raise ApiError(400, "invalid_parameter", "Invalid request: alternatives parameter is not a number") from None
 
 

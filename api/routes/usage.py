@@ -82,6 +82,13 @@ def _date(value: str | None, name: str) -> dt.date | None:
         raise ApiError(400, "invalid_date", f"{name} must be a date as YYYY-MM-DD (UTC), got {value!r}") from None
 
 
+def _days_before(day: dt.date, days: int) -> dt.date:
+    """``days`` before ``day``, or the calendar's first day (1 January of year 1) if that is before it."""
+    if day.toordinal() - days < dt.date.min.toordinal():
+        return dt.date.min
+    return day - dt.timedelta(days=days)
+
+
 def _grouping(value: str) -> tuple[str, ...]:
     parts = tuple(part.strip() for part in value.split(","))
     if not parts or any(part not in GROUPINGS for part in parts) or len(set(parts)) != len(parts):
@@ -120,7 +127,7 @@ async def usage(
     ``DRAGOMAN_USAGE_MAX_DAYS``, ``400 invalid_group_by`` for another grouping.
     """
     last = _date(end, "end") or dt.datetime.now(dt.UTC).date()
-    first = _date(start, "start") or last - dt.timedelta(days=DEFAULT_DAYS - 1)
+    first = _date(start, "start") or _days_before(last, DEFAULT_DAYS - 1)
     if last < first:
         raise ApiError(400, "invalid_range", f"end ({last}) is before start ({first})")
     days = (last - first).days + 1
