@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import ApiError, BodyReadRefusal, error_response
+from api.errors import ApiError, BodyReadRefusal, refusal_response
 from api.json_numbers import bad_json_number
 
 CODE = "invalid_value"
@@ -201,7 +201,7 @@ class InputCheck:
             return
         refused = _url_refusal(scope)
         if refused is not None:
-            response = error_response(
+            response = refusal_response(
                 refused.status, refused.code, refused.message, request=Request(scope), param=refused.param
             )
             await response(scope, receive, send)
