@@ -166,7 +166,8 @@ def document_key(key_secret: str, document_id: str) -> str:
 def check_document_key(request: DeepLRequest, document_id: str) -> None:
     """Refuse (400) a ``document_key`` that is missing or not this document's, for this API key."""
     sent = request.text("document_key", required=True) or ""
-    if not hmac.compare_digest(sent.upper(), document_key(request.key_secret, document_id)):
+    # compared as bytes: compare_digest refuses a str with non-ASCII characters (a TypeError, a 500)
+    if not hmac.compare_digest(sent.upper().encode(), document_key(request.key_secret, document_id).encode()):
         raise ApiError(
             400,
             "invalid_document_key",

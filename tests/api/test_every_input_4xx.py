@@ -200,3 +200,19 @@ async def test_usage_from_year_one_is_the_days_the_calendar_has(http: httpx.Asyn
     response = await http.get("/v1/usage?end=0001-01-05", headers=bearer(tenant_key("year-one")))
     assert response.status_code == 200, response.text
     assert response.json()["start"] == "0001-01-01"
+
+
+# Found by the fuzz run of every route (tests/api/test_fuzz_every_route.py) ---------------------------------
+
+
+@pytest.mark.parametrize("document_key", ["Schlüssel", "é" * 64])
+async def test_a_document_key_with_non_ascii_characters_is_a_400(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, caplog: pytest.LogCaptureFixture, document_key: str
+) -> None:
+    """``hmac.compare_digest`` refuses a str with non-ASCII characters: a ``TypeError`` answered 500."""
+    body = {"document_key": document_key}
+    for path in ("/v2/document/abc", "/v2/document/abc/result"):
+        response = await http.post(path, json=body, headers=_deepl(tenant_key("key")))
+        assert response.status_code == 400, response.text
+        assert response.json()["code"] == "invalid_document_key"
+    no_traceback(caplog)
