@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi import FastAPI
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from api.deepl_languages import SOURCE_LANGUAGES, TARGET_LANGUAGES
@@ -113,10 +114,24 @@ class LibreFileBody(BaseModel):
     api_key: str | None = None
 
 
+DOOR_BODIES: tuple[type[BaseModel], ...] = (
+    DeepLTranslateBody,
+    DeepLDocumentBody,
+    DeepLDocumentKeyBody,
+    DeepLGlossaryBody,
+    DeepLLanguagesBody,
+    LibreTranslateBody,
+    LibreDetectBody,
+    LibreFileBody,
+)
+"""Every body here: :func:`add_door_bodies` puts each in the schema's components, by its class name."""
+
+
 def request_body(model: type[BaseModel], *, multipart: bool = False, json: bool = True) -> dict[str, Any]:
-    """A route's ``openapi_extra`` describing its body as ``model``: as JSON and as a form (URL-encoded, or multipart
-    for a body with a file, whose part is named ``document.txt`` in the schema's example)."""
-    schema = model.model_json_schema()
+    """A route's ``openapi_extra`` describing its body as ``model`` (one of :data:`DOOR_BODIES`, a component of the
+    schema): as JSON and as a form (URL-encoded, or multipart for a body with a file, whose part is named
+    ``document.txt`` in the schema's example)."""
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
     content: dict[str, Any] = {}
     if json:
         content["application/json"] = {"schema": schema}
@@ -134,6 +149,21 @@ def request_body(model: type[BaseModel], *, multipart: bool = False, json: bool 
     else:
         content["application/x-www-form-urlencoded"] = {"schema": schema}
     return {"requestBody": {"required": True, "content": content}}
+
+
+def add_door_bodies(app: FastAPI) -> None:
+    """Make ``app``'s OpenAPI schema hold :data:`DOOR_BODIES` as components, which the doors' routes refer to
+    (FastAPI adds only the models a route's signature names). FastAPI's own way: wrapping ``app.openapi``."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schemas = build().setdefault("components", {}).setdefault("schemas", {})
+            for model in DOOR_BODIES:
+                schemas[model.__name__] = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def query_field(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:

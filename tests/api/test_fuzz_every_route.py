@@ -1,9 +1,10 @@
 """A property-based fuzz run of every route and method in the OpenAPI schema: zero 5xx, zero tracebacks (issue 48).
 
 Schemathesis reads the app's own schema (``/openapi.json``: the native routes, OpenAI's, and the DeepL and
-LibreTranslate doors, whose JSON and form bodies :mod:`api.door_bodies` describes) and Hypothesis
-generates requests for each operation, valid and invalid ones (every field's type broken, required ones
-left out, unknown ones added). They go over HTTP to the real ``dragoman api`` app served by uvicorn, on the
+LibreTranslate doors, whose JSON and form bodies :mod:`api.door_bodies` describes) and makes requests for
+each operation: its coverage cases (each field at its bounds and broken in each way, required ones left
+out, the path's other HTTP methods), then examples Hypothesis generates, valid and broken; each one that
+names a resource in its path is sent again with a real one (a job, a run, a document...). They go over HTTP to the real ``dragoman api`` app served by uvicorn, on the
 embedded Redis and PostgreSQL, with a tenant's key, and with a worker (the deterministic engine) and
 ``dragoman rq-worker`` running, so that translations and documents are answered rather than timed out.
 
@@ -29,7 +30,9 @@ from pathlib import Path
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
 
 from api import create_app
 from contract.documents import MEDIA_TYPES
@@ -188,20 +191,64 @@ def target(service_urls: ServiceUrls, tmp_path_factory: pytest.TempPathFactory) 
         loop.close()
 
 
-@SCHEMA.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    derandomize="FUZZ_RANDOM" not in os.environ,
-    database=None,
-    deadline=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
-def test_every_route_answers_every_request_below_500_without_a_traceback(
-    case: schemathesis.Case, target: FuzzTarget
-) -> None:
+DERANDOMIZED = "FUZZ_RANDOM" not in os.environ
+
+
+def _coverage_cases(operation: schemathesis.APIOperation) -> Iterator[schemathesis.Case]:
+    """Schemathesis's deterministic cases of ``operation``: each field at its bounds and broken in each way, required
+    ones left out, the other HTTP methods on its path."""
+    config = SCHEMA.config.generation_for(operation=operation)
+    return SCHEMA.iter_coverage_cases(operation, generation_modes=list(GenerationMode), generation_config=config)
+
+
+def _fuzz(operation: schemathesis.APIOperation, target: FuzzTarget) -> None:
+    """Send ``operation`` its coverage cases, then :data:`EXAMPLES` generated ones (valid and broken), each again
+    with real ids in its path where it names resources."""
+    for case in _coverage_cases(operation):
+        _send_with_real_ids(case, target)
+    cases = st.one_of(operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE))
+
+    @settings(
+        max_examples=EXAMPLES,
+        derandomize=DERANDOMIZED,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(cases)
+    def generated(case: schemathesis.Case) -> None:
+        _send_with_real_ids(case, target)
+
+    generated()
+
+
+def test_every_route_answers_every_request_below_500_without_a_traceback(target: FuzzTarget) -> None:
+    """Every operation of the schema, one after the other, in one test: one xdist worker runs them all on one API,
+    worker and rq-worker (Schemathesis's own pytest items share one node id each under pytest 9: xdist cannot
+    schedule them). Every operation runs; the failures are listed together."""
+    failures = []
+    for result in SCHEMA.get_all_operations():
+        operation = result.ok()
+        try:
+            _fuzz(operation, target)
+        except Exception as exc:  # an assertion, shrunk by Hypothesis: the next operation still runs
+            failures.append(f"{operation.label}: {_described(exc)}")
+    assert failures == [], "\n\n".join(failures)
+    assert target.statuses.get(200, 0) > 0 and target.requests > 1_000, target.statuses
+
+
+def _described(exc: BaseException) -> str:
+    """What failed: the assertion's message, or each of the distinct failures Hypothesis found."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "\n".join(_described(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {str(exc)[:1500]}"
+
+
+def _send_with_real_ids(case: schemathesis.Case, target: FuzzTarget) -> None:
+    """Send ``case``, and again with real ids in its path if it names resources (past the 404s)."""
     _send(case, target)
-    if _with_real_ids(case, target.real_ids):  # the same request again, on a job, document, ... that exists
+    if _with_real_ids(case, target.real_ids):
         _send(case, target)
 
 
