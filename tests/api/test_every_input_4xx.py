@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from api import create_app
+from api.json_numbers import bad_json_number
 from contract.settings import Settings
 from tests.api.conftest import KeyMaker, bearer
 
@@ -155,6 +156,25 @@ async def short_wait_http(settings: Settings) -> AsyncIterator[httpx.AsyncClient
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://api.test") as client:
             yield client
+
+
+@pytest.mark.parametrize(
+    ("body", "found"),
+    [
+        (b'{"a": 1e400}', ("1e400", "a")),
+        (b'{"a": {"b": [1, 2, -1E+0400]}}', ("-1E+0400", "a.b[2]")),
+        (b"[NaN]", ("NaN", "[0]")),
+        (b"-Infinity", ("-Infinity", "the body")),
+        (b'{"n": ' + b"9" * 308 + b"e1}", ("9" * 308 + "e1", "n")),
+        (b'{"n": ' + b"1" * 400 + b".5}", ("1" * 400 + ".5", "n")),
+        (b'{"a": "1e400 NaN Infinity", "b": 1e308, "c": 1e-400, "d": ' + b"1" * 400 + b"}", None),
+        (b'{"a": 1e400', None),  # not JSON: the route's parser says so
+    ],
+)
+def test_the_number_scanner(body: bytes, found: tuple[str, str] | None) -> None:
+    """Past a float's range, as a literal Python's parser takes, or at its edge: found and placed; a large integer
+    (exact in Python), a tiny or a finite float, and text that reads like a number are not."""
+    assert bad_json_number(body) == found
 
 
 @pytest.mark.parametrize("wait", ["inf", "nan", "-inf", "1e400"])

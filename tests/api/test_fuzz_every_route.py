@@ -4,9 +4,10 @@ Schemathesis reads the app's own schema (``/openapi.json``: the native routes, O
 LibreTranslate doors, whose JSON and form bodies :mod:`api.door_bodies` describes) and makes requests for
 each operation: its coverage cases (each field at its bounds and broken in each way, required ones left
 out, the path's other HTTP methods), then examples Hypothesis generates, valid and broken; each one that
-names a resource in its path is sent again with a real one (a job, a run, a document...). They go over HTTP to the real ``dragoman api`` app served by uvicorn, on the
-embedded Redis and PostgreSQL, with a tenant's key, and with a worker (the deterministic engine) and
-``dragoman rq-worker`` running, so that translations and documents are answered rather than timed out.
+names a resource in its path is sent again with a real one (a job, a run, a document...). They go over
+HTTP to the real ``dragoman api`` app served by uvicorn, on the embedded Redis and PostgreSQL, with a
+tenant's key, and with a worker (the deterministic engine) and ``dragoman rq-worker`` running, so that
+translations and documents are answered rather than timed out.
 
 Every answer must be below 500, and nothing may be logged with a traceback or at error level: not by the
 API, uvicorn or the worker in this process, nor by the rq-worker (its log is read as it is written).
