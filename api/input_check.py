@@ -7,6 +7,10 @@ and a closed connection. :class:`InputCheck` refuses both, for every route at on
 the query string, the headers and a JSON body, with ``400 invalid_value`` in the route's
 error shape (OpenAI's on the OpenAI routes, ``param`` naming the parameter).
 
+A form body (URL-encoded or multipart) is parsed by its route, not here: the doors that read forms read
+them through :func:`form_fields`, which refuses the same characters in any field's name, text or file
+name. A JSON number no float holds (``1e400``, ``NaN``) is refused here too (:mod:`api.json_numbers`).
+
 A JSON body can only hold a NUL or a lone surrogate as a ``\\u`` escape (raw, they are invalid
 JSON or invalid UTF-8, which the JSON parser refuses with 400 already): a body with no such
 escape is passed after a byte search, and only one with one is decoded here to be looked at.
@@ -180,7 +184,8 @@ def _is_json(scope: Scope) -> bool:
 
 
 class InputCheck:
-    """ASGI middleware: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
+    """ASGI middleware: NUL and lone surrogates in the path, query, headers or a JSON body are a 400, and so is a
+    number no float holds in a JSON body.
 
     The path, query and headers are checked before the route runs (it never sees them); a JSON
     body is refused from its read, so the route's error handlers answer in its shape and nothing

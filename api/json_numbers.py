@@ -7,9 +7,10 @@ fraction) as ``inf``, without a word. A route that then counts with it fails dee
 :func:`bad_json_number` finds such a number and where it is, so that the door
 (:class:`api.input_check.InputCheck`) refuses the body with a 400 naming it, on every route at once.
 
-Most bodies cannot hold one: none of the literals, no exponent of three digits or more and no run of
-200 digits means no number outside a float's range, and such a body is passed after one regular
-expression search (linear: a digit run is only tried from its start). Only a body that might is parsed.
+Most bodies cannot hold one: no value that starts with one of the literals, with an exponent of three
+digits or more or with a run of 200 digits means no number outside a float's range, and such a body is
+passed after one regular expression search. Only a body that might hold one is parsed (on the event loop,
+as the NUL check's parse is: both are bounded by the body size limit).
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import json
 import math
 import re
 
-# What a non-finite number needs: a literal, an exponent of 3+ significant digits, or (an exponent of at most 99
-# making up the rest of the 309 orders of magnitude) at least 210 digits in a row; 200 leaves room.
-_SUSPECT = re.compile(rb"NaN|Infinity|[eE][+-]?0*[1-9][0-9]{2}|(?<![0-9])[0-9]{200}")
+# Where a value starts (the body's start, or after a colon, bracket or comma), what a non-finite number needs: a
+# literal, an exponent of 3+ significant digits, or (an exponent of at most 99 making up the rest of the 309
+# orders of magnitude) at least 210 digits in a row; 200 leave room. Text that merely reads "Infinity" or holds
+# an id like "b37e-0205" is not a value's start: such a body is not parsed for it.
+_SUSPECT = re.compile(
+    rb"(?:^|[:\[,])[ \t\r\n]*-?(?:NaN|Infinity|[0-9]+(?:\.[0-9]+)?[eE][+-]?0*[1-9][0-9]{2}|[0-9]{200})"
+)
 
 
 class _Bad:

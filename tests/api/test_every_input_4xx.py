@@ -169,12 +169,32 @@ async def short_wait_http(settings: Settings) -> AsyncIterator[httpx.AsyncClient
         (b'{"n": ' + b"1" * 400 + b".5}", ("1" * 400 + ".5", "n")),
         (b'{"a": "1e400 NaN Infinity", "b": 1e308, "c": 1e-400, "d": ' + b"1" * 400 + b"}", None),
         (b'{"a": 1e400', None),  # not JSON: the route's parser says so
+        (b" 1e400", ("1e400", "the body")),
     ],
 )
 def test_the_number_scanner(body: bytes, found: tuple[str, str] | None) -> None:
     """Past a float's range, as a literal Python's parser takes, or at its edge: found and placed; a large integer
     (exact in Python), a tiny or a finite float, and text that reads like a number are not."""
     assert bad_json_number(body) == found
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"text": "Infinity War and NaN bread (1e400 is a lot)", "source_lang": "en", "target_lang": "de"}',
+        b'{"id": "01a252b4-4044-788f-b37e-0205260f67e5", "n": 1e30}',
+        b'{"n": [1, 2.5, -3e-12]}',
+    ],
+)
+def test_ordinary_bodies_are_not_parsed_for_numbers(body: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scanner parses only a body that may hold such a number: text and ids that read like one are passed at the
+    cost of one regular expression search."""
+
+    def no_parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr("api.json_numbers.json.loads", no_parse)
+    assert bad_json_number(body) is None
 
 
 @pytest.mark.parametrize("wait", ["inf", "nan", "-inf", "1e400"])
