@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from api.body_timeout import BodyReadTimeout
 from api.cpu_work import CpuWork
+from api.door_bodies import add_door_bodies
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
 from api.file_sweeper import FileSweeper
@@ -194,4 +195,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(deepl.router)
     app.include_router(history.router)
     app.include_router(console.router)  # the web console at /
+    add_door_bodies(app)  # the DeepL and LibreTranslate doors' bodies, which they read themselves, in the schema
     return app

@@ -10,7 +10,6 @@ twice is a :class:`GlossaryEntriesError` naming its line; the terms are trimmed.
 from __future__ import annotations
 
 import csv
-import io
 import unicodedata
 
 from api.glossary_terms import TermFinder
@@ -53,18 +52,14 @@ def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
             f"Value for 'entries_format' not supported: {shown(entries_format)}; use {' or '.join(ENTRIES_FORMATS)}"
         )
     lines = text.splitlines()
-    # One line's fields at a time, dropped once read: kept, half a million lists would set off the garbage
-    # collector's full passes, each a pause of every thread, the event loop's too.
-    rows = (
-        (line.split("\t") for line in lines)
-        if entries_format == "tsv"
-        else (next(csv.reader(io.StringIO(line)), []) for line in lines)
-    )
     entries: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for number, (line, fields) in enumerate(zip(lines, rows, strict=True), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        # One line's fields at a time, dropped once read: kept, half a million lists would set off the garbage
+        # collector's full passes, each a pause of every thread, the event loop's too.
+        fields = line.split("\t") if entries_format == "tsv" else _csv_fields(number, line)
         source, target = _terms(number, fields, entries_format)
         if source in seen:
             raise GlossaryEntriesError(f"line {number}: source term {shown(source)} is given twice")
@@ -78,6 +73,17 @@ def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
     if not entries:
         raise GlossaryEntriesError("the glossary has no entries; give at least one line of source and target term")
     return entries
+
+
+def _csv_fields(number: int, line: str) -> list[str]:
+    """Line ``number``'s CSV fields; a line Python's ``csv`` refuses (a field over its 128 KiB limit, a NUL) is a
+    :class:`GlossaryEntriesError` naming it, not ``csv.Error``'s 500."""
+    try:
+        return next(csv.reader((line,)), [])
+    except csv.Error as exc:
+        raise GlossaryEntriesError(
+            f"line {number}: not a CSV line a glossary can hold ({exc}); a term is at most {MAX_TERM_CHARS} characters"
+        ) from None
 
 
 def _terms(number: int, fields: list[str], entries_format: str) -> tuple[str, str]:

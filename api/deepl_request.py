@@ -26,6 +26,7 @@ from starlette.datastructures import UploadFile
 from api.auth import Caller, caller_for_key, client_address
 from api.cpu_work import CpuWork
 from api.errors import ApiError
+from api.input_check import form_fields
 from api.json_body import parse_json_body, shape_refusal
 from api.services import ApiServices, services
 from contract.json_shape import JsonShapeError
@@ -102,10 +103,7 @@ async def _fields(request: Request, work: CpuWork) -> dict[str, Any]:
                 raise ApiError(400, "invalid_json", "the request body must be a JSON object")
             fields.update(parsed)
     elif media in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        form = await request.form()
-        for name in form:
-            values = form.getlist(name)
-            fields[name] = values if len(values) > 1 else values[0]
+        fields.update(await form_fields(request))
     for name in request.query_params:
         if name not in fields:
             query_values = request.query_params.getlist(name)
@@ -178,7 +176,8 @@ def document_key(key_secret: str, document_id: str) -> str:
 def check_document_key(request: DeepLRequest, document_id: str) -> None:
     """Refuse (400) a ``document_key`` that is missing or not this document's, for this API key."""
     sent = request.text("document_key", required=True) or ""
-    if not hmac.compare_digest(sent.upper(), document_key(request.key_secret, document_id)):
+    # compared as bytes: compare_digest refuses a str with non-ASCII characters (a TypeError, a 500)
+    if not hmac.compare_digest(sent.upper().encode(), document_key(request.key_secret, document_id).encode()):
         raise ApiError(
             400,
             "invalid_document_key",

@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from broker.queued_limit import TooManyQueuedJobsError
 from contract.errors import (
@@ -144,9 +145,9 @@ def _server_busy_response(request: Request, exc: ServerBusyError) -> JSONRespons
 def _queued_limit_response(request: Request, exc: TooManyQueuedJobsError) -> JSONResponse:
     """429 with ``Retry-After`` while the tenant's jobs drain; 422 for a submission larger than the limit."""
     if exc.retry_after is None:
-        return error_response(422, "over_queued_job_limit", str(exc), request=request)
+        return refusal_response(422, "over_queued_job_limit", str(exc), request=request)
     headers = {"Retry-After": str(exc.retry_after)}
-    return error_response(429, "too_many_queued_jobs", str(exc), headers, request=request)
+    return refusal_response(429, "too_many_queued_jobs", str(exc), headers, request=request)
 
 
 OPENAI_PREFIXES = ("/v1/files", "/v1/batches", "/v1/models")
@@ -177,6 +178,49 @@ _HTTP_CODES = {
     413: "body_too_large",
     415: "unsupported_media_type",
 }
+
+
+CLIENT_GONE = 499
+"""The status (nginx's) of an answer nobody reads: the client closed the connection first."""
+
+_LOGGED_MESSAGE_CHARS = 300
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, its control characters (newlines too) escaped: one log line."""
+    cut = text if len(text) <= limit else text[:limit] + "..."
+    return _CONTROL.sub(lambda found: ascii(found.group())[1:-1], cut)
+
+
+def log_refusal(request: Request, status: int, code: str, message: str) -> None:
+    """One ``INFO`` line for a refused request: what was asked, the status and code, and the message the client got
+    (at most 300 characters, one line whatever the client sent); for a client that went away (499), the message.
+
+    Refused input is not the server's failure: never a traceback.
+    """
+    raw_path = request.scope.get("raw_path")
+    path = raw_path.decode("latin-1") if isinstance(raw_path, bytes) else request.url.path
+    what = _one_line(f"{request.method} {path}", 200)
+    if status == CLIENT_GONE:
+        log.info("%s: %s", what, _one_line(message, _LOGGED_MESSAGE_CHARS))  # the message says the client went
+    else:
+        log.info("%s refused %d %s: %s", what, status, code, _one_line(message, _LOGGED_MESSAGE_CHARS))
+
+
+def refusal_response(
+    status: int,
+    code: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    request: Request,
+    param: str | None = None,
+) -> JSONResponse:
+    """:func:`error_response`, with a 4xx logged as one line (:func:`log_refusal`): how every refusal is answered."""
+    if 400 <= status < 500:
+        log_refusal(request, status, code, message)
+    return error_response(status, code, message, headers, request=request, param=param)
 
 
 def error_response(
@@ -274,7 +318,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message, exc.headers, request=request, param=exc.param)
+        return refusal_response(exc.status, exc.code, exc.message, exc.headers, request=request, param=exc.param)
 
     @app.exception_handler(DragomanError)
     async def dragoman_error(request: Request, exc: DragomanError) -> JSONResponse:
@@ -286,24 +330,36 @@ def install_error_handlers(app: FastAPI) -> None:
         if status >= 500:
             log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
             return error_response(status, code, "a backing service is unavailable; retry shortly", request=request)
-        return error_response(status, code, str(exc), request=request, param=getattr(exc, "param", None))
+        return refusal_response(status, code, str(exc), request=request, param=getattr(exc, "param", None))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         status, code, message = _validation_message(exc)
-        return error_response(status, code, message, request=request)
+        return refusal_response(status, code, message, request=request)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if isinstance(exc, BodyReadRefusal):
             return await api_error(request, exc.error)
+        if isinstance(exc.__cause__, ClientDisconnect):  # FastAPI's "error parsing the body" of a body cut short
+            return await client_gone(request, exc.__cause__)
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.url.path}; see /docs"
         if exc.status_code == 405 and message == "Method Not Allowed":
             message = f"{request.method} is not allowed on {request.url.path}; see /docs"
-        return error_response(exc.status_code, code, message, exc.headers, request=request)
+        return refusal_response(exc.status_code, code, message, exc.headers, request=request)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        # Nobody reads this answer; the line says what happened (before: two tracebacks, ~7 KB, per upload).
+        return refusal_response(
+            CLIENT_GONE,
+            "client_closed_request",
+            "the client went away before its request body had arrived; nothing was stored",
+            request=request,
+        )
 
     @app.exception_handler(RedisConnectionError)
     @app.exception_handler(RedisTimeoutError)

@@ -7,6 +7,10 @@ and a closed connection. :class:`InputCheck` refuses both, for every route at on
 the query string, the headers and a JSON body, with ``400 invalid_value`` in the route's
 error shape (OpenAI's on the OpenAI routes, ``param`` naming the parameter).
 
+A form body (URL-encoded or multipart) is parsed by its route, not here: the doors that read forms read
+them through :func:`form_fields`, which refuses the same characters in any field's name, text or file
+name. A JSON number no float holds (``1e400``, ``NaN``) is refused here too (:mod:`api.json_numbers`).
+
 A JSON body can only hold a NUL or a lone surrogate as a ``\\u`` escape (raw, they are invalid
 JSON or invalid UTF-8, which the JSON parser refuses with 400 already): a body with no such
 escape is passed after a byte search, and only one with one is decoded here to be looked at.
@@ -16,15 +20,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import ApiError, BodyReadRefusal, error_response
+from api.errors import ApiError, BodyReadRefusal, refusal_response
 from api.json_body import SMALL_BODY_BYTES, decode_json
+from api.json_numbers import bad_json_number
 
 CODE = "invalid_value"
 """The code of every refusal here: the one the file routes answer for a bad value (issue 33)."""
@@ -92,6 +99,50 @@ def _refusal(where: str, char: str, param: str | None) -> ApiError:
     )
 
 
+def _number_refusal(number: str, where: str) -> ApiError:
+    shown = number if len(number) <= 40 else number[:37] + "..."
+    return ApiError(
+        400,
+        CODE,
+        f"{where} is {shown}, which no number can hold (JSON numbers are finite, at most about 1.8e308); "
+        "send a finite number",
+        param=None if where == "the body" else where,
+    )
+
+
+def check_form_field(name: str, value: object) -> None:
+    """Refuse (400 ``invalid_value``, naming it) a form field whose name, text or file name holds a NUL or a lone
+    surrogate; a file's bytes are its route's to judge (a document may hold anything)."""
+    char = bad_character(name)
+    if char is not None:
+        raise _refusal(f"the form field name {name!a}", char, ascii(name))
+    if isinstance(value, UploadFile):
+        char = bad_character(value.filename or "")
+        if char is not None:
+            raise _refusal(f"the file name of form field {name}", char, name)
+    elif isinstance(value, str):
+        char = bad_character(value)
+        if char is not None:
+            raise _refusal(f"the form field {name}", char, name)
+
+
+async def form_fields(request: Request) -> dict[str, Any]:
+    """The request's form (URL-encoded or multipart) by field name, a repeated field as a list, each checked by
+    :func:`check_form_field`: what the DeepL and LibreTranslate doors read their form bodies with.
+
+    A form is not JSON, so :class:`InputCheck` cannot look into it as it arrives; a NUL in a form field
+    (DeepL's ``glossary_id``) reached PostgreSQL as a 500 before this.
+    """
+    form = await request.form()
+    fields: dict[str, Any] = {}
+    for name in form:
+        values = form.getlist(name)
+        for value in values:
+            check_form_field(name, value)
+        fields[name] = values[0] if len(values) == 1 else values
+    return fields
+
+
 def _url_refusal(scope: Scope) -> ApiError | None:
     """The refusal of a path, query parameter or header holding a NUL or lone surrogate, or None."""
     char = bad_character(scope.get("path", ""))
@@ -148,8 +199,22 @@ async def _bad_json_escape_of(scope: Scope, body: bytes) -> str | None:
     return found
 
 
+async def _bad_json_number_of(scope: Scope, body: bytes) -> tuple[str, str] | None:
+    """:func:`~api.json_numbers.bad_json_number` of a whole body: on the API's work threads when it is large
+    (a suspect number makes it parse the body)."""
+    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
+    if len(body) <= SMALL_BODY_BYTES or services is None:
+        return bad_json_number(body)
+    try:
+        found: tuple[str, str] | None = await services.work.run(bad_json_number, body)
+    except ApiError as exc:  # the threads' queue is full: 503, answered from the body's read
+        raise BodyReadRefusal(exc) from None
+    return found
+
+
 class InputCheck:
-    """ASGI middleware: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
+    """ASGI middleware: NUL and lone surrogates in the path, query, headers or a JSON body are a 400, and so is a
+    number no float holds in a JSON body.
 
     The path, query and headers are checked before the route runs (it never sees them); a JSON
     body is refused from its read, so the route's error handlers answer in its shape and nothing
@@ -170,7 +235,7 @@ class InputCheck:
             return
         refused = _url_refusal(scope)
         if refused is not None:
-            response = error_response(
+            response = refusal_response(
                 refused.status, refused.code, refused.message, request=Request(scope), param=refused.param
             )
             await response(scope, receive, send)
@@ -185,10 +250,14 @@ class InputCheck:
             if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
                 if not message.get("more_body", False):
-                    char = await _bad_json_escape_of(scope, bytes(body))
+                    whole = bytes(body)
                     body.clear()
+                    char = await _bad_json_escape_of(scope, whole)
                     if char is not None:
                         raise BodyReadRefusal(_refusal("the JSON body", char, None))
+                    number = await _bad_json_number_of(scope, whole)
+                    if number is not None:
+                        raise BodyReadRefusal(_number_refusal(*number))
             return message
 
         await self.app(scope, checked_receive, send)

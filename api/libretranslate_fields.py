@@ -17,6 +17,7 @@ from starlette.datastructures import UploadFile
 from api.auth import Caller, caller_for_key, client_address
 from api.cpu_work import CpuWork
 from api.errors import ApiError
+from api.input_check import form_fields
 from api.json_body import parse_json_body, shape_refusal
 from api.services import ApiServices
 from contract.json_shape import JsonShapeError
@@ -45,10 +46,7 @@ async def request_fields(request: Request, work: CpuWork) -> dict[str, Any]:
             raise ApiError(400, "invalid_json", "Invalid JSON format: the body must be a JSON object")
         fields.update(body)
     elif media in _FORMS:
-        form = await request.form()
-        for name in form:
-            values = form.getlist(name)
-            fields[name] = values[0] if len(values) == 1 else values
+        fields.update(await form_fields(request))
     return fields
 
 

@@ -171,13 +171,15 @@ def _stop_when_orphaned(parent_pid: int, interval_s: float = 1.0) -> threading.T
 
 
 def _work(ctx: TaskContext, queue_names: list[str], *, burst: bool) -> None:
-    from rq import Queue, SimpleWorker
+    from rq import Queue
+
+    from orchestrator.task_worker import TaskWorker
 
     connection = ctx.rq_connection()
     try:
         queues = [Queue(name, connection=connection) for name in queue_names]
-        # SimpleWorker runs tasks in this process: they are short, and the dispatcher thread stays put.
-        SimpleWorker(queues, connection=connection).work(burst=burst, with_scheduler=not burst)
+        # RQ's SimpleWorker runs tasks in this process: they are short, and the dispatcher thread stays put.
+        TaskWorker(queues, connection=connection).work(burst=burst, with_scheduler=not burst)
     finally:
         connection.close()
 
@@ -193,10 +195,11 @@ def _deliver(ctx: TaskContext, *, burst: bool) -> None:
     if workers <= 1:
         _work(ctx, [ctx.keys.webhook_queue], burst=burst)
         return
-    from rq import SimpleWorker
     from rq.worker_pool import WorkerPool
 
-    class DeliveryWorker(SimpleWorker):
+    from orchestrator.task_worker import TaskWorker
+
+    class DeliveryWorker(TaskWorker):
         """One of the pool's workers: it stops once the process that forked it is gone (killed outright, say)."""
 
         def work(self, *args: Any, **kwargs: Any) -> bool:

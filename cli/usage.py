@@ -68,9 +68,10 @@ def _grouping(value: str) -> tuple[str, ...]:
 def cmd_usage(args: argparse.Namespace, settings: Settings) -> int:
     """Print usage per tenant as a table, or as JSON."""
     from storage.embedded import resolve_urls
+    from storage.usage import range_start
 
     last = _date(args.end, "--to") or dt.datetime.now(dt.UTC).date()
-    first = _date(args.start, "--from") or last - dt.timedelta(days=29)
+    first = _date(args.start, "--from") or range_start(last, 30)  # 0001-01-01 at the earliest
     if last < first:
         raise InvalidJobError(f"--to ({last}) is before --from ({first})")
     grouping = _grouping(args.group_by)

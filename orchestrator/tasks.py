@@ -122,17 +122,15 @@ async def _split_document(ctx: TaskContext, document_id: str) -> int | Retry:
                             await store.document_running(document_id)
                         else:
                             held = True  # the skeleton (and a detected language) are committed with the row
-            except DocumentOverQueuedLimitError as exc:  # the tenant's document, not a bug: one line, no traceback
-                log.warning("document %s failed: %s", document_id, exc)
-                await store.fail_document(document_id, str(exc))
-                return 0
             except Exception as exc:
                 if isinstance(exc, OUTAGES) or isinstance(exc.__cause__, OUTAGES):
                     raise  # Redis or PostgreSQL away (a submit interrupted by one, too): RQ retries
-                reason = (
-                    str(exc) if isinstance(exc, DragomanError) else f"could not be split: {type(exc).__name__}: {exc}"
-                )
-                log.exception("document %s failed: %s", document_id, reason)
+                if isinstance(exc, DragomanError):  # refused (not a zip, a segment too long, over its limit): one line
+                    reason = str(exc)
+                    log.warning("document %s failed: %s", document_id, reason)
+                else:  # a bug in a splitter: its traceback is what the operator needs
+                    reason = f"could not be split: {type(exc).__name__}: {exc}"
+                    log.exception("document %s failed: %s", document_id, reason)
                 await store.fail_document(document_id, reason)
                 return 0
     if held:

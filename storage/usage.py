@@ -41,6 +41,14 @@ class UsageRow:
         return self.succeeded + self.failed + self.cancelled
 
 
+def range_start(last: dt.date, days: int) -> dt.date:
+    """The first day of the ``days``-day range that ends on ``last`` (included): the calendar's first day,
+    1 January of year 1, where the range would start before it (``last - timedelta`` raises ``OverflowError``)."""
+    if last.toordinal() - (days - 1) < dt.date.min.toordinal():
+        return dt.date.min
+    return last - dt.timedelta(days=days - 1)
+
+
 def usage_sql(group_by: tuple[str, ...], tenant_filter: bool) -> str:
     """The usage query grouped by tenant and ``group_by``; parameters: start, end (and the tenant)."""
     day = "day" if "day" in group_by else "NULL::date"

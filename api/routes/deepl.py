@@ -41,6 +41,15 @@ from api.deepl_schemas import (
     UsageBody,
 )
 from api.deepl_tags import TAG_HANDLINGS, TaggedText, restore, to_placeholders
+from api.door_bodies import (
+    DeepLDocumentBody,
+    DeepLDocumentKeyBody,
+    DeepLGlossaryBody,
+    DeepLLanguagesBody,
+    DeepLTranslateBody,
+    query_field,
+    request_body,
+)
 from api.errors import ApiError
 from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
@@ -175,7 +184,9 @@ def _tagged_requests(
     return tagged, requests
 
 
-@router.post("/translate", response_model=TranslateResponse, responses=_ERRORS)
+@router.post(
+    "/translate", response_model=TranslateResponse, responses=_ERRORS, openapi_extra=request_body(DeepLTranslateBody)
+)
 async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
     """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
 
@@ -235,7 +246,12 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
 # Documents -----------------------------------------------------------------------------------
 
 
-@router.post("/document", response_model=DocumentHandleBody, responses=_ERRORS)
+@router.post(
+    "/document",
+    response_model=DocumentHandleBody,
+    responses=_ERRORS,
+    openapi_extra=request_body(DeepLDocumentBody, multipart=True, json=False),
+)
 async def upload_document(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentHandleBody:
     """Upload a document (multipart ``file``, any format ``/v1/documents`` takes) to translate into ``target_lang``.
 
@@ -286,7 +302,12 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     return DocumentHandleBody(document_id=document_id, document_key=document_key(deepl.key_secret, document_id))
 
 
-@router.post("/document/{document_id}", response_model=DocumentStatusBody, responses=_ERRORS)
+@router.post(
+    "/document/{document_id}",
+    response_model=DocumentStatusBody,
+    responses=_ERRORS,
+    openapi_extra=request_body(DeepLDocumentKeyBody),
+)
 async def document_status(document_id: str, deepl: DeepLRequestDep, api: ServicesDep) -> DocumentStatusBody:
     """Where the document stands: ``queued``, ``translating`` (with ``seconds_remaining``), ``done`` or ``error``.
 
@@ -316,6 +337,7 @@ async def document_status(document_id: str, deepl: DeepLRequestDep, api: Service
     "/document/{document_id}/result",
     response_class=Response,
     responses={200: {"content": {m: {} for m in MEDIA_TYPES.values()}, "description": "the translation"}, **_ERRORS},
+    openapi_extra=request_body(DeepLDocumentKeyBody),
 )
 async def document_result(document_id: str, deepl: DeepLRequestDep, api: ServicesDep) -> Response:
     """The translated document, in its format; 503 until it is done (DeepL's "document not ready")."""
@@ -332,7 +354,13 @@ async def document_result(document_id: str, deepl: DeepLRequestDep, api: Service
 # Glossaries ----------------------------------------------------------------------------------
 
 
-@router.post("/glossaries", status_code=status.HTTP_201_CREATED, response_model=GlossaryBody, responses=_ERRORS)
+@router.post(
+    "/glossaries",
+    status_code=status.HTTP_201_CREATED,
+    response_model=GlossaryBody,
+    responses=_ERRORS,
+    openapi_extra=request_body(DeepLGlossaryBody),
+)
 async def create_glossary(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> GlossaryBody:
     """Store a glossary of the tenant: ``name``, ``source_lang``, ``target_lang``, ``entries`` in ``entries_format``
     (``tsv``, the default, or ``csv``). A bad entry is a 400 naming its line, and so is a pair of one language
@@ -414,8 +442,20 @@ async def glossary_language_pairs(deepl: DeepLRequestDep) -> GlossaryLanguagePai
 # Languages and usage -------------------------------------------------------------------------
 
 
-@router.get("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages")
-@router.post("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages_post")
+@router.get(
+    "/languages",
+    response_model=list[LanguageBody],
+    responses=_ERRORS,
+    operation_id="deepl_languages",
+    openapi_extra=query_field("type", {"enum": ["source", "target"]}, "which list (default source)"),
+)
+@router.post(
+    "/languages",
+    response_model=list[LanguageBody],
+    responses=_ERRORS,
+    operation_id="deepl_languages_post",
+    openapi_extra=request_body(DeepLLanguagesBody),
+)
 async def languages(deepl: DeepLRequestDep) -> list[LanguageBody]:
     """DeepL's languages: ``type=source`` (the default) or ``type=target`` (with ``supports_formality``).
 

@@ -38,7 +38,11 @@ async def submit_jobs(
     body: Annotated[JobRequest | list[JobRequest], Body()],
     wait: Annotated[
         float | None,
-        Query(ge=0, description="seconds to wait for one job to finish (capped by DRAGOMAN_API_MAX_WAIT_SECONDS)"),
+        Query(
+            ge=0,
+            allow_inf_nan=False,
+            description="seconds to wait for one job to finish (capped by DRAGOMAN_API_MAX_WAIT_SECONDS)",
+        ),
     ] = None,
 ) -> JobAccepted | JobsAccepted | JobView:
     """Enqueue one job (an object) or several (a list, pipelined): ``202`` with the id(s).

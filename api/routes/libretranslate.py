@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from starlette.datastructures import UploadFile
 
 from api.client_disconnect import cancelled_on_disconnect
+from api.door_bodies import LibreDetectBody, LibreFileBody, LibreTranslateBody, request_body
 from api.errors import ApiError, dragoman_error_status
 from api.libretranslate_fields import libretranslate_request, text_field
 from api.libretranslate_html import tag_html
@@ -121,7 +122,7 @@ def _alternatives(fields: dict[str, Any]) -> int:
     """``alternatives``: how many alternative translations were asked for (dragoman answers none)."""
     try:
         return max(0, int(fields.get("alternatives") or 0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (the door refuses it in JSON first)
         raise ApiError(400, "invalid_parameter", "Invalid request: alternatives parameter is not a number") from None
 
 
@@ -199,7 +200,7 @@ def _translated(
     return translated
 
 
-@router.post("/translate")
+@router.post("/translate", openapi_extra=request_body(LibreTranslateBody))
 async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     """Translate ``q`` (a string, or a list answered as a list in order) from ``source`` (or ``auto``) into ``target``.
 
@@ -250,7 +251,7 @@ async def translate(request: Request, api: ServicesDep) -> dict[str, Any]:
     return answer
 
 
-@router.post("/detect")
+@router.post("/detect", openapi_extra=request_body(LibreDetectBody))
 async def detect(request: Request, api: ServicesDep) -> list[dict[str, Any]]:
     """``[{confidence, language}]``: the three likeliest languages of ``q``, confidence in percent (py3langid)."""
     _, fields = await libretranslate_request(request, api)
@@ -301,7 +302,7 @@ async def _assembled(api: ServicesDep, tenant: str, document_id: str) -> Documen
         pause = min(pause * 2, _LONGEST_POLL_S)
 
 
-@router.post("/translate_file")
+@router.post("/translate_file", openapi_extra=request_body(LibreFileBody, multipart=True, json=False))
 async def translate_file(request: Request, api: ServicesDep) -> dict[str, str]:
     """Translate an uploaded ``file`` (multipart; a format dragoman's documents take) from ``source`` into ``target``.
 

@@ -7,19 +7,21 @@ import re
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from api.auth import CallerDep
 from api.errors import ApiError
 from api.schemas import ErrorBody
 from api.services import ApiServices, services
-from storage.usage import GROUPINGS, UsageRow, UsageStore
+from storage.usage import GROUPINGS, UsageRow, UsageStore, range_start
 
 router = APIRouter(prefix="/v1/usage", tags=["usage"])
 ServicesDep = Annotated[ApiServices, Depends(services)]
 _ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorBody} for code in (400, 401, 429, 503)}
 DEFAULT_DAYS = 30
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DATE_SCHEMA = WithJsonSchema({"type": "string", "format": "date"})
+"""How the schema shows a day parameter: read as text by the route (its own 400 for one that is not a date)."""
 
 
 class UsageBucket(BaseModel):
@@ -109,8 +111,14 @@ async def usage(
     caller: CallerDep,
     api: ServicesDep,
     store: Annotated[UsageStore, Depends(usage_store)],
-    start: Annotated[str | None, Query(description="first UTC day, YYYY-MM-DD (default: 29 days before end)")] = None,
-    end: Annotated[str | None, Query(description="last UTC day, YYYY-MM-DD, included (default: today)")] = None,
+    start: Annotated[
+        str | None,
+        _DATE_SCHEMA,
+        Query(description="first UTC day, YYYY-MM-DD (default: 29 days before end, or 0001-01-01)"),
+    ] = None,
+    end: Annotated[
+        str | None, _DATE_SCHEMA, Query(description="last UTC day, YYYY-MM-DD, included (default: today)")
+    ] = None,
     group_by: Annotated[str, Query(description="day, model, or day,model")] = "day",
 ) -> UsageReport:
     """The caller's tenant's finished jobs, source characters and tokens per UTC day and/or model.
@@ -120,7 +128,7 @@ async def usage(
     ``DRAGOMAN_USAGE_MAX_DAYS``, ``400 invalid_group_by`` for another grouping.
     """
     last = _date(end, "end") or dt.datetime.now(dt.UTC).date()
-    first = _date(start, "start") or last - dt.timedelta(days=DEFAULT_DAYS - 1)
+    first = _date(start, "start") or range_start(last, DEFAULT_DAYS)
     if last < first:
         raise ApiError(400, "invalid_range", f"end ({last}) is before start ({first})")
     days = (last - first).days + 1

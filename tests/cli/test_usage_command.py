@@ -102,3 +102,14 @@ def test_usage_lists_every_tenant_as_json_and_as_a_table(
 def test_bad_flags_exit_2(usage_database: str, flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["usage", *flags]) == EXIT_BAD_INPUT
     assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("end", ["0001-01-05", "0001-01-01", "9999-12-31"])
+def test_a_range_at_the_ends_of_the_calendar_is_answered(
+    usage_database: str, capsys: pytest.CaptureFixture[str], end: str
+) -> None:
+    """``--to 0001-01-05``: the default 30 days before it are before year 1 (an ``OverflowError`` traceback before)."""
+    assert main(["usage", "--to", end, "--json"]) == EXIT_OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["end"] == end
+    assert report["start"] == ("0001-01-01" if end.startswith("0001") else "9999-12-02")

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 import redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 from contract.errors import RunNotFinishedError
 from contract.inline_tags import Tag
@@ -25,6 +25,7 @@ from contract.settings import Settings
 from orchestrator.context import TaskContext
 from orchestrator.dispatcher import CompletionDispatcher
 from orchestrator.sweeper import GroupSweeper
+from orchestrator.task_worker import TaskWorker
 from orchestrator.tasks import finish_group
 from producer.client import Client
 from producer.run_files import InvalidRunFileError
@@ -44,10 +45,10 @@ def _env(settings_env: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DRAGOMAN_WEBHOOK_RETRY_SECONDS", "[0, 0, 0]")
 
 
-class BurstWorker(SimpleWorker):
-    """RQ's SimpleWorker without its command channel (``rq.command``), which a burst run in a test never takes: each
-    run would start a pub/sub thread and stop it again, joining it for up to a second on a busy machine, while the
-    worker under test, on the same event loop, waits."""
+class BurstWorker(TaskWorker):
+    """`dragoman rq-worker`'s worker class without its command channel (``rq.command``), which a burst run in a test
+    never takes: each run would start a pub/sub thread and stop it again, joining it for up to a second on a busy
+    machine, while the worker under test, on the same event loop, waits."""
 
     def subscribe(self) -> None:
         """Take no commands: :meth:`unsubscribe` then has no thread to stop."""
