@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
+from collections import Counter
 from pathlib import PurePath
 from typing import Annotated
 
@@ -132,25 +134,51 @@ async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str
     )
 
 
-def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
-    """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
+def _translations(
+    texts: list[str], wanted: list[int], jobs: list[Job], tagged: list[TaggedText], blank_language: str
+) -> list[TextTranslation]:
+    """The answer's translations, in the order of ``texts``: each job's, its markup put back; a blank text (no job)
+    as it was sent, in ``blank_language``; a 400 naming the first text not translated.
 
     400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer. Linear in the
     translations: run on the API's work threads, as the tagging was.
     """
-    translations = []
-    for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
+    translations = [
+        TextTranslation(detected_source_language=to_deepl(blank_language), text=text, billed_characters=len(text))
+        for text in texts
+    ]
+    for index, job, item in zip(wanted, jobs, tagged, strict=True):
         if job.status is not JobStatus.SUCCEEDED or job.translation is None:
             raise ApiError(400, "translation_failed", f"text {index} was not translated: {job.error or job.status}")
         detected = job.detected_source_lang or job.source_lang or AUTO_LANGUAGE
-        translations.append(
-            TextTranslation(
-                detected_source_language=to_deepl(detected),
-                text=restore(job.translation, item.markup),
-                billed_characters=len(text),
-            )
+        translations[index] = TextTranslation(
+            detected_source_language=to_deepl(detected),
+            text=restore(job.translation, item.markup),
+            billed_characters=len(texts[index]),
         )
     return translations
+
+
+_ITEM = re.compile(r"^item (\d+): ")
+
+
+def _numbered_as_sent(exc: InvalidJobError, wanted: list[int]) -> InvalidJobError:
+    """``exc`` naming the text by its place in the request (``item 3``), not among the texts that had a job."""
+    found = _ITEM.match(str(exc))
+    if found is None or int(found.group(1)) >= len(wanted):
+        return exc
+    return type(exc)(f"item {wanted[int(found.group(1))]}: {str(exc)[found.end() :]}")
+
+
+def _blank_language(source_lang: str, jobs: list[Job], hints: tuple[str, ...] | None, default: str) -> str:
+    """The ``detected_source_language`` of a blank text (it has no job): the request's source language, else the
+    language most of its other texts were found in, else its first source hint, else the default language."""
+    if source_lang != AUTO_LANGUAGE:
+        return source_lang
+    found = Counter(job.detected_source_lang for job in jobs if job.detected_source_lang)
+    if found:
+        return found.most_common(1)[0][0]
+    return hints[0] if hints else default
 
 
 def _tagged_requests(
@@ -187,7 +215,8 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     in each text travel with its job). ``tag_handling`` ``xml``/``html``: the markup is kept byte for
     byte (``ignore_tags`` elements untranslated). ``preserve_formatting``, ``split_sentences``,
     ``model_type`` and DeepL's other tag options are accepted and have no effect. A text the worker
-    could not translate (after its own retries) is a 400 with its reason.
+    could not translate (after its own retries) is a 400 with its reason. An empty (or blank) text is answered as
+    it was sent, with no job, as DeepL answers ``""`` for ``""``; a request of only such texts queues nothing.
     More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` is a 413, a text (markup included) longer
     than ``DRAGOMAN_MAX_TEXT_CHARS`` a 400, both before any work on the texts.
     """
@@ -206,8 +235,11 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     tag_handling = deepl.text("tag_handling")
     if tag_handling is not None and tag_handling not in TAG_HANDLINGS:
         raise ApiError(400, "bad_request", f"Value for 'tag_handling' not supported: {tag_handling!r}; use xml or html")
+    # A blank text is answered as it was sent, with no job (DeepL answers "" for ""): only the others are translated.
+    wanted = [index for index, text in enumerate(texts) if text.strip()]
+    asked = [texts[index] for index in wanted]
     # No source_lang: a best guess, never a refusal (DeepL detects something for every text; api/source_hints.py).
-    hints = await source_hints(api, deepl.caller.tenant, texts) if source_lang == AUTO_LANGUAGE else None
+    hints = await source_hints(api, deepl.caller.tenant, asked) if source_lang == AUTO_LANGUAGE and asked else None
     base = TranslationRequest(
         text="",
         source_lang=source_lang,
@@ -217,19 +249,23 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         source_hints=hints,
     )
     entries = glossary.entries if glossary else None
+    tagged: list[TaggedText] = []
+    jobs: list[Job] = []
     try:
-        tagged, requests = await api.work.run(
-            _tagged_requests, texts, tag_handling, deepl.names("ignore_tags"), entries, base
-        )
-        waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
-        jobs = await cancelled_on_disconnect(request, waiting)
+        if asked:
+            tagged, requests = await api.work.run(
+                _tagged_requests, asked, tag_handling, deepl.names("ignore_tags"), entries, base
+            )
+            waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+            jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
-        raise _bad_request(exc) from None
+        raise _bad_request(_numbered_as_sent(exc, wanted)) from None
     except TooManyQueuedJobsError as exc:
         if exc.retry_after is not None:
             raise  # 429 with Retry-After: DeepL's SDKs wait and retry
         raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
-    return TranslateResponse(translations=await api.work.run(_translations, jobs, tagged, texts))
+    blank = _blank_language(source_lang, jobs, hints, api.settings.detection_default_language)
+    return TranslateResponse(translations=await api.work.run(_translations, texts, wanted, jobs, tagged, blank))
 
 
 # Documents -----------------------------------------------------------------------------------
