@@ -390,6 +390,14 @@ class Settings(BaseSettings):
         default=200 * 1024 * 1024, gt=0, description="largest file POST /v1/files or POST /v1/runs accepts"
     )
     api_max_jobs_per_request: int = Field(default=1_000, gt=0, description="most jobs one POST /v1/jobs may carry")
+    # Issue 49: DeepL limits a /v2/translate request's size, not each text's; one text may be an article.
+    api_deepl_max_request_bytes: int = Field(
+        default=128 * 1024,
+        gt=0,
+        description="DeepL door: UTF-8 bytes of one /v2/translate request's texts together (DeepL's 128 KiB); past "
+        "it 413 before any work. One text may take all of it, past max_text_chars: the worker takes such a job "
+        "and cuts it into pieces",
+    )
     api_max_wait_seconds: float = Field(
         default=60.0, ge=0, description="longest ?wait= a submit may ask for (longer ones are cut to this)"
     )
@@ -625,6 +633,16 @@ class Settings(BaseSettings):
         return value
 
     @property
+    def max_job_text_chars(self) -> int:
+        """The longest text a job may carry: ``max_text_chars``, or a DeepL door text as long as a whole request
+        (``api_deepl_max_request_bytes``: a text of that many bytes has at most that many characters), if longer.
+
+        What the worker takes off the wire (and the DeepL door submits); every other door, runs and documents
+        hold texts to ``max_text_chars``. The worker cuts a long text into pieces of ``max_piece_chars``.
+        """
+        return max(self.max_text_chars, self.api_deepl_max_request_bytes)
+
+    @property
     def retry_flags(self) -> frozenset[QualityFlag]:
         """The flags of ``retry_on_flags``; a :class:`ConfigurationError` naming the variable for an unknown one."""
         return parse_flags(self.retry_on_flags.split(","), setting="DRAGOMAN_RETRY_ON_FLAGS")
@@ -820,6 +838,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_body_bytes",
             "max_file_bytes",
             "api_max_jobs_per_request",
+            "api_deepl_max_request_bytes",
             "api_max_wait_seconds",
             "api_cors_origins",
             "api_download_link_seconds",

@@ -48,7 +48,7 @@ from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.source_hints import source_hints
-from api.text_translation import check_texts, translate_texts
+from api.text_translation import check_request_bytes, translate_texts
 from broker.queued_limit import TooManyQueuedJobsError
 from contract.controls import AUTO_LANGUAGE, Control, Formality
 from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES, encode_document
@@ -187,14 +187,24 @@ def _tagged_requests(
     ignore_tags: frozenset[str],
     entries: list[tuple[str, str]] | None,
     base: TranslationRequest,
+    max_chars: int,
 ) -> tuple[list[TaggedText], list[TranslationRequest]]:
     """Each text's markup swapped for placeholders (``tag_handling``), and its job: ``base`` with the text and the
-    glossary terms found in it.
+    glossary terms found in it. A text whose placeholders make it longer than ``max_chars`` (thousands of short
+    tags) is DeepL's 413: no job may carry it.
 
     Linear in the texts and the glossary, but a large request's work all the same: run on the API's work
     threads (:class:`~api.cpu_work.CpuWork`), after the limits were checked.
     """
     tagged = [to_placeholders(text, tag_handling, ignore_tags) if tag_handling else TaggedText(text) for text in texts]
+    for item in tagged:
+        if len(item.text) > max_chars:
+            raise ApiError(
+                413,
+                "request_too_large",
+                f"Request Entity Too Large: with its markup as placeholder tags, a text is {len(item.text):,} "
+                f"characters, over the {max_chars:,} a job may carry; send it in parts",
+            )
     finder = TermFinder(entries) if entries else None
     requests = [
         dataclasses.replace(base, text=item.text, glossary=(finder.terms_in(text) or None) if finder else None)
@@ -217,14 +227,15 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     ``model_type`` and DeepL's other tag options are accepted and have no effect. A text the worker
     could not translate (after its own retries) is a 400 with its reason. An empty (or blank) text is answered as
     it was sent, with no job, as DeepL answers ``""`` for ``""``; a request of only such texts queues nothing.
-    More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` is a 413, a text (markup included) longer
-    than ``DRAGOMAN_MAX_TEXT_CHARS`` a 400, both before any work on the texts.
+    More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST``, or texts of more than
+    ``DRAGOMAN_API_DEEPL_MAX_REQUEST_BYTES`` (128 KiB of UTF-8, DeepL's request limit) together, is a 413 before any
+    work on the texts; one text may take the whole request (the worker cuts a long text into pieces).
     """
     texts = deepl.texts("text")
     if not texts:
         raise ApiError(400, "missing_parameter", "Parameter 'text' not specified.")
     try:
-        check_texts(api.settings, texts)
+        check_request_bytes(api.settings, texts)
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
         source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
@@ -249,14 +260,16 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         source_hints=hints,
     )
     entries = glossary.entries if glossary else None
+    max_chars = api.settings.max_job_text_chars  # one text may be as long as a request (the worker cuts it)
     tagged: list[TaggedText] = []
     jobs: list[Job] = []
     try:
         if asked:
             tagged, requests = await api.work.run(
-                _tagged_requests, asked, tag_handling, deepl.names("ignore_tags"), entries, base
+                _tagged_requests, asked, tag_handling, deepl.names("ignore_tags"), entries, base, max_chars
             )
-            waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
+            flags = [item.tagged for item in tagged]
+            waiting = translate_texts(api, deepl.caller, requests, inline_tags=flags, max_chars=max_chars)
             jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
         raise _bad_request(_numbered_as_sent(exc, wanted)) from None

@@ -354,6 +354,38 @@ def test_an_empty_string_in_a_batch_is_answered_empty_with_no_job(door: Door) ->
     assert answer.status_code == 400 and answer.json()["message"].startswith("item 2: "), answer.text
 
 
+ARTICLE = "\n\n".join(
+    f"Paragraph {n}. The committee met on Tuesday to discuss the budget. Everyone agreed that the plan was sound, "
+    "and the meeting ended early." * 3
+    for n in range(180)
+)
+"""An article of about 60,000 characters: six times DRAGOMAN_MAX_TEXT_CHARS, under half of DeepL's request limit."""
+
+
+def test_one_text_may_be_as_long_as_deepl_s_request_limit(door: Door) -> None:
+    """Issue 49: a text over 10,000 characters was refused (400); DeepL limits the request to 128 KiB, not a text."""
+    assert 50_000 < len(ARTICLE) < 128 * 1024
+    translator = door.translator()
+    result = translator.translate_text(ARTICLE, source_lang="EN", target_lang="DE")
+    assert isinstance(result, deepl.TextResult)
+    assert result.text == ARTICLE and result.billed_characters == len(ARTICLE)  # the worker's pieces, joined
+    page = "<html><body>" + "".join(f"<p>Read <b>part {n}</b> of the <a href='/x/{n}'>guide</a>.</p>" for n in range(900))
+    page += "</body></html>"
+    assert len(page) > 40_000
+    html = translator.translate_text(page, source_lang="EN", target_lang="FR", tag_handling="html")
+    assert isinstance(html, deepl.TextResult) and html.text == page
+    # 70,000 two-byte characters: fewer characters than the limit, more bytes (DeepL counts the request's bytes)
+    umlauts = ["ü" * 35_000, "ä" * 35_000]
+    headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
+    refused = httpx.post(
+        f"{door.url}/v2/translate", json={"text": umlauts, "target_lang": "DE"}, headers=headers, timeout=None
+    )
+    assert refused.status_code == 413, refused.text[:300]
+    assert "Request Entity Too Large" in refused.json()["message"] and "131,072 bytes" in refused.json()["message"]
+    with pytest.raises(deepl.DeepLException, match="Request Entity Too Large"):
+        translator.translate_text([ARTICLE, ARTICLE, ARTICLE], source_lang="EN", target_lang="DE")
+
+
 def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:
     key = door.key()
     with httpx.Client(base_url=door.url, timeout=None) as http:
