@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from api.body_timeout import BodyReadTimeout
 from api.cpu_work import CpuWork
+from api.deepl_glossary_entries import MAX_GLOSSARY_BYTES
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
 from api.file_sweeper import FileSweeper
@@ -171,9 +172,13 @@ def create_app(settings: Settings) -> FastAPI:
         "/translate_file": settings.max_document_chars * 4 + 64 * 1024,  # LibreTranslate's multipart upload
         "/v2/document": settings.max_document_chars * 4 + 64 * 1024,  # DeepL's multipart document upload
     }
+    # A DeepL glossary may hold 10 MiB of entries: as JSON with every non-ASCII character escaped (the SDKs' way)
+    # that is up to 3 bytes a byte (a two-byte character as \u00fc), and room for its other fields.
+    glossary_body_bytes = max(settings.api_max_body_bytes, 3 * MAX_GLOSSARY_BYTES + 64 * 1024)
+    body_limits = {**uploads, "/v2/glossaries": glossary_body_bytes}
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
     app.add_middleware(InputCheck, raw_body_paths=uploads)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=body_limits)
     app.add_middleware(
         BodyReadTimeout,
         read_timeout=settings.upload_read_timeout_seconds,

@@ -520,7 +520,8 @@ class Settings(BaseSettings):
         default=64 * 1024**2,
         gt=0,
         description="UTF-8 bytes of the terms of all one tenant's glossaries together (one glossary holds at "
-        "most 10,000 entries); a glossary past it is refused (413 glossary_quota_exceeded), nothing stored",
+        "most 10 MiB of entries, DeepL's limit); a glossary past it is refused (413 glossary_quota_exceeded), "
+        "nothing stored",
     )
     file_expiry_seconds: int = Field(
         default=30 * 86_400,

@@ -215,6 +215,35 @@ def test_bad_glossary_entries_are_refused_naming_the_line(door: Door) -> None:
     assert translator.list_glossaries() == []
 
 
+def test_terms_of_1024_bytes_and_a_glossary_of_10_mib_are_taken(door: Door) -> None:
+    """Issue 49: terms over 200 characters were refused (Weblate then lost every suggestion of the project); DeepL
+    takes terms of 1,024 UTF-8 bytes and glossaries of 10 MiB."""
+    translator = door.translator()
+    long_source = "the " + "long " * 204  # 1,024 bytes
+    umlauts = "ü" * 512  # 512 characters, 1,024 bytes
+    glossary = translator.create_glossary("long terms", "EN", "DE", {long_source.strip(): umlauts, "cat": "Katze"})
+    assert glossary.entry_count == 2
+    used = translator.translate_text(
+        f"We saw {long_source}today.", source_lang="EN", target_lang="DE", glossary=glossary
+    )
+    assert isinstance(used, deepl.TextResult) and f"={umlauts}" in used.text  # the job carried the long term
+    with pytest.raises(deepl.DeepLException, match=r"line 1: the target term is 1,026 bytes \(UTF-8\); at most 1,024"):
+        translator.create_glossary("too long", "EN", "DE", {"cat": "ü" * 513})
+
+    # 5,000 entries of about 2 KB: 10 MB of entries, under DeepL's 10 MiB (10,485,760 bytes); the SDK's JSON escapes
+    # each "ü" as \u00fc, so the body is twice the API's default limit of a body
+    big = {f"term{n:05d} " + "x" * 1_000: "ü" * 500 for n in range(5_000)}
+    assert 10_000_000 < sum(len(s) + len(t.encode()) + 2 for s, t in big.items()) < 10 * 1024 * 1024
+    stored = translator.create_glossary("big", "EN", "DE", big)
+    assert stored.entry_count == 5_000
+    found = translator.translate_text("See term00042.", source_lang="EN", target_lang="DE", glossary=stored)
+    assert isinstance(found, deepl.TextResult) and found.text == "See term00042."  # a term's beginning is not the term
+    over = {**big, **{f"more{n:05d} " + "x" * 1_000: "ü" * 500 for n in range(300)}}
+    with pytest.raises(deepl.DeepLException, match=r"over the 10,485,760 \(10 MiB\) a glossary may hold"):
+        translator.create_glossary("too big", "EN", "DE", over)
+    assert [g.name for g in translator.list_glossaries()] == ["long terms", "big"]
+
+
 def test_html_and_xml_tags_come_back_intact(door: Door) -> None:
     translator = door.translator()
     html = '<p>Click <a href="/docs?a=1&amp;b=2">here</a> to <b>open</b> it.<br>Now <code>x</code>.</p>'
@@ -369,7 +398,9 @@ def test_one_text_may_be_as_long_as_deepl_s_request_limit(door: Door) -> None:
     result = translator.translate_text(ARTICLE, source_lang="EN", target_lang="DE")
     assert isinstance(result, deepl.TextResult)
     assert result.text == ARTICLE and result.billed_characters == len(ARTICLE)  # the worker's pieces, joined
-    page = "<html><body>" + "".join(f"<p>Read <b>part {n}</b> of the <a href='/x/{n}'>guide</a>.</p>" for n in range(900))
+    page = "<html><body>" + "".join(
+        f"<p>Read <b>part {n}</b> of the <a href='/x/{n}'>guide</a>.</p>" for n in range(900)
+    )
     page += "</body></html>"
     assert len(page) > 40_000
     html = translator.translate_text(page, source_lang="EN", target_lang="FR", tag_handling="html")
