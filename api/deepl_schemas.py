@@ -19,6 +19,9 @@ class TextTranslation(BaseModel):
     detected_source_language: str = Field(description="the source language, DeepL's upper-case base code (EN, ZH)")
     text: str
     billed_characters: int = Field(description="the source text's characters (Unicode code points)")
+    model_type_used: str | None = Field(
+        None, description="answered when the request sent model_type: quality_optimized or latency_optimized"
+    )
 
 
 class TranslateResponse(BaseModel):
@@ -43,6 +46,9 @@ class DocumentStatusBody(BaseModel):
     error_message: str | None = Field(None, description="why, when the status is error")
     detected_source_language: str | None = Field(
         None, description="uploaded without source_lang: the language detected in the document, once it is split"
+    )
+    billed_characters: int | None = Field(
+        None, description="done: the source characters of the document's segments, as /v2/usage counts them"
     )
 
 

@@ -24,6 +24,7 @@ from api.deepl_languages import (
     SOURCE_LANGUAGES,
     TARGET_LANGUAGES,
     base_language,
+    model_type_used,
     to_bcp47,
     to_deepl,
     to_formality,
@@ -135,7 +136,12 @@ async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str
 
 
 def _translations(
-    texts: list[str], wanted: list[int], jobs: list[Job], tagged: list[TaggedText], blank_language: str
+    texts: list[str],
+    wanted: list[int],
+    jobs: list[Job],
+    tagged: list[TaggedText],
+    blank_language: str,
+    model_type: str | None,
 ) -> list[TextTranslation]:
     """The answer's translations, in the order of ``texts``: each job's, its markup put back; a blank text (no job)
     as it was sent, in ``blank_language``; a 400 naming the first text not translated.
@@ -144,7 +150,12 @@ def _translations(
     translations: run on the API's work threads, as the tagging was.
     """
     translations = [
-        TextTranslation(detected_source_language=to_deepl(blank_language), text=text, billed_characters=len(text))
+        TextTranslation(
+            detected_source_language=to_deepl(blank_language),
+            text=text,
+            billed_characters=len(text),
+            model_type_used=model_type,
+        )
         for text in texts
     ]
     for index, job, item in zip(wanted, jobs, tagged, strict=True):
@@ -155,6 +166,7 @@ def _translations(
             detected_source_language=to_deepl(detected),
             text=restore(job.translation, item.markup),
             billed_characters=len(texts[index]),
+            model_type_used=model_type,
         )
     return translations
 
@@ -213,7 +225,7 @@ def _tagged_requests(
     return tagged, requests
 
 
-@router.post("/translate", response_model=TranslateResponse, responses=_ERRORS)
+@router.post("/translate", response_model=TranslateResponse, responses=_ERRORS, response_model_exclude_none=True)
 async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
     """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
 
@@ -239,6 +251,7 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
         source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
+        model_type = model_type_used(deepl.text("model_type"))
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
     formality = await _formality_for(api, deepl, source_lang, target_lang)
@@ -278,7 +291,8 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
             raise  # 429 with Retry-After: DeepL's SDKs wait and retry
         raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
     blank = _blank_language(source_lang, jobs, hints, api.settings.detection_default_language)
-    return TranslateResponse(translations=await api.work.run(_translations, texts, wanted, jobs, tagged, blank))
+    answered = await api.work.run(_translations, texts, wanted, jobs, tagged, blank, model_type)
+    return TranslateResponse(translations=answered)
 
 
 # Documents -----------------------------------------------------------------------------------
@@ -340,7 +354,8 @@ async def document_status(document_id: str, deepl: DeepLRequestDep, api: Service
     """Where the document stands: ``queued``, ``translating`` (with ``seconds_remaining``), ``done`` or ``error``.
 
     A document uploaded without ``source_lang`` answers the language detected in it
-    (``detected_source_language``, DeepL's upper-case code) once it is split.
+    (``detected_source_language``, DeepL's upper-case code) once it is split. ``done`` answers
+    ``billed_characters``: its segments' source characters, as ``/v2/usage`` counts them.
 
     ``document_key`` must be the one its upload answered (400 otherwise).
     """
@@ -352,12 +367,14 @@ async def document_status(document_id: str, deepl: DeepLRequestDep, api: Service
     if state == "error":
         error = progress.error or f"the document was {progress.status}"
     detected = to_deepl(progress.detected_source_lang) if progress.detected_source_lang else None
+    billed = await api.groups.document_characters(deepl.caller.tenant, document_id) if state == "done" else None
     return DocumentStatusBody(
         document_id=document_id,
         status=state,
         seconds_remaining=left,
         error_message=error,
         detected_source_language=detected,
+        billed_characters=billed,
     )
 
 
@@ -465,20 +482,32 @@ async def glossary_language_pairs(deepl: DeepLRequestDep) -> GlossaryLanguagePai
 
 @router.get("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages")
 @router.post("/languages", response_model=list[LanguageBody], responses=_ERRORS, operation_id="deepl_languages_post")
-async def languages(deepl: DeepLRequestDep) -> list[LanguageBody]:
+async def languages(deepl: DeepLRequestDep, api: ServicesDep) -> list[LanguageBody]:
     """DeepL's languages: ``type=source`` (the default) or ``type=target`` (with ``supports_formality``).
 
-    dragoman takes any BCP-47 language; this is the list DeepL clients show their users.
+    dragoman takes any BCP-47 language; this is the list DeepL clients show their users. A target has
+    ``supports_formality`` where DeepL's has it and the model serving it can apply formality: its live workers'
+    prompt profile reports the formality control, or no live worker reports yet (then as DeepL lists it, the rule
+    ``formality`` on ``/v2/translate`` follows too). Weblate offers formal and informal variants from it.
     """
     kind = deepl.text("type") or "source"
     if kind not in ("source", "target"):
         raise ApiError(400, "bad_request", f"Value for 'type' not supported: {kind!r}; use source or target")
     if kind == "source":
         return [LanguageBody(language=language.code, name=language.name) for language in SOURCE_LANGUAGES]
+    asked = [language for language in TARGET_LANGUAGES if language.supports_formality]
+    codes = {language.code: to_bcp47(language.code, "target_lang") for language in asked}
+    controls = await api.client.models.controls_by_target(AUTO_LANGUAGE, list(codes.values()), Lane.INTERACTIVE)
+    applied = {code for code, target in codes.items() if _applies_formality(controls[target])}
     return [
-        LanguageBody(language=language.code, name=language.name, supports_formality=language.supports_formality)
+        LanguageBody(language=language.code, name=language.name, supports_formality=language.code in applied)
         for language in TARGET_LANGUAGES
     ]
+
+
+def _applies_formality(controls: frozenset[str] | None) -> bool:
+    """Whether a model whose live workers report ``controls`` applies formality (unknown, ``None``: as DeepL)."""
+    return controls is None or Control.FORMALITY.value in controls
 
 
 @router.get("/usage", response_model=UsageBody, responses=_ERRORS, operation_id="deepl_usage")

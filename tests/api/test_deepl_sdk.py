@@ -314,6 +314,48 @@ def test_a_document_without_a_source_language_is_detected(door: Door) -> None:
     assert answer["status"] == "done" and answer["detected_source_language"] == "FR", answer
 
 
+def test_a_done_document_answers_its_billed_characters(door: Door) -> None:
+    """DeepL's document status answers ``billed_characters`` once done (issue 49); the SDK reads it."""
+    translator = door.translator()
+    handle = translator.translate_document_upload(
+        b"# Greeting\n\nHello there, friend.\n", filename="hi.md", source_lang="EN", target_lang="DE"
+    )
+    _orchestrate_until_done(translator, handle)
+    status = translator.translate_document_get_status(handle)
+    assert status.done and status.billed_characters == len("Greeting") + len("Hello there, friend."), status
+
+
+def test_model_type_is_answered_and_norwegian_is_nb(door: Door) -> None:
+    """Issue 49: ``model_type_used`` when ``model_type`` is sent, and Norwegian as DeepL's ``NB`` both ways."""
+    key = door.key()
+    translator = door.translator(key)
+    preferred = translator.translate_text(
+        "Hello", source_lang="EN", target_lang="DE", model_type="prefer_quality_optimized"
+    )
+    fast = translator.translate_text(
+        "Hello", source_lang="EN", target_lang="DE", model_type=deepl.ModelType.LATENCY_OPTIMIZED
+    )
+    plain = translator.translate_text("Hello", source_lang="EN", target_lang="DE")
+    assert isinstance(preferred, deepl.TextResult) and preferred.model_type_used == "quality_optimized"
+    assert isinstance(fast, deepl.TextResult) and fast.model_type_used == "latency_optimized"
+    assert isinstance(plain, deepl.TextResult) and plain.model_type_used is None  # not sent, not answered
+    with pytest.raises(deepl.DeepLException, match="Value for 'model_type' not supported"):
+        translator.translate_text("Hello", target_lang="DE", model_type="fastest")
+
+    norwegian = "Jeg har ikke tid til å snakke med deg nå, vi sees i morgen på kontoret."
+    detected = translator.translate_text(norwegian, target_lang="EN-GB")
+    assert isinstance(detected, deepl.TextResult) and detected.detected_source_lang == "NB", detected
+    from_nb = translator.translate_text("Hei", source_lang="NB", target_lang="DE")
+    into_nb = translator.translate_text("Hello", source_lang="EN", target_lang="NB")
+    assert isinstance(from_nb, deepl.TextResult) and from_nb.detected_source_lang == "NB"
+    assert isinstance(into_nb, deepl.TextResult) and into_nb.text == "Hello"
+    listed = httpx.get(f"{door.url}/v1/jobs", headers={"Authorization": f"Bearer {key}"}).json()["data"]
+    pairs = {(job["source_lang"], job["target_lang"]) for job in listed}
+    assert ("nb", "de") in pairs and ("en", "nb") in pairs, pairs  # Norwegian Bokmål, as the model is told
+    assert "NB" in {language.code for language in translator.get_source_languages()}
+    assert "NB" in {language.code for language in translator.get_target_languages()}
+
+
 def test_usage_counts_this_month_s_characters(door: Door) -> None:
     translator = door.translator()
     assert translator.get_usage().character.count == 0
