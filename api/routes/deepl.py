@@ -55,7 +55,7 @@ from contract.controls import AUTO_LANGUAGE, Control, Formality
 from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, Lane, TranslationRequest
-from storage import Glossary, GlossaryStore
+from storage import Dictionary, DictionaryInfo, GlossaryInfo, GlossaryStore
 from storage.usage import UsageStore
 from tenancy.tenant_groups import DocumentNotAssembledError
 
@@ -87,25 +87,31 @@ def _bad_request(exc: InvalidJobError) -> ApiError:
     return ApiError(400, "bad_request", str(exc))
 
 
-async def _glossary_for(request: Request, deepl: DeepLRequest, source_lang: str, target_lang: str) -> Glossary | None:
-    """The glossary ``glossary_id`` names, checked against the pair; ``None`` without one."""
+async def _glossary_for(
+    request: Request, deepl: DeepLRequest, source_lang: str, target_lang: str
+) -> list[tuple[str, str]] | None:
+    """The entries of the glossary ``glossary_id`` names for the request's pair (its dictionary for the pair's base
+    languages: a v2 glossary's one, or one of a v3 glossary's); ``None`` without one."""
     glossary_id = deepl.text("glossary_id")
     if glossary_id is None:
         return None
     if source_lang == AUTO_LANGUAGE:
         raise ApiError(400, "missing_parameter", "Parameter 'source_lang' is required when using a glossary.")
-    glossary = await _glossaries(request).get(deepl.caller.tenant, glossary_id)
-    if glossary is None:
+    store = _glossaries(request)
+    info = await store.info(deepl.caller.tenant, glossary_id)
+    if info is None:
         raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
-    info = glossary.info
-    if (info.source_lang, info.target_lang) != (base_language(source_lang), base_language(target_lang)):
-        raise ApiError(
-            400,
-            "glossary_language_mismatch",
-            f"glossary {glossary_id} is for {info.source_lang.upper()} -> {info.target_lang.upper()}, "
-            f"not {to_deepl(source_lang)} -> {to_deepl(target_lang)}",
-        )
-    return glossary
+    pair = (base_language(source_lang), base_language(target_lang))
+    asked = f"{to_deepl(source_lang)} -> {to_deepl(target_lang)}"
+    entries = await store.entries(deepl.caller.tenant, glossary_id, *pair) if info.dictionary(*pair) else None
+    if entries is None:
+        held = ", ".join(f"{d.source_lang.upper()} -> {d.target_lang.upper()}" for d in info.dictionaries)
+        if info.monolingual is not None:
+            message = f"glossary {glossary_id} is for {held}, not {asked}"
+        else:
+            message = f"glossary {glossary_id} has no dictionary for {asked} (it has {held})"
+        raise ApiError(400, "glossary_language_mismatch", message)
+    return entries
 
 
 async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str, target_lang: str) -> Formality | None:
@@ -272,7 +278,7 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         formality=formality.value if formality else None,
         source_hints=hints,
     )
-    entries = glossary.entries if glossary else None
+    entries = glossary
     max_chars = api.settings.max_job_text_chars  # one text may be as long as a request (the worker cuts it)
     tagged: list[TaggedText] = []
     jobs: list[Job] = []
@@ -329,7 +335,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     try:
         text = encode_document(fmt, await upload.read())
         searchable = None if fmt in BINARY_FORMATS else text
-        terms = await api.work.run(document_terms, glossary.entries, searchable) if glossary else None
+        terms = await api.work.run(document_terms, glossary, searchable) if glossary else None
         document_id = await api.groups.submit_document(
             deepl.caller.tenant,
             text,
@@ -420,28 +426,39 @@ async def create_glossary(request: Request, deepl: DeepLRequestDep, api: Service
         entries = await api.work.run(parse_entries, deepl.text("entries", required=True) or "", entries_format)
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
-    info = await store.create(deepl.caller.tenant, name, source_lang, target_lang, entries)
+    info = await store.create(deepl.caller.tenant, name, [Dictionary(source_lang, target_lang, entries)])
     return GlossaryBody.of(info)
 
 
 @router.get("/glossaries", response_model=GlossaryList, responses=_ERRORS)
 async def list_glossaries(request: Request, deepl: DeepLRequestDep) -> GlossaryList:
-    """The tenant's glossaries, oldest first."""
+    """The tenant's glossaries of one language pair, oldest first (a multilingual one is ``/v3/glossaries``', as on
+    DeepL: v2 knows glossaries of one pair only)."""
     infos = await _glossaries(request).list(deepl.caller.tenant)
-    return GlossaryList(glossaries=[GlossaryBody.of(info) for info in infos])
+    return GlossaryList(glossaries=[GlossaryBody.of(info) for info in infos if info.monolingual is not None])
 
 
-async def _one_glossary(request: Request, deepl: DeepLRequest, glossary_id: str) -> Glossary:
-    glossary = await _glossaries(request).get(deepl.caller.tenant, glossary_id)
-    if glossary is None:
+async def _one_glossary(request: Request, deepl: DeepLRequest, glossary_id: str) -> tuple[GlossaryInfo, DictionaryInfo]:
+    """The tenant's glossary ``glossary_id`` and its one dictionary: 404 if unknown or another tenant's, 400 for a
+    multilingual glossary (v2 has no way to name one of its pairs)."""
+    info = await _glossaries(request).info(deepl.caller.tenant, glossary_id)
+    if info is None:
         raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
-    return glossary
+    if info.monolingual is None:
+        raise ApiError(
+            400,
+            "multilingual_glossary",
+            f"glossary {glossary_id} has {len(info.dictionaries)} language pairs; the v2 glossary routes take "
+            f"glossaries of one pair: use /v3/glossaries/{glossary_id}",
+        )
+    return info, info.monolingual
 
 
 @router.get("/glossaries/{glossary_id}", response_model=GlossaryBody, responses=_ERRORS)
 async def get_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
     """One of the tenant's glossaries; 404 if unknown or another tenant's."""
-    return GlossaryBody.of((await _one_glossary(request, deepl, glossary_id)).info)
+    info, _ = await _one_glossary(request, deepl, glossary_id)
+    return GlossaryBody.of(info)
 
 
 @router.get(
@@ -449,15 +466,22 @@ async def get_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDe
     response_class=Response,
     responses={200: {"content": {"text/tab-separated-values": {}}, "description": "the entries"}, **_ERRORS},
 )
-async def glossary_entries(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> Response:
+async def glossary_entries(glossary_id: str, request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> Response:
     """The glossary's entries as TSV, ``source<TAB>target`` a line, in the order they were given."""
-    glossary = await _one_glossary(request, deepl, glossary_id)
-    return Response(to_tsv(glossary.entries), media_type="text/tab-separated-values; charset=utf-8")
+    _, dictionary = await _one_glossary(request, deepl, glossary_id)
+    entries = await _glossaries(request).entries(
+        deepl.caller.tenant, glossary_id, dictionary.source_lang, dictionary.target_lang
+    )
+    if entries is None:  # deleted since
+        raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
+    tsv = await api.work.run(to_tsv, entries)
+    return Response(tsv, media_type="text/tab-separated-values; charset=utf-8")
 
 
 @router.delete("/glossaries/{glossary_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_ERRORS)
 async def delete_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> Response:
-    """Delete one of the tenant's glossaries; 404 if unknown or another tenant's."""
+    """Delete one of the tenant's glossaries of one pair; 404 if unknown or another tenant's."""
+    await _one_glossary(request, deepl, glossary_id)
     if not await _glossaries(request).delete(deepl.caller.tenant, glossary_id):
         raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -20,6 +20,7 @@ from pathlib import Path
 import deepl
 import httpx
 import pytest
+from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
 from api import create_app
 from contract.schemas import JobSpec
@@ -206,6 +207,57 @@ def test_a_glossary_is_created_used_read_and_deleted(door: Door) -> None:
     with pytest.raises(deepl.GlossaryNotFoundException):
         translator.get_glossary(glossary.glossary_id)
     assert translator.list_glossaries() == []
+
+
+def test_multilingual_glossaries_are_created_used_read_and_deleted(door: Door) -> None:
+    """The SDK's v3 calls (issue 49: /v3/glossaries was 404): one glossary, a dictionary per pair, used by
+    ``translate_text(glossary=MultilingualGlossaryInfo)`` for the request's pair."""
+    key = door.key()
+    client = deepl.DeepLClient(key, server_url=door.url)
+    glossary = client.create_multilingual_glossary(
+        "pets",
+        [
+            MultilingualGlossaryDictionaryEntries("EN", "DE", {"cat": "Katze", "dog": "Hund"}),
+            MultilingualGlossaryDictionaryEntries("DE", "EN", {"Katze": "cat"}),
+        ],
+    )
+    pairs = {(d.source_lang, d.target_lang, d.entry_count) for d in glossary.dictionaries}
+    assert glossary.name == "pets" and pairs == {("EN", "DE", 2), ("DE", "EN", 1)}
+    fetched = client.get_multilingual_glossary(glossary.glossary_id)
+    assert (fetched.glossary_id, fetched.creation_time) == (glossary.glossary_id, glossary.creation_time)
+    entries = client.get_multilingual_glossary_entries(glossary, "EN", "DE").dictionaries
+    assert [(d.source_lang, d.target_lang, d.entries) for d in entries] == [("en", "de", "cat\tKatze\ndog\tHund")]
+
+    there = client.translate_text("My cat and my dog.", source_lang="EN", target_lang="DE", glossary=glossary)
+    back = client.translate_text("Die Katze schläft.", source_lang="DE", target_lang="EN-US", glossary=glossary)
+    assert isinstance(there, deepl.TextResult) and there.text == "My cat and my dog. [glossary cat=Katze;dog=Hund]"
+    assert isinstance(back, deepl.TextResult) and back.text == "Die Katze schläft. [glossary Katze=cat]"
+    with pytest.raises(deepl.DeepLException, match="has no dictionary for EN -> FR \\(it has DE -> EN, EN -> DE\\)"):
+        client.translate_text("A cat", source_lang="EN", target_lang="FR", glossary=glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="has no dictionary for EN -> FR"):
+        client.get_multilingual_glossary_entries(glossary, "EN", "FR")
+
+    # a v2 glossary is a v3 glossary of one pair; the v2 routes serve only those
+    single = client.create_glossary("one pair", "EN", "FR", {"cat": "chat"})
+    assert [g.glossary_id for g in client.list_multilingual_glossaries()] == [glossary.glossary_id, single.glossary_id]
+    assert [g.glossary_id for g in client.list_glossaries()] == [single.glossary_id]
+    with pytest.raises(deepl.DeepLException, match="use /v3/glossaries"):
+        client.get_glossary(glossary.glossary_id)
+    with pytest.raises(deepl.GlossaryNotFoundException):  # another tenant's glossary is nobody's
+        deepl.DeepLClient(door.key(), server_url=door.url).get_multilingual_glossary(glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="a second dictionary for EN -> DE"):
+        client.create_multilingual_glossary(
+            "twice",
+            [
+                MultilingualGlossaryDictionaryEntries("EN", "DE", {"a": "b"}),
+                MultilingualGlossaryDictionaryEntries("EN-GB", "DE", {"c": "d"}),
+            ],
+        )
+
+    client.delete_multilingual_glossary(glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        client.get_multilingual_glossary(glossary.glossary_id)
+    assert [g.glossary_id for g in client.list_multilingual_glossaries()] == [single.glossary_id]
 
 
 def test_bad_glossary_entries_are_refused_naming_the_line(door: Door) -> None:
