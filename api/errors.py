@@ -156,7 +156,9 @@ DEEPL_PREFIX = ("/v2/", "/v3/")
 """The DeepL-compatible routes (v2, and v3's glossaries): errors are DeepL's ``{"message": ...}`` (its SDK reads
 that field)."""
 
-LIBRETRANSLATE_PATHS = frozenset({"/translate", "/languages", "/detect", "/translate_file", "/frontend/settings"})
+LIBRETRANSLATE_PATHS = frozenset(
+    {"/translate", "/languages", "/detect", "/translate_file", "/frontend/settings", "/suggest", "/spec"}
+)
 """The LibreTranslate-compatible routes: errors are LibreTranslate's ``{"error": ...}``."""
 
 LIBRETRANSLATE_PREFIXES = ("/download_file/",)

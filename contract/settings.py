@@ -17,7 +17,7 @@ from pydantic import Field, IPvAnyNetwork, field_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contract.errors import ConfigurationError
-from contract.languages import normalize_language
+from contract.languages import LISTED_LANGUAGES, normalize_language
 from contract.model_names import validate_model_name
 from contract.models import ModelRoute
 from contract.quality import QualityFlag, parse_flags
@@ -406,6 +406,13 @@ class Settings(BaseSettings):
         description="origins a browser page may call the LibreTranslate routes from (JSON list; LibreTranslate's "
         'default ["*"]: any; []: none); the other routes answer no cross-origin calls',
     )
+    # Issue 49: LibreTranslate's /languages listed what the detector tells apart (Latin, Ancient Greek), not nb.
+    api_languages: list[str] = Field(
+        default_factory=lambda: list(LISTED_LANGUAGES),
+        description="languages LibreTranslate's /languages lists as translated, each into every other (JSON list "
+        "of BCP-47 codes; default: LibreTranslate's own list, DeepL's languages included); name those your "
+        "models translate. /translate takes any other code too",
+    )
     api_download_link_seconds: int = Field(
         default=3600,
         gt=0,
@@ -653,6 +660,14 @@ class Settings(BaseSettings):
     def _default_language(cls, value: str) -> str:
         return normalize_language(value)
 
+    @field_validator("api_languages")
+    @classmethod
+    def _listed_languages(cls, value: list[str]) -> list[str]:
+        """Each a language code (as written: LibreTranslate's clients know ``tl``, not its canonical ``fil``)."""
+        for code in value:
+            normalize_language(code)
+        return list(dict.fromkeys(code.strip() for code in value))
+
     @field_validator("default_model")
     @classmethod
     def _model_name(cls, value: str) -> str:
@@ -842,6 +857,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_deepl_max_request_bytes",
             "api_max_wait_seconds",
             "api_cors_origins",
+            "api_languages",
             "api_download_link_seconds",
             "api_retry_join_seconds",
             "api_rate_limit_per_minute",
