@@ -44,6 +44,7 @@ from api.deepl_schemas import (
     UsageBody,
 )
 from api.deepl_tags import TAG_HANDLINGS, TaggedText, restore, to_placeholders
+from api.door_markup import markup_metadata
 from api.errors import ApiError
 from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
@@ -225,7 +226,12 @@ def _tagged_requests(
             )
     finder = TermFinder(entries) if entries else None
     requests = [
-        dataclasses.replace(base, text=item.text, glossary=(finder.terms_in(text) or None) if finder else None)
+        dataclasses.replace(
+            base,
+            text=item.text,
+            glossary=(finder.terms_in(text) or None) if finder else None,
+            metadata=markup_metadata(item.markup),  # the job's views show the client's markup (api/door_markup.py)
+        )
         for item, text in zip(tagged, texts, strict=True)
     ]
     return tagged, requests

@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from starlette.datastructures import UploadFile
 
 from api.client_disconnect import cancelled_on_disconnect
+from api.door_markup import markup_metadata
 from api.errors import ApiError, dragoman_error_status
 from api.libretranslate_fields import libretranslate_request, text_field
 from api.libretranslate_html import tag_html
@@ -182,7 +183,11 @@ def _tagged_requests(
     wanted = [i for i, text in enumerate(texts) if text.strip()]
     requests = [
         TranslationRequest(
-            text=(tagged[i] or TaggedText(texts[i])).text, source_lang=source, target_lang=target, source_hints=hints
+            text=(tagged[i] or TaggedText(texts[i])).text,
+            source_lang=source,
+            target_lang=target,
+            source_hints=hints,
+            metadata=markup_metadata(page.markup) if (page := tagged[i]) is not None else None,
         )
         for i in wanted
     ]

@@ -308,6 +308,21 @@ def test_html_and_xml_tags_come_back_intact(door: Door) -> None:
     assert isinstance(kept, deepl.TextResult) and kept.text == xml.replace("</doc>", "</doc> [formal]")
 
 
+def test_the_history_shows_a_tagged_text_as_the_client_sent_it(door: Door) -> None:
+    """Issue 49: a ``tag_handling`` job showed dragoman's placeholders (``<x1>…``) in the console's history and
+    ``GET /v1/jobs/{id}``; they show the client's markup now, and the markup kept is not the tenant's metadata."""
+    key = door.key()
+    translator = door.translator(key)
+    html = '<p>Click <a href="/docs?a=1&amp;b=2">here</a> to <b>open</b> it.<br>Now <code>x</code>.</p>'
+    result = translator.translate_text(html, source_lang="EN", target_lang="DE", tag_handling="html")
+    assert isinstance(result, deepl.TextResult) and result.text == html
+    headers = {"Authorization": f"Bearer {key}"}
+    (listed,) = httpx.get(f"{door.url}/v1/jobs", headers=headers).json()["data"]
+    assert (listed["text"], listed["translation"], listed["metadata"]) == (html, html, {})
+    one = httpx.get(f"{door.url}/v1/jobs/{listed['id']}", headers=headers).json()
+    assert (one["text"], one["translation"], one["metadata"]) == (html, html, {})
+
+
 def test_a_document_round_trips_with_its_structure(door: Door, tmp_path: Path) -> None:
     translator = door.translator()
     handle = translator.translate_document_upload(

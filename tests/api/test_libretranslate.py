@@ -203,6 +203,25 @@ async def test_source_auto_never_refuses_short_texts(
     assert alone.status_code == 200 and set(alone.json()["detectedLanguage"]) == {"confidence", "language"}
 
 
+async def test_the_history_shows_an_html_text_as_the_client_sent_it(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """Issue 49: a ``format: html`` job showed dragoman's placeholders in the history and ``GET /v1/jobs/{id}``."""
+    key = tenant_key("html")
+    page = '<p>Read <a href="/guide">the guide</a> first.</p>'
+    async with start_worker(shouting()):
+        answer = await http.post(
+            "/translate", json={"q": page, "source": "en", "target": "de", "format": "html", "api_key": key}
+        )
+    assert answer.status_code == 200, answer.text
+    translated = answer.json()["translatedText"]
+    assert translated == '<p>READ <a href="/guide">THE GUIDE</a> FIRST.</p>'
+    (listed,) = (await http.get("/v1/jobs", headers=bearer(key))).json()["data"]
+    assert (listed["text"], listed["translation"], listed["metadata"]) == (page, translated, {})
+    one = (await http.get(f"/v1/jobs/{listed['id']}", headers=bearer(key))).json()
+    assert (one["text"], one["translation"]) == (page, translated)
+
+
 async def test_one_text_with_a_source_answers_a_string_without_detection(
     api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
 ) -> None:
