@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from api.body_timeout import BodyReadTimeout
 from api.cpu_work import CpuWork
+from api.deepl_glossary_entries import MAX_GLOSSARY_BYTES
 from api.door_bodies import add_door_bodies
 from api.errors import install_error_handlers
 from api.event_feed import EventFeed
@@ -23,6 +24,7 @@ from api.routes import (
     batches,
     console,
     deepl,
+    deepl_v3_glossaries,
     documents,
     events,
     files,
@@ -70,7 +72,8 @@ LibreTranslate's API (key as `api_key` in the body, or Bearer; errors `{"error":
 `/v1/models` (OpenAI's shape too) lists the models a job may name
 (`model`), with their aliases, routing rules and live workers.
 
-`/v2/...` is DeepL's API v2 (`DeepL-Auth-Key <key>`; point the `deepl` SDK's `server_url` here) and
+`/v2/...` is DeepL's API v2 (`DeepL-Auth-Key <key>`; point the `deepl` SDK's `server_url` here), with
+`/v3/glossaries` (its multilingual glossaries), and
 `/translate`, `/languages`, `/detect`, `/translate_file` are LibreTranslate's (`api_key` in the body):
 the tools translators use (Weblate, CAT tools) can use dragoman as either. `/` is the web console.
 """
@@ -172,9 +175,13 @@ def create_app(settings: Settings) -> FastAPI:
         "/translate_file": settings.max_document_chars * 4 + 64 * 1024,  # LibreTranslate's multipart upload
         "/v2/document": settings.max_document_chars * 4 + 64 * 1024,  # DeepL's multipart document upload
     }
+    # A DeepL glossary may hold 10 MiB of entries: as JSON with every non-ASCII character escaped (the SDKs' way)
+    # that is up to 3 bytes a byte (a two-byte character as \u00fc), and room for its other fields.
+    glossary_body_bytes = max(settings.api_max_body_bytes, 3 * MAX_GLOSSARY_BYTES + 64 * 1024)
+    body_limits = {**uploads, "/v2/glossaries": glossary_body_bytes, "/v3/glossaries": glossary_body_bytes}
     # Inside the size limit: NUL and lone surrogates in the path, query, headers or a JSON body are a 400.
     app.add_middleware(InputCheck, raw_body_paths=uploads)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=uploads)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes, uploads=body_limits)
     app.add_middleware(
         BodyReadTimeout,
         read_timeout=settings.upload_read_timeout_seconds,
@@ -193,6 +200,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(usage_routes.router)
     app.include_router(libretranslate.router)
     app.include_router(deepl.router)
+    app.include_router(deepl_v3_glossaries.router)
     app.include_router(history.router)
     app.include_router(console.router)  # the web console at /
     add_door_bodies(app)  # the DeepL and LibreTranslate doors' bodies, which they read themselves, in the schema

@@ -3,8 +3,9 @@
 ``tsv``: one ``source<TAB>target`` entry a line. ``csv``: ``source,target`` (RFC 4180 quoting), with
 DeepL's optional third and fourth columns (the entry's source and target language) accepted and
 ignored. Blank lines are skipped. A line without two terms, a term with a tab or control character,
-an empty term, a term longer than :data:`~contract.controls.MAX_TERM_CHARS` or a source term given
-twice is a :class:`GlossaryEntriesError` naming its line; the terms are trimmed.
+an empty term, a term longer than :data:`~contract.controls.MAX_TERM_BYTES` (DeepL's 1,024 UTF-8 bytes) or a
+source term given twice is a :class:`GlossaryEntriesError` naming its line; the terms are trimmed. Entries of
+more than :data:`MAX_GLOSSARY_BYTES` (DeepL's 10 MiB) are refused before a line is read.
 """
 
 from __future__ import annotations
@@ -13,18 +14,23 @@ import csv
 import unicodedata
 
 from api.glossary_terms import TermFinder
-from contract.controls import MAX_TERM_CHARS
+from contract.controls import MAX_TERM_BYTES, term_bytes
 from contract.errors import InvalidGlossaryError, shown
 from producer.groups import storable
 
 ENTRIES_FORMATS = ("tsv", "csv")
 """The ``entries_format`` values a glossary is created with."""
 
-MAX_GLOSSARY_NAME_CHARS = 1_024
-"""Longest glossary name."""
+MAX_GLOSSARY_NAME_BYTES = 1_024
+"""Longest glossary name, in UTF-8 bytes (DeepL's limit)."""
+
+MAX_GLOSSARY_BYTES = 10 * 1024 * 1024
+"""Largest glossary: the UTF-8 bytes of its entries as sent (DeepL's 10 MiB)."""
 
 MAX_GLOSSARY_ENTRIES = 10_000
-"""Most entries one stored glossary may hold (a translation carries only the terms found in its text)."""
+"""Most entries one stored glossary may hold: a translation request reads its terms into a matcher
+(:class:`~api.glossary_terms.TermFinder`) whose building grows with them (10,000 terms: about 0.3 s of a work
+thread); a glossary of DeepL's 10 MiB of long terms fits, one of more short terms does not."""
 
 
 class GlossaryEntriesError(InvalidGlossaryError):
@@ -32,25 +38,26 @@ class GlossaryEntriesError(InvalidGlossaryError):
 
 
 def glossary_name(name: str) -> str:
-    """``name`` if a glossary may be called so: not blank, at most :data:`MAX_GLOSSARY_NAME_CHARS`, storable."""
+    """``name`` if a glossary may be called so: not blank, at most :data:`MAX_GLOSSARY_NAME_BYTES`, storable."""
     if not name.strip():
         raise GlossaryEntriesError("Parameter 'name' must not be empty")
-    if len(name) > MAX_GLOSSARY_NAME_CHARS:
-        raise GlossaryEntriesError(
-            f"the glossary name is {len(name):,} characters; at most {MAX_GLOSSARY_NAME_CHARS:,}"
-        )
+    size = len(name) if len(name) > MAX_GLOSSARY_NAME_BYTES else term_bytes(name)
+    if size > MAX_GLOSSARY_NAME_BYTES:
+        raise GlossaryEntriesError(f"the glossary name is {size:,} bytes (UTF-8); at most {MAX_GLOSSARY_NAME_BYTES:,}")
     return storable(name, "the glossary name") or name
 
 
 def parse_entries(text: str, entries_format: str) -> list[tuple[str, str]]:
     """The ``(source, target)`` entries of ``text`` in ``entries_format`` (``tsv`` or ``csv``), in order.
 
-    Raises :class:`GlossaryEntriesError` naming the first bad line, or for no entry at all.
+    Raises :class:`GlossaryEntriesError` naming the first bad line, or for no entry at all, or for entries of more
+    than :data:`MAX_GLOSSARY_BYTES` (before any line is read).
     """
     if entries_format not in ENTRIES_FORMATS:
         raise GlossaryEntriesError(
             f"Value for 'entries_format' not supported: {shown(entries_format)}; use {' or '.join(ENTRIES_FORMATS)}"
         )
+    check_glossary_size(text)
     lines = text.splitlines()
     entries: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -82,8 +89,18 @@ def _csv_fields(number: int, line: str) -> list[str]:
         return next(csv.reader((line,)), [])
     except csv.Error as exc:
         raise GlossaryEntriesError(
-            f"line {number}: not a CSV line a glossary can hold ({exc}); a term is at most {MAX_TERM_CHARS} characters"
+            f"line {number}: not a CSV line a glossary can hold ({exc}); a term is at most {MAX_TERM_BYTES:,} bytes"
         ) from None
+
+
+def check_glossary_size(text: str) -> None:
+    """Refuse entries of more than :data:`MAX_GLOSSARY_BYTES` of UTF-8 (DeepL's 10 MiB per glossary)."""
+    size = len(text) if len(text) > MAX_GLOSSARY_BYTES else term_bytes(text)
+    if size > MAX_GLOSSARY_BYTES:
+        raise GlossaryEntriesError(
+            f"the glossary's entries are {size:,} bytes (UTF-8), over the {MAX_GLOSSARY_BYTES:,} (10 MiB) a glossary "
+            "may hold; split it into several glossaries"
+        )
 
 
 def _terms(number: int, fields: list[str], entries_format: str) -> tuple[str, str]:
@@ -97,9 +114,10 @@ def _terms(number: int, fields: list[str], entries_format: str) -> tuple[str, st
     for side, term in (("source", source), ("target", target)):
         if not term:
             raise GlossaryEntriesError(f"line {number}: the {side} term is empty")
-        if len(term) > MAX_TERM_CHARS:
+        size = term_bytes(term)
+        if size > MAX_TERM_BYTES:
             raise GlossaryEntriesError(
-                f"line {number}: the {side} term is {len(term):,} characters; at most {MAX_TERM_CHARS} are allowed"
+                f"line {number}: the {side} term is {size:,} bytes (UTF-8); at most {MAX_TERM_BYTES:,} are allowed"
             )
         if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in term):
             raise GlossaryEntriesError(f"line {number}: the {side} term {shown(term)} contains a control character")

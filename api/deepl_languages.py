@@ -1,10 +1,11 @@
-"""DeepL's language codes and formality values, mapped onto dragoman's BCP-47 codes and formality control.
+"""DeepL's language codes, formality and model types, mapped onto dragoman's BCP-47 codes and formality control.
 
 DeepL names languages in upper case with its own variants (``EN-US``, ``PT-BR``, ``ZH-HANS``); dragoman
 takes BCP-47 (``en-US``, ``pt-BR``, ``zh-Hans``). Any code :func:`contract.languages.normalize_language`
 accepts is taken, so a DeepL client may ask for a language DeepL itself lacks; ``/v2/languages`` lists
 DeepL's own set, which is what DeepL clients offer their users. A detected language is answered as
-DeepL does: the base language in upper case (``EN``, ``ZH``).
+DeepL does: the base language in upper case (``EN``, ``ZH``), and Norwegian as ``NB`` (the detector's ``no``:
+DeepL's Norwegian is Bokmål, and it has no ``NO``).
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ SOURCE_LANGUAGES: tuple[DeepLLanguage, ...] = tuple(
 """The source languages ``/v2/languages`` lists: DeepL's own set."""
 
 FORMALITY_TARGETS = frozenset({"DE", "FR", "IT", "ES", "NL", "PL", "PT-BR", "PT-PT", "JA", "RU"})
-"""Targets listed with ``supports_formality``: those DeepL lists (a grammatical register). dragoman passes
-formality to the model for any target; it never refuses it."""
+"""Targets DeepL lists with ``supports_formality`` (a grammatical register): ``/v2/languages`` says so of those
+whose serving model can apply formality (``api.routes.deepl.languages``)."""
 
 _REGIONAL_TARGETS = {
     "EN": (("EN-GB", "English (British)"), ("EN-US", "English (American)")),
@@ -102,9 +103,34 @@ def to_bcp47(code: object, field: str) -> str:
         raise UnsupportedLanguageError(f"Value for '{field}' not supported: {exc}") from None
 
 
+_DEEPL_BASE = {"NO": "NB"}
+"""Base languages DeepL names otherwise: Norwegian (``no``, what the detector finds) is DeepL's ``NB``."""
+
+MODEL_TYPES = {
+    "quality_optimized": "quality_optimized",
+    "prefer_quality_optimized": "quality_optimized",
+    "latency_optimized": "latency_optimized",
+}
+"""DeepL's ``model_type`` values and the ``model_type_used`` each is answered with: dragoman has one model per
+route, which serves every type; a preference is answered as the type it prefers, as DeepL answers it."""
+
+
 def to_deepl(code: str) -> str:
-    """A BCP-47 code as DeepL answers a detected language: the base language, upper case (``zh-Hans`` -> ``ZH``)."""
-    return code.split("-", 1)[0].upper()
+    """A BCP-47 code as DeepL answers a detected language: the base language, upper case (``zh-Hans`` -> ``ZH``;
+    ``no`` -> ``NB``)."""
+    base = code.split("-", 1)[0].upper()
+    return _DEEPL_BASE.get(base, base)
+
+
+def model_type_used(value: object) -> str | None:
+    """The ``model_type_used`` answered for DeepL's ``model_type`` ``value`` (``None``: none was sent, none is
+    answered); an :class:`~contract.errors.InvalidJobError` naming the values for any other."""
+    if value is None:
+        return None
+    used = MODEL_TYPES.get(str(value).lower())
+    if used is None:
+        raise InvalidJobError(f"Value for 'model_type' not supported: {value!r}; use one of {', '.join(MODEL_TYPES)}")
+    return used
 
 
 def base_language(code: str) -> str:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from storage import GlossaryInfo
+from storage import DictionaryInfo, GlossaryInfo
 
 DEEPL_CHARACTER_LIMIT = 1_000_000_000_000
 """``character_limit`` on ``/v2/usage``: dragoman has no billing period or quota, so a limit no tenant reaches
@@ -19,6 +19,9 @@ class TextTranslation(BaseModel):
     detected_source_language: str = Field(description="the source language, DeepL's upper-case base code (EN, ZH)")
     text: str
     billed_characters: int = Field(description="the source text's characters (Unicode code points)")
+    model_type_used: str | None = Field(
+        None, description="answered when the request sent model_type: quality_optimized or latency_optimized"
+    )
 
 
 class TranslateResponse(BaseModel):
@@ -44,6 +47,9 @@ class DocumentStatusBody(BaseModel):
     detected_source_language: str | None = Field(
         None, description="uploaded without source_lang: the language detected in the document, once it is split"
     )
+    billed_characters: int | None = Field(
+        None, description="done: the source characters of the document's segments, as /v2/usage counts them"
+    )
 
 
 class GlossaryBody(BaseModel):
@@ -59,15 +65,72 @@ class GlossaryBody(BaseModel):
 
     @classmethod
     def of(cls, info: GlossaryInfo) -> GlossaryBody:
+        """The body of a stored glossary of one dictionary (v2 knows no other)."""
+        dictionary = info.monolingual
+        assert dictionary is not None, "a v2 glossary has one language pair"
+        return cls(
+            glossary_id=info.id,
+            name=info.name,
+            source_lang=dictionary.source_lang,
+            target_lang=dictionary.target_lang,
+            creation_time=info.created_at.isoformat(timespec="microseconds"),
+            entry_count=dictionary.entry_count,
+        )
+
+
+class DictionaryBody(BaseModel):
+    """One language pair of a ``/v3/glossaries`` glossary (DeepL's lower-case base codes)."""
+
+    source_lang: str
+    target_lang: str
+    entry_count: int
+
+    @classmethod
+    def of(cls, dictionary: DictionaryInfo) -> DictionaryBody:
+        """The body of a stored dictionary."""
+        return cls(
+            source_lang=dictionary.source_lang, target_lang=dictionary.target_lang, entry_count=dictionary.entry_count
+        )
+
+
+class MultilingualGlossaryBody(BaseModel):
+    """A stored glossary, as ``/v3/glossaries`` describes it: its dictionaries, each a language pair."""
+
+    glossary_id: str
+    name: str
+    dictionaries: list[DictionaryBody]
+    creation_time: str = Field(description="ISO 8601 with microseconds and offset")
+
+    @classmethod
+    def of(cls, info: GlossaryInfo) -> MultilingualGlossaryBody:
         """The body of a stored glossary."""
         return cls(
             glossary_id=info.id,
             name=info.name,
-            source_lang=info.source_lang,
-            target_lang=info.target_lang,
+            dictionaries=[DictionaryBody.of(dictionary) for dictionary in info.dictionaries],
             creation_time=info.created_at.isoformat(timespec="microseconds"),
-            entry_count=info.entry_count,
         )
+
+
+class MultilingualGlossaryList(BaseModel):
+    """``GET /v3/glossaries``: the caller's glossaries, oldest first."""
+
+    glossaries: list[MultilingualGlossaryBody]
+
+
+class DictionaryEntriesBody(BaseModel):
+    """One dictionary's entries, as ``GET /v3/glossaries/{id}/entries`` answers them: TSV, a line an entry."""
+
+    source_lang: str
+    target_lang: str
+    entries: str
+    entries_format: Literal["tsv"] = "tsv"
+
+
+class DictionaryEntriesList(BaseModel):
+    """``GET /v3/glossaries/{id}/entries``: the asked pair's dictionary."""
+
+    dictionaries: list[DictionaryEntriesBody]
 
 
 class GlossaryList(BaseModel):

@@ -153,10 +153,13 @@ def _queued_limit_response(request: Request, exc: TooManyQueuedJobsError) -> JSO
 OPENAI_PREFIXES = ("/v1/files", "/v1/batches", "/v1/models")
 """Routes whose errors take OpenAI's shape."""
 
-DEEPL_PREFIX = "/v2/"
-"""The DeepL-compatible routes: errors are DeepL's ``{"message": ...}`` (its SDK reads that field)."""
+DEEPL_PREFIX = ("/v2/", "/v3/")
+"""The DeepL-compatible routes (v2, and v3's glossaries): errors are DeepL's ``{"message": ...}`` (its SDK reads
+that field)."""
 
-LIBRETRANSLATE_PATHS = frozenset({"/translate", "/languages", "/detect", "/translate_file", "/frontend/settings"})
+LIBRETRANSLATE_PATHS = frozenset(
+    {"/translate", "/languages", "/detect", "/translate_file", "/frontend/settings", "/suggest", "/spec"}
+)
 """The LibreTranslate-compatible routes: errors are LibreTranslate's ``{"error": ...}``."""
 
 LIBRETRANSLATE_PREFIXES = ("/download_file/",)

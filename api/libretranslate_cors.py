@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-LIBRETRANSLATE_PATHS = frozenset({"/translate", "/detect", "/languages", "/translate_file", "/frontend/settings"})
+LIBRETRANSLATE_PATHS = frozenset(
+    {"/translate", "/detect", "/languages", "/translate_file", "/frontend/settings", "/suggest", "/spec"}
+)
 """LibreTranslate's routes (and ``/download_file/<name>``, matched by its prefix)."""
 
 _DOWNLOADS = "/download_file/"

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from api.door_markup import as_sent
 from contract.progress import GroupProgress
 from contract.schemas import Job, JobStatus
 
@@ -141,7 +142,11 @@ class JobView(BaseModel):
     status: JobStatus
     source_lang: str | None
     target_lang: str | None
-    translation: str | None
+    text: str | None = Field(
+        default=None,
+        description="the text as it was sent (a DeepL or LibreTranslate request's markup as the client wrote it)",
+    )
+    translation: str | None = Field(description="the translation (a door request's: with the client's markup)")
     error: str | None
     attempts: int
     model: str | None
@@ -186,12 +191,15 @@ class JobView(BaseModel):
 
     @classmethod
     def of(cls, job: Job) -> JobView:
-        """The public view of ``job``."""
+        """The public view of ``job``: a door job's text and translation with the client's markup
+        (:func:`api.door_markup.as_sent`)."""
+        job = as_sent(job)
         return cls(
             id=job.id,
             status=job.status,
             source_lang=job.source_lang,
             target_lang=job.target_lang,
+            text=job.text,
             translation=job.translation,
             error=job.error,
             attempts=job.attempts,

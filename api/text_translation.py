@@ -54,6 +54,28 @@ def check_texts(settings: Settings, texts: Sequence[str]) -> None:
                 raise type(exc)(f"item {index}: {exc}") from None
 
 
+def check_request_bytes(settings: Settings, texts: Sequence[str]) -> None:
+    """Refuse a DeepL request whose texts are more than ``DRAGOMAN_API_DEEPL_MAX_REQUEST_BYTES`` of UTF-8 together
+    (413, DeepL's "Request Entity Too Large"), or more of them than one request may carry (413,
+    :func:`check_count`); no text is held to ``DRAGOMAN_MAX_TEXT_CHARS`` (DeepL limits the request, not a text).
+
+    Bounded whatever the request: a text is encoded only while it could still fit (its characters are at most
+    its bytes), so at most the limit's bytes are ever encoded.
+    """
+    check_count(settings, len(texts))
+    limit = settings.api_deepl_max_request_bytes
+    total = 0
+    for text in texts:
+        total += len(text) if len(text) > limit - total else len(text.encode("utf-8", "surrogatepass"))
+        if total > limit:
+            raise ApiError(
+                413,
+                "request_too_large",
+                f"Request Entity Too Large: the texts are over {limit:,} bytes together (UTF-8; "
+                "DRAGOMAN_API_DEEPL_MAX_REQUEST_BYTES, DeepL's 128 KiB); send them in several requests",
+            )
+
+
 async def submit_admitted(api: ApiServices, caller: Caller, prepared: list[Prepared]) -> list[str]:
     """Queue validated jobs once the tenant's limit admits them (atomically: their ids are reserved); their ids.
 
@@ -80,6 +102,7 @@ async def translate_texts(
     *,
     wait_s: float | None = None,
     inline_tags: Sequence[bool] = (),
+    max_chars: int | None = None,
 ) -> list[Job]:
     """Queue ``requests`` as one tenant's jobs and return them finished, in order (succeeded or failed).
 
@@ -89,6 +112,7 @@ async def translate_texts(
     answer is ``504 translation_timeout`` (nothing is left running for an answer nobody will read).
     ``inline_tags`` (one flag per request, or empty for none): the texts whose markup was swapped for
     placeholder tags (:mod:`contract.inline_tags`), which the worker must keep, as in a document's segments.
+    ``max_chars``: the longest text taken (default ``DRAGOMAN_MAX_TEXT_CHARS``; the DeepL door's is a request's).
 
     An identical request (same key, texts and options) already in flight is joined, not started again: a
     client's retry after its own timeout gets the first attempt's translations (:mod:`api.joined_requests`).
@@ -97,7 +121,7 @@ async def translate_texts(
     """
     check_count(api.settings, len(requests))
     key = await api.work.run(request_key, caller.key_id, requests, inline_tags, wait_s)
-    return await api.joined.run(key, lambda: _translated(api, caller, requests, wait_s, inline_tags))
+    return await api.joined.run(key, lambda: _translated(api, caller, requests, wait_s, inline_tags, max_chars))
 
 
 async def _translated(
@@ -106,9 +130,10 @@ async def _translated(
     requests: Sequence[TranslationRequest],
     wait_s: float | None,
     inline_tags: Sequence[bool],
+    max_chars: int | None,
 ) -> list[Job]:
     """:func:`translate_texts`' work, once per set of identical requests in flight; cancelled, it cancels its jobs."""
-    prepared = await api.work.run(_prepared, api.settings, requests, caller.tenant, inline_tags)
+    prepared = await api.work.run(_prepared, api.settings, requests, caller.tenant, inline_tags, max_chars)
     ids = await _submit_or_cancel(api, caller, prepared)
     limit_s = api.settings.api_max_wait_seconds if wait_s is None else wait_s
     try:
@@ -129,13 +154,17 @@ async def _translated(
 
 
 def _prepared(
-    settings: Settings, requests: Sequence[TranslationRequest], tenant: str, inline_tags: Sequence[bool]
+    settings: Settings,
+    requests: Sequence[TranslationRequest],
+    tenant: str,
+    inline_tags: Sequence[bool],
+    max_chars: int | None,
 ) -> list[Prepared]:
     """The requests validated as jobs (the first bad one raises, naming its index), marked ``inline_tags`` as flagged.
 
     A thousand texts' validation is a thread's work (:class:`~api.cpu_work.CpuWork`), not the event loop's.
     """
-    prepared = prepare_many(settings, requests, tenant=tenant)
+    prepared = prepare_many(settings, requests, tenant=tenant, max_chars=max_chars)
     if not inline_tags:
         return prepared
     return [

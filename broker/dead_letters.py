@@ -76,7 +76,7 @@ class DeadLetters:
         """
         found = await self._find(ident)
         try:
-            spec = decode_job_entry(found.fields, max_chars=self._settings.max_text_chars)
+            spec = decode_job_entry(found.fields, max_chars=self._settings.max_job_text_chars)
         except MalformedEntryError as exc:
             raise InvalidJobError(f"dead letter {found.ident} cannot be retried: {exc}") from None
         # REQUEUE's keys (this dead-letter stream, a lane, the job's state record, its tenant's set) must share

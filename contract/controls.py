@@ -19,8 +19,8 @@ AUTO_LANGUAGE = "auto"
 MAX_GLOSSARY_TERMS = 200
 """Most glossary entries a job may carry (each one lengthens the prompt)."""
 
-MAX_TERM_CHARS = 200
-"""Longest glossary term, source or target."""
+MAX_TERM_BYTES = 1_024
+"""Longest glossary term, source or target, in UTF-8 bytes (DeepL's limit: a glossary it takes, a job takes)."""
 
 MAX_CONTEXT_CHARS = 4_000
 """Longest context text a job may carry."""
@@ -41,11 +41,16 @@ class Control(StrEnum):
     FORMALITY = "formality"
 
 
+def term_bytes(term: str) -> int:
+    """A term's size as :data:`MAX_TERM_BYTES` counts it: its UTF-8 bytes (a lone surrogate counted as three)."""
+    return len(term) if term.isascii() else len(term.encode("utf-8", "surrogatepass"))
+
+
 def validate_glossary(glossary: object) -> dict[str, str]:
     """Return ``glossary`` (source term -> target term) if valid; raise :class:`InvalidGlossaryError` with the reason.
 
     ``None`` is an empty glossary. Terms are trimmed; an empty term, a non-string, a term over
-    :data:`MAX_TERM_CHARS` or more than :data:`MAX_GLOSSARY_TERMS` entries is refused.
+    :data:`MAX_TERM_BYTES` (UTF-8) or more than :data:`MAX_GLOSSARY_TERMS` entries is refused.
     """
     if glossary is None:
         return {}
@@ -65,9 +70,10 @@ def validate_glossary(glossary: object) -> dict[str, str]:
         if not source_term or not target_term:
             raise InvalidGlossaryError(f"glossary entry {shown(source)}: {shown(target)} has an empty term")
         for term in (source_term, target_term):
-            if len(term) > MAX_TERM_CHARS:
+            size = term_bytes(term)
+            if size > MAX_TERM_BYTES:
                 raise InvalidGlossaryError(
-                    f"glossary term {shown(term)} is {len(term):,} characters; at most {MAX_TERM_CHARS} are allowed"
+                    f"glossary term {shown(term)} is {size:,} bytes (UTF-8); at most {MAX_TERM_BYTES:,} are allowed"
                 )
             if any(unicodedata.category(ch) == "Cc" and ch not in "\t" for ch in term):
                 raise InvalidGlossaryError(f"glossary term {shown(term)} contains a line break or control character")

@@ -14,6 +14,15 @@ _NOT_A_LANGUAGE = frozenset({"und", "mul", "mis", "zxx"})
 
 _MAX_TAG_CHARS = 100  # far longer than any tag langcodes accepts
 
+LISTED_LANGUAGES: tuple[str, ...] = (
+    *("ar", "az", "bg", "bn", "ca", "cs", "da", "de", "el", "en", "eo", "es", "et", "eu", "fa", "fi", "fr"),
+    *("ga", "gl", "he", "hi", "hu", "id", "it", "ja", "ko", "ky", "lt", "lv", "ms", "nb", "nl", "pl", "pt"),
+    *("pt-BR", "ro", "ru", "sk", "sl", "sq", "sr", "sv", "th", "tl", "tr", "uk", "ur", "vi", "zh", "zh-Hant"),
+)
+"""The languages a door lists as translated when the deployment names none (``DRAGOMAN_API_LANGUAGES``): those
+LibreTranslate itself lists, which hold every language of DeepL's list too; all living languages the translation
+models dragoman serves were trained on. Any other code is still taken; a list is what clients offer their users."""
+
 
 def normalize_language(code: object) -> str:
     """Return the canonical BCP-47 form of ``code`` ("EN" -> "en", "eng" -> "en", "pt_br" -> "pt-BR").

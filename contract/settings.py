@@ -17,7 +17,7 @@ from pydantic import Field, IPvAnyNetwork, field_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contract.errors import ConfigurationError
-from contract.languages import normalize_language
+from contract.languages import LISTED_LANGUAGES, normalize_language
 from contract.model_names import validate_model_name
 from contract.models import ModelRoute
 from contract.quality import QualityFlag, parse_flags
@@ -390,6 +390,14 @@ class Settings(BaseSettings):
         default=200 * 1024 * 1024, gt=0, description="largest file POST /v1/files or POST /v1/runs accepts"
     )
     api_max_jobs_per_request: int = Field(default=1_000, gt=0, description="most jobs one POST /v1/jobs may carry")
+    # Issue 49: DeepL limits a /v2/translate request's size, not each text's; one text may be an article.
+    api_deepl_max_request_bytes: int = Field(
+        default=128 * 1024,
+        gt=0,
+        description="DeepL door: UTF-8 bytes of one /v2/translate request's texts together (DeepL's 128 KiB); past "
+        "it 413 before any work. One text may take all of it, past max_text_chars: the worker takes such a job "
+        "and cuts it into pieces",
+    )
     api_max_wait_seconds: float = Field(
         default=60.0, ge=0, description="longest ?wait= a submit may ask for (longer ones are cut to this)"
     )
@@ -397,6 +405,13 @@ class Settings(BaseSettings):
         default=["*"],
         description="origins a browser page may call the LibreTranslate routes from (JSON list; LibreTranslate's "
         'default ["*"]: any; []: none); the other routes answer no cross-origin calls',
+    )
+    # Issue 49: LibreTranslate's /languages listed what the detector tells apart (Latin, Ancient Greek), not nb.
+    api_languages: list[str] = Field(
+        default_factory=lambda: list(LISTED_LANGUAGES),
+        description="languages LibreTranslate's /languages lists as translated, each into every other (JSON list "
+        "of BCP-47 codes; default: LibreTranslate's own list, DeepL's languages included); name those your "
+        "models translate. /translate takes any other code too",
     )
     api_download_link_seconds: int = Field(
         default=3600,
@@ -512,7 +527,8 @@ class Settings(BaseSettings):
         default=64 * 1024**2,
         gt=0,
         description="UTF-8 bytes of the terms of all one tenant's glossaries together (one glossary holds at "
-        "most 10,000 entries); a glossary past it is refused (413 glossary_quota_exceeded), nothing stored",
+        "most 10 MiB of entries, DeepL's limit); a glossary past it is refused (413 glossary_quota_exceeded), "
+        "nothing stored",
     )
     file_expiry_seconds: int = Field(
         default=30 * 86_400,
@@ -625,6 +641,16 @@ class Settings(BaseSettings):
         return value
 
     @property
+    def max_job_text_chars(self) -> int:
+        """The longest text a job may carry: ``max_text_chars``, or a DeepL door text as long as a whole request
+        (``api_deepl_max_request_bytes``: a text of that many bytes has at most that many characters), if longer.
+
+        What the worker takes off the wire (and the DeepL door submits); every other door, runs and documents
+        hold texts to ``max_text_chars``. The worker cuts a long text into pieces of ``max_piece_chars``.
+        """
+        return max(self.max_text_chars, self.api_deepl_max_request_bytes)
+
+    @property
     def retry_flags(self) -> frozenset[QualityFlag]:
         """The flags of ``retry_on_flags``; a :class:`ConfigurationError` naming the variable for an unknown one."""
         return parse_flags(self.retry_on_flags.split(","), setting="DRAGOMAN_RETRY_ON_FLAGS")
@@ -633,6 +659,14 @@ class Settings(BaseSettings):
     @classmethod
     def _default_language(cls, value: str) -> str:
         return normalize_language(value)
+
+    @field_validator("api_languages")
+    @classmethod
+    def _listed_languages(cls, value: list[str]) -> list[str]:
+        """Each a language code (as written: LibreTranslate's clients know ``tl``, not its canonical ``fil``)."""
+        for code in value:
+            normalize_language(code)
+        return list(dict.fromkeys(code.strip() for code in value))
 
     @field_validator("default_model")
     @classmethod
@@ -820,8 +854,10 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "api_max_body_bytes",
             "max_file_bytes",
             "api_max_jobs_per_request",
+            "api_deepl_max_request_bytes",
             "api_max_wait_seconds",
             "api_cors_origins",
+            "api_languages",
             "api_download_link_seconds",
             "api_retry_join_seconds",
             "api_rate_limit_per_minute",

@@ -332,6 +332,14 @@ class Groups:
             raise RunNotFinishedError(f"document {document_id} is {found.status}; it has not been assembled yet")
         return DocumentResult(found.status, found.text, found.failed_segments, found.report, found.format)
 
+    async def document_characters(self, document_id: str, tenant: str | None = None) -> int:
+        """The source characters of the document's translated segments (DeepL's ``billed_characters``);
+        :class:`JobNotFoundError` if unknown (or another tenant's)."""
+        found = await self._store.document_characters(group_uuid(document_id, "document"), tenant)
+        if found is None:
+            raise JobNotFoundError(f"no document with id {document_id}")
+        return found
+
     # Shared ----------------------------------------------------------------------------------
 
     async def _orchestrate(self, task: OrchestratorTask, *args: str, tenant: str | None = None) -> None:

@@ -12,7 +12,7 @@ consumers (``broker.heartbeats.model_has_live_worker``), at most once a second p
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
@@ -127,13 +127,24 @@ class ModelCatalog:
         A door uses it to honour a *preferred* control only where it can (DeepL's ``prefer_more``) and to refuse a
         required one before queuing a job that would fail. Scans the heartbeats: not for a per-job hot path.
         """
-        model = await self._resolver.resolve(self._resolver.router.route(source_lang, target_lang, lane))
+        return (await self.controls_by_target(source_lang, [target_lang], lane))[target_lang]
+
+    async def controls_by_target(
+        self, source_lang: str, targets: Sequence[str], lane: Lane
+    ) -> dict[str, frozenset[str] | None]:
+        """:meth:`controls_for` of each of ``targets`` (from ``source_lang``), with one scan of the heartbeats: what a
+        door's language list says each target's model can apply (DeepL's ``supports_formality``)."""
+        reported: dict[str, frozenset[str] | None] = {}
         for served in await self.models():
-            if served.id == model:
-                # "" is an answer (a profile that applies no control), so not served.reported()'s "none reported"
-                reported = next((w.fields["controls"] for w in served.workers if "controls" in w.fields), None)
-                return None if reported is None else frozenset(filter(None, reported.split(",")))
-        return None
+            # "" is an answer (a profile that applies no control), so not served.reported()'s "none reported"
+            found = next((w.fields["controls"] for w in served.workers if "controls" in w.fields), None)
+            reported[served.id] = None if found is None else frozenset(filter(None, found.split(",")))
+        router = self._resolver.router
+        answer: dict[str, frozenset[str] | None] = {}
+        for target in targets:
+            model = await self._resolver.resolve(router.route(source_lang, target, lane))
+            answer[target] = reported.get(model)
+        return answer
 
     async def is_live(self, model: str) -> bool:
         """Whether a live worker reads ``model``'s lanes, asked at most every :data:`LIVE_MODEL_TTL_S`."""

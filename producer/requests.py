@@ -98,8 +98,13 @@ def _hints(hints: object) -> Any:
     return tuple(hints) if isinstance(hints, Sequence) and not isinstance(hints, str) else hints
 
 
-def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | None = None) -> Prepared:
+def prepare(
+    settings: Settings, request: TranslationRequest, *, tenant: str | None = None, max_chars: int | None = None
+) -> Prepared:
     """Validate one request (a fresh job id); raise a subclass of :class:`InvalidJobError` if it is bad.
+
+    ``max_chars``: the longest text taken, ``DRAGOMAN_MAX_TEXT_CHARS`` unless given (the DeepL door's longer texts:
+    at most :attr:`~contract.settings.Settings.max_job_text_chars`, what the worker takes).
 
     The id is a UUIDv7 (``contract.ids``). A request with an idempotency key gets an id on the key's
     Redis shard (:func:`~contract.ids.key_shard`), so a retry (a new id each time) is queued where the
@@ -116,7 +121,7 @@ def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | No
         request.text,
         request.source_lang,
         request.target_lang,
-        max_chars=settings.max_text_chars,
+        max_chars=settings.max_text_chars if max_chars is None else max_chars,
         metadata=dict(request.metadata) if isinstance(request.metadata, Mapping) else request.metadata,
         tenant=tenant,
         lane=request.lane,
@@ -131,14 +136,19 @@ def prepare(settings: Settings, request: TranslationRequest, *, tenant: str | No
 
 
 def prepare_many(
-    settings: Settings, items: Iterable[TranslationRequest | Mapping[str, Any]], *, tenant: str | None = None
+    settings: Settings,
+    items: Iterable[TranslationRequest | Mapping[str, Any]],
+    *,
+    tenant: str | None = None,
+    max_chars: int | None = None,
 ) -> list[Prepared]:
-    """Validate every item; the first bad one raises, naming its index, before anything is written."""
+    """Validate every item (texts up to ``max_chars``, as :func:`prepare`); the first bad one raises, naming its
+    index, before anything is written."""
     prepared: list[Prepared] = []
     for index, item in enumerate(items):
         request = as_request(item, index)
         try:
-            prepared.append(prepare(settings, request, tenant=tenant))
+            prepared.append(prepare(settings, request, tenant=tenant, max_chars=max_chars))
         except InvalidJobError as exc:
             raise type(exc)(f"item {index}: {exc}") from None
     return prepared

@@ -19,8 +19,9 @@ what is defined here; the schema itself is only changed by ``migrations/``.
 - ``runs``: the ``runs`` and ``documents`` tables: :class:`GroupStore` (creation, progress,
   results, splitting, finishing under a row lock, assembly, webhook bookkeeping; lookups
   optionally scoped to one tenant of the HTTP API).
-- ``glossaries``: the ``glossaries`` table (:class:`GlossaryStore`): a tenant's stored term lists,
-  created whole, used by id on the DeepL-compatible door, held to a quota per tenant (:class:`GlossaryQuota`).
+- ``glossaries``: the ``glossaries`` table (:class:`GlossaryStore`): a tenant's stored term lists, each of one
+  or more language pairs (dictionaries), created whole, used by id on the DeepL-compatible door, held to a
+  quota per tenant (:class:`GlossaryQuota`).
 - ``history``: a tenant's stand-alone jobs, runs and documents newest first, a keyset page at a time
   (:class:`~storage.history.HistoryStore`, the opaque cursor), and what retries read back. Import it directly.
 - ``memory``: the ``translation_memory`` table (:class:`MemoryStore`): the worker's recall of
@@ -57,7 +58,14 @@ from storage.files import (
     iter_lines,
     numbered_lines,
 )
-from storage.glossaries import Glossary, GlossaryInfo, GlossaryQuota, GlossaryQuotaExceededError, GlossaryStore
+from storage.glossaries import (
+    Dictionary,
+    DictionaryInfo,
+    GlossaryInfo,
+    GlossaryQuota,
+    GlossaryQuotaExceededError,
+    GlossaryStore,
+)
 from storage.health import PROBE_APPLICATION_NAME, ReadinessProbe, ping
 from storage.jobs import (
     FinalRow,
@@ -81,6 +89,8 @@ __all__ = [
     "AsyncConnectionPool",
     "BatchRow",
     "DatabaseUnavailableError",
+    "Dictionary",
+    "DictionaryInfo",
     "FileGoneError",
     "FileInUseError",
     "FileQuotaExceededError",
@@ -88,7 +98,6 @@ __all__ = [
     "FileTooLargeError",
     "FileWriter",
     "FinalRow",
-    "Glossary",
     "GlossaryInfo",
     "GlossaryQuota",
     "GlossaryQuotaExceededError",

@@ -431,6 +431,18 @@ class GroupStore:
         report = row[4] if isinstance(row[4], dict) or row[4] is None else json.loads(row[4])
         return DocumentOutput(str(row[0]), str(row[1]), row[2], failed, report)
 
+    async def document_characters(self, document_id: str, tenant: str | None = None) -> int | None:
+        """The source characters of the document's segment rows (every finished one, as ``usage_daily`` counts
+        each job's); ``None`` if the document is unknown or another tenant's. Reads every segment's text: ask once
+        the document is done, not at every poll."""
+        clause, scope = _tenant_clause(tenant)
+        row = await self._one(
+            "SELECT (SELECT coalesce(sum(char_length(source_text)), 0) FROM jobs WHERE document_id = d.id) "
+            "FROM documents d WHERE d.id = %s" + clause.replace("tenant", "d.tenant"),
+            (document_id, *scope),
+        )
+        return None if row is None else int(row[0])
+
     # Orchestrator: split a document -----------------------------------------------------------
 
     @asynccontextmanager

@@ -231,6 +231,10 @@ class TenantGroups:
         result = await self._groups.document_result(document_id, tenant)
         return result.format, result
 
+    async def document_characters(self, tenant: str, document_id: str) -> int:
+        """The source characters of the tenant's document's segments, once translated (DeepL's billed characters)."""
+        return await self._groups.document_characters(document_id, tenant)
+
 
 def _text(number: int, raw: bytes) -> str:
     """Line ``number`` as text; :class:`InvalidRunFileError` if it is not UTF-8."""

@@ -492,7 +492,7 @@ class StreamConsumer:
         decoded: list[tuple[str, JobSpec]] = []
         for entry_id, fields in entries:
             try:
-                spec = decode_job_entry(fields, max_chars=self._settings.max_text_chars)
+                spec = decode_job_entry(fields, max_chars=self._settings.max_job_text_chars)
             except Exception as exc:  # malformed, or a bug that must stay this entry's problem
                 await self._dead_letter(
                     entry_id, fields, _unreadable_reason(exc), read_job_id(fields), now, lane, number

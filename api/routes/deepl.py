@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
+from collections import Counter
 from pathlib import PurePath
 from typing import Annotated
 
@@ -22,6 +24,7 @@ from api.deepl_languages import (
     SOURCE_LANGUAGES,
     TARGET_LANGUAGES,
     base_language,
+    model_type_used,
     to_bcp47,
     to_deepl,
     to_formality,
@@ -50,18 +53,19 @@ from api.door_bodies import (
     query_field,
     request_body,
 )
+from api.door_markup import markup_metadata
 from api.errors import ApiError
 from api.glossary_terms import TermFinder
 from api.routes.documents import translated_document_response
 from api.services import ApiServices, services
 from api.source_hints import source_hints
-from api.text_translation import check_texts, translate_texts
+from api.text_translation import check_request_bytes, translate_texts
 from broker.queued_limit import TooManyQueuedJobsError
 from contract.controls import AUTO_LANGUAGE, Control, Formality
 from contract.documents import BINARY_FORMATS, MEDIA_TYPES, SUFFIXES, encode_document
 from contract.errors import InvalidJobError, RunNotFinishedError
 from contract.schemas import Job, JobStatus, Lane, TranslationRequest
-from storage import Glossary, GlossaryStore
+from storage import Dictionary, DictionaryInfo, GlossaryInfo, GlossaryStore
 from storage.usage import UsageStore
 from tenancy.tenant_groups import DocumentNotAssembledError
 
@@ -93,25 +97,31 @@ def _bad_request(exc: InvalidJobError) -> ApiError:
     return ApiError(400, "bad_request", str(exc))
 
 
-async def _glossary_for(request: Request, deepl: DeepLRequest, source_lang: str, target_lang: str) -> Glossary | None:
-    """The glossary ``glossary_id`` names, checked against the pair; ``None`` without one."""
+async def _glossary_for(
+    request: Request, deepl: DeepLRequest, source_lang: str, target_lang: str
+) -> list[tuple[str, str]] | None:
+    """The entries of the glossary ``glossary_id`` names for the request's pair (its dictionary for the pair's base
+    languages: a v2 glossary's one, or one of a v3 glossary's); ``None`` without one."""
     glossary_id = deepl.text("glossary_id")
     if glossary_id is None:
         return None
     if source_lang == AUTO_LANGUAGE:
         raise ApiError(400, "missing_parameter", "Parameter 'source_lang' is required when using a glossary.")
-    glossary = await _glossaries(request).get(deepl.caller.tenant, glossary_id)
-    if glossary is None:
+    store = _glossaries(request)
+    info = await store.info(deepl.caller.tenant, glossary_id)
+    if info is None:
         raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
-    info = glossary.info
-    if (info.source_lang, info.target_lang) != (base_language(source_lang), base_language(target_lang)):
-        raise ApiError(
-            400,
-            "glossary_language_mismatch",
-            f"glossary {glossary_id} is for {info.source_lang.upper()} -> {info.target_lang.upper()}, "
-            f"not {to_deepl(source_lang)} -> {to_deepl(target_lang)}",
-        )
-    return glossary
+    pair = (base_language(source_lang), base_language(target_lang))
+    asked = f"{to_deepl(source_lang)} -> {to_deepl(target_lang)}"
+    entries = await store.entries(deepl.caller.tenant, glossary_id, *pair) if info.dictionary(*pair) else None
+    if entries is None:
+        held = ", ".join(f"{d.source_lang.upper()} -> {d.target_lang.upper()}" for d in info.dictionaries)
+        if info.monolingual is not None:
+            message = f"glossary {glossary_id} is for {held}, not {asked}"
+        else:
+            message = f"glossary {glossary_id} has no dictionary for {asked} (it has {held})"
+        raise ApiError(400, "glossary_language_mismatch", message)
+    return entries
 
 
 async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str, target_lang: str) -> Formality | None:
@@ -141,25 +151,62 @@ async def _formality_for(api: ApiServices, deepl: DeepLRequest, source_lang: str
     )
 
 
-def _translations(jobs: list[Job], tagged: list[TaggedText], texts: list[str]) -> list[TextTranslation]:
-    """The answer's translations: each job's, its markup put back; a 400 naming the first text not translated.
+def _translations(
+    texts: list[str],
+    wanted: list[int],
+    jobs: list[Job],
+    tagged: list[TaggedText],
+    blank_language: str,
+    model_type: str | None,
+) -> list[TextTranslation]:
+    """The answer's translations, in the order of ``texts``: each job's, its markup put back; a blank text (no job)
+    as it was sent, in ``blank_language``; a 400 naming the first text not translated.
 
     400, not 5xx: the worker has retried already, and DeepL's SDKs resubmit every 5xx answer. Linear in the
     translations: run on the API's work threads, as the tagging was.
     """
-    translations = []
-    for index, (job, item, text) in enumerate(zip(jobs, tagged, texts, strict=True)):
+    translations = [
+        TextTranslation(
+            detected_source_language=to_deepl(blank_language),
+            text=text,
+            billed_characters=len(text),
+            model_type_used=model_type,
+        )
+        for text in texts
+    ]
+    for index, job, item in zip(wanted, jobs, tagged, strict=True):
         if job.status is not JobStatus.SUCCEEDED or job.translation is None:
             raise ApiError(400, "translation_failed", f"text {index} was not translated: {job.error or job.status}")
         detected = job.detected_source_lang or job.source_lang or AUTO_LANGUAGE
-        translations.append(
-            TextTranslation(
-                detected_source_language=to_deepl(detected),
-                text=restore(job.translation, item.markup),
-                billed_characters=len(text),
-            )
+        translations[index] = TextTranslation(
+            detected_source_language=to_deepl(detected),
+            text=restore(job.translation, item.markup),
+            billed_characters=len(texts[index]),
+            model_type_used=model_type,
         )
     return translations
+
+
+_ITEM = re.compile(r"^item (\d+): ")
+
+
+def _numbered_as_sent(exc: InvalidJobError, wanted: list[int]) -> InvalidJobError:
+    """``exc`` naming the text by its place in the request (``item 3``), not among the texts that had a job."""
+    found = _ITEM.match(str(exc))
+    if found is None or int(found.group(1)) >= len(wanted):
+        return exc
+    return type(exc)(f"item {wanted[int(found.group(1))]}: {str(exc)[found.end() :]}")
+
+
+def _blank_language(source_lang: str, jobs: list[Job], hints: tuple[str, ...] | None, default: str) -> str:
+    """The ``detected_source_language`` of a blank text (it has no job): the request's source language, else the
+    language most of its other texts were found in, else its first source hint, else the default language."""
+    if source_lang != AUTO_LANGUAGE:
+        return source_lang
+    found = Counter(job.detected_source_lang for job in jobs if job.detected_source_lang)
+    if found:
+        return found.most_common(1)[0][0]
+    return hints[0] if hints else default
 
 
 def _tagged_requests(
@@ -168,24 +215,43 @@ def _tagged_requests(
     ignore_tags: frozenset[str],
     entries: list[tuple[str, str]] | None,
     base: TranslationRequest,
+    max_chars: int,
 ) -> tuple[list[TaggedText], list[TranslationRequest]]:
     """Each text's markup swapped for placeholders (``tag_handling``), and its job: ``base`` with the text and the
-    glossary terms found in it.
+    glossary terms found in it. A text whose placeholders make it longer than ``max_chars`` (thousands of short
+    tags) is DeepL's 413: no job may carry it.
 
     Linear in the texts and the glossary, but a large request's work all the same: run on the API's work
     threads (:class:`~api.cpu_work.CpuWork`), after the limits were checked.
     """
     tagged = [to_placeholders(text, tag_handling, ignore_tags) if tag_handling else TaggedText(text) for text in texts]
+    for item in tagged:
+        if len(item.text) > max_chars:
+            raise ApiError(
+                413,
+                "request_too_large",
+                f"Request Entity Too Large: with its markup as placeholder tags, a text is {len(item.text):,} "
+                f"characters, over the {max_chars:,} a job may carry; send it in parts",
+            )
     finder = TermFinder(entries) if entries else None
     requests = [
-        dataclasses.replace(base, text=item.text, glossary=(finder.terms_in(text) or None) if finder else None)
+        dataclasses.replace(
+            base,
+            text=item.text,
+            glossary=(finder.terms_in(text) or None) if finder else None,
+            metadata=markup_metadata(item.markup),  # the job's views show the client's markup (api/door_markup.py)
+        )
         for item, text in zip(tagged, texts, strict=True)
     ]
     return tagged, requests
 
 
 @router.post(
-    "/translate", response_model=TranslateResponse, responses=_ERRORS, openapi_extra=request_body(DeepLTranslateBody)
+    "/translate",
+    response_model=TranslateResponse,
+    responses=_ERRORS,
+    response_model_exclude_none=True,
+    openapi_extra=request_body(DeepLTranslateBody),
 )
 async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> TranslateResponse:
     """Translate one or many ``text`` into ``target_lang`` and answer with the translations, in order.
@@ -198,18 +264,21 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     in each text travel with its job). ``tag_handling`` ``xml``/``html``: the markup is kept byte for
     byte (``ignore_tags`` elements untranslated). ``preserve_formatting``, ``split_sentences``,
     ``model_type`` and DeepL's other tag options are accepted and have no effect. A text the worker
-    could not translate (after its own retries) is a 400 with its reason.
-    More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST`` is a 413, a text (markup included) longer
-    than ``DRAGOMAN_MAX_TEXT_CHARS`` a 400, both before any work on the texts.
+    could not translate (after its own retries) is a 400 with its reason. An empty (or blank) text is answered as
+    it was sent, with no job, as DeepL answers ``""`` for ``""``; a request of only such texts queues nothing.
+    More texts than ``DRAGOMAN_API_MAX_JOBS_PER_REQUEST``, or texts of more than
+    ``DRAGOMAN_API_DEEPL_MAX_REQUEST_BYTES`` (128 KiB of UTF-8, DeepL's request limit) together, is a 413 before any
+    work on the texts; one text may take the whole request (the worker cuts a long text into pieces).
     """
     texts = deepl.texts("text")
     if not texts:
         raise ApiError(400, "missing_parameter", "Parameter 'text' not specified.")
     try:
-        check_texts(api.settings, texts)
+        check_request_bytes(api.settings, texts)
         target_lang = to_bcp47(deepl.text("target_lang", required=True), "target_lang")
         source = deepl.text("source_lang")
         source_lang = AUTO_LANGUAGE if source is None else to_bcp47(source, "source_lang")
+        model_type = model_type_used(deepl.text("model_type"))
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
     formality = await _formality_for(api, deepl, source_lang, target_lang)
@@ -217,8 +286,11 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
     tag_handling = deepl.text("tag_handling")
     if tag_handling is not None and tag_handling not in TAG_HANDLINGS:
         raise ApiError(400, "bad_request", f"Value for 'tag_handling' not supported: {tag_handling!r}; use xml or html")
+    # A blank text is answered as it was sent, with no job (DeepL answers "" for ""): only the others are translated.
+    wanted = [index for index, text in enumerate(texts) if text.strip()]
+    asked = [texts[index] for index in wanted]
     # No source_lang: a best guess, never a refusal (DeepL detects something for every text; api/source_hints.py).
-    hints = await source_hints(api, deepl.caller.tenant, texts) if source_lang == AUTO_LANGUAGE else None
+    hints = await source_hints(api, deepl.caller.tenant, asked) if source_lang == AUTO_LANGUAGE and asked else None
     base = TranslationRequest(
         text="",
         source_lang=source_lang,
@@ -227,20 +299,27 @@ async def translate(request: Request, deepl: DeepLRequestDep, api: ServicesDep) 
         formality=formality.value if formality else None,
         source_hints=hints,
     )
-    entries = glossary.entries if glossary else None
+    entries = glossary
+    max_chars = api.settings.max_job_text_chars  # one text may be as long as a request (the worker cuts it)
+    tagged: list[TaggedText] = []
+    jobs: list[Job] = []
     try:
-        tagged, requests = await api.work.run(
-            _tagged_requests, texts, tag_handling, deepl.names("ignore_tags"), entries, base
-        )
-        waiting = translate_texts(api, deepl.caller, requests, inline_tags=[item.tagged for item in tagged])
-        jobs = await cancelled_on_disconnect(request, waiting)
+        if asked:
+            tagged, requests = await api.work.run(
+                _tagged_requests, asked, tag_handling, deepl.names("ignore_tags"), entries, base, max_chars
+            )
+            flags = [item.tagged for item in tagged]
+            waiting = translate_texts(api, deepl.caller, requests, inline_tags=flags, max_chars=max_chars)
+            jobs = await cancelled_on_disconnect(request, waiting)
     except InvalidJobError as exc:
-        raise _bad_request(exc) from None
+        raise _bad_request(_numbered_as_sent(exc, wanted)) from None
     except TooManyQueuedJobsError as exc:
         if exc.retry_after is not None:
             raise  # 429 with Retry-After: DeepL's SDKs wait and retry
         raise ApiError(400, "over_queued_job_limit", str(exc)) from None  # more texts than the key may ever queue
-    return TranslateResponse(translations=await api.work.run(_translations, jobs, tagged, texts))
+    blank = _blank_language(source_lang, jobs, hints, api.settings.detection_default_language)
+    answered = await api.work.run(_translations, texts, wanted, jobs, tagged, blank, model_type)
+    return TranslateResponse(translations=answered)
 
 
 # Documents -----------------------------------------------------------------------------------
@@ -282,7 +361,7 @@ async def upload_document(request: Request, deepl: DeepLRequestDep, api: Service
     try:
         text = encode_document(fmt, await upload.read())
         searchable = None if fmt in BINARY_FORMATS else text
-        terms = await api.work.run(document_terms, glossary.entries, searchable) if glossary else None
+        terms = await api.work.run(document_terms, glossary, searchable) if glossary else None
         document_id = await api.groups.submit_document(
             deepl.caller.tenant,
             text,
@@ -312,7 +391,8 @@ async def document_status(document_id: str, deepl: DeepLRequestDep, api: Service
     """Where the document stands: ``queued``, ``translating`` (with ``seconds_remaining``), ``done`` or ``error``.
 
     A document uploaded without ``source_lang`` answers the language detected in it
-    (``detected_source_language``, DeepL's upper-case code) once it is split.
+    (``detected_source_language``, DeepL's upper-case code) once it is split. ``done`` answers
+    ``billed_characters``: its segments' source characters, as ``/v2/usage`` counts them.
 
     ``document_key`` must be the one its upload answered (400 otherwise).
     """
@@ -324,12 +404,14 @@ async def document_status(document_id: str, deepl: DeepLRequestDep, api: Service
     if state == "error":
         error = progress.error or f"the document was {progress.status}"
     detected = to_deepl(progress.detected_source_lang) if progress.detected_source_lang else None
+    billed = await api.groups.document_characters(deepl.caller.tenant, document_id) if state == "done" else None
     return DocumentStatusBody(
         document_id=document_id,
         status=state,
         seconds_remaining=left,
         error_message=error,
         detected_source_language=detected,
+        billed_characters=billed,
     )
 
 
@@ -382,28 +464,39 @@ async def create_glossary(request: Request, deepl: DeepLRequestDep, api: Service
         entries = await api.work.run(parse_entries, deepl.text("entries", required=True) or "", entries_format)
     except InvalidJobError as exc:
         raise _bad_request(exc) from None
-    info = await store.create(deepl.caller.tenant, name, source_lang, target_lang, entries)
+    info = await store.create(deepl.caller.tenant, name, [Dictionary(source_lang, target_lang, entries)])
     return GlossaryBody.of(info)
 
 
 @router.get("/glossaries", response_model=GlossaryList, responses=_ERRORS)
 async def list_glossaries(request: Request, deepl: DeepLRequestDep) -> GlossaryList:
-    """The tenant's glossaries, oldest first."""
+    """The tenant's glossaries of one language pair, oldest first (a multilingual one is ``/v3/glossaries``', as on
+    DeepL: v2 knows glossaries of one pair only)."""
     infos = await _glossaries(request).list(deepl.caller.tenant)
-    return GlossaryList(glossaries=[GlossaryBody.of(info) for info in infos])
+    return GlossaryList(glossaries=[GlossaryBody.of(info) for info in infos if info.monolingual is not None])
 
 
-async def _one_glossary(request: Request, deepl: DeepLRequest, glossary_id: str) -> Glossary:
-    glossary = await _glossaries(request).get(deepl.caller.tenant, glossary_id)
-    if glossary is None:
+async def _one_glossary(request: Request, deepl: DeepLRequest, glossary_id: str) -> tuple[GlossaryInfo, DictionaryInfo]:
+    """The tenant's glossary ``glossary_id`` and its one dictionary: 404 if unknown or another tenant's, 400 for a
+    multilingual glossary (v2 has no way to name one of its pairs)."""
+    info = await _glossaries(request).info(deepl.caller.tenant, glossary_id)
+    if info is None:
         raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
-    return glossary
+    if info.monolingual is None:
+        raise ApiError(
+            400,
+            "multilingual_glossary",
+            f"glossary {glossary_id} has {len(info.dictionaries)} language pairs; the v2 glossary routes take "
+            f"glossaries of one pair: use /v3/glossaries/{glossary_id}",
+        )
+    return info, info.monolingual
 
 
 @router.get("/glossaries/{glossary_id}", response_model=GlossaryBody, responses=_ERRORS)
 async def get_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> GlossaryBody:
     """One of the tenant's glossaries; 404 if unknown or another tenant's."""
-    return GlossaryBody.of((await _one_glossary(request, deepl, glossary_id)).info)
+    info, _ = await _one_glossary(request, deepl, glossary_id)
+    return GlossaryBody.of(info)
 
 
 @router.get(
@@ -411,15 +504,22 @@ async def get_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDe
     response_class=Response,
     responses={200: {"content": {"text/tab-separated-values": {}}, "description": "the entries"}, **_ERRORS},
 )
-async def glossary_entries(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> Response:
+async def glossary_entries(glossary_id: str, request: Request, deepl: DeepLRequestDep, api: ServicesDep) -> Response:
     """The glossary's entries as TSV, ``source<TAB>target`` a line, in the order they were given."""
-    glossary = await _one_glossary(request, deepl, glossary_id)
-    return Response(to_tsv(glossary.entries), media_type="text/tab-separated-values; charset=utf-8")
+    _, dictionary = await _one_glossary(request, deepl, glossary_id)
+    entries = await _glossaries(request).entries(
+        deepl.caller.tenant, glossary_id, dictionary.source_lang, dictionary.target_lang
+    )
+    if entries is None:  # deleted since
+        raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
+    tsv = await api.work.run(to_tsv, entries)
+    return Response(tsv, media_type="text/tab-separated-values; charset=utf-8")
 
 
 @router.delete("/glossaries/{glossary_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_ERRORS)
 async def delete_glossary(glossary_id: str, request: Request, deepl: DeepLRequestDep) -> Response:
-    """Delete one of the tenant's glossaries; 404 if unknown or another tenant's."""
+    """Delete one of the tenant's glossaries of one pair; 404 if unknown or another tenant's."""
+    await _one_glossary(request, deepl, glossary_id)
     if not await _glossaries(request).delete(deepl.caller.tenant, glossary_id):
         raise ApiError(404, "glossary_not_found", f"glossary {glossary_id} not found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -456,20 +556,32 @@ async def glossary_language_pairs(deepl: DeepLRequestDep) -> GlossaryLanguagePai
     operation_id="deepl_languages_post",
     openapi_extra=request_body(DeepLLanguagesBody),
 )
-async def languages(deepl: DeepLRequestDep) -> list[LanguageBody]:
+async def languages(deepl: DeepLRequestDep, api: ServicesDep) -> list[LanguageBody]:
     """DeepL's languages: ``type=source`` (the default) or ``type=target`` (with ``supports_formality``).
 
-    dragoman takes any BCP-47 language; this is the list DeepL clients show their users.
+    dragoman takes any BCP-47 language; this is the list DeepL clients show their users. A target has
+    ``supports_formality`` where DeepL's has it and the model serving it can apply formality: its live workers'
+    prompt profile reports the formality control, or no live worker reports yet (then as DeepL lists it, the rule
+    ``formality`` on ``/v2/translate`` follows too). Weblate offers formal and informal variants from it.
     """
     kind = deepl.text("type") or "source"
     if kind not in ("source", "target"):
         raise ApiError(400, "bad_request", f"Value for 'type' not supported: {kind!r}; use source or target")
     if kind == "source":
         return [LanguageBody(language=language.code, name=language.name) for language in SOURCE_LANGUAGES]
+    asked = [language for language in TARGET_LANGUAGES if language.supports_formality]
+    codes = {language.code: to_bcp47(language.code, "target_lang") for language in asked}
+    controls = await api.client.models.controls_by_target(AUTO_LANGUAGE, list(codes.values()), Lane.INTERACTIVE)
+    applied = {code for code, target in codes.items() if _applies_formality(controls[target])}
     return [
-        LanguageBody(language=language.code, name=language.name, supports_formality=language.supports_formality)
+        LanguageBody(language=language.code, name=language.name, supports_formality=language.code in applied)
         for language in TARGET_LANGUAGES
     ]
+
+
+def _applies_formality(controls: frozenset[str] | None) -> bool:
+    """Whether a model whose live workers report ``controls`` applies formality (unknown, ``None``: as DeepL)."""
+    return controls is None or Control.FORMALITY.value in controls
 
 
 @router.get("/usage", response_model=UsageBody, responses=_ERRORS, operation_id="deepl_usage")

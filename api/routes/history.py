@@ -20,7 +20,7 @@ from api.schemas import DocumentPage, DocumentSummary, ErrorBody, GroupPage, Gro
 from api.services import ApiServices, services
 from api.text_translation import submit_admitted
 from contract.errors import ModelNotFoundError
-from contract.schemas import JobStatus
+from contract.schemas import Job, JobStatus
 from producer.requests import parse_job_id, prepare
 from storage.history import InvalidCursorError, PageCursor, decode_cursor, encode_cursor
 from tenancy.history import NotRetryableError, Page, TenantHistory
@@ -60,16 +60,23 @@ def _next(page: Page) -> str | None:
 
 @router.get("/v1/jobs", tags=["jobs"], response_model=JobPage, responses=_ERRORS)
 async def list_jobs(
-    caller: CallerDep, history: HistoryDep, limit: LimitQuery = 20, before: BeforeQuery = None
+    caller: CallerDep, api: ServicesDep, history: HistoryDep, limit: LimitQuery = 20, before: BeforeQuery = None
 ) -> JobPage:
     """The tenant's stand-alone jobs (not a run's or document's), newest first: queued, running and finished.
 
     A job's row reaches PostgreSQL when it finishes; queued and running jobs are read from Redis, where
     the submitter notes each stand-alone job of a tenant until it has finished, and merged into the
-    same order. A finished job is listed for as long as its row is kept.
+    same order. A finished job is listed for as long as its row is kept. A DeepL or LibreTranslate job's text and
+    translation are shown with the client's markup (the placeholder tags it was queued with put back).
     """
     page = await history.jobs(caller.tenant, _cursor(before), limit)
-    return JobPage(data=[JobView.of(job) for job in page.items], next=_next(page))
+    views = await api.work.run(_views, page.items)  # a page of long texts' markup put back: not the loop's work
+    return JobPage(data=views, next=_next(page))
+
+
+def _views(jobs: list[Job]) -> list[JobView]:
+    """The public views of ``jobs``."""
+    return [JobView.of(job) for job in jobs]
 
 
 @router.get("/v1/runs", tags=["runs"], response_model=GroupPage, responses=_ERRORS)

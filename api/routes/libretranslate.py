@@ -25,6 +25,7 @@ from starlette.datastructures import UploadFile
 
 from api.client_disconnect import cancelled_on_disconnect
 from api.door_bodies import LibreDetectBody, LibreFileBody, LibreTranslateBody, request_body
+from api.door_markup import markup_metadata
 from api.errors import ApiError, dragoman_error_status
 from api.libretranslate_fields import libretranslate_request, text_field
 from api.libretranslate_html import tag_html
@@ -48,31 +49,38 @@ from tenancy.tenant_groups import DocumentNotAssembledError
 router = APIRouter(tags=["libretranslate"])
 ServicesDep = Annotated[ApiServices, Depends(services)]
 
-_DETECTOR = LanguageDetector()  # py3langid's model, loaded once per process on the first /detect or /languages
+_DETECTOR = LanguageDetector()  # py3langid's model, loaded once per process on the first /detect or auto text
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _FIRST_POLL_S = 0.1
 _LONGEST_POLL_S = 1.0
 
 
-@lru_cache(maxsize=1)
-def _languages() -> list[dict[str, Any]]:
-    """LibreTranslate's language list: every language dragoman's detector knows, each a target of every other."""
-    codes = _DETECTOR.languages()
+@lru_cache(maxsize=4)
+def _languages(codes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """LibreTranslate's language list of ``codes``: each with its English name, a target of every other."""
     return [
-        {"code": code, "name": language_name(code), "targets": [other for other in codes if other != code]}
+        {"code": code, "name": language_name(normalize_language(code)), "targets": [o for o in codes if o != code]}
         for code in codes
     ]
 
 
-@router.get("/languages")
-async def languages() -> list[dict[str, Any]]:
-    """``[{code, name, targets}]``: the languages py3langid tells apart (the ones ``source: auto`` can find).
+def _as_listed(code: str | None) -> str | None:
+    """A detected language as ``/languages`` names it: the detector's Norwegian, ``no``, is LibreTranslate's
+    ``nb`` (Bokmål, what it detects)."""
+    return "nb" if code == "no" else code
 
-    dragoman's models translate between any of them; ``/translate`` also takes any other BCP-47 code
-    the deployment's model knows (``pt-BR``, ``zh-Hant``), which this finite list cannot spell out.
+
+@router.get("/languages")
+async def languages(api: ServicesDep) -> list[dict[str, Any]]:
+    """``[{code, name, targets}]``: the languages the deployment translates, ``DRAGOMAN_API_LANGUAGES`` (by default
+    LibreTranslate's own list, DeepL's languages and ``nb`` among them), each a target of every other.
+
+    The list is what clients offer (Weblate matches its languages against it: ``nb_NO`` finds ``nb``). It is not
+    the detector's languages (among them Latin and Ancient Greek, which no served model is known to translate):
+    ``source: auto`` still finds any of those. ``/translate`` takes any other BCP-47 code the model knows too
+    (``pt-PT``, ``nn``).
     """
-    await _DETECTOR.ready()
-    return _languages()
+    return _languages(tuple(api.settings.api_languages))
 
 
 @router.get("/frontend/settings")
@@ -80,7 +88,7 @@ async def frontend_settings(api: ServicesDep) -> dict[str, Any]:
     """The settings LibreTranslate's web UI reads: character limit, key required, file formats."""
     return {
         "charLimit": api.settings.max_text_chars,
-        "frontendTimeout": int(api.settings.api_max_wait_seconds * 1000),
+        "frontendTimeout": 500,  # LibreTranslate's: the web page's pause (ms) after typing before it translates
         "apiKeys": True,
         "keyRequired": True,
         "suggestions": False,
@@ -149,7 +157,7 @@ async def _detected_languages(
 
     detected: list[dict[str, Any]] = [{"confidence": 0.0, "language": "en"} for _ in range(count)]
     for index, language, confidence in zip(wanted, languages, await api.work.run(confidences), strict=True):
-        detected[index] = {"confidence": confidence, "language": language}
+        detected[index] = {"confidence": confidence, "language": _as_listed(language)}
     return detected
 
 
@@ -176,7 +184,11 @@ def _tagged_requests(
     wanted = [i for i, text in enumerate(texts) if text.strip()]
     requests = [
         TranslationRequest(
-            text=(tagged[i] or TaggedText(texts[i])).text, source_lang=source, target_lang=target, source_hints=hints
+            text=(tagged[i] or TaggedText(texts[i])).text,
+            source_lang=source,
+            target_lang=target,
+            source_hints=hints,
+            metadata=markup_metadata(page.markup) if (page := tagged[i]) is not None else None,
         )
         for i in wanted
     ]
@@ -261,7 +273,21 @@ async def detect(request: Request, api: ServicesDep) -> list[dict[str, Any]]:
         raise ApiError(400, "missing_parameter", "Invalid request: missing q parameter")
     await _DETECTOR.ready()
     ranked = await api.work.run(_DETECTOR.ranked, text, limit=3)
-    return [{"confidence": round(p * 100, 1), "language": code} for code, p in ranked]
+    return [{"confidence": round(p * 100, 1), "language": _as_listed(code)} for code, p in ranked]
+
+
+@router.post("/suggest")
+async def suggest() -> Response:
+    """LibreTranslate's suggestions: off here (``/frontend/settings`` says so), answered as LibreTranslate answers
+    them off: ``403 {"error": "Suggestions are disabled on this server."}``."""
+    raise ApiError(403, "suggestions_disabled", "Suggestions are disabled on this server.")
+
+
+@router.get("/spec")
+async def spec(request: Request) -> dict[str, Any]:
+    """The API's OpenAPI document, as LibreTranslate's ``/spec`` answers its own (every door's routes)."""
+    document: dict[str, Any] = request.app.openapi()
+    return document
 
 
 def _upload_format(upload: UploadFile) -> tuple[str, str]:

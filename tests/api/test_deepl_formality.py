@@ -57,3 +57,28 @@ async def test_prefer_falls_back_and_more_is_refused_before_queuing(
     assert "use prefer_more/prefer_less" in refused.json()["message"]
     jobs = (await http.get("/v1/jobs", headers={"Authorization": f"Bearer {key}"})).json()["data"]
     assert [job["status"] for job in jobs] == ["succeeded"], jobs  # the refused text was never queued
+
+
+async def test_formality_is_advertised_only_where_the_serving_model_applies_it(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, settings: Settings, service_urls: ServiceUrls
+) -> None:
+    """Issue 49: ten targets were listed ``supports_formality`` while the model refused formality, so Weblate
+    offered ``@formal``/``@informal`` variants that failed. Weblate's request: ``GET /v2/languages?type=target``."""
+    headers = {"Authorization": f"DeepL-Auth-Key {tenant_key('weblate')}"}
+
+    async def formal_targets() -> set[str]:
+        answer = await http.get("/v2/languages", params={"type": "target"}, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return {item["language"] for item in answer.json() if item["supports_formality"]}
+
+    deepl_s = {"DE", "FR", "IT", "ES", "NL", "PL", "PT-BR", "PT-PT", "JA", "RU"}
+    assert await formal_targets() == deepl_s  # no live worker reports its controls yet: as DeepL lists them
+    loop = LoopThread("no-formality-languages")
+    engine = DeterministicEngine()
+    worker = identity_worker(settings, service_urls, engine, profile=NoFormalityProfile(engine.tokenizer))
+    loop.run(worker.start())
+    try:
+        assert await formal_targets() == set()  # the serving profile applies no formality: none is advertised
+    finally:
+        loop.run(worker.stop(grace_seconds=5))
+        loop.close()

@@ -31,7 +31,8 @@ def test_csv_entries_take_quotes_and_deepl_s_language_columns() -> None:
         ("a\tb\nno separator", "tsv", "line 2: expected a source and a target term separated by a tab"),
         ("a,b,c", "csv", "line 1: expected a source and a target term separated by a comma"),
         ("a\x07b\tc", "tsv", "line 1: the source term .* contains a control character"),
-        ("a\t" + "x" * 201, "tsv", "line 1: the target term is 201 characters"),
+        ("a\t" + "x" * 1_025, "tsv", "line 1: the target term is 1,025 bytes"),
+        ("a\t" + "ü" * 513, "tsv", "line 1: the target term is 1,026 bytes"),
         ("\n\n", "tsv", "no entries"),
         ("a\tb", "xlsx", "entries_format"),
     ],
@@ -57,7 +58,7 @@ def test_past_the_per_job_limit_the_longest_terms_are_kept() -> None:
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("  ", "must not be empty"), ("x" * 1025, "1,025 characters"), ("a\x00b", "NUL character")],
+    [("  ", "must not be empty"), ("x" * 1025, "1,025 bytes"), ("é" * 513, "1,026 bytes"), ("a\x00b", "NUL character")],
 )
 def test_a_glossary_name_must_be_storable(name: str, message: str) -> None:
     with pytest.raises(InvalidJobError, match=message):

@@ -20,6 +20,7 @@ from pathlib import Path
 import deepl
 import httpx
 import pytest
+from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
 from api import create_app
 from contract.schemas import JobSpec
@@ -208,11 +209,91 @@ def test_a_glossary_is_created_used_read_and_deleted(door: Door) -> None:
     assert translator.list_glossaries() == []
 
 
+def test_multilingual_glossaries_are_created_used_read_and_deleted(door: Door) -> None:
+    """The SDK's v3 calls (issue 49: /v3/glossaries was 404): one glossary, a dictionary per pair, used by
+    ``translate_text(glossary=MultilingualGlossaryInfo)`` for the request's pair."""
+    key = door.key()
+    client = deepl.DeepLClient(key, server_url=door.url)
+    glossary = client.create_multilingual_glossary(
+        "pets",
+        [
+            MultilingualGlossaryDictionaryEntries("EN", "DE", {"cat": "Katze", "dog": "Hund"}),
+            MultilingualGlossaryDictionaryEntries("DE", "EN", {"Katze": "cat"}),
+        ],
+    )
+    pairs = {(d.source_lang, d.target_lang, d.entry_count) for d in glossary.dictionaries}
+    assert glossary.name == "pets" and pairs == {("EN", "DE", 2), ("DE", "EN", 1)}
+    fetched = client.get_multilingual_glossary(glossary.glossary_id)
+    assert (fetched.glossary_id, fetched.creation_time) == (glossary.glossary_id, glossary.creation_time)
+    entries = client.get_multilingual_glossary_entries(glossary, "EN", "DE").dictionaries
+    assert [(d.source_lang, d.target_lang, d.entries) for d in entries] == [("en", "de", "cat\tKatze\ndog\tHund")]
+
+    there = client.translate_text("My cat and my dog.", source_lang="EN", target_lang="DE", glossary=glossary)
+    back = client.translate_text("Die Katze schläft.", source_lang="DE", target_lang="EN-US", glossary=glossary)
+    assert isinstance(there, deepl.TextResult) and there.text == "My cat and my dog. [glossary cat=Katze;dog=Hund]"
+    assert isinstance(back, deepl.TextResult) and back.text == "Die Katze schläft. [glossary Katze=cat]"
+    with pytest.raises(deepl.DeepLException, match="has no dictionary for EN -> FR \\(it has DE -> EN, EN -> DE\\)"):
+        client.translate_text("A cat", source_lang="EN", target_lang="FR", glossary=glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="has no dictionary for EN -> FR"):
+        client.get_multilingual_glossary_entries(glossary, "EN", "FR")
+
+    # a v2 glossary is a v3 glossary of one pair; the v2 routes serve only those
+    single = client.create_glossary("one pair", "EN", "FR", {"cat": "chat"})
+    assert [g.glossary_id for g in client.list_multilingual_glossaries()] == [glossary.glossary_id, single.glossary_id]
+    assert [g.glossary_id for g in client.list_glossaries()] == [single.glossary_id]
+    with pytest.raises(deepl.DeepLException, match="use /v3/glossaries"):
+        client.get_glossary(glossary.glossary_id)
+    with pytest.raises(deepl.GlossaryNotFoundException):  # another tenant's glossary is nobody's
+        deepl.DeepLClient(door.key(), server_url=door.url).get_multilingual_glossary(glossary.glossary_id)
+    with pytest.raises(deepl.DeepLException, match="a second dictionary for EN -> DE"):
+        client.create_multilingual_glossary(
+            "twice",
+            [
+                MultilingualGlossaryDictionaryEntries("EN", "DE", {"a": "b"}),
+                MultilingualGlossaryDictionaryEntries("EN-GB", "DE", {"c": "d"}),
+            ],
+        )
+
+    client.delete_multilingual_glossary(glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        client.get_multilingual_glossary(glossary.glossary_id)
+    assert [g.glossary_id for g in client.list_multilingual_glossaries()] == [single.glossary_id]
+
+
 def test_bad_glossary_entries_are_refused_naming_the_line(door: Door) -> None:
     translator = door.translator()
     with pytest.raises(deepl.DeepLException, match="line 3: source term 'cat' is given twice"):
         translator.create_glossary_from_csv("dup", "EN", "DE", "cat,Katze\ndog,Hund\ncat,Kater\n")
     assert translator.list_glossaries() == []
+
+
+def test_terms_of_1024_bytes_and_a_glossary_of_10_mib_are_taken(door: Door) -> None:
+    """Issue 49: terms over 200 characters were refused (Weblate then lost every suggestion of the project); DeepL
+    takes terms of 1,024 UTF-8 bytes and glossaries of 10 MiB."""
+    translator = door.translator()
+    long_source = "the " + "long " * 204  # 1,024 bytes
+    umlauts = "ü" * 512  # 512 characters, 1,024 bytes
+    glossary = translator.create_glossary("long terms", "EN", "DE", {long_source.strip(): umlauts, "cat": "Katze"})
+    assert glossary.entry_count == 2
+    used = translator.translate_text(
+        f"We saw {long_source}today.", source_lang="EN", target_lang="DE", glossary=glossary
+    )
+    assert isinstance(used, deepl.TextResult) and f"={umlauts}" in used.text  # the job carried the long term
+    with pytest.raises(deepl.DeepLException, match=r"line 1: the target term is 1,026 bytes \(UTF-8\); at most 1,024"):
+        translator.create_glossary("too long", "EN", "DE", {"cat": "ü" * 513})
+
+    # 5,000 entries of about 2 KB: 10 MB of entries, under DeepL's 10 MiB (10,485,760 bytes); the SDK's JSON escapes
+    # each "ü" as \u00fc, so the body is twice the API's default limit of a body
+    big = {f"term{n:05d} " + "x" * 1_000: "ü" * 500 for n in range(5_000)}
+    assert 10_000_000 < sum(len(s) + len(t.encode()) + 2 for s, t in big.items()) < 10 * 1024 * 1024
+    stored = translator.create_glossary("big", "EN", "DE", big)
+    assert stored.entry_count == 5_000
+    found = translator.translate_text("See term00042.", source_lang="EN", target_lang="DE", glossary=stored)
+    assert isinstance(found, deepl.TextResult) and found.text == "See term00042."  # a term's beginning is not the term
+    over = {**big, **{f"more{n:05d} " + "x" * 1_000: "ü" * 500 for n in range(300)}}
+    with pytest.raises(deepl.DeepLException, match=r"over the 10,485,760 \(10 MiB\) a glossary may hold"):
+        translator.create_glossary("too big", "EN", "DE", over)
+    assert [g.name for g in translator.list_glossaries()] == ["long terms", "big"]
 
 
 def test_html_and_xml_tags_come_back_intact(door: Door) -> None:
@@ -225,6 +306,21 @@ def test_html_and_xml_tags_come_back_intact(door: Door) -> None:
         xml, source_lang="EN", target_lang="DE", tag_handling="xml", ignore_tags=["keep"], formality="more"
     )
     assert isinstance(kept, deepl.TextResult) and kept.text == xml.replace("</doc>", "</doc> [formal]")
+
+
+def test_the_history_shows_a_tagged_text_as_the_client_sent_it(door: Door) -> None:
+    """Issue 49: a ``tag_handling`` job showed dragoman's placeholders (``<x1>…``) in the console's history and
+    ``GET /v1/jobs/{id}``; they show the client's markup now, and the markup kept is not the tenant's metadata."""
+    key = door.key()
+    translator = door.translator(key)
+    html = '<p>Click <a href="/docs?a=1&amp;b=2">here</a> to <b>open</b> it.<br>Now <code>x</code>.</p>'
+    result = translator.translate_text(html, source_lang="EN", target_lang="DE", tag_handling="html")
+    assert isinstance(result, deepl.TextResult) and result.text == html
+    headers = {"Authorization": f"Bearer {key}"}
+    (listed,) = httpx.get(f"{door.url}/v1/jobs", headers=headers).json()["data"]
+    assert (listed["text"], listed["translation"], listed["metadata"]) == (html, html, {})
+    one = httpx.get(f"{door.url}/v1/jobs/{listed['id']}", headers=headers).json()
+    assert (one["text"], one["translation"], one["metadata"]) == (html, html, {})
 
 
 def test_a_document_round_trips_with_its_structure(door: Door, tmp_path: Path) -> None:
@@ -285,6 +381,48 @@ def test_a_document_without_a_source_language_is_detected(door: Door) -> None:
     assert answer["status"] == "done" and answer["detected_source_language"] == "FR", answer
 
 
+def test_a_done_document_answers_its_billed_characters(door: Door) -> None:
+    """DeepL's document status answers ``billed_characters`` once done (issue 49); the SDK reads it."""
+    translator = door.translator()
+    handle = translator.translate_document_upload(
+        b"# Greeting\n\nHello there, friend.\n", filename="hi.md", source_lang="EN", target_lang="DE"
+    )
+    _orchestrate_until_done(translator, handle)
+    status = translator.translate_document_get_status(handle)
+    assert status.done and status.billed_characters == len("Greeting") + len("Hello there, friend."), status
+
+
+def test_model_type_is_answered_and_norwegian_is_nb(door: Door) -> None:
+    """Issue 49: ``model_type_used`` when ``model_type`` is sent, and Norwegian as DeepL's ``NB`` both ways."""
+    key = door.key()
+    translator = door.translator(key)
+    preferred = translator.translate_text(
+        "Hello", source_lang="EN", target_lang="DE", model_type="prefer_quality_optimized"
+    )
+    fast = translator.translate_text(
+        "Hello", source_lang="EN", target_lang="DE", model_type=deepl.ModelType.LATENCY_OPTIMIZED
+    )
+    plain = translator.translate_text("Hello", source_lang="EN", target_lang="DE")
+    assert isinstance(preferred, deepl.TextResult) and preferred.model_type_used == "quality_optimized"
+    assert isinstance(fast, deepl.TextResult) and fast.model_type_used == "latency_optimized"
+    assert isinstance(plain, deepl.TextResult) and plain.model_type_used is None  # not sent, not answered
+    with pytest.raises(deepl.DeepLException, match="Value for 'model_type' not supported"):
+        translator.translate_text("Hello", target_lang="DE", model_type="fastest")
+
+    norwegian = "Jeg har ikke tid til å snakke med deg nå, vi sees i morgen på kontoret."
+    detected = translator.translate_text(norwegian, target_lang="EN-GB")
+    assert isinstance(detected, deepl.TextResult) and detected.detected_source_lang == "NB", detected
+    from_nb = translator.translate_text("Hei", source_lang="NB", target_lang="DE")
+    into_nb = translator.translate_text("Hello", source_lang="EN", target_lang="NB")
+    assert isinstance(from_nb, deepl.TextResult) and from_nb.detected_source_lang == "NB"
+    assert isinstance(into_nb, deepl.TextResult) and into_nb.text == "Hello"
+    listed = httpx.get(f"{door.url}/v1/jobs", headers={"Authorization": f"Bearer {key}"}).json()["data"]
+    pairs = {(job["source_lang"], job["target_lang"]) for job in listed}
+    assert ("nb", "de") in pairs and ("en", "nb") in pairs, pairs  # Norwegian Bokmål, as the model is told
+    assert "NB" in {language.code for language in translator.get_source_languages()}
+    assert "NB" in {language.code for language in translator.get_target_languages()}
+
+
 def test_usage_counts_this_month_s_characters(door: Door) -> None:
     translator = door.translator()
     assert translator.get_usage().character.count == 0
@@ -318,6 +456,74 @@ def test_a_text_with_no_language_to_detect_is_translated_not_refused(door: Door)
     results = door.translator().translate_text(["zq", "12345", "🙂"], target_lang="DE")
     assert [r.text for r in results] == ["zq", "12345", "🙂"]
     assert {r.detected_source_lang for r in results} == {"EN"}  # nothing tells otherwise: the default
+
+
+def _jobs_made(door: Door, key: str) -> list[str]:
+    """The translations of the stand-alone jobs ``key``'s tenant has made (its history, newest first; the echo
+    engine's translation is the text)."""
+    listed = httpx.get(f"{door.url}/v1/jobs", params={"limit": 100}, headers={"Authorization": f"Bearer {key}"})
+    assert listed.status_code == 200, listed.text
+    return [job["translation"] for job in listed.json()["data"]]
+
+
+def test_an_empty_string_in_a_batch_is_answered_empty_with_no_job(door: Door) -> None:
+    """Issue 49: one empty string refused the whole request (400 "item 1: text is empty"); DeepL answers it ``""``."""
+    key = door.key()
+    translator = door.translator(key)
+    results = translator.translate_text(["Hello there, friend.", "", "Goodbye!", "  "], target_lang="DE")
+    assert [r.text for r in results] == ["Hello there, friend.", "", "Goodbye!", "  "]
+    # a blank text is in the language of the request's others; it bills what was sent
+    assert [r.detected_source_lang for r in results] == ["EN"] * 4
+    assert [r.billed_characters for r in results] == [20, 0, 8, 2]
+    assert sorted(_jobs_made(door, key)) == ["Goodbye!", "Hello there, friend."]  # no job for the blank ones
+
+    # a request of only empty strings: answered, nothing queued
+    only_empty = translator.translate_text(["", ""], source_lang="FR", target_lang="DE")
+    assert [(r.text, r.detected_source_lang, r.billed_characters) for r in only_empty] == [("", "FR", 0)] * 2
+    assert translator.translate_text([""], target_lang="DE")[0].detected_source_lang == "EN"  # the default language
+    assert len(_jobs_made(door, key)) == 2
+
+    # a refusal names the text by its place in the request, blank ones counted (a form body: NUL reaches the job)
+    answer = httpx.post(
+        f"{door.url}/v2/translate",
+        data={"text": ["", "fine", "a\u0000b"], "source_lang": "EN", "target_lang": "DE"},
+        headers={"Authorization": f"DeepL-Auth-Key {key}"},
+    )
+    assert answer.status_code == 400 and answer.json()["message"].startswith("item 2: "), answer.text
+
+
+ARTICLE = "\n\n".join(
+    f"Paragraph {n}. The committee met on Tuesday to discuss the budget. Everyone agreed that the plan was sound, "
+    "and the meeting ended early." * 3
+    for n in range(180)
+)
+"""An article of about 60,000 characters: six times DRAGOMAN_MAX_TEXT_CHARS, under half of DeepL's request limit."""
+
+
+def test_one_text_may_be_as_long_as_deepl_s_request_limit(door: Door) -> None:
+    """Issue 49: a text over 10,000 characters was refused (400); DeepL limits the request to 128 KiB, not a text."""
+    assert 50_000 < len(ARTICLE) < 128 * 1024
+    translator = door.translator()
+    result = translator.translate_text(ARTICLE, source_lang="EN", target_lang="DE")
+    assert isinstance(result, deepl.TextResult)
+    assert result.text == ARTICLE and result.billed_characters == len(ARTICLE)  # the worker's pieces, joined
+    page = "<html><body>" + "".join(
+        f"<p>Read <b>part {n}</b> of the <a href='/x/{n}'>guide</a>.</p>" for n in range(900)
+    )
+    page += "</body></html>"
+    assert len(page) > 40_000
+    html = translator.translate_text(page, source_lang="EN", target_lang="FR", tag_handling="html")
+    assert isinstance(html, deepl.TextResult) and html.text == page
+    # 70,000 two-byte characters: fewer characters than the limit, more bytes (DeepL counts the request's bytes)
+    umlauts = ["ü" * 35_000, "ä" * 35_000]
+    headers = {"Authorization": f"DeepL-Auth-Key {door.key()}"}
+    refused = httpx.post(
+        f"{door.url}/v2/translate", json={"text": umlauts, "target_lang": "DE"}, headers=headers, timeout=None
+    )
+    assert refused.status_code == 413, refused.text[:300]
+    assert "Request Entity Too Large" in refused.json()["message"] and "131,072 bytes" in refused.json()["message"]
+    with pytest.raises(deepl.DeepLException, match="Request Entity Too Large"):
+        translator.translate_text([ARTICLE, ARTICLE, ARTICLE], source_lang="EN", target_lang="DE")
 
 
 def test_bearer_and_the_legacy_auth_key_field_are_taken_too(door: Door) -> None:
@@ -414,7 +620,6 @@ def test_the_guide_s_sdk_example_runs(door: Door, tmp_path: Path, monkeypatch: p
         ({"text": ["a"], "target_lang": "DE", "formality": "very"}, "Value for 'formality' not supported"),
         ({"text": ["a"], "target_lang": "DE", "tag_handling": "json"}, "Value for 'tag_handling' not supported"),
         ({"text": ["a"], "target_lang": "DE", "glossary_id": "g"}, "'source_lang' is required when using a glossary"),
-        ({"text": ["a", ""], "source_lang": "EN", "target_lang": "DE"}, "item 1: text is empty"),
         ({"text": [1], "target_lang": "DE"}, "Parameter 'text' must be a string or a list of strings."),
     ],
 )

@@ -19,6 +19,7 @@ import pytest
 from fastapi import FastAPI
 from libretranslatepy import LibreTranslateAPI  # type: ignore[import-untyped]  # no stubs, no py.typed
 
+from api import create_app
 from api.services import ApiServices
 from contract.ids import canonical_uuid
 from contract.inline_tags import Tag
@@ -65,7 +66,50 @@ async def test_the_libretranslatepy_client_translates_detects_and_lists_language
     languages = await asyncio.to_thread(client.languages)
     french = next(language for language in languages if language["code"] == "fr")
     assert french["name"] == "French" and "de" in french["targets"] and "fr" not in french["targets"]
-    assert len(languages) > 100
+    assert len(languages) == len(DEFAULT_LANGUAGES)
+
+
+DEFAULT_LANGUAGES = {
+    *("ar", "az", "bg", "bn", "ca", "cs", "da", "de", "el", "en", "eo", "es", "et", "eu", "fa", "fi", "fr"),
+    *("ga", "gl", "he", "hi", "hu", "id", "it", "ja", "ko", "ky", "lt", "lv", "ms", "nb", "nl", "pl", "pt"),
+    *("pt-BR", "ro", "ru", "sk", "sl", "sq", "sr", "sv", "th", "tl", "tr", "uk", "ur", "vi", "zh", "zh-Hant"),
+}
+"""LibreTranslate's own languages: what ``/languages`` lists unless ``DRAGOMAN_API_LANGUAGES`` names others."""
+
+NORWEGIAN = "Jeg har ikke tid til å snakke med deg nå, vi sees i morgen på kontoret."
+
+
+async def test_languages_lists_what_the_deployment_translates_nb_included(
+    api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """Issue 49: ``/languages`` listed the detector's languages (Latin, Ancient Greek) and no ``nb``, so Weblate's
+    ``nb_NO`` got no suggestions although ``target: nb`` worked."""
+    client = LibreTranslateAPI(api_url, api_key=tenant_key("weblate"))
+    languages = {language["code"]: language for language in await asyncio.to_thread(client.languages)}
+    assert set(languages) == DEFAULT_LANGUAGES and not {"la", "grc", "hbo"} & set(languages)
+    assert languages["nb"]["name"] == "Norwegian Bokmål" and "en" in languages["nb"]["targets"]
+    assert languages["zh-Hant"]["name"] == "Chinese (Traditional)"
+    async with start_worker(shouting()):
+        assert await asyncio.to_thread(client.translate, "Hello", "en", "nb") == "HELLO"
+        assert await asyncio.to_thread(client.translate, "Hei", "nb", "en") == "HEI"
+        answer = await asyncio.to_thread(client.translate, NORWEGIAN, "auto", "en")
+    assert answer == NORWEGIAN.upper()
+    detected = await asyncio.to_thread(client.detect, NORWEGIAN)
+    assert detected[0]["language"] == "nb"  # the detector's "no", named as /languages names it
+
+
+async def test_the_listed_languages_are_a_setting(settings: Settings, tenant_key: KeyMaker) -> None:
+    """A deployment whose models translate other languages names them (``DRAGOMAN_API_LANGUAGES``)."""
+    listed = settings.model_copy(update={"api_languages": ["en", "de", "la"]})
+    with uvicorn_serving(create_app(listed)) as url:
+        languages = await asyncio.to_thread(LibreTranslateAPI(url).languages)
+    assert [(x["code"], x["name"], x["targets"]) for x in languages] == [
+        ("en", "English", ["de", "la"]),
+        ("de", "German", ["en", "la"]),
+        ("la", "Latin", ["en", "de"]),
+    ]
+    with pytest.raises(ValueError, match="unknown language code 'xx-klingon'"):
+        Settings(api_languages=["en", "xx-klingon"])
 
 
 async def test_weblates_requests(api_url: str, tenant_key: KeyMaker, start_worker: WorkerFactory) -> None:
@@ -157,6 +201,25 @@ async def test_source_auto_never_refuses_short_texts(
     assert together.json()["translatedText"] == ["SAVE", LONG_ENGLISH.upper(), "CANCEL", "HELP"]
     assert [d["language"] for d in together.json()["detectedLanguage"]] == ["en"] * 4  # the request's language
     assert alone.status_code == 200 and set(alone.json()["detectedLanguage"]) == {"confidence", "language"}
+
+
+async def test_the_history_shows_an_html_text_as_the_client_sent_it(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, start_worker: WorkerFactory
+) -> None:
+    """Issue 49: a ``format: html`` job showed dragoman's placeholders in the history and ``GET /v1/jobs/{id}``."""
+    key = tenant_key("html")
+    page = '<p>Read <a href="/guide">the guide</a> first.</p>'
+    async with start_worker(shouting()):
+        answer = await http.post(
+            "/translate", json={"q": page, "source": "en", "target": "de", "format": "html", "api_key": key}
+        )
+    assert answer.status_code == 200, answer.text
+    translated = answer.json()["translatedText"]
+    assert translated == '<p>READ <a href="/guide">THE GUIDE</a> FIRST.</p>'
+    (listed,) = (await http.get("/v1/jobs", headers=bearer(key))).json()["data"]
+    assert (listed["text"], listed["translation"], listed["metadata"]) == (page, translated, {})
+    one = (await http.get(f"/v1/jobs/{listed['id']}", headers=bearer(key))).json()
+    assert (one["text"], one["translation"]) == (page, translated)
 
 
 async def test_one_text_with_a_source_answers_a_string_without_detection(
@@ -261,6 +324,31 @@ async def test_detect_takes_a_form_or_a_bearer_key(http: httpx.AsyncClient, tena
     assert bad_json.status_code == 400 and "Invalid JSON format" in bad_json.json()["error"]
     settings = (await http.get("/frontend/settings")).json()
     assert settings["keyRequired"] is True and ".md" in settings["supportedFilesFormat"]
+    assert settings["frontendTimeout"] == 500  # LibreTranslate's: the web page's pause after typing (ms)
+
+
+async def test_every_refusal_is_libretranslates_shape_and_status(http: httpx.AsyncClient, tenant_key: KeyMaker) -> None:
+    """Issue 49's audit: ``{"error": "<a string>"}``, 400 for bad input, 403 for a bad key, 429 past the rate, on
+    every LibreTranslate route (``/suggest`` and ``/spec`` answered 404 with dragoman's error object)."""
+    suggested = await http.post("/suggest", data={"q": "Hi", "s": "Salut", "source": "en", "target": "fr"})
+    assert suggested.status_code == 403 and suggested.json()["error"] == "Suggestions are disabled on this server."
+    spec = await http.get("/spec")
+    assert spec.status_code == 200 and "/translate" in spec.json()["paths"]
+    key = tenant_key("audit", rate_limit_per_minute=2)
+    answers = [
+        (await http.post("/translate", json={"q": "Hi", "source": "en", "target": "fr"}), 400),  # no key
+        (await http.post("/translate", json={"q": "Hi", "source": "en", "target": "fr", "api_key": "nope"}), 403),
+        (await http.post("/detect", data={"q": "Hallo", "api_key": "nope"}), 403),
+        (await http.post("/translate_file", data={"source": "en", "target": "fr", "api_key": key}), 400),
+        (await http.post("/translate", json={"q": [1], "source": "en", "target": "fr", "api_key": key}), 400),
+        (await http.get("/translate"), 405),
+        (await http.post("/detect", data={"q": "Hallo", "api_key": key}), 429),  # the key's third request a minute
+    ]
+    for response, status in answers:
+        assert response.status_code == status, (response.request.url, response.text)
+        body = response.json()
+        assert isinstance(body["error"], str) and body["error"], body
+    assert answers[-1][0].headers.get("Retry-After")
 
 
 MARKDOWN = """# Getting started
@@ -380,7 +468,7 @@ async def test_the_guide_example_runs_as_written(
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "HELLO, WORLD."
     assert printed[1].startswith("[{'confidence': ") and "'language': 'de'}" in printed[1]
-    assert printed[2].startswith("[{'code': 'ace', 'name': 'Acehnese', 'targets': ['af', ")
+    assert printed[2].startswith("[{'code': 'ar', 'name': 'Arabic', 'targets': ['az', ")
 
 
 async def test_a_client_that_disconnects_mid_submit_has_its_jobs_cancelled(

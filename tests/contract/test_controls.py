@@ -11,7 +11,7 @@ from contract.controls import (
     AUTO_LANGUAGE,
     MAX_CONTEXT_CHARS,
     MAX_GLOSSARY_TERMS,
-    MAX_TERM_CHARS,
+    MAX_TERM_BYTES,
     Formality,
     glossary_misses,
     validate_context,
@@ -29,6 +29,12 @@ def test_a_glossary_is_trimmed_and_kept_in_order() -> None:
     assert validate_glossary(None) == {}
 
 
+def test_a_term_may_be_as_long_as_deepl_allows() -> None:
+    """DeepL takes terms of up to 1,024 UTF-8 bytes (issue 49: 200 characters were refused)."""
+    long_term = "x" * MAX_TERM_BYTES
+    assert validate_glossary({long_term: "ü" * 512}) == {long_term: "ü" * 512}
+
+
 @pytest.mark.parametrize(
     ("glossary", "reason"),
     [
@@ -38,7 +44,8 @@ def test_a_glossary_is_trimmed_and_kept_in_order() -> None:
         ({"": "chat"}, "has an empty term"),
         ({"cat": "   "}, "has an empty term"),
         ({"cat\nnip": "herbe"}, "line break or control character"),
-        ({"x" * (MAX_TERM_CHARS + 1): "y"}, f"at most {MAX_TERM_CHARS}"),
+        ({"x" * (MAX_TERM_BYTES + 1): "y"}, "1,025 bytes \\(UTF-8\\); at most 1,024"),
+        ({"cat": "ü" * 513}, "1,026 bytes"),  # 513 characters of two bytes each
         ({f"term {i}": "t" for i in range(MAX_GLOSSARY_TERMS + 1)}, f"at most {MAX_GLOSSARY_TERMS} are allowed"),
         ({"cat": "chat", " cat": "minou"}, "is given twice"),
     ],
