@@ -200,16 +200,11 @@ async def _bad_json_escape_of(scope: Scope, body: bytes) -> str | None:
 
 
 async def _bad_json_number_of(scope: Scope, body: bytes) -> tuple[str, str] | None:
-    """:func:`~api.json_numbers.bad_json_number` of a whole body: on the API's work threads when it is large
-    (a suspect number makes it parse the body)."""
-    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
-    if len(body) <= SMALL_BODY_BYTES or services is None:
+    """:func:`~api.json_numbers.bad_json_number` of a small body, naming where the number is; a large body's is
+    refused by its parse (a search of megabytes holds the interpreter lock, whichever thread runs it)."""
+    if len(body) <= SMALL_BODY_BYTES:
         return bad_json_number(body)
-    try:
-        found: tuple[str, str] | None = await services.work.run(bad_json_number, body)
-    except ApiError as exc:  # the threads' queue is full: 503, answered from the body's read
-        raise BodyReadRefusal(exc) from None
-    return found
+    return None  # its one parse refuses it (api.json_body.decode_json), after the shape limits: no search here
 
 
 class InputCheck:

@@ -31,6 +31,7 @@ DeepL and LibreTranslate doors' (:func:`parse_json_body`, which their field read
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -54,7 +55,26 @@ def decode_json(body: bytes | str) -> Any:
     for bytes that are not UTF-8).
     """
     check_json_shape(body)
-    return json.loads(body)
+    return json.loads(body, parse_constant=_non_finite, parse_float=_finite)
+
+
+class NonFiniteNumberError(ValueError):
+    """A JSON number no float holds (``1e400``, ``NaN``, ``Infinity``): refused as the body is parsed.
+
+    Small bodies are refused before, naming where the number is (:mod:`api.json_numbers`); a large one is
+    refused here, in its one parse on the work threads, rather than searched beforehand on the loop's thread.
+    """
+
+
+def _non_finite(text: str) -> float:
+    raise NonFiniteNumberError(f"{text} is not a number a float holds; send finite numbers")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NonFiniteNumberError(f"the number {text[:40]} is beyond what a float holds; send finite numbers")
+    return value
 
 
 async def parse_json_body(body: bytes, work: CpuWork) -> Any:
@@ -80,7 +100,10 @@ def _decoded_and_validated(body: bytes, field: Any, max_items: int) -> Any:
     Raises the answer of a body that fails (``ApiError``: 422 naming its first errors, as FastAPI's own
     validation would be answered) or is too deep; ``json.JSONDecodeError`` is FastAPI's to answer.
     """
-    value = decode_json(body)
+    try:
+        value = decode_json(body)
+    except NonFiniteNumberError as exc:
+        raise ApiError(400, "invalid_value", f"the request body is refused: {exc}") from None
     if value is None or field is None:
         return value  # FastAPI's answer for a null body (missing) costs nothing
     if isinstance(value, list) and len(value) > max_items:

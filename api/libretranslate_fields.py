@@ -18,7 +18,7 @@ from api.auth import Caller, caller_for_key, client_address
 from api.cpu_work import CpuWork
 from api.errors import ApiError
 from api.input_check import form_fields
-from api.json_body import parse_json_body, shape_refusal
+from api.json_body import NonFiniteNumberError, parse_json_body, shape_refusal
 from api.services import ApiServices
 from contract.json_shape import JsonShapeError
 
@@ -40,6 +40,8 @@ async def request_fields(request: Request, work: CpuWork) -> dict[str, Any]:
             body = await parse_json_body(raw, work) if raw.strip() else {}
         except JsonShapeError as exc:
             raise shape_refusal(exc) from None
+        except NonFiniteNumberError as exc:
+            raise ApiError(400, "invalid_value", f"Invalid request: {exc}") from None
         except ValueError:
             raise ApiError(400, "invalid_json", "Invalid JSON format: the body is not valid JSON") from None
         if not isinstance(body, dict):

@@ -322,3 +322,25 @@ def test_every_route_with_a_json_body_reads_it_through_the_checked_request(app: 
     assert all(isinstance(route, JsonBodyRoute) for route in json_routes), [
         route.path for route in json_routes if not isinstance(route, JsonBodyRoute)
     ]
+
+
+@pytest.mark.parametrize(
+    ("url", "shape"), [("/v1/jobs", NATIVE), ("/v2/translate", DEEPL), ("/translate", LIBRETRANSLATE)]
+)
+async def test_a_large_body_with_a_number_no_float_holds_is_refused_by_its_parse(
+    http: httpx.AsyncClient, tenant_key: KeyMaker, url: str, shape: str
+) -> None:
+    """Over 4 KiB the number is not searched for on the loop's thread: the one parse, off the loop, refuses it."""
+    pad = "x" * 8_000
+    bodies = {
+        NATIVE: {"text": pad, "source_lang": "en", "target_lang": "de", "metadata": {"score": 1}},
+        DEEPL: {"target_lang": "DE", "text": [pad], "score": 1},
+        LIBRETRANSLATE: {"source": "en", "target": "de", "q": pad, "api_key": "", "alternatives": 1},
+    }
+    body = json.dumps(bodies[shape]).replace(": 1}", ": 1e400}").encode()
+    assert b"1e400" in body and len(body) > 4096
+    key = tenant_key("numbers")
+    headers = {"Authorization": f"DeepL-Auth-Key {key}"} if shape == DEEPL else bearer(key)
+    answer = await http.post(url, **json_post(body, headers))
+    assert 400 <= answer.status_code < 500, answer.text
+    assert "1e400" in answer.text
